@@ -1,0 +1,241 @@
+// The gradients of the nn ops (ops/nn_grad.cc) against central finite
+// differences: Relu, BiasAdd, Softmax, LogSoftmax, both cross entropies
+// (including the second-order term when their backprop output is used),
+// Conv2D over paddings, strides, dilations and groups, MaxPool, and a small
+// CNN composed of all of them. Rows run in double unless named _float.
+#include <functional>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "dflow/client/gradient_check.h"
+#include "dflow/client/op_builder.h"
+#include "dflow/client/ops.h"
+#include "dflow/framework/gradient.h"
+#include "gtest/gtest.h"
+
+namespace dflow {
+namespace {
+
+struct InputSpec {
+  TensorShape shape;
+  double lo = -1, hi = 1;
+  bool random_sign = false;  // Magnitudes in [lo, hi], either sign.
+};
+
+using BuildFn = std::function<Output(const Scope&, const std::vector<Output>&)>;
+
+struct NnGradCase {
+  std::string name;  // Test name; starts with the op it checks.
+  std::string op;    // The op whose gradient the row checks ("" for composites).
+  std::vector<InputSpec> inputs;
+  BuildFn build;
+  DataType dtype = DT_DOUBLE;
+};
+
+void PrintTo(const NnGradCase& c, std::ostream* os) { *os << c.name; }
+
+InputSpec S(std::initializer_list<int64_t> dims, double lo = -1, double hi = 1) {
+  return InputSpec{TensorShape(std::vector<int64_t>(dims)), lo, hi};
+}
+
+// Values of either sign, at least `lo` away from zero (kinks of Relu).
+InputSpec AwayFromZero(std::initializer_list<int64_t> dims) {
+  InputSpec s = S(dims, 0.1, 1);
+  s.random_sign = true;
+  return s;
+}
+
+Tensor RandomTensor(DataType dtype, const InputSpec& spec, std::mt19937* rng) {
+  std::uniform_real_distribution<double> u(spec.lo, spec.hi);
+  std::bernoulli_distribution coin(0.5);
+  Tensor t(dtype, spec.shape);
+  for (int64_t k = 0; k < t.NumElements(); ++k) {
+    double v = u(*rng);
+    if (spec.random_sign && coin(*rng)) v = -v;
+    if (dtype == DT_FLOAT) {
+      t.flat<float>()[k] = static_cast<float>(v);
+    } else {
+      t.flat<double>()[k] = v;
+    }
+  }
+  return t;
+}
+
+// --- builders ------------------------------------------------------------------
+
+BuildFn Unary(const std::string& op) {
+  return [op](const Scope& s, const std::vector<Output>& x) {
+    return OpBuilder(s, op).Input(x[0]).Finish();
+  };
+}
+
+BuildFn BiasAdd(const std::string& format) {
+  return [format](const Scope& s, const std::vector<Output>& x) {
+    return OpBuilder(s, "BiasAdd").Input(x[0]).Input(x[1]).Attr("data_format", format).Finish();
+  };
+}
+
+struct ConvSpec {
+  std::vector<int64_t> strides = {1, 1, 1, 1};
+  std::string padding = "SAME";
+  std::vector<int64_t> dilations = {1, 1, 1, 1};
+  std::vector<int64_t> explicit_paddings = {};
+};
+
+BuildFn Conv(const ConvSpec& c) {
+  return [c](const Scope& s, const std::vector<Output>& x) {
+    OpBuilder b(s, "Conv2D");
+    b.Input(x[0]).Input(x[1]).Attr("strides", c.strides).Attr("padding", c.padding);
+    b.Attr("dilations", c.dilations);
+    if (!c.explicit_paddings.empty()) b.Attr("explicit_paddings", c.explicit_paddings);
+    return b.Finish();
+  };
+}
+
+BuildFn Pool(std::vector<int64_t> ksize, std::vector<int64_t> strides, std::string padding) {
+  return [=](const Scope& s, const std::vector<Output>& x) {
+    return ops::MaxPool(s, x[0], ksize, strides, padding);
+  };
+}
+
+const Tensor kLabels = Tensor::Vec<int32_t>({0, 3, 1});
+
+// y = loss, or loss + Σ backprop² per row when the backprop output is used too.
+BuildFn SparseXent(bool use_backprop) {
+  return [use_backprop](const Scope& s, const std::vector<Output>& x) {
+    ops::XentOutputs r = ops::SparseSoftmaxCrossEntropyWithLogits(s, x[0], kLabels);
+    if (!use_backprop) return r.loss;
+    return ops::Add(s, r.loss, ops::Sum(s, ops::Square(s, r.backprop), 1));
+  };
+}
+
+// The labels are Softmax(x[1]): rows that sum to 1, as the backprop output
+// (softmax - labels) assumes, whatever the finite differences perturb.
+BuildFn Xent(bool use_backprop) {
+  return [use_backprop](const Scope& s, const std::vector<Output>& x) {
+    ops::XentOutputs r = ops::SoftmaxCrossEntropyWithLogits(s, x[0], ops::Softmax(s, x[1]));
+    if (!use_backprop) return r.loss;
+    return ops::Add(s, r.loss, ops::Sum(s, ops::Square(s, r.backprop), 1));
+  };
+}
+
+// conv(5x5x2 -> 3 filters) + bias -> relu -> maxpool 2x2 -> dense -> mean
+// sparse cross entropy: every nn gradient composed, as in the Fashion-MNIST CNN.
+Output SmallCnn(const Scope& s, const std::vector<Output>& x) {
+  Output conv = ops::Conv2D(s, x[0], x[1], {1, 1, 1, 1}, "SAME");
+  Output hidden = ops::Relu(s, ops::BiasAdd(s, conv, x[2]));
+  Output pooled = ops::MaxPool(s, hidden, {1, 2, 2, 1}, {1, 2, 2, 1}, "VALID");
+  Output flat = ops::Reshape(s, pooled, {2, 18});
+  Output logits = ops::MatMul(s, flat, x[3]);
+  ops::XentOutputs xent =
+      ops::SparseSoftmaxCrossEntropyWithLogits(s, logits, Tensor::Vec<int32_t>({1, 0}));
+  return ops::Mean(s, xent.loss, 0);
+}
+
+std::vector<NnGradCase> Cases() {
+  ConvSpec same, valid_s2, dilated, explicit_pad, grouped, uneven;
+  valid_s2.padding = "VALID";
+  valid_s2.strides = {1, 2, 2, 1};
+  dilated.dilations = {1, 2, 2, 1};
+  explicit_pad.padding = "EXPLICIT";
+  explicit_pad.explicit_paddings = {0, 0, 1, 0, 0, 2, 0, 0};
+  grouped.strides = {1, 2, 2, 1};
+  uneven.strides = {1, 2, 1, 1};
+  uneven.padding = "VALID";
+  return {
+      {"Relu", "Relu", {AwayFromZero({2, 3})}, Unary("Relu")},
+      {"Relu_float", "Relu", {AwayFromZero({2, 3})}, Unary("Relu"), DT_FLOAT},
+      {"BiasAdd_NHWC", "BiasAdd", {S({2, 3, 4}), S({4})}, BiasAdd("NHWC")},
+      {"BiasAdd_NCHW", "BiasAdd", {S({2, 3, 2, 2}), S({3})}, BiasAdd("NCHW")},
+      {"BiasAdd_float", "BiasAdd", {S({3, 4}), S({4})}, BiasAdd("NHWC"), DT_FLOAT},
+      {"Softmax", "Softmax", {S({3, 4}, -2, 2)}, Unary("Softmax")},
+      {"Softmax_rank3", "Softmax", {S({2, 2, 3}, -2, 2)}, Unary("Softmax")},
+      {"LogSoftmax", "LogSoftmax", {S({3, 4}, -2, 2)}, Unary("LogSoftmax")},
+      {"LogSoftmax_float", "LogSoftmax", {S({3, 4}, -2, 2)}, Unary("LogSoftmax"), DT_FLOAT},
+      {"SparseSoftmaxCrossEntropyWithLogits",
+       "SparseSoftmaxCrossEntropyWithLogits",
+       {S({3, 4}, -2, 2)},
+       SparseXent(false)},
+      {"SparseSoftmaxCrossEntropyWithLogits_backprop_used",
+       "SparseSoftmaxCrossEntropyWithLogits",
+       {S({3, 4}, -2, 2)},
+       SparseXent(true)},
+      {"SparseSoftmaxCrossEntropyWithLogits_float",
+       "SparseSoftmaxCrossEntropyWithLogits",
+       {S({3, 4}, -2, 2)},
+       SparseXent(false),
+       DT_FLOAT},
+      {"SoftmaxCrossEntropyWithLogits",
+       "SoftmaxCrossEntropyWithLogits",
+       {S({3, 4}, -2, 2), S({3, 4}, 0, 1)},
+       Xent(false)},
+      {"SoftmaxCrossEntropyWithLogits_backprop_used",
+       "SoftmaxCrossEntropyWithLogits",
+       {S({3, 4}, -2, 2), S({3, 4}, 0, 1)},
+       Xent(true)},
+      {"Conv2D_same", "Conv2D", {S({2, 5, 4, 2}), S({3, 3, 2, 3})}, Conv(same)},
+      {"Conv2D_valid_stride2", "Conv2D", {S({1, 6, 5, 2}), S({3, 2, 2, 2})}, Conv(valid_s2)},
+      {"Conv2D_uneven_strides", "Conv2D", {S({1, 6, 4, 1}), S({2, 2, 1, 2})}, Conv(uneven)},
+      {"Conv2D_dilated", "Conv2D", {S({1, 5, 5, 2}), S({2, 2, 2, 2})}, Conv(dilated)},
+      {"Conv2D_explicit", "Conv2D", {S({1, 4, 4, 1}), S({3, 3, 1, 2})}, Conv(explicit_pad)},
+      {"Conv2D_grouped", "Conv2D", {S({1, 5, 5, 4}), S({3, 3, 2, 4})}, Conv(grouped)},
+      {"Conv2D_float", "Conv2D", {S({1, 5, 4, 2}), S({3, 3, 2, 2})}, Conv(same), DT_FLOAT},
+      {"MaxPool_same_k2_s2",
+       "MaxPool",
+       {S({1, 5, 5, 2})},
+       Pool({1, 2, 2, 1}, {1, 2, 2, 1}, "SAME")},
+      {"MaxPool_valid_k3_s2",
+       "MaxPool",
+       {S({2, 5, 5, 2})},
+       Pool({1, 3, 3, 1}, {1, 2, 2, 1}, "VALID")},
+      {"MaxPool_overlapping",
+       "MaxPool",
+       {S({1, 4, 4, 1})},
+       Pool({1, 3, 3, 1}, {1, 1, 1, 1}, "SAME")},
+      {"MaxPool_float",
+       "MaxPool",
+       {S({1, 4, 4, 2})},
+       Pool({1, 2, 2, 1}, {1, 2, 2, 1}, "VALID"),
+       DT_FLOAT},
+      {"Composite_small_cnn", "", {S({2, 4, 6, 2}), S({5, 5, 2, 3}), S({3}), S({18, 2})}, SmallCnn},
+  };
+}
+
+class NnGradCheckTest : public ::testing::TestWithParam<NnGradCase> {};
+
+TEST_P(NnGradCheckTest, MatchesFiniteDifferences) {
+  const NnGradCase& c = GetParam();
+  Scope root = Scope::NewRootScope();
+  std::mt19937 rng(4321);
+  std::vector<Output> xs;
+  std::vector<Tensor> values;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    xs.push_back(ops::Placeholder(root.WithOpName("x" + std::to_string(i)), c.dtype));
+    values.push_back(RandomTensor(c.dtype, c.inputs[i], &rng));
+  }
+  Output y = c.build(root, xs);
+  ASSERT_TRUE(root.ok()) << root.status();
+  absl::StatusOr<double> error = ComputeGradientError(root, xs, values, y);
+  ASSERT_TRUE(error.ok()) << error.status();
+  EXPECT_LT(*error, c.dtype == DT_DOUBLE ? 1e-6 : 2e-2);
+}
+
+INSTANTIATE_TEST_SUITE_P(NnGradCheck, NnGradCheckTest, ::testing::ValuesIn(Cases()),
+                         [](const auto& info) { return info.param.name; });
+
+// Every nn op with a gradient has a row above.
+TEST(NnGradCheckRegistryTest, EveryNnGradientIsChecked) {
+  std::set<std::string> checked;
+  for (const NnGradCase& c : Cases()) checked.insert(c.op);
+  for (const char* op :
+       {"Relu", "BiasAdd", "Softmax", "LogSoftmax", "SparseSoftmaxCrossEntropyWithLogits",
+        "SoftmaxCrossEntropyWithLogits", "Conv2D", "MaxPool"}) {
+    EXPECT_NE(GradientRegistry::Global()->Find(op), nullptr) << op << " has no gradient";
+    EXPECT_TRUE(checked.count(op)) << op << " has no NnGradCheck row";
+  }
+}
+
+}  // namespace
+}  // namespace dflow

@@ -1,0 +1,245 @@
+#include "dflow/client/scope.h"
+
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "dflow/framework/attr_util.h"
+#include "dflow/framework/op_def.h"
+#include "dflow/framework/status.h"
+
+namespace dflow {
+
+// The graph shared by a root scope and all scopes derived from it.
+struct Scope::Graph {
+  struct NodeInfo {
+    DataTypeVector output_types;
+    std::vector<PartialShape> output_shapes;
+    std::optional<Tensor> value;  // For Const nodes: used by shape functions.
+  };
+
+  mutable absl::Mutex mu;
+  tensorflow::GraphDef def ABSL_GUARDED_BY(mu);
+  std::map<std::string, NodeInfo> nodes ABSL_GUARDED_BY(mu);
+  std::map<std::string, int> name_counts ABSL_GUARDED_BY(mu);
+  absl::Status status ABSL_GUARDED_BY(mu);
+
+  // "base", then "base_1", "base_2", ... whichever is free.
+  std::string Uniquify(const std::string& base) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    int& count = name_counts[base];
+    std::string name = count == 0 ? base : absl::StrCat(base, "_", count);
+    while (nodes.count(name) > 0) name = absl::StrCat(base, "_", ++count);
+    ++count;
+    return name;
+  }
+};
+
+Input::Input(std::initializer_list<std::initializer_list<float>> rows) : is_const_(true) {
+  std::vector<float> values;
+  int64_t cols = rows.size() == 0 ? 0 : rows.begin()->size();
+  for (const auto& r : rows) {
+    if (static_cast<int64_t>(r.size()) != cols) {
+      cols = -1;  // Ragged: rejected by the consuming op.
+      break;
+    }
+    values.insert(values.end(), r.begin(), r.end());
+  }
+  if (cols < 0) {
+    tensor_ = Tensor(DT_INVALID);
+    return;
+  }
+  tensor_ = Tensor::FromVector(values, TensorShape({static_cast<int64_t>(rows.size()), cols}));
+}
+
+Scope Scope::NewRootScope() {
+  Scope s;
+  s.graph_ = std::make_shared<Graph>();
+  return s;
+}
+
+Scope Scope::NewSubScope(const std::string& name) const {
+  Scope s = *this;
+  s.exact_name_.clear();
+  if (name.empty()) return s;
+  std::string unique;
+  {
+    absl::MutexLock l(&graph_->mu);
+    unique = graph_->Uniquify(name_prefix_ + name);
+  }
+  s.name_prefix_ = unique + "/";
+  return s;
+}
+
+Scope Scope::WithOpName(const std::string& name) const {
+  Scope s = *this;
+  s.exact_name_ = name;
+  return s;
+}
+
+Scope Scope::WithDevice(const std::string& device) const {
+  Scope s = *this;
+  s.device_ = device;
+  return s;
+}
+
+Scope Scope::WithControlDependencies(const std::vector<Operation>& deps) const {
+  Scope s = *this;
+  s.control_deps_.insert(s.control_deps_.end(), deps.begin(), deps.end());
+  return s;
+}
+
+Scope Scope::WithNoControlDependencies() const {
+  Scope s = *this;
+  s.control_deps_.clear();
+  return s;
+}
+
+Scope Scope::ColocateWith(const Operation& op) const {
+  Scope s = *this;
+  s.colocate_with_.push_back(op.name());
+  return s;
+}
+
+Scope Scope::WithDeviceFunction(
+    std::function<std::string(const tensorflow::NodeDef&)> fn) const {
+  Scope s = *this;
+  s.device_fn_ = std::move(fn);
+  return s;
+}
+
+absl::Status Scope::status() const {
+  absl::MutexLock l(&graph_->mu);
+  return graph_->status;
+}
+
+void Scope::UpdateStatus(const absl::Status& s) const {
+  absl::MutexLock l(&graph_->mu);
+  if (graph_->status.ok()) graph_->status = s;
+}
+
+std::string Scope::GetUniqueNameForOp(const std::string& op_type) const {
+  absl::MutexLock l(&graph_->mu);
+  return graph_->Uniquify(name_prefix_ + (exact_name_.empty() ? op_type : exact_name_));
+}
+
+absl::Status Scope::ToGraphDef(tensorflow::GraphDef* out) const {
+  absl::MutexLock l(&graph_->mu);
+  RETURN_IF_ERROR(graph_->status);
+  *out = graph_->def;
+  out->mutable_versions()->set_producer(1087);  // A TF 2.x-era producer version.
+  return absl::OkStatus();
+}
+
+const tensorflow::GraphDef& Scope::graph_def() const {
+  absl::MutexLock l(&graph_->mu);
+  return graph_->def;
+}
+
+Output Scope::AsOutput(const Input& in) const {
+  if (!in.is_const()) return in.output();
+  if (in.tensor().dtype() == DT_INVALID) {
+    UpdateStatus(absl::InvalidArgumentError("[Const] ragged nested initializer list"));
+    return Output();
+  }
+  tensorflow::NodeDef node;
+  node.set_op("Const");
+  SetAttr(&node, "dtype", in.tensor().dtype());
+  SetAttr(&node, "value", in.tensor());
+  std::vector<Output> outs;
+  WithOpName("").AddNode(std::move(node), {}, &outs);
+  return outs.empty() ? Output() : outs[0];
+}
+
+Operation Scope::AddNode(tensorflow::NodeDef node, const std::vector<Input>& inputs,
+                         std::vector<Output>* outputs) const {
+  outputs->clear();
+  if (!ok()) return Operation();
+  // Constants first: they are separate nodes in this scope.
+  std::vector<Output> in_outputs;
+  for (const Input& in : inputs) {
+    Output o = AsOutput(in);
+    if (!o.valid()) {
+      UpdateStatus(absl::InvalidArgumentError(
+          absl::StrCat("[", node.op(), "] an input is not a valid output")));
+      return Operation();
+    }
+    in_outputs.push_back(o);
+  }
+
+  auto op_or = OpRegistry::Global()->LookUp(node.op());
+  if (!op_or.ok()) {
+    UpdateStatus(op_or.status());
+    return Operation();
+  }
+  const OpDef& op = **op_or;
+
+  absl::MutexLock l(&graph_->mu);
+  if (node.name().empty()) {
+    node.set_name(graph_->Uniquify(name_prefix_ + (exact_name_.empty() ? node.op() : exact_name_)));
+  }
+  std::vector<PartialShape> shapes;
+  std::vector<const Tensor*> values;
+  DataTypeVector in_types;
+  for (const Output& o : in_outputs) {
+    auto it = graph_->nodes.find(o.node_name());
+    if (it == graph_->nodes.end() || o.index() >= static_cast<int>(it->second.output_types.size())) {
+      graph_->status = absl::InvalidArgumentError(absl::StrCat(
+          "[", node.op(), " '", node.name(), "'] input ", o.name(), " is not in this graph"));
+      return Operation();
+    }
+    node.add_input(o.index() == 0 ? o.node_name() : o.name());
+    shapes.push_back(it->second.output_shapes[o.index()]);
+    values.push_back(it->second.value ? &*it->second.value : nullptr);
+    in_types.push_back(it->second.output_types[o.index()]);
+  }
+  for (const Operation& dep : control_deps_) node.add_input("^" + dep.name());
+  if (!colocate_with_.empty()) {
+    std::vector<std::string> classes;
+    for (const std::string& c : colocate_with_) classes.push_back("loc:@" + c);
+    SetAttr(&node, "_class", classes);
+  }
+  if (node.device().empty()) node.set_device(device_);
+  if (device_fn_) node.set_device(device_fn_(node));
+
+  AddDefaultAttrs(op, &node);
+  DataTypeVector expected_in, out_types;
+  absl::Status s = ValidateNodeDef(node, op);
+  if (s.ok()) s = InOutTypesForNode(node, op, &expected_in, &out_types);
+  for (size_t i = 0; s.ok() && i < in_types.size() && i < expected_in.size(); ++i) {
+    if (BaseType(in_types[i]) != BaseType(expected_in[i]) ||
+        (IsRefType(expected_in[i]) && !IsRefType(in_types[i]))) {
+      s = absl::InvalidArgumentError(absl::StrCat(
+          "[", node.op(), " '", node.name(), "'] input ", i, " (", node.input(i), ") is ",
+          DataTypeString(in_types[i]), " but the op expects ", DataTypeString(expected_in[i])));
+    }
+  }
+  std::vector<PartialShape> out_shapes(out_types.size());
+  if (s.ok()) {
+    auto inferred = InferShapes(node, op, shapes, values, expected_in,
+                                static_cast<int>(out_types.size()));
+    if (inferred.ok()) {
+      out_shapes = *std::move(inferred);
+    } else {
+      s = inferred.status();
+    }
+  }
+  if (!s.ok()) {
+    graph_->status = s;
+    return Operation();
+  }
+
+  Graph::NodeInfo info{out_types, out_shapes, std::nullopt};
+  if (node.op() == "Const") {
+    Tensor t;
+    if (GetNodeAttr(node, "value", &t).ok()) info.value = t;
+  }
+  graph_->nodes[node.name()] = info;
+  Operation result(node.name(), static_cast<int>(out_types.size()));
+  for (size_t i = 0; i < out_types.size(); ++i) {
+    outputs->emplace_back(result, static_cast<int>(i), out_types[i], out_shapes[i]);
+  }
+  *graph_->def.add_node() = std::move(node);
+  return result;
+}
+
+}  // namespace dflow

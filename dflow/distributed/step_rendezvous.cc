@@ -1,0 +1,105 @@
+#include "dflow/distributed/step_rendezvous.h"
+
+#include <algorithm>
+#include <memory>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace dflow {
+
+StepRendezvous::StepRendezvous(int64_t step_id, std::string task_name, WorkerLookup lookup)
+    : step_id_(step_id), task_name_(std::move(task_name)), lookup_(std::move(lookup)) {}
+
+absl::Status StepRendezvous::Send(const ParsedKey& key, const Tensor& value, bool is_dead) {
+  return local_.Send(key, value, is_dead);
+}
+
+bool StepRendezvous::IsRemote(const ParsedKey& key) const {
+  return lookup_ != nullptr && key.src.has_job && key.src.TaskName() != task_name_;
+}
+
+void StepRendezvous::RecvAsync(const ParsedKey& key, DoneCallback done) {
+  if (IsRemote(key)) {
+    RecvRemoteAsync(key, std::move(done));
+  } else {
+    local_.RecvAsync(key, std::move(done));
+  }
+}
+
+void StepRendezvous::RecvLocalAsync(const ParsedKey& key, DoneCallback done) {
+  local_.RecvAsync(key, std::move(done));
+}
+
+void StepRendezvous::StartAbort(const absl::Status& status) { local_.StartAbort(status); }
+
+std::vector<std::string> StepRendezvous::PendingRecvKeys() const {
+  std::vector<std::string> out = local_.PendingRecvKeys();
+  {
+    absl::MutexLock l(&in_flight_->mu);
+    out.insert(out.end(), in_flight_->keys.begin(), in_flight_->keys.end());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void StepRendezvous::SetDeadline(absl::Time deadline) {
+  absl::MutexLock l(&mu_);
+  deadline_ = std::min(deadline_, deadline);
+}
+
+void StepRendezvous::RecvRemoteAsync(const ParsedKey& key, DoneCallback done) {
+  const std::string task = key.src.TaskName();
+  WorkerInterface* worker = lookup_(task);
+  if (worker == nullptr) {
+    done(absl::UnavailableError(absl::StrCat("[Rendezvous] no worker known for task ", task,
+                                             " to receive '", key.full_key, "' from")),
+         Tensor(), false);
+    return;
+  }
+  struct Call {
+    tensorflow::RecvTensorRequest req;
+    tensorflow::RecvTensorResponse resp;
+  };
+  auto call = std::make_shared<Call>();
+  call->req.set_step_id(step_id_);
+  call->req.set_rendezvous_key(key.full_key);
+  CallOptions opts;
+  {
+    absl::MutexLock l(&mu_);
+    // A grace second lets the step's own deadline fire first and name what
+    // it still awaited; the remote call then ends soon after.
+    opts.deadline = deadline_ + absl::Seconds(1);
+  }
+  const std::string pending = absl::StrCat(key.full_key, " (from ", task, ")");
+  {
+    absl::MutexLock l(&in_flight_->mu);
+    in_flight_->keys.insert(pending);
+  }
+  worker->RecvTensorAsync(
+      opts, &call->req, &call->resp,
+      [call, task, pending, in_flight = in_flight_, done = std::move(done)](const absl::Status& s) {
+        {
+          absl::MutexLock l(&in_flight->mu);
+          auto it = in_flight->keys.find(pending);
+          if (it != in_flight->keys.end()) in_flight->keys.erase(it);
+        }
+        if (!s.ok()) {
+          done(absl::Status(s.code(), absl::StrCat("RecvTensor from ", task, ": ", s.message())),
+               Tensor(), false);
+          return;
+        }
+        if (call->resp.is_dead()) {
+          done(absl::OkStatus(), Tensor(), true);
+          return;
+        }
+        absl::StatusOr<Tensor> t = Tensor::FromProto(call->resp.tensor());
+        if (!t.ok()) {
+          done(t.status(), Tensor(), false);
+          return;
+        }
+        done(absl::OkStatus(), *t, false);
+      });
+}
+
+}  // namespace dflow

@@ -1,0 +1,68 @@
+// StepRendezvous: the rendezvous of one step on one worker, shared by the
+// worker's devices. Sends and local receives go to a LocalRendezvous; a
+// receive whose source device is on another task is pulled from that task's
+// worker with RecvTensor (same step id, same key).
+#ifndef DFLOW_DISTRIBUTED_STEP_RENDEZVOUS_H_
+#define DFLOW_DISTRIBUTED_STEP_RENDEZVOUS_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "dflow/distributed/worker_interface.h"
+#include "dflow/runtime/rendezvous_local.h"
+
+namespace dflow {
+
+class StepRendezvous : public Rendezvous {
+ public:
+  // The worker of another task, or nullptr when unknown.
+  using WorkerLookup = std::function<WorkerInterface*(const std::string& task_name)>;
+
+  // `task_name` is this worker's task ("/job:w/replica:0/task:0"). With an
+  // unset `lookup`, every key is served locally.
+  StepRendezvous(int64_t step_id, std::string task_name, WorkerLookup lookup);
+
+  absl::Status Send(const ParsedKey& key, const Tensor& value, bool is_dead) override;
+  // Remote when the key's source task is not this one and `lookup` is set;
+  // Unavailable naming the task when lookup knows no worker for it.
+  void RecvAsync(const ParsedKey& key, DoneCallback done) override;
+  // Always from the local table (what a RecvTensor caller or a fetch reads).
+  void RecvLocalAsync(const ParsedKey& key, DoneCallback done);
+  void StartAbort(const absl::Status& status) override;
+
+  // Remote receives started from now on carry the earliest deadline given
+  // (plus one second of grace).
+  void SetDeadline(absl::Time deadline);
+
+  // Keys still awaited, local and remote ("<key> (from <task>)"), sorted.
+  std::vector<std::string> PendingRecvKeys() const;
+  int64_t step_id() const { return step_id_; }
+
+ private:
+  bool IsRemote(const ParsedKey& key) const;
+  void RecvRemoteAsync(const ParsedKey& key, DoneCallback done);
+
+  const int64_t step_id_;
+  const std::string task_name_;
+  const WorkerLookup lookup_;
+  LocalRendezvous local_;
+  mutable absl::Mutex mu_;
+  absl::Time deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  // Remote receives in flight; shared with their callbacks, which may run
+  // after this rendezvous is gone.
+  struct InFlight {
+    absl::Mutex mu;
+    std::multiset<std::string> keys ABSL_GUARDED_BY(mu);
+  };
+  std::shared_ptr<InFlight> in_flight_ = std::make_shared<InFlight>();
+};
+
+}  // namespace dflow
+
+#endif  // DFLOW_DISTRIBUTED_STEP_RENDEZVOUS_H_

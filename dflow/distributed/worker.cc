@@ -1,0 +1,486 @@
+#include "dflow/distributed/worker.h"
+
+#include <algorithm>
+#include <map>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "dflow/distributed/deadline_timer.h"
+#include "dflow/distributed/step_rendezvous.h"
+#include "dflow/framework/cancellation.h"
+#include "dflow/framework/status.h"
+#include "dflow/runtime/executor.h"
+#include "dflow/runtime/graph.h"
+#include "dflow/runtime/partition.h"
+
+namespace dflow {
+
+struct Worker::GraphItem {
+  std::string handle;
+  std::vector<std::unique_ptr<Executor>> executors;
+};
+
+struct Worker::Session {
+  std::string handle;
+  absl::Mutex mu;
+  absl::flat_hash_map<std::string, std::shared_ptr<GraphItem>> graphs ABSL_GUARDED_BY(mu);
+};
+
+// One RunGraph call in flight.
+struct Worker::RunState {
+  const tensorflow::RunGraphRequest* req = nullptr;
+  tensorflow::RunGraphResponse* resp = nullptr;
+  StatusCallback done;
+  std::shared_ptr<const GraphItem> graph;
+  std::shared_ptr<StepRendezvous> rendez;
+  CancellationManager cancellation;
+  DeadlineTimer::Id timer = DeadlineTimer::kNone;
+
+  absl::Mutex mu;
+  absl::Status status ABSL_GUARDED_BY(mu);
+  int pending ABSL_GUARDED_BY(mu) = 0;
+
+  // Keeps the root cause: a derived error never replaces a real one.
+  void Record(const absl::Status& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (!s.ok() && (status.ok() || (IsDerivedError(status) && !IsDerivedError(s)))) status = s;
+  }
+};
+
+namespace {
+
+absl::Status Prefixed(absl::string_view method, const absl::Status& s) {
+  if (s.ok()) return s;
+  return absl::Status(s.code(), absl::StrCat("[Worker ", method, "] ", s.message()));
+}
+
+}  // namespace
+
+Worker::Worker(DeviceMgr* devices, WorkerOptions options)
+    : devices_(devices), options_(std::move(options)), timer_(std::make_unique<DeadlineTimer>()) {
+  std::vector<Device*> list = devices_->ListDevices();
+  task_name_ = list.empty() ? "" : list.front()->parsed_name().TaskName();
+  pool_ = options_.inter_op_pool;
+  if (pool_ == nullptr) {
+    own_pool_ = std::make_unique<ThreadPool>(
+        "worker", std::max(2, static_cast<int>(std::thread::hardware_concurrency())));
+    pool_ = own_pool_.get();
+  }
+  default_session_ = std::make_shared<Session>();
+}
+
+Worker::~Worker() {
+  absl::MutexLock l(&mu_);
+  for (auto& [id, rendez] : steps_) {
+    rendez->StartAbort(absl::CancelledError("[Worker] the worker is shutting down"));
+  }
+  steps_.clear();
+}
+
+int Worker::NumLiveSteps() const {
+  absl::MutexLock l(&mu_);
+  return static_cast<int>(steps_.size());
+}
+
+// --- status and sessions ---------------------------------------------------------------
+
+void Worker::GetStatusAsync(const CallOptions&, const tensorflow::GetStatusRequest*,
+                            tensorflow::GetStatusResponse* resp, StatusCallback done) {
+  resp->clear_device_attributes();
+  for (Device* d : devices_->ListDevices()) {
+    tensorflow::DeviceAttributes* a = resp->add_device_attributes();
+    a->set_name(d->name());
+    a->set_device_type(d->device_type());
+    a->set_memory_limit(d->memory_limit());
+    a->set_incarnation(d->incarnation());
+  }
+  done(absl::OkStatus());
+}
+
+void Worker::CreateWorkerSessionAsync(const CallOptions&,
+                                      const tensorflow::CreateWorkerSessionRequest* req,
+                                      tensorflow::CreateWorkerSessionResponse*,
+                                      StatusCallback done) {
+  if (req->session_handle().empty()) {
+    done(absl::InvalidArgumentError("[Worker CreateWorkerSession] the session handle is empty"));
+    return;
+  }
+  auto session = std::make_shared<Session>();
+  session->handle = req->session_handle();
+  absl::MutexLock l(&mu_);
+  if (!sessions_.try_emplace(req->session_handle(), std::move(session)).second) {
+    done(absl::AlreadyExistsError(absl::StrCat("[Worker CreateWorkerSession] session '",
+                                               req->session_handle(), "' already exists on ",
+                                               task_name_)));
+    return;
+  }
+  done(absl::OkStatus());
+}
+
+void Worker::DeleteWorkerSessionAsync(const CallOptions&,
+                                      const tensorflow::DeleteWorkerSessionRequest* req,
+                                      tensorflow::DeleteWorkerSessionResponse*,
+                                      StatusCallback done) {
+  std::shared_ptr<Session> gone;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = sessions_.find(req->session_handle());
+    if (it != sessions_.end()) {
+      gone = std::move(it->second);
+      sessions_.erase(it);
+    }
+  }
+  done(absl::OkStatus());  // `gone` (and its graphs) is freed after the reply.
+}
+
+absl::StatusOr<std::shared_ptr<Worker::Session>> Worker::FindSession(const std::string& handle,
+                                                                     bool create_called) const {
+  if (!create_called) return default_session_;
+  absl::MutexLock l(&mu_);
+  auto it = sessions_.find(handle);
+  if (it == sessions_.end()) {
+    return absl::AbortedError(absl::StrCat("session handle '", handle, "' is not found on ",
+                                           task_name_, "; possibly this worker restarted"));
+  }
+  return it->second;
+}
+
+absl::StatusOr<std::shared_ptr<const Worker::GraphItem>> Worker::FindGraph(
+    const std::string& session, bool create_called, const std::string& graph) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<Session> s, FindSession(session, create_called));
+  absl::MutexLock l(&s->mu);
+  auto it = s->graphs.find(graph);
+  if (it == s->graphs.end()) {
+    return absl::AbortedError(absl::StrCat("graph handle '", graph, "' is not found on ",
+                                           task_name_, "; possibly this worker restarted"));
+  }
+  return std::shared_ptr<const GraphItem>(it->second);
+}
+
+// --- graphs ------------------------------------------------------------------------------
+
+absl::StatusOr<std::shared_ptr<Worker::GraphItem>> Worker::BuildGraph(
+    const tensorflow::GraphDef& def) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, Graph::FromGraphDef(def));
+  for (Node* n : g->nodes()) {
+    Device* device = devices_->HostCPU();
+    if (!n->requested_device().empty()) {
+      absl::StatusOr<Device*> found = devices_->LookupDevice(n->requested_device());
+      if (!found.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "node '", n->name(), "' is placed on '", n->requested_device(),
+            "', which is not a device of ", task_name_, " ", devices_->DeviceNamesString()));
+      }
+      device = *found;
+    }
+    if (device == nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat("node '", n->name(), "' has no device and ",
+                                                        task_name_,
+                                                        " has no CPU device to run it on"));
+    }
+    n->set_assigned_device_name(device->name());
+  }
+  PartitionOptions popts;
+  popts.get_incarnation = [this](const std::string& d) -> uint64_t {
+    absl::StatusOr<Device*> dev = devices_->LookupDevice(d);
+    return dev.ok() ? (*dev)->incarnation() : 0;
+  };
+  ASSIGN_OR_RETURN(auto parts, Partition(*g, popts));
+  auto item = std::make_shared<GraphItem>();
+  for (auto& [loc, part_def] : parts) {
+    ASSIGN_OR_RETURN(Device * device, devices_->LookupDevice(loc));
+    ASSIGN_OR_RETURN(std::unique_ptr<Graph> part, Graph::FromGraphDef(part_def));
+    ASSIGN_OR_RETURN(std::unique_ptr<Executor> exec, Executor::Create(std::move(part), device));
+    item->executors.push_back(std::move(exec));
+  }
+  return item;
+}
+
+void Worker::RegisterGraphAsync(const CallOptions&, const tensorflow::RegisterGraphRequest* req,
+                                tensorflow::RegisterGraphResponse* resp, StatusCallback done) {
+  absl::StatusOr<std::shared_ptr<Session>> session =
+      FindSession(req->session_handle(), req->create_worker_session_called());
+  if (!session.ok()) {
+    done(Prefixed("RegisterGraph", session.status()));
+    return;
+  }
+  absl::StatusOr<std::shared_ptr<GraphItem>> item = BuildGraph(req->graph_def());
+  if (!item.ok()) {
+    done(Prefixed("RegisterGraph", item.status()));
+    return;
+  }
+  (*item)->handle = absl::StrCat("graph_", next_graph_id_.fetch_add(1));
+  resp->set_graph_handle((*item)->handle);
+  {
+    absl::MutexLock l(&(*session)->mu);
+    (*session)->graphs[(*item)->handle] = *std::move(item);
+  }
+  done(absl::OkStatus());
+}
+
+void Worker::DeregisterGraphAsync(const CallOptions&, const tensorflow::DeregisterGraphRequest* req,
+                                  tensorflow::DeregisterGraphResponse*, StatusCallback done) {
+  absl::StatusOr<std::shared_ptr<Session>> session =
+      FindSession(req->session_handle(), req->create_worker_session_called());
+  if (!session.ok()) {
+    done(Prefixed("DeregisterGraph", session.status()));
+    return;
+  }
+  std::shared_ptr<GraphItem> gone;
+  {
+    absl::MutexLock l(&(*session)->mu);
+    auto it = (*session)->graphs.find(req->graph_handle());
+    if (it != (*session)->graphs.end()) {
+      gone = std::move(it->second);
+      (*session)->graphs.erase(it);
+    }
+  }
+  if (gone == nullptr) {
+    done(absl::AbortedError(absl::StrCat("[Worker DeregisterGraph] graph handle '",
+                                         req->graph_handle(), "' is not found on ", task_name_)));
+    return;
+  }
+  done(absl::OkStatus());
+}
+
+// --- steps -------------------------------------------------------------------------------
+
+std::shared_ptr<StepRendezvous> Worker::FindOrCreateStep(int64_t step_id) {
+  absl::MutexLock l(&mu_);
+  std::shared_ptr<StepRendezvous>& r = steps_[step_id];
+  if (r == nullptr) {
+    r = std::make_shared<StepRendezvous>(step_id, task_name_, options_.worker_for_task);
+  }
+  return r;
+}
+
+absl::Status Worker::FeedSends(const tensorflow::RunGraphRequest& req, StepRendezvous* rendez) {
+  for (const tensorflow::NamedTensorProto& send : req.send()) {
+    ASSIGN_OR_RETURN(Rendezvous::ParsedKey key, Rendezvous::ParseKey(send.name()));
+    absl::StatusOr<Tensor> value = Tensor::FromProto(send.tensor());
+    if (!value.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the tensor sent for '", send.name(), "' cannot be decoded: ", value.status().message()));
+    }
+    RETURN_IF_ERROR(rendez->Send(key, *value, /*is_dead=*/false));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Worker::CollectRecvs(const tensorflow::RunGraphRequest& req, StepRendezvous* rendez,
+                                  tensorflow::RunGraphResponse* resp) {
+  for (const std::string& name : req.recv_key()) {
+    ASSIGN_OR_RETURN(Rendezvous::ParsedKey key, Rendezvous::ParseKey(name));
+    // The step has finished, so the value is either here now or never.
+    struct Got {
+      bool ready = false;
+      absl::Status status;
+      Tensor value;
+      bool dead = false;
+    };
+    auto got = std::make_shared<Got>();
+    rendez->RecvLocalAsync(key, [got](const absl::Status& s, const Tensor& v, bool dead) {
+      got->ready = true;
+      got->status = s;
+      got->value = v;
+      got->dead = dead;
+    });
+    if (!got->ready) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("recv_key '", name, "' was not produced by the graph"));
+    }
+    RETURN_IF_ERROR(got->status);
+    if (got->dead) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("recv_key '", name, "' was not computed (its input was dead)"));
+    }
+    tensorflow::NamedTensorProto* out = resp->add_recv();
+    out->set_name(name);
+    got->value.AsProtoTensorContent(out->mutable_tensor());
+  }
+  return absl::OkStatus();
+}
+
+void Worker::RunGraphAsync(const CallOptions& opts, const tensorflow::RunGraphRequest* req,
+                           tensorflow::RunGraphResponse* resp, StatusCallback done) {
+  auto fail = [&](const absl::Status& s) {
+    if (req->store_errors_in_response_body()) {
+      resp->set_status_code(static_cast<tensorflow::error::Code>(s.code()));
+      resp->set_status_error_message(std::string(s.message()));
+      done(absl::OkStatus());
+    } else {
+      done(s);
+    }
+  };
+  if (req->is_partial()) {
+    fail(absl::UnimplementedError("[Worker RunGraph] partial runs are not supported"));
+    return;
+  }
+  absl::StatusOr<std::shared_ptr<const GraphItem>> graph =
+      FindGraph(req->session_handle(), req->create_worker_session_called(), req->graph_handle());
+  if (!graph.ok()) {
+    fail(Prefixed("RunGraph", graph.status()));
+    return;
+  }
+  std::shared_ptr<StepRendezvous> rendez = FindOrCreateStep(req->step_id());
+  rendez->SetDeadline(opts.deadline);
+  if (absl::Status s = FeedSends(*req, rendez.get()); !s.ok()) {
+    rendez->StartAbort(MarkDerived(s));
+    fail(Prefixed("RunGraph", s));
+    return;
+  }
+  auto run = std::make_shared<RunState>();
+  run->req = req;
+  run->resp = resp;
+  run->done = std::move(done);
+  run->graph = *std::move(graph);
+  run->rendez = std::move(rendez);
+  const int n = static_cast<int>(run->graph->executors.size());
+  if (n == 0) {
+    FinishRun(run);
+    return;
+  }
+  {
+    absl::MutexLock l(&run->mu);
+    run->pending = n;
+  }
+  std::weak_ptr<RunState> weak = run;
+  run->timer = timer_->Schedule(opts.deadline, [weak, step = req->step_id()] {
+    std::shared_ptr<RunState> r = weak.lock();
+    if (r == nullptr) return;
+    const std::vector<std::string> waiting = r->rendez->PendingRecvKeys();
+    absl::Status timeout = absl::DeadlineExceededError(absl::StrCat(
+        "step ", step, " timed out; ",
+        waiting.empty() ? "kernels were still running"
+                        : absl::StrCat("still waiting for: ", absl::StrJoin(waiting, ", "))));
+    {
+      absl::MutexLock l(&r->mu);
+      r->status = timeout;  // The deadline is the root cause of what follows.
+    }
+    r->cancellation.StartCancel();
+    r->rendez->StartAbort(MarkDerived(timeout));
+  });
+  Executor::Args args;
+  args.step_id = req->step_id();
+  args.rendezvous = run->rendez.get();
+  args.cancellation_manager = &run->cancellation;
+  args.deadline = opts.deadline;
+  ThreadPool* pool = pool_;
+  args.runner = [pool](std::function<void()> fn) { pool->Schedule(std::move(fn)); };
+  for (const auto& exec : run->graph->executors) {
+    exec->RunAsync(args, [this, run](absl::Status s) {
+      bool last;
+      {
+        absl::MutexLock l(&run->mu);
+        run->Record(s);
+        last = --run->pending == 0;
+      }
+      if (last) FinishRun(run);
+    });
+  }
+}
+
+void Worker::FinishRun(const std::shared_ptr<RunState>& run) {
+  timer_->Cancel(run->timer);
+  absl::Status status;
+  {
+    absl::MutexLock l(&run->mu);
+    status = run->status;
+  }
+  if (status.ok()) status = CollectRecvs(*run->req, run->rendez.get(), run->resp);
+  StatusCallback done = std::move(run->done);
+  status = Prefixed("RunGraph", status);
+  if (!status.ok() && run->req->store_errors_in_response_body()) {
+    run->resp->set_status_code(static_cast<tensorflow::error::Code>(status.code()));
+    run->resp->set_status_error_message(std::string(status.message()));
+    status = absl::OkStatus();
+  }
+  done(status);
+}
+
+void Worker::CleanupGraphAsync(const CallOptions&, const tensorflow::CleanupGraphRequest* req,
+                               tensorflow::CleanupGraphResponse*, StatusCallback done) {
+  std::shared_ptr<StepRendezvous> gone;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = steps_.find(req->step_id());
+    if (it != steps_.end()) {
+      gone = std::move(it->second);
+      steps_.erase(it);
+    }
+  }
+  if (gone != nullptr) {
+    gone->StartAbort(absl::CancelledError(
+        absl::StrCat("[Worker] step ", req->step_id(), " was cleaned up on ", task_name_)));
+  }
+  done(absl::OkStatus());
+}
+
+void Worker::CleanupAllAsync(const CallOptions&, const tensorflow::CleanupAllRequest* req,
+                             tensorflow::CleanupAllResponse*, StatusCallback done) {
+  for (Device* d : devices_->ListDevices()) {
+    if (req->container().empty()) {
+      d->resource_manager()->Cleanup(d->resource_manager()->default_container());
+    } else {
+      for (const std::string& c : req->container()) d->resource_manager()->Cleanup(c);
+    }
+  }
+  done(absl::OkStatus());
+}
+
+// --- RecvTensor --------------------------------------------------------------------------
+
+void Worker::RecvTensorAsync(const CallOptions& opts, const tensorflow::RecvTensorRequest* req,
+                             tensorflow::RecvTensorResponse* resp, StatusCallback done) {
+  absl::StatusOr<Rendezvous::ParsedKey> key = Rendezvous::ParseKey(req->rendezvous_key());
+  if (!key.ok()) {
+    done(Prefixed("RecvTensor", key.status()));
+    return;
+  }
+  absl::StatusOr<Device*> src = devices_->LookupDevice(key->src_device);
+  if (!src.ok()) {
+    done(absl::InvalidArgumentError(absl::StrCat("[Worker RecvTensor] source device '",
+                                                 key->src_device, "' of key '", key->full_key,
+                                                 "' is not a device of ", task_name_)));
+    return;
+  }
+  if ((*src)->incarnation() != key->src_incarnation) {
+    done(absl::AbortedError(absl::StrCat("[Worker RecvTensor] key '", key->full_key,
+                                         "' expects incarnation ", key->src_incarnation, " of ",
+                                         (*src)->name(), " but it is ", (*src)->incarnation(),
+                                         "; the task ", task_name_, " was probably restarted")));
+    return;
+  }
+  std::shared_ptr<StepRendezvous> rendez = FindOrCreateStep(req->step_id());
+  // Whoever comes first, the value or the deadline, answers.
+  struct Call {
+    std::atomic<bool> claimed{false};
+    StatusCallback done;
+    DeadlineTimer::Id timer = DeadlineTimer::kNone;
+    bool Claim() { return !claimed.exchange(true, std::memory_order_acq_rel); }
+  };
+  auto call = std::make_shared<Call>();
+  call->done = std::move(done);
+  const std::string full_key = key->full_key;
+  const int64_t step = req->step_id();
+  call->timer = timer_->Schedule(opts.deadline, [call, full_key, step] {
+    if (!call->Claim()) return;
+    call->done(absl::DeadlineExceededError(
+        absl::StrCat("[Worker RecvTensor] timed out waiting for '", full_key, "' of step ", step)));
+  });
+  DeadlineTimer* timer = timer_.get();
+  rendez->RecvLocalAsync(
+      *key, [call, resp, timer](const absl::Status& s, const Tensor& value, bool dead) {
+        if (!call->Claim()) return;
+        timer->Cancel(call->timer);
+        if (s.ok()) {
+          resp->set_is_dead(dead);
+          if (!dead) value.AsProtoTensorContent(resp->mutable_tensor());
+        }
+        call->done(Prefixed("RecvTensor", s));
+      });
+}
+
+}  // namespace dflow

@@ -1,0 +1,593 @@
+#include "dflow/distributed/worker.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "dflow/distributed/deadline_timer.h"
+#include "dflow/framework/attr_util.h"
+#include "dflow/framework/rendezvous.h"
+#include "dflow/framework/status.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace dflow {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string Msg(const absl::Status& s) { return std::string(s.message()); }
+
+// One task's devices and its worker.
+struct Task {
+  Task(const std::string& job, int index, int cpus, WorkerOptions opts = {}) {
+    tensorflow::ConfigProto config;
+    (*config.mutable_device_count())["CPU"] = cpus;
+    auto devices = CreateLocalDevices(config, job, 0, index);
+    EXPECT_TRUE(devices.ok()) << devices.status();
+    mgr = std::make_unique<DeviceMgr>(std::move(devices).value());
+    worker = std::make_unique<Worker>(mgr.get(), std::move(opts));
+  }
+  std::string Cpu(int i) const { return mgr->ListDevices()[i]->name(); }
+  uint64_t Incarnation(int i) const { return mgr->ListDevices()[i]->incarnation(); }
+  // The key of a tensor sent from CPU:i of this task to `dst`.
+  std::string Key(int i, const std::string& dst, const std::string& name) const {
+    return Rendezvous::CreateKey(Cpu(i), Incarnation(i), dst, name);
+  }
+
+  std::unique_ptr<DeviceMgr> mgr;
+  std::unique_ptr<Worker> worker;
+};
+
+// A small GraphDef builder for partitions as a master would send them.
+class Builder {
+ public:
+  tensorflow::NodeDef* Node(const std::string& name, const std::string& op,
+                            std::vector<std::string> inputs, const std::string& device) {
+    tensorflow::NodeDef* n = def_.add_node();
+    n->set_name(name);
+    n->set_op(op);
+    for (auto& in : inputs) n->add_input(in);
+    n->set_device(device);
+    return n;
+  }
+  void Const(const std::string& name, const Tensor& value, const std::string& device) {
+    tensorflow::NodeDef* n = Node(name, "Const", {}, device);
+    SetAttr(n, "dtype", value.dtype());
+    SetAttr(n, "value", value);
+  }
+  void Binary(const std::string& name, const std::string& op, const std::string& a,
+              const std::string& b, const std::string& device) {
+    SetAttr(Node(name, op, {a, b}, device), "T", DT_FLOAT);
+  }
+  // _Recv of `tensor_name` sent from `src` (incarnation `inc`) to `dst`.
+  void Recv(const std::string& name, const std::string& tensor_name, const std::string& src,
+            uint64_t inc, const std::string& dst, bool client, const std::string& device) {
+    tensorflow::NodeDef* n = Node(name, "_Recv", {}, device);
+    SetAttr(n, "tensor_type", DT_FLOAT);
+    SetKeyAttrs(n, tensor_name, src, inc, dst, client);
+  }
+  void Send(const std::string& name, const std::string& input, const std::string& tensor_name,
+            const std::string& src, uint64_t inc, const std::string& dst, bool client,
+            const std::string& device) {
+    tensorflow::NodeDef* n = Node(name, "_Send", {input}, device);
+    SetAttr(n, "T", DT_FLOAT);
+    SetKeyAttrs(n, tensor_name, src, inc, dst, client);
+  }
+  const tensorflow::GraphDef& def() const { return def_; }
+
+ private:
+  static void SetKeyAttrs(tensorflow::NodeDef* n, const std::string& tensor_name,
+                          const std::string& src, uint64_t inc, const std::string& dst,
+                          bool client) {
+    SetAttr(n, "tensor_name", tensor_name);
+    SetAttr(n, "send_device", src);
+    SetAttr(n, "send_device_incarnation", static_cast<int64_t>(inc));
+    SetAttr(n, "recv_device", dst);
+    SetAttr(n, "client_terminated", client);
+  }
+  tensorflow::GraphDef def_;
+};
+
+absl::StatusOr<std::string> Register(Worker* w, const tensorflow::GraphDef& def) {
+  tensorflow::RegisterGraphRequest req;
+  *req.mutable_graph_def() = def;
+  tensorflow::RegisterGraphResponse resp;
+  RETURN_IF_ERROR(w->RegisterGraph(req, &resp));
+  return resp.graph_handle();
+}
+
+tensorflow::NamedTensorProto Named(const std::string& key, const Tensor& t) {
+  tensorflow::NamedTensorProto p;
+  p.set_name(key);
+  t.AsProtoTensorContent(p.mutable_tensor());
+  return p;
+}
+
+std::vector<float> Floats(const tensorflow::NamedTensorProto& p) {
+  absl::StatusOr<Tensor> t = Tensor::FromProto(p.tensor());
+  EXPECT_TRUE(t.ok()) << t.status();
+  if (!t.ok()) return {};
+  auto f = t->flat<float>();
+  return std::vector<float>(f.begin(), f.end());
+}
+
+// x (fed on CPU:0) * 3 (on CPU:1) -> y (fetched on CPU:0): two local devices,
+// so the worker must re-partition and pass a tensor between them.
+struct FeedFetchGraph {
+  explicit FeedFetchGraph(const Task& t) {
+    feed_key = t.Key(0, t.Cpu(0), "x");
+    fetch_key = t.Key(0, t.Cpu(0), "y");
+    b.Recv("x", "x", t.Cpu(0), t.Incarnation(0), t.Cpu(0), true, t.Cpu(0));
+    b.Const("three", Tensor::Scalar(3.0f), t.Cpu(1));
+    b.Binary("mul", "Mul", "x", "three", t.Cpu(1));
+    b.Send("y", "mul", "y", t.Cpu(0), t.Incarnation(0), t.Cpu(0), true, t.Cpu(0));
+  }
+  Builder b;
+  std::string feed_key, fetch_key;
+};
+
+TEST(WorkerTest, GetStatusListsDevices) {
+  Task t("worker", 1, 2);
+  EXPECT_EQ(t.worker->task_name(), "/job:worker/replica:0/task:1");
+  tensorflow::GetStatusResponse resp;
+  ASSERT_TRUE(t.worker->GetStatus({}, &resp).ok());
+  ASSERT_EQ(resp.device_attributes_size(), 2);
+  EXPECT_EQ(resp.device_attributes(1).name(), "/job:worker/replica:0/task:1/device:CPU:1");
+  EXPECT_EQ(resp.device_attributes(0).device_type(), "CPU");
+  EXPECT_EQ(resp.device_attributes(0).memory_limit(), kCpuMemoryLimit);
+  EXPECT_EQ(resp.device_attributes(0).incarnation(), t.Incarnation(0));
+  EXPECT_NE(resp.device_attributes(0).incarnation(), 0u);
+}
+
+TEST(WorkerTest, RegisterAndRunWithFeedsAndFetches) {
+  Task t("worker", 0, 2);
+  FeedFetchGraph g(t);
+  absl::StatusOr<std::string> handle = Register(t.worker.get(), g.b.def());
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  for (int step = 1; step <= 3; ++step) {
+    tensorflow::RunGraphRequest req;
+    req.set_graph_handle(*handle);
+    req.set_step_id(100 + step);
+    *req.add_send() = Named(g.feed_key, Tensor::Vec<float>({1.0f, float(step)}));
+    req.add_recv_key(g.fetch_key);
+    tensorflow::RunGraphResponse resp;
+    absl::Status s = t.worker->RunGraph(req, &resp);
+    ASSERT_TRUE(s.ok()) << s;
+    ASSERT_EQ(resp.recv_size(), 1);
+    EXPECT_EQ(resp.recv(0).name(), g.fetch_key);
+    EXPECT_EQ(Floats(resp.recv(0)), (std::vector<float>{3.0f, 3.0f * step}));
+  }
+  EXPECT_EQ(t.worker->NumLiveSteps(), 3);  // Kept until CleanupGraph.
+  tensorflow::CleanupGraphRequest cleanup;
+  cleanup.set_step_id(102);
+  tensorflow::CleanupGraphResponse cresp;
+  ASSERT_TRUE(t.worker->CleanupGraph(cleanup, &cresp).ok());
+  EXPECT_EQ(t.worker->NumLiveSteps(), 2);
+}
+
+TEST(WorkerTest, WorkerSessionsAndUnknownHandles) {
+  Task t("worker", 0, 2);
+  FeedFetchGraph g(t);
+  tensorflow::CreateWorkerSessionRequest create;
+  tensorflow::CreateWorkerSessionResponse cresp;
+  EXPECT_EQ(t.worker->CreateWorkerSession(create, &cresp).code(),
+            absl::StatusCode::kInvalidArgument);
+  create.set_session_handle("sess1");
+  ASSERT_TRUE(t.worker->CreateWorkerSession(create, &cresp).ok());
+  EXPECT_EQ(t.worker->CreateWorkerSession(create, &cresp).code(), absl::StatusCode::kAlreadyExists);
+
+  tensorflow::RegisterGraphRequest reg;
+  reg.set_session_handle("nope");
+  reg.set_create_worker_session_called(true);
+  *reg.mutable_graph_def() = g.b.def();
+  tensorflow::RegisterGraphResponse rresp;
+  absl::Status s = t.worker->RegisterGraph(reg, &rresp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted);
+  EXPECT_THAT(Msg(s), HasSubstr("session handle 'nope' is not found"));
+
+  reg.set_session_handle("sess1");
+  ASSERT_TRUE(t.worker->RegisterGraph(reg, &rresp).ok());
+  tensorflow::RunGraphRequest run;
+  run.set_session_handle("sess1");
+  run.set_create_worker_session_called(true);
+  run.set_graph_handle("graph_999");
+  tensorflow::RunGraphResponse resp;
+  s = t.worker->RunGraph(run, &resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted);
+  EXPECT_THAT(Msg(s), HasSubstr("graph handle 'graph_999' is not found"));
+
+  // The graph lives in sess1, not in the default session.
+  run.set_graph_handle(rresp.graph_handle());
+  run.set_create_worker_session_called(false);
+  EXPECT_EQ(t.worker->RunGraph(run, &resp).code(), absl::StatusCode::kAborted);
+
+  tensorflow::DeregisterGraphRequest dereg;
+  dereg.set_session_handle("sess1");
+  dereg.set_create_worker_session_called(true);
+  dereg.set_graph_handle(rresp.graph_handle());
+  tensorflow::DeregisterGraphResponse dresp;
+  ASSERT_TRUE(t.worker->DeregisterGraph(dereg, &dresp).ok());
+  EXPECT_EQ(t.worker->DeregisterGraph(dereg, &dresp).code(), absl::StatusCode::kAborted);
+
+  tensorflow::DeleteWorkerSessionRequest del;
+  del.set_session_handle("sess1");
+  tensorflow::DeleteWorkerSessionResponse delresp;
+  ASSERT_TRUE(t.worker->DeleteWorkerSession(del, &delresp).ok());
+  EXPECT_EQ(t.worker->RegisterGraph(reg, &rresp).code(), absl::StatusCode::kAborted);
+}
+
+TEST(WorkerTest, RegisterRejectsDevicesOfOtherTasks) {
+  Task t("worker", 0, 1);
+  Builder b;
+  b.Const("c", Tensor::Scalar(1.0f), "/job:ps/replica:0/task:0/device:CPU:0");
+  absl::StatusOr<std::string> h = Register(t.worker.get(), b.def());
+  ASSERT_FALSE(h.ok());
+  EXPECT_EQ(h.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Msg(h.status()), HasSubstr("node 'c' is placed on '/job:ps/replica:0/task:0"));
+  EXPECT_THAT(Msg(h.status()), HasSubstr("/job:worker/replica:0/task:0/device:CPU:0"));
+}
+
+TEST(WorkerTest, KernelErrorReachesTheCaller) {
+  Task t("worker", 0, 2);
+  Builder b;
+  const std::string feed = t.Key(0, t.Cpu(0), "a");
+  b.Recv("a", "a", t.Cpu(0), t.Incarnation(0), t.Cpu(0), true, t.Cpu(0));
+  b.Const("w", Tensor::FromVector<float>({1, 2, 3, 4}, TensorShape({2, 2})), t.Cpu(1));
+  b.Binary("mm", "MatMul", "a", "w", t.Cpu(1));
+  // A receive nobody sends to, on the other device: only the abort ends it.
+  b.Recv("never", "never", t.Cpu(0), t.Incarnation(0), t.Cpu(0), false, t.Cpu(0));
+  b.Send("out", "mm", "out", t.Cpu(1), t.Incarnation(1), t.Cpu(0), true, t.Cpu(1));
+  absl::StatusOr<std::string> h = Register(t.worker.get(), b.def());
+  ASSERT_TRUE(h.ok()) << h.status();
+  tensorflow::RunGraphRequest req;
+  req.set_graph_handle(*h);
+  req.set_step_id(7);
+  *req.add_send() = Named(feed, Tensor::FromVector<float>({1, 2, 3}, TensorShape({1, 3})));
+  tensorflow::RunGraphResponse resp;
+  absl::Status s = t.worker->RunGraph(req, &resp, CallOptions::WithTimeout(absl::Seconds(30)));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(Msg(s), HasSubstr("'mm'"));
+  EXPECT_THAT(Msg(s), HasSubstr("inner dimensions differ"));
+
+  // The same error, in the response body.
+  req.set_step_id(8);
+  req.set_store_errors_in_response_body(true);
+  ASSERT_TRUE(t.worker->RunGraph(req, &resp).ok());
+  EXPECT_EQ(resp.status_code(), tensorflow::error::INVALID_ARGUMENT);
+  EXPECT_THAT(resp.status_error_message(), HasSubstr("inner dimensions differ"));
+}
+
+TEST(WorkerTest, BadKeysAndMissingFetches) {
+  Task t("worker", 0, 2);
+  FeedFetchGraph g(t);
+  absl::StatusOr<std::string> h = Register(t.worker.get(), g.b.def());
+  ASSERT_TRUE(h.ok()) << h.status();
+  tensorflow::RunGraphRequest req;
+  req.set_graph_handle(*h);
+  req.set_step_id(1);
+  *req.add_send() = Named("garbage-key", Tensor::Scalar(1.0f));
+  tensorflow::RunGraphResponse resp;
+  absl::Status s = t.worker->RunGraph(req, &resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Msg(s), HasSubstr("garbage-key"));
+
+  req.clear_send();
+  req.set_step_id(2);
+  *req.add_send() = Named(g.feed_key, Tensor::Scalar(2.0f));
+  const std::string missing = t.Key(0, t.Cpu(0), "not_a_fetch");
+  req.add_recv_key(missing);
+  s = t.worker->RunGraph(req, &resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Msg(s), HasSubstr("'" + missing + "' was not produced"));
+
+  req.clear_recv_key();
+  req.set_step_id(3);
+  tensorflow::NamedTensorProto* bad = req.mutable_send(0);
+  bad->mutable_tensor()->set_dtype(tensorflow::DT_FLOAT);
+  bad->mutable_tensor()->mutable_tensor_shape()->add_dim()->set_size(1000);
+  bad->mutable_tensor()->set_tensor_content("abc");
+  s = t.worker->RunGraph(req, &resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Msg(s), HasSubstr("cannot be decoded"));
+}
+
+TEST(WorkerTest, RunGraphDeadlineNamesTheMissingTensor) {
+  Task t("worker", 0, 1);
+  Builder b;
+  b.Recv("wait", "lost_tensor", t.Cpu(0), t.Incarnation(0), t.Cpu(0), false, t.Cpu(0));
+  b.Send("out", "wait", "out", t.Cpu(0), t.Incarnation(0), t.Cpu(0), true, t.Cpu(0));
+  absl::StatusOr<std::string> h = Register(t.worker.get(), b.def());
+  ASSERT_TRUE(h.ok()) << h.status();
+  tensorflow::RunGraphRequest req;
+  req.set_graph_handle(*h);
+  req.set_step_id(5);
+  tensorflow::RunGraphResponse resp;
+  absl::Status s =
+      t.worker->RunGraph(req, &resp, CallOptions::WithTimeout(absl::Milliseconds(200)));
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+  EXPECT_THAT(Msg(s), HasSubstr("lost_tensor"));
+}
+
+TEST(WorkerTest, RecvTensorParksUntilTheSendRuns) {
+  Task t("ps", 0, 1);
+  const std::string dst = "/job:worker/replica:0/task:0/device:CPU:0";
+  Builder b;
+  b.Const("c", Tensor::Vec<float>({4, 5}), t.Cpu(0));
+  b.Send("s", "c", "edge_c", t.Cpu(0), t.Incarnation(0), dst, false, t.Cpu(0));
+  absl::StatusOr<std::string> h = Register(t.worker.get(), b.def());
+  ASSERT_TRUE(h.ok()) << h.status();
+
+  tensorflow::RecvTensorRequest rreq;
+  rreq.set_step_id(9);
+  rreq.set_rendezvous_key(t.Key(0, dst, "edge_c"));
+  tensorflow::RecvTensorResponse rresp;
+  absl::Notification got;
+  absl::Status rstatus;
+  t.worker->RecvTensorAsync(CallOptions::WithTimeout(absl::Seconds(30)), &rreq, &rresp,
+                            [&](const absl::Status& s) {
+                              rstatus = s;
+                              got.Notify();
+                            });
+  EXPECT_FALSE(got.HasBeenNotified());
+  tensorflow::RunGraphRequest req;
+  req.set_graph_handle(*h);
+  req.set_step_id(9);
+  tensorflow::RunGraphResponse resp;
+  ASSERT_TRUE(t.worker->RunGraph(req, &resp).ok());
+  got.WaitForNotification();
+  ASSERT_TRUE(rstatus.ok()) << rstatus;
+  EXPECT_FALSE(rresp.is_dead());
+  tensorflow::NamedTensorProto p;
+  *p.mutable_tensor() = rresp.tensor();
+  EXPECT_EQ(Floats(p), (std::vector<float>{4, 5}));
+}
+
+TEST(WorkerTest, RecvTensorErrors) {
+  Task t("ps", 0, 1);
+  const std::string dst = "/job:worker/replica:0/task:0/device:CPU:0";
+  tensorflow::RecvTensorRequest req;
+  tensorflow::RecvTensorResponse resp;
+  req.set_step_id(1);
+  req.set_rendezvous_key("not;a;key");
+  EXPECT_EQ(t.worker->RecvTensor(req, &resp).code(), absl::StatusCode::kInvalidArgument);
+
+  req.set_rendezvous_key(Rendezvous::CreateKey(dst, 1, t.Cpu(0), "x"));
+  absl::Status s = t.worker->RecvTensor(req, &resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Msg(s), HasSubstr("is not a device of /job:ps/replica:0/task:0"));
+
+  req.set_rendezvous_key(Rendezvous::CreateKey(t.Cpu(0), t.Incarnation(0) + 1, dst, "x"));
+  s = t.worker->RecvTensor(req, &resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted);
+  EXPECT_THAT(Msg(s), HasSubstr("restarted"));
+
+  req.set_rendezvous_key(t.Key(0, dst, "x"));
+  s = t.worker->RecvTensor(req, &resp, CallOptions::WithTimeout(absl::Milliseconds(100)));
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(Msg(s), HasSubstr("'" + t.Key(0, dst, "x") + "'"));
+
+  // A parked RecvTensor fails when its step is cleaned up.
+  req.set_step_id(2);
+  absl::Notification got;
+  absl::Status rstatus;
+  t.worker->RecvTensorAsync({}, &req, &resp, [&](const absl::Status& st) {
+    rstatus = st;
+    got.Notify();
+  });
+  tensorflow::CleanupGraphRequest cleanup;
+  cleanup.set_step_id(2);
+  tensorflow::CleanupGraphResponse cresp;
+  ASSERT_TRUE(t.worker->CleanupGraph(cleanup, &cresp).ok());
+  got.WaitForNotification();
+  EXPECT_EQ(rstatus.code(), absl::StatusCode::kCancelled);
+  EXPECT_THAT(Msg(rstatus), HasSubstr("cleaned up"));
+}
+
+// Two tasks in one process: the worker's _Recv pulls the ps's tensor through
+// the ps worker's WorkerInterface.
+struct TwoTasks {
+  TwoTasks() {
+    WorkerOptions opts;
+    opts.worker_for_task = [this](const std::string& task) -> WorkerInterface* {
+      if (ps != nullptr && task == ps->worker->task_name()) return ps->worker.get();
+      return nullptr;
+    };
+    ps = std::make_unique<Task>("ps", 0, 1, opts);
+    worker = std::make_unique<Task>("worker", 0, 1, opts);
+  }
+  std::unique_ptr<Task> ps, worker;
+};
+
+TEST(WorkerTest, TwoWorkersExchangeATensor) {
+  TwoTasks c;
+  const std::string w0 = c.worker->Cpu(0);
+  Builder psb;
+  psb.Const("v", Tensor::Vec<float>({1, 2, 3}), c.ps->Cpu(0));
+  psb.Send("send_v", "v", "edge_v", c.ps->Cpu(0), c.ps->Incarnation(0), w0, false, c.ps->Cpu(0));
+  Builder wb;
+  wb.Recv("recv_v", "edge_v", c.ps->Cpu(0), c.ps->Incarnation(0), w0, false, w0);
+  wb.Const("two", Tensor::Scalar(2.0f), w0);
+  wb.Binary("double", "Mul", "recv_v", "two", w0);
+  wb.Send("y", "double", "y", w0, c.worker->Incarnation(0), w0, true, w0);
+  absl::StatusOr<std::string> hp = Register(c.ps->worker.get(), psb.def());
+  absl::StatusOr<std::string> hw = Register(c.worker->worker.get(), wb.def());
+  ASSERT_TRUE(hp.ok()) << hp.status();
+  ASSERT_TRUE(hw.ok()) << hw.status();
+
+  for (int64_t step : {77, 78}) {
+    // The worker starts first: its RecvTensor waits on the ps until the ps runs.
+    tensorflow::RunGraphRequest wreq;
+    wreq.set_graph_handle(*hw);
+    wreq.set_step_id(step);
+    wreq.add_recv_key(c.worker->Key(0, w0, "y"));
+    tensorflow::RunGraphResponse wresp;
+    absl::Notification wdone;
+    absl::Status wstatus;
+    c.worker->worker->RunGraphAsync(CallOptions::WithTimeout(absl::Seconds(30)), &wreq, &wresp,
+                                    [&](const absl::Status& s) {
+                                      wstatus = s;
+                                      wdone.Notify();
+                                    });
+    tensorflow::RunGraphRequest preq;
+    preq.set_graph_handle(*hp);
+    preq.set_step_id(step);
+    tensorflow::RunGraphResponse presp;
+    ASSERT_TRUE(c.ps->worker->RunGraph(preq, &presp).ok());
+    wdone.WaitForNotification();
+    ASSERT_TRUE(wstatus.ok()) << wstatus;
+    ASSERT_EQ(wresp.recv_size(), 1);
+    EXPECT_EQ(Floats(wresp.recv(0)), (std::vector<float>{2, 4, 6}));
+  }
+}
+
+TEST(WorkerTest, ErrorOnThePsEndsTheWaitingWorker) {
+  TwoTasks c;
+  const std::string w0 = c.worker->Cpu(0);
+  const std::string p0 = c.ps->Cpu(0);
+  Builder psb;
+  psb.Const("a", Tensor::FromVector<float>({1, 2}, TensorShape({1, 2})), p0);
+  psb.Const("b", Tensor::FromVector<float>({1, 2, 3}, TensorShape({3, 1})), p0);
+  psb.Binary("bad_mm", "MatMul", "a", "b", p0);
+  psb.Send("send_v", "bad_mm", "edge_v", p0, c.ps->Incarnation(0), w0, false, p0);
+  Builder wb;
+  wb.Recv("recv_v", "edge_v", p0, c.ps->Incarnation(0), w0, false, w0);
+  wb.Send("y", "recv_v", "y", w0, c.worker->Incarnation(0), w0, true, w0);
+  absl::StatusOr<std::string> hp = Register(c.ps->worker.get(), psb.def());
+  absl::StatusOr<std::string> hw = Register(c.worker->worker.get(), wb.def());
+  ASSERT_TRUE(hp.ok() && hw.ok());
+  tensorflow::RunGraphRequest wreq;
+  wreq.set_graph_handle(*hw);
+  wreq.set_step_id(21);
+  tensorflow::RunGraphResponse wresp;
+  absl::Notification wdone;
+  absl::Status wstatus;
+  c.worker->worker->RunGraphAsync(CallOptions::WithTimeout(absl::Seconds(30)), &wreq, &wresp,
+                                  [&](const absl::Status& s) {
+                                    wstatus = s;
+                                    wdone.Notify();
+                                  });
+  tensorflow::RunGraphRequest preq;
+  preq.set_graph_handle(*hp);
+  preq.set_step_id(21);
+  tensorflow::RunGraphResponse presp;
+  absl::Status ps_status = c.ps->worker->RunGraph(preq, &presp);
+  EXPECT_THAT(Msg(ps_status), HasSubstr("inner dimensions differ"));
+  wdone.WaitForNotification();
+  EXPECT_FALSE(wstatus.ok());
+  EXPECT_THAT(Msg(wstatus), HasSubstr("RecvTensor from /job:ps/replica:0/task:0"));
+  EXPECT_THAT(Msg(wstatus), HasSubstr("inner dimensions differ"));
+}
+
+TEST(WorkerTest, StalledRemoteRecvNamesTaskAndKey) {
+  TwoTasks c;
+  const std::string w0 = c.worker->Cpu(0);
+  Builder wb;
+  wb.Recv("recv_v", "edge_v", c.ps->Cpu(0), c.ps->Incarnation(0), w0, false, w0);
+  wb.Send("y", "recv_v", "y", w0, c.worker->Incarnation(0), w0, true, w0);
+  absl::StatusOr<std::string> hw = Register(c.worker->worker.get(), wb.def());
+  ASSERT_TRUE(hw.ok()) << hw.status();
+  tensorflow::RunGraphRequest req;
+  req.set_graph_handle(*hw);
+  req.set_step_id(11);
+  tensorflow::RunGraphResponse resp;
+  // The ps never runs step 11.
+  absl::Status s =
+      c.worker->worker->RunGraph(req, &resp, CallOptions::WithTimeout(absl::Milliseconds(200)));
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+  EXPECT_THAT(Msg(s), HasSubstr("edge_v"));
+  EXPECT_THAT(Msg(s), HasSubstr("/job:ps/replica:0/task:0"));
+  // The ps holds the step (opened by the RecvTensor) until it is cleaned up.
+  EXPECT_EQ(c.ps->worker->NumLiveSteps(), 1);
+  tensorflow::CleanupGraphRequest cleanup;
+  cleanup.set_step_id(11);
+  tensorflow::CleanupGraphResponse cresp;
+  ASSERT_TRUE(c.ps->worker->CleanupGraph(cleanup, &cresp).ok());
+  ASSERT_TRUE(c.worker->worker->CleanupGraph(cleanup, &cresp).ok());
+  EXPECT_EQ(c.ps->worker->NumLiveSteps(), 0);
+  EXPECT_EQ(c.worker->worker->NumLiveSteps(), 0);
+}
+
+TEST(WorkerTest, RemoteRecvReportsStaleIncarnation) {
+  TwoTasks c;
+  const std::string w0 = c.worker->Cpu(0);
+  Builder wb;
+  wb.Recv("recv_v", "edge_v", c.ps->Cpu(0), c.ps->Incarnation(0) ^ 1, w0, false, w0);
+  wb.Send("y", "recv_v", "y", w0, c.worker->Incarnation(0), w0, true, w0);
+  absl::StatusOr<std::string> hw = Register(c.worker->worker.get(), wb.def());
+  ASSERT_TRUE(hw.ok()) << hw.status();
+  tensorflow::RunGraphRequest req;
+  req.set_graph_handle(*hw);
+  req.set_step_id(3);
+  tensorflow::RunGraphResponse resp;
+  absl::Status s =
+      c.worker->worker->RunGraph(req, &resp, CallOptions::WithTimeout(absl::Seconds(30)));
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  EXPECT_THAT(Msg(s), HasSubstr("RecvTensor from /job:ps/replica:0/task:0"));
+  EXPECT_THAT(Msg(s), HasSubstr("restarted"));
+}
+
+TEST(WorkerTest, RemoteRecvFromUnknownTaskIsUnavailable) {
+  TwoTasks c;
+  const std::string w0 = c.worker->Cpu(0);
+  Builder wb;
+  wb.Recv("recv_v", "edge_v", "/job:ps/replica:0/task:5/device:CPU:0", 1, w0, false, w0);
+  wb.Send("y", "recv_v", "y", w0, c.worker->Incarnation(0), w0, true, w0);
+  absl::StatusOr<std::string> hw = Register(c.worker->worker.get(), wb.def());
+  ASSERT_TRUE(hw.ok()) << hw.status();
+  tensorflow::RunGraphRequest req;
+  req.set_graph_handle(*hw);
+  req.set_step_id(3);
+  tensorflow::RunGraphResponse resp;
+  absl::Status s = c.worker->worker->RunGraph(req, &resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_THAT(Msg(s), HasSubstr("/job:ps/replica:0/task:5"));
+}
+
+struct TestResource : ResourceBase {
+  static constexpr char kTypeName[] = "TestResource";
+  std::string DebugString() const override { return "test"; }
+};
+
+TEST(WorkerTest, CleanupAllClearsContainers) {
+  Task t("ps", 0, 2);
+  ResourceMgr* rm1 = t.mgr->ListDevices()[1]->resource_manager();
+  const std::string def = rm1->default_container();
+  ASSERT_TRUE(rm1->Create(def, "v", std::make_shared<TestResource>()).ok());
+  ASSERT_TRUE(rm1->Create("other", "v", std::make_shared<TestResource>()).ok());
+  tensorflow::CleanupAllRequest req;
+  tensorflow::CleanupAllResponse resp;
+  ASSERT_TRUE(t.worker->CleanupAll(req, &resp).ok());
+  EXPECT_FALSE(rm1->Lookup<TestResource>(def, "v").ok());
+  EXPECT_TRUE(rm1->Lookup<TestResource>("other", "v").ok());
+  req.add_container("other");
+  ASSERT_TRUE(t.worker->CleanupAll(req, &resp).ok());
+  EXPECT_FALSE(rm1->Lookup<TestResource>("other", "v").ok());
+}
+
+TEST(DeadlineTimerTest, RunsInOrderAndCancels) {
+  DeadlineTimer timer;
+  absl::Mutex mu;
+  std::vector<int> order;
+  absl::Notification last;
+  auto push = [&](int i) {
+    absl::MutexLock l(&mu);
+    order.push_back(i);
+  };
+  timer.Schedule(absl::Now() + absl::Milliseconds(60), [&] {
+    push(2);
+    last.Notify();
+  });
+  timer.Schedule(absl::Now() + absl::Milliseconds(20), [&] { push(1); });
+  DeadlineTimer::Id cancelled =
+      timer.Schedule(absl::Now() + absl::Milliseconds(40), [&] { push(9); });
+  EXPECT_EQ(timer.Schedule(absl::InfiniteFuture(), [] {}), DeadlineTimer::kNone);
+  EXPECT_TRUE(timer.Cancel(cancelled));
+  last.WaitForNotification();
+  absl::MutexLock l(&mu);
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+}
+
+}  // namespace
+}  // namespace dflow

@@ -1,0 +1,47 @@
+// Device: one place kernels run (a CPU, later a GPU), with its own resource
+// manager. Devices are created by the runtime's DeviceFactory.
+#ifndef DFLOW_FRAMEWORK_DEVICE_H_
+#define DFLOW_FRAMEWORK_DEVICE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "dflow/framework/device_name.h"
+#include "dflow/framework/resource_mgr.h"
+#include "dflow/framework/thread_pool.h"
+
+namespace dflow {
+
+inline constexpr char kDeviceCPU[] = "CPU";
+inline constexpr char kDeviceGPU[] = "GPU";
+
+class Device {
+ public:
+  // `name` is a full device name; `incarnation` identifies this instance of
+  // the device (it changes when the process restarts).
+  Device(const DeviceName& name, uint64_t incarnation, int64_t memory_limit);
+  virtual ~Device() = default;
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  const std::string& name() const { return name_; }
+  const DeviceName& parsed_name() const { return parsed_; }
+  const std::string& device_type() const { return parsed_.type; }
+  uint64_t incarnation() const { return incarnation_; }
+  int64_t memory_limit() const { return memory_limit_; }
+  ResourceMgr* resource_manager() { return &resource_mgr_; }
+  // Pool for splitting one kernel's work; shared process-wide on CPU.
+  virtual ThreadPool* intra_op_pool() { return IntraOpPool(); }
+
+ private:
+  const DeviceName parsed_;
+  const std::string name_;
+  const uint64_t incarnation_;
+  const int64_t memory_limit_;
+  ResourceMgr resource_mgr_;
+};
+
+}  // namespace dflow
+
+#endif  // DFLOW_FRAMEWORK_DEVICE_H_

@@ -1,0 +1,130 @@
+// Tensor: a dtype, a shape and a ref-counted, 64-byte-aligned buffer.
+//
+// Copying a Tensor shares its buffer (no data copy); DeepCopy() duplicates it.
+// Tensors of dtype string and resource hold std::string / ResourceHandle
+// objects, constructed and destroyed with the buffer.
+//
+//   Tensor t(DT_FLOAT, TensorShape({2, 3}));
+//   absl::Span<float> v = t.flat<float>();
+//   v[0] = 1.0f;
+#ifndef DFLOW_FRAMEWORK_TENSOR_H_
+#define DFLOW_FRAMEWORK_TENSOR_H_
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "dflow/framework/resource_handle.h"
+#include "dflow/framework/tensor_shape.h"
+#include "dflow/framework/types.h"
+#include "dflow/proto/tensor.pb.h"
+
+namespace dflow {
+
+inline constexpr size_t kTensorAlignment = 64;
+
+// Owns one aligned allocation of typed elements. Thread-compatible.
+class TensorBuffer {
+ public:
+  // Allocates and value-initialises `num_elements` of `dtype`.
+  TensorBuffer(DataType dtype, int64_t num_elements);
+  ~TensorBuffer();
+  TensorBuffer(const TensorBuffer&) = delete;
+  TensorBuffer& operator=(const TensorBuffer&) = delete;
+
+  void* data() const { return data_; }
+  size_t size() const { return bytes_; }
+
+ private:
+  DataType dtype_;
+  int64_t num_elements_;
+  size_t bytes_;
+  void* data_;
+};
+
+class Tensor {
+ public:
+  // An empty float scalar with no buffer; IsInitialized() is false.
+  Tensor() = default;
+  // Allocates a zero-filled tensor. REQUIRES: IsSupportedDataType(dtype).
+  Tensor(DataType dtype, const TensorShape& shape);
+  explicit Tensor(DataType dtype) : Tensor(dtype, TensorShape()) {}
+
+  // Scalars and vectors from values: Tensor::Scalar(3.0f), Tensor::Vec<int32_t>({1,2}).
+  template <typename T>
+  static Tensor Scalar(T value) {
+    Tensor t(DataTypeToEnum<T>::value, TensorShape());
+    t.flat<T>()[0] = std::move(value);
+    return t;
+  }
+  template <typename T>
+  static Tensor Vec(const std::vector<T>& values) {
+    return FromVector(values, TensorShape({static_cast<int64_t>(values.size())}));
+  }
+  // REQUIRES: values.size() == shape.num_elements().
+  template <typename T>
+  static Tensor FromVector(const std::vector<T>& values, const TensorShape& shape) {
+    Tensor t(DataTypeToEnum<T>::value, shape);
+    std::copy(values.begin(), values.end(), t.flat<T>().begin());
+    return t;
+  }
+
+  // Parses a TensorProto (tensor_content or typed *_val fields). Fails with a
+  // message naming the problem on an unsupported dtype, a bad shape, or a
+  // content size that does not match the shape.
+  static absl::StatusOr<Tensor> FromProto(const tensorflow::TensorProto& proto);
+  // Writes tensor_content for fixed-size types, string_val / resource_handle_val otherwise.
+  void AsProtoTensorContent(tensorflow::TensorProto* proto) const;
+  // Writes the typed *_val fields (what TensorFlow's Python writes for small constants).
+  void AsProtoField(tensorflow::TensorProto* proto) const;
+
+  DataType dtype() const { return dtype_; }
+  const TensorShape& shape() const { return shape_; }
+  int dims() const { return shape_.dims(); }
+  int64_t dim_size(int d) const { return shape_.dim_size(d); }
+  int64_t NumElements() const { return shape_.num_elements(); }
+  size_t TotalBytes() const;
+  bool IsInitialized() const { return buf_ != nullptr || NumElements() == 0; }
+  bool SharesBufferWith(const Tensor& other) const {
+    return buf_ != nullptr && buf_ == other.buf_;
+  }
+  long BufferUseCount() const { return buf_.use_count(); }
+
+  // Element views. REQUIRES: DataTypeToEnum<T>::value == dtype().
+  template <typename T>
+  absl::Span<T> flat() {
+    return absl::Span<T>(static_cast<T*>(raw_data()), NumElements());
+  }
+  template <typename T>
+  absl::Span<const T> flat() const {
+    return absl::Span<const T>(static_cast<const T*>(raw_data()), NumElements());
+  }
+  template <typename T>
+  const T& scalar() const { return flat<T>()[0]; }
+  template <typename T>
+  T& scalar() { return flat<T>()[0]; }
+  void* raw_data() const { return buf_ ? buf_->data() : nullptr; }
+
+  // A tensor sharing this buffer with another shape of the same element
+  // count; fails when the counts differ.
+  absl::StatusOr<Tensor> Reshaped(const TensorShape& shape) const;
+  // A fresh buffer holding a copy of the elements.
+  Tensor DeepCopy() const;
+
+  // "Tensor<float, [2,3]>: [1 2 3 ...]" with at most `max_entries` values.
+  std::string DebugString(int max_entries = 6) const;
+  // One value as text, e.g. for JSON output.
+  std::string ValueString(int64_t i) const;
+
+ private:
+  DataType dtype_ = DT_FLOAT;
+  TensorShape shape_;
+  std::shared_ptr<TensorBuffer> buf_;
+};
+
+}  // namespace dflow
+
+#endif  // DFLOW_FRAMEWORK_TENSOR_H_

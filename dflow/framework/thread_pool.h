@@ -1,0 +1,51 @@
+// ThreadPool: a fixed set of worker threads (Eigen's non-blocking pool).
+// Thread-safe.
+#ifndef DFLOW_FRAMEWORK_THREAD_POOL_H_
+#define DFLOW_FRAMEWORK_THREAD_POOL_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace Eigen {
+class ThreadPoolInterface;
+struct ThreadPoolDevice;
+}  // namespace Eigen
+
+namespace dflow {
+
+class ThreadPool {
+ public:
+  ThreadPool(std::string name, int num_threads);
+  ~ThreadPool();  // Waits for scheduled work to finish.
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  void Schedule(std::function<void()> fn);
+  // Runs fn(begin, end) over shards of [0, total) in parallel and returns when
+  // all are done. `cost_per_unit` (≈ cycles per element) sets shard sizes, so
+  // cheap small loops run inline on the caller.
+  void ParallelFor(int64_t total, int64_t cost_per_unit,
+                   const std::function<void(int64_t, int64_t)>& fn);
+  int NumThreads() const;
+  // True when called from one of this pool's threads.
+  bool InPool() const;
+  Eigen::ThreadPoolInterface* eigen_pool();
+  // A device for Eigen tensor expressions: `out.device(*pool->eigen_device()) = a + b;`
+  const Eigen::ThreadPoolDevice* eigen_device();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The process-wide intra-op pool (one budget per process, shared by every
+// device, session and server). Sized by SetIntraOpThreads() before first use,
+// else by the number of cores.
+ThreadPool* IntraOpPool();
+void SetIntraOpThreads(int num_threads);
+
+}  // namespace dflow
+
+#endif  // DFLOW_FRAMEWORK_THREAD_POOL_H_

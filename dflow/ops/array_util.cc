@@ -1,0 +1,167 @@
+#include "dflow/ops/array_util.h"
+
+#include <algorithm>
+
+#include "dflow/framework/status.h"
+
+namespace dflow {
+namespace {
+
+// Largest tensor one array kernel will allocate (64 GiB); above it the
+// kernel fails with ResourceExhausted instead of aborting in the allocator.
+constexpr int64_t kMaxOutputBytes = int64_t{1} << 36;
+
+// The copy plan of StridedCopy after merging contiguous trailing dims.
+struct StridedPlan {
+  std::vector<int64_t> out_dims;
+  std::vector<int64_t> out_strides;  // elements, row-major in `out`
+  std::vector<int64_t> in_steps;     // elements moved in `in` per output index
+  int64_t in_start = 0;
+};
+
+StridedPlan MakeStridedPlan(absl::Span<const int64_t> in_dims, absl::Span<const int64_t> begin,
+                            absl::Span<const int64_t> strides, absl::Span<const int64_t> out_dims) {
+  std::vector<int64_t> in_d(in_dims.begin(), in_dims.end());
+  std::vector<int64_t> beg(begin.begin(), begin.end());
+  std::vector<int64_t> str(strides.begin(), strides.end());
+  std::vector<int64_t> out_d(out_dims.begin(), out_dims.end());
+  // A trailing dim read whole (begin 0, stride 1) after a stride-1 dim is one
+  // contiguous run together with it.
+  while (out_d.size() > 1) {
+    const size_t last = out_d.size() - 1;
+    const bool whole = beg[last] == 0 && str[last] == 1 && out_d[last] == in_d[last];
+    if (!whole || str[last - 1] != 1) break;
+    out_d[last - 1] *= out_d[last];
+    beg[last - 1] *= in_d[last];
+    in_d[last - 1] *= in_d[last];
+    out_d.pop_back(), in_d.pop_back(), beg.pop_back(), str.pop_back();
+  }
+  StridedPlan plan;
+  const int rank = static_cast<int>(out_d.size());
+  plan.out_dims = out_d;
+  plan.out_strides.assign(rank, 1);
+  plan.in_steps.assign(rank, 1);
+  int64_t in_stride = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    if (d < rank - 1) plan.out_strides[d] = plan.out_strides[d + 1] * out_d[d + 1];
+    plan.in_steps[d] = in_stride * str[d];
+    plan.in_start += in_stride * beg[d];
+    in_stride *= in_d[d];
+  }
+  return plan;
+}
+
+template <typename T>
+void StridedCopyDim(const StridedPlan& p, int d, const T* in, T* out) {
+  const int64_t n = p.out_dims[d];
+  const int64_t step = p.in_steps[d];
+  if (d + 1 == static_cast<int>(p.out_dims.size())) {
+    if (step == 1) {
+      std::copy_n(in, n, out);
+    } else {
+      for (int64_t i = 0; i < n; ++i) out[i] = in[i * step];
+    }
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    StridedCopyDim(p, d + 1, in + i * step, out + i * p.out_strides[d]);
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<int64_t>> IndexValues(const Tensor& t, absl::string_view what) {
+  if (t.dtype() == DT_INT32) {
+    auto v = t.flat<int32_t>();
+    return std::vector<int64_t>(v.begin(), v.end());
+  }
+  if (t.dtype() == DT_INT64) {
+    auto v = t.flat<int64_t>();
+    return std::vector<int64_t>(v.begin(), v.end());
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, " must be int32 or int64, got ", DataTypeString(t.dtype())));
+}
+
+absl::StatusOr<int64_t> IndexScalar(const Tensor& t, absl::string_view what) {
+  if (t.NumElements() != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " must hold a single value, got shape ", t.shape().DebugString()));
+  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> v, IndexValues(t, what));
+  return v[0];
+}
+
+absl::StatusOr<std::optional<std::vector<int64_t>>> ConstIndexInput(InferenceContext* c, int i,
+                                                                    absl::string_view what) {
+  const Tensor* t = c->input_tensor(i);
+  if (t == nullptr) return std::optional<std::vector<int64_t>>();
+  absl::StatusOr<std::vector<int64_t>> v = IndexValues(*t, what);
+  if (!v.ok()) return c->Error(std::string(v.status().message()));
+  return std::optional<std::vector<int64_t>>(*std::move(v));
+}
+
+int64_t DimProduct(absl::Span<const int64_t> dims, int begin, int end) {
+  int64_t n = 1;
+  for (int i = begin; i < end; ++i) n *= dims[i];
+  return n;
+}
+
+absl::Status CheckOutputSize(int64_t num_elements, DataType dtype, absl::string_view op) {
+  const int64_t elem = dtype == DT_STRING ? sizeof(std::string) : DataTypeSize(dtype);
+  if (num_elements < 0 || (elem > 0 && num_elements > kMaxOutputBytes / elem)) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("[", op, "] output of ", num_elements, " elements of ", DataTypeString(dtype),
+                     " exceeds the ", kMaxOutputBytes, "-byte limit for one tensor"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ConcatRows(const std::vector<const Tensor*>& inputs,
+                        const std::vector<int64_t>& row_sizes, int64_t outer, Tensor* out,
+                        ThreadPool* pool) {
+  int64_t out_row = 0;
+  for (int64_t r : row_sizes) out_row += r;
+  if (out_row == 0 || outer == 0) return absl::OkStatus();
+  return SwitchByElementSize(out->dtype(), "Concat", [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    T* dst = MutableElementsOf<T>(out);
+    auto copy_rows = [&](int64_t begin, int64_t end) {
+      for (int64_t o = begin; o < end; ++o) {
+        T* row = dst + o * out_row;
+        for (size_t i = 0; i < inputs.size(); ++i) {
+          const int64_t n = row_sizes[i];
+          if (n == 0) continue;
+          std::copy_n(ElementsOf<T>(*inputs[i]) + o * n, n, row);
+          row += n;
+        }
+      }
+    };
+    if (pool == nullptr || outer == 1) {
+      copy_rows(0, outer);
+    } else {
+      pool->ParallelFor(outer, out_row * static_cast<int64_t>(sizeof(T)), copy_rows);
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::Status StridedCopy(const Tensor& in, absl::Span<const int64_t> begin,
+                         absl::Span<const int64_t> strides, Tensor* out) {
+  if (out->NumElements() == 0) return absl::OkStatus();
+  return SwitchByElementSize(in.dtype(), "StridedCopy", [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    const T* src = ElementsOf<T>(in);
+    T* dst = MutableElementsOf<T>(out);
+    if (out->dims() == 0) {
+      dst[0] = src[0];
+      return absl::OkStatus();
+    }
+    StridedPlan plan =
+        MakeStridedPlan(in.shape().dim_sizes(), begin, strides, out->shape().dim_sizes());
+    StridedCopyDim(plan, 0, src + plan.in_start, dst);
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace dflow

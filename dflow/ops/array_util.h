@@ -1,0 +1,123 @@
+// Helpers shared by the array-manipulation op families (array_ops.cc,
+// shape_ops.cc, slice_ops.cc): reading index tensors, moving elements of any
+// dtype by their byte size, and canonicalising axes.
+#ifndef DFLOW_OPS_ARRAY_UTIL_H_
+#define DFLOW_OPS_ARRAY_UTIL_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "dflow/framework/shape_inference.h"
+#include "dflow/framework/tensor.h"
+#include "dflow/framework/thread_pool.h"
+#include "dflow/framework/types.h"
+
+namespace dflow {
+
+// The types a pure data-movement kernel accepts.
+inline const DataTypeVector& MovableTypes() {
+  static const DataTypeVector kTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64,
+                                        DT_UINT8, DT_BOOL,   DT_STRING};
+  return kTypes;
+}
+
+// Index-typed inputs ("Tidx", "Tshape", "Index", ...).
+inline const DataTypeVector& IndexTypes() {
+  static const DataTypeVector kTypes = {DT_INT32, DT_INT64};
+  return kTypes;
+}
+
+// The values of an int32/int64 tensor of any shape, in row-major order.
+// `what` names the input in the error for any other dtype.
+absl::StatusOr<std::vector<int64_t>> IndexValues(const Tensor& t, absl::string_view what);
+
+// The one value of an int32/int64 tensor holding exactly one element.
+absl::StatusOr<int64_t> IndexScalar(const Tensor& t, absl::string_view what);
+
+// Calls fn(TypeTag<T>{}) with T an unsigned integer of `dtype`'s element size,
+// or std::string for strings: for kernels that only move elements, so one
+// instantiation serves float, int32, ... alike.
+template <typename Fn>
+absl::Status SwitchByElementSize(DataType dtype, absl::string_view what, Fn&& fn) {
+  if (dtype == DT_STRING) return fn(TypeTag<std::string>{});
+  if (IsSupportedDataType(dtype) && dtype != DT_RESOURCE) {
+    switch (DataTypeSize(dtype)) {
+      case 1:
+        return fn(TypeTag<uint8_t>{});
+      case 2:
+        return fn(TypeTag<uint16_t>{});
+      case 4:
+        return fn(TypeTag<uint32_t>{});
+      case 8:
+        return fn(TypeTag<uint64_t>{});
+      default:
+        break;
+    }
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, ": unsupported dtype ", DataTypeString(dtype)));
+}
+
+// Typed views of a tensor's buffer for SwitchByElementSize's T.
+template <typename T>
+const T* ElementsOf(const Tensor& t) {
+  return static_cast<const T*>(t.raw_data());
+}
+template <typename T>
+T* MutableElementsOf(Tensor* t) {
+  return static_cast<T*>(t->raw_data());
+}
+
+// For shape functions: the values of constant int32/int64 input `i`, nullopt
+// when the input is not constant.
+absl::StatusOr<std::optional<std::vector<int64_t>>> ConstIndexInput(InferenceContext* c, int i,
+                                                                    absl::string_view what);
+
+// The length of a 1-D partial shape, or kUnknownDim.
+inline int64_t VectorLength(const PartialShape& s) {
+  return s.rank_known() && s.rank() == 1 ? s.dim(0) : kUnknownDim;
+}
+
+// Product of dims [begin, end) of `dims`.
+int64_t DimProduct(absl::Span<const int64_t> dims, int begin, int end);
+
+// Maps `axis` in [-rank, rank) to [0, rank); false when out of range.
+inline bool CanonicalAxis(int64_t axis, int rank, int64_t* out) {
+  if (axis < -rank || axis >= rank) return false;
+  *out = axis < 0 ? axis + rank : axis;
+  return true;
+}
+
+// "[1,2,3]" for error messages.
+inline std::string DimsString(absl::Span<const int64_t> dims) {
+  return absl::StrCat("[", absl::StrJoin(dims, ","), "]");
+}
+
+// ResourceExhausted when an output of `num_elements` elements of `dtype`
+// would exceed the per-tensor limit (a typo in a shape must not abort the
+// process on allocation).
+absl::Status CheckOutputSize(int64_t num_elements, DataType dtype, absl::string_view op);
+
+// Copies rows of every input, side by side, into `out`: for each of `outer`
+// rows, input i contributes row_sizes[i] consecutive elements. This is
+// Concat along an axis (and Pack) once shapes are flattened to 2-D.
+// Splits big copies over `pool` when not null.
+// REQUIRES: out holds outer * sum(row_sizes) elements of the inputs' dtype.
+absl::Status ConcatRows(const std::vector<const Tensor*>& inputs,
+                        const std::vector<int64_t>& row_sizes, int64_t outer, Tensor* out,
+                        ThreadPool* pool);
+
+// out[i_0, ..., i_k] = in[begin_0 + i_0 * strides_0, ...] for every index of
+// `out` (same rank as `in`; strides may be negative).
+// REQUIRES: every index read is inside `in`.
+absl::Status StridedCopy(const Tensor& in, absl::Span<const int64_t> begin,
+                         absl::Span<const int64_t> strides, Tensor* out);
+
+}  // namespace dflow
+
+#endif  // DFLOW_OPS_ARRAY_UTIL_H_

@@ -1,0 +1,222 @@
+#include "dflow/ops/conv_util.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "dflow/framework/attr_util.h"
+#include "dflow/framework/status.h"
+
+namespace dflow {
+namespace {
+
+// Reads an optional attr, leaving `value` at its default when absent.
+template <typename T>
+absl::Status GetOptionalAttr(const tensorflow::NodeDef& node, const std::string& name, T* value) {
+  if (!HasNodeAttr(node, name)) return absl::OkStatus();
+  return GetNodeAttr(node, name, value);
+}
+
+absl::StatusOr<bool> ReadIsNchw(const tensorflow::NodeDef& node) {
+  std::string format = "NHWC";
+  RETURN_IF_ERROR(GetOptionalAttr(node, "data_format", &format));
+  if (format == "NHWC") return false;
+  if (format == "NCHW") return true;
+  return absl::InvalidArgumentError(absl::StrCat("unsupported data_format '", format, "'"));
+}
+
+// Permutes a 4-vector given in the node's data format into NHWC order.
+void ToNhwc(bool nchw, const std::vector<int64_t>& v, int64_t out[4]) {
+  if (nchw) {
+    out[0] = v[0], out[1] = v[2], out[2] = v[3], out[3] = v[1];
+  } else {
+    for (int i = 0; i < 4; ++i) out[i] = v[i];
+  }
+}
+
+// Reads padding and explicit_paddings; the pads land in NHWC order in `pads`
+// (4 pairs: batch, rows, cols, depth).
+absl::Status ReadPadding(const tensorflow::NodeDef& node, bool nchw, Padding* padding,
+                         int64_t pads[8]) {
+  std::string padding_str;
+  RETURN_IF_ERROR(GetNodeAttr(node, "padding", &padding_str));
+  ASSIGN_OR_RETURN(*padding, ParsePadding(padding_str));
+  std::vector<int64_t> explicit_paddings;
+  RETURN_IF_ERROR(GetOptionalAttr(node, "explicit_paddings", &explicit_paddings));
+  for (int i = 0; i < 8; ++i) pads[i] = 0;
+  if (*padding != Padding::kExplicit) {
+    if (!explicit_paddings.empty()) {
+      return absl::InvalidArgumentError(
+          "explicit_paddings attribute must be empty if the padding attribute is not EXPLICIT");
+    }
+    return absl::OkStatus();
+  }
+  if (explicit_paddings.size() != 8) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "explicit_paddings attribute must contain 8 values, but got: ", explicit_paddings.size()));
+  }
+  for (int64_t p : explicit_paddings) {
+    if (p < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("All elements of explicit_paddings must be nonnegative, got ",
+                       DimsString(explicit_paddings)));
+    }
+  }
+  // Pairs in data-format order -> NHWC order.
+  const int src_dim[4] = {0, nchw ? 2 : 1, nchw ? 3 : 2, nchw ? 1 : 3};
+  for (int d = 0; d < 4; ++d) {
+    pads[2 * d] = explicit_paddings[2 * src_dim[d]];
+    pads[2 * d + 1] = explicit_paddings[2 * src_dim[d] + 1];
+  }
+  if (pads[0] != 0 || pads[1] != 0 || pads[6] != 0 || pads[7] != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Nonzero explicit padding in the batch or depth dimensions is not supported: ",
+                     DimsString(explicit_paddings)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadFourInts(const tensorflow::NodeDef& node, const std::string& name,
+                          const std::string& what, std::vector<int64_t>* v) {
+  RETURN_IF_ERROR(GetNodeAttr(node, name, v));
+  if (v->size() != 4) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " field must specify 4 dimensions, got ", name, "=", DimsString(*v)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string DimsString(const std::vector<int64_t>& dims) {
+  return absl::StrCat("[", absl::StrJoin(dims, ","), "]");
+}
+
+absl::StatusOr<Padding> ParsePadding(const std::string& s) {
+  if (s == "VALID") return Padding::kValid;
+  if (s == "SAME") return Padding::kSame;
+  if (s == "EXPLICIT") return Padding::kExplicit;
+  return absl::InvalidArgumentError(
+      absl::StrCat("padding must be SAME, VALID or EXPLICIT, got '", s, "'"));
+}
+
+absl::StatusOr<WindowDim> ComputeWindow(int64_t in, int64_t k, int64_t dilation, int64_t stride,
+                                        Padding padding, int64_t explicit_before,
+                                        int64_t explicit_after) {
+  if (stride <= 0 || dilation <= 0 || k <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("window size, stride and dilation must be positive, got window=", k,
+                     " stride=", stride, " dilation=", dilation));
+  }
+  const int64_t effective_k = (k - 1) * dilation + 1;
+  WindowDim w;
+  switch (padding) {
+    case Padding::kValid:
+      w.out = (in - effective_k + stride) / stride;
+      break;
+    case Padding::kSame: {
+      w.out = (in + stride - 1) / stride;
+      const int64_t needed = std::max<int64_t>(0, (w.out - 1) * stride + effective_k - in);
+      w.pad_before = needed / 2;
+      w.pad_after = needed - w.pad_before;
+      break;
+    }
+    case Padding::kExplicit:
+      w.out = (in + explicit_before + explicit_after - effective_k + stride) / stride;
+      w.pad_before = explicit_before;
+      w.pad_after = explicit_after;
+      break;
+  }
+  if (w.out < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Computed output size would be negative: ", w.out, " [input_size: ", in,
+                     ", effective_filter_size: ", effective_k, ", stride: ", stride, "]"));
+  }
+  return w;
+}
+
+absl::StatusOr<Conv2DAttrs> ReadConv2DAttrs(const tensorflow::NodeDef& node) {
+  Conv2DAttrs a;
+  ASSIGN_OR_RETURN(a.nchw, ReadIsNchw(node));
+  std::vector<int64_t> strides, dilations = {1, 1, 1, 1};
+  RETURN_IF_ERROR(ReadFourInts(node, "strides", "Sliding window strides", &strides));
+  if (HasNodeAttr(node, "dilations")) {
+    RETURN_IF_ERROR(ReadFourInts(node, "dilations", "Sliding window dilations", &dilations));
+  }
+  int64_t s[4], d[4];
+  ToNhwc(a.nchw, strides, s);
+  ToNhwc(a.nchw, dilations, d);
+  if (s[0] != 1 || s[3] != 1) {
+    return absl::UnimplementedError(
+        absl::StrCat("Current implementation does not yet support strides in the batch and depth "
+                     "dimensions, got strides=",
+                     DimsString(strides)));
+  }
+  if (d[0] != 1 || d[3] != 1) {
+    return absl::UnimplementedError(
+        absl::StrCat("Current implementation does not yet support dilations in the batch and depth "
+                     "dimensions, got dilations=",
+                     DimsString(dilations)));
+  }
+  if (s[1] <= 0 || s[2] <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Row and column strides should be larger than 0, got strides=", DimsString(strides)));
+  }
+  if (d[1] <= 0 || d[2] <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Dilated rates should be larger than 0, got dilations=", DimsString(dilations)));
+  }
+  a.stride_h = s[1], a.stride_w = s[2], a.dilation_h = d[1], a.dilation_w = d[2];
+  int64_t pads[8];
+  RETURN_IF_ERROR(ReadPadding(node, a.nchw, &a.padding, pads));
+  a.pad_top = pads[2], a.pad_bottom = pads[3], a.pad_left = pads[4], a.pad_right = pads[5];
+  return a;
+}
+
+absl::StatusOr<Pool2DAttrs> ReadPool2DAttrs(const tensorflow::NodeDef& node) {
+  Pool2DAttrs a;
+  ASSIGN_OR_RETURN(a.nchw, ReadIsNchw(node));
+  std::vector<int64_t> ksize, strides;
+  RETURN_IF_ERROR(ReadFourInts(node, "ksize", "Sliding window ksize", &ksize));
+  RETURN_IF_ERROR(ReadFourInts(node, "strides", "Sliding window stride", &strides));
+  ToNhwc(a.nchw, ksize, a.ksize);
+  ToNhwc(a.nchw, strides, a.stride);
+  for (int i = 0; i < 4; ++i) {
+    if (a.ksize[i] <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Sliding window ksize must be positive, got ksize=", DimsString(ksize)));
+    }
+    if (a.stride[i] <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Stride must be > 0, got strides=", DimsString(strides)));
+    }
+  }
+  if (a.ksize[0] != 1 || a.stride[0] != 1) {
+    return absl::UnimplementedError(absl::StrCat(
+        "Pooling is not yet supported on the batch dimension, got ksize=", DimsString(ksize),
+        " strides=", DimsString(strides)));
+  }
+  if (a.depth_pooling() && (a.ksize[1] != 1 || a.ksize[2] != 1)) {
+    return absl::UnimplementedError(
+        absl::StrCat("MaxPooling supports exactly one of pooling across depth or pooling across "
+                     "width/height, got ksize=",
+                     DimsString(ksize)));
+  }
+  if (a.depth_pooling() && a.ksize[3] != a.stride[3]) {
+    return absl::UnimplementedError(absl::StrCat(
+        "Depthwise max pooling requires the depth window to equal the depth stride, got ksize=",
+        DimsString(ksize), " strides=", DimsString(strides)));
+  }
+  if (a.depth_pooling() ? (a.stride[1] != 1 || a.stride[2] != 1) : a.stride[3] != 1) {
+    return absl::UnimplementedError(absl::StrCat(
+        "MaxPooling strides must follow the window: across depth or across width/height, got "
+        "ksize=",
+        DimsString(ksize), " strides=", DimsString(strides)));
+  }
+  int64_t pads[8];
+  RETURN_IF_ERROR(ReadPadding(node, a.nchw, &a.padding, pads));
+  a.pad_top = pads[2], a.pad_bottom = pads[3], a.pad_left = pads[4], a.pad_right = pads[5];
+  return a;
+}
+
+}  // namespace dflow

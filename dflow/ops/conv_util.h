@@ -1,0 +1,85 @@
+// Sliding-window geometry shared by the convolution and pooling ops:
+// TensorFlow's SAME / VALID / EXPLICIT padding rules and the attrs that
+// Conv2D-like and MaxPool-like ops carry.
+//
+//   ASSIGN_OR_RETURN(Conv2DAttrs attrs, ReadConv2DAttrs(node));
+//   ASSIGN_OR_RETURN(WindowDim rows,
+//                    ComputeWindow(in_rows, filter_rows, attrs.dilation_h,
+//                                  attrs.stride_h, attrs.padding,
+//                                  attrs.explicit_pad_before_h(), attrs.explicit_pad_after_h()));
+//
+// Errors carry no op prefix: callers add it (kernels with ctx->Prefix(),
+// shape functions through InferenceContext::Error).
+#ifndef DFLOW_OPS_CONV_UTIL_H_
+#define DFLOW_OPS_CONV_UTIL_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "dflow/proto/node_def.pb.h"
+
+namespace dflow {
+
+enum class Padding { kValid, kSame, kExplicit };
+
+// "SAME", "VALID" or "EXPLICIT"; InvalidArgument naming the value otherwise.
+absl::StatusOr<Padding> ParsePadding(const std::string& s);
+
+// One spatial dimension of a sliding window.
+struct WindowDim {
+  int64_t out = 0;         // output size
+  int64_t pad_before = 0;  // implicit zeros before the first input element
+  int64_t pad_after = 0;
+};
+
+// TensorFlow's windowed output size. With SAME, out = ceil(in / stride) and
+// the padding is split with the smaller half before; with VALID, out =
+// ceil((in - effective_k + 1) / stride); EXPLICIT uses the given pads.
+// InvalidArgument when the output size would be negative or a parameter is
+// not positive.
+absl::StatusOr<WindowDim> ComputeWindow(int64_t in, int64_t k, int64_t dilation, int64_t stride,
+                                        Padding padding, int64_t explicit_before = 0,
+                                        int64_t explicit_after = 0);
+
+// The attrs of Conv2D (and its gradients), validated as TensorFlow does.
+struct Conv2DAttrs {
+  bool nchw = false;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t dilation_h = 1, dilation_w = 1;
+  Padding padding = Padding::kValid;
+  // Per spatial dimension: {before, after}; zeros unless padding is EXPLICIT.
+  int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+};
+
+// Reads strides, dilations, padding, explicit_paddings and data_format from
+// `node` (defaults applied where absent). Fails with InvalidArgument on
+// malformed values and Unimplemented on strides or dilations in the batch or
+// depth dimension.
+absl::StatusOr<Conv2DAttrs> ReadConv2DAttrs(const tensorflow::NodeDef& node);
+
+// The attrs of MaxPool-like ops.
+struct Pool2DAttrs {
+  bool nchw = false;
+  // Window and stride per dimension in NHWC order (converted from NCHW).
+  int64_t ksize[4] = {1, 1, 1, 1};
+  int64_t stride[4] = {1, 1, 1, 1};
+  Padding padding = Padding::kValid;
+  int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+  // True when pooling runs over depth (ksize[3] > 1) instead of space.
+  bool depth_pooling() const { return ksize[3] > 1; }
+};
+
+// Reads ksize, strides, padding, explicit_paddings and data_format from
+// `node`. Fails on malformed values, and with Unimplemented on pooling over
+// the batch dimension or over both depth and space.
+absl::StatusOr<Pool2DAttrs> ReadPool2DAttrs(const tensorflow::NodeDef& node);
+
+// "[1,2,3]" for error messages.
+std::string DimsString(const std::vector<int64_t>& dims);
+
+}  // namespace dflow
+
+#endif  // DFLOW_OPS_CONV_UTIL_H_

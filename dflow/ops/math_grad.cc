@@ -1,0 +1,260 @@
+// Gradient functions of the math ops (cwise_ops.cc, cwise_unary_ops.cc,
+// matmul_op.cc, reduction_ops.cc, cast_op.cc), following TensorFlow's
+// math_grad: broadcasting binary ops sum their gradients back to each
+// input's shape (BroadcastGradientArgs + Sum + Reshape), reductions repeat
+// the output gradient over the reduced axes.
+#include <string>
+
+#include "dflow/framework/gradient.h"
+#include "dflow/ops/grad_util.h"
+
+namespace dflow {
+namespace {
+
+using grad::Int;
+using grad::ReducedShape;
+using grad::SetBroadcastGrads;
+using grad::ShapeOf;
+using grad::TileToShape;
+
+// --- binary ------------------------------------------------------------------
+
+absl::Status AddGrad(GradContext* g) {
+  const SymTensor dz = g->grad_output(0);
+  SetBroadcastGrads(g, dz, dz);
+  return absl::OkStatus();
+}
+
+absl::Status SubGrad(GradContext* g) {
+  const SymTensor dz = g->grad_output(0);
+  SetBroadcastGrads(g, dz, g->b()->Op("Neg", {dz}));
+  return absl::OkStatus();
+}
+
+absl::Status MulGrad(GradContext* g) {
+  GradBuilder* b = g->b();
+  const SymTensor dz = g->grad_output(0);
+  SetBroadcastGrads(g, b->Op("Mul", {dz, g->input(1)}), b->Op("Mul", {g->input(0), dz}));
+  return absl::OkStatus();
+}
+
+// d(x/y) = dz / y,  -dz x / y^2.
+absl::Status RealDivGrad(GradContext* g) {
+  GradBuilder* b = g->b();
+  const SymTensor dz = g->grad_output(0);
+  const SymTensor x = g->input(0), y = g->input(1);
+  const SymTensor neg_x_y2 = b->Op("RealDiv", {b->Op("RealDiv", {b->Op("Neg", {x}), y}), y});
+  SetBroadcastGrads(g, b->Op("RealDiv", {dz, y}), b->Op("Mul", {dz, neg_x_y2}));
+  return absl::OkStatus();
+}
+
+// The gradient goes to x where `x cmp y` holds (ties go to x), else to y.
+absl::Status MaxMinGrad(GradContext* g, const std::string& cmp) {
+  GradBuilder* b = g->b();
+  const SymTensor dz = g->grad_output(0);
+  const SymTensor x_wins = b->Op(cmp, {g->input(0), g->input(1)});
+  const SymTensor zeros = b->Op("ZerosLike", {dz});
+  SetBroadcastGrads(g, b->Op("SelectV2", {x_wins, dz, zeros}),
+                    b->Op("SelectV2", {x_wins, zeros, dz}));
+  return absl::OkStatus();
+}
+
+absl::Status MaximumGrad(GradContext* g) { return MaxMinGrad(g, "GreaterEqual"); }
+absl::Status MinimumGrad(GradContext* g) { return MaxMinGrad(g, "LessEqual"); }
+
+absl::Status AddNGrad(GradContext* g) {
+  for (int i = 0; i < g->num_inputs(); ++i) g->SetInputGrad(i, g->grad_output(0));
+  return absl::OkStatus();
+}
+
+// --- unary -------------------------------------------------------------------
+
+absl::Status NegGrad(GradContext* g) {
+  g->SetInputGrad(0, g->b()->Op("Neg", {g->grad_output(0)}));
+  return absl::OkStatus();
+}
+
+absl::Status SquareGrad(GradContext* g) {
+  GradBuilder* b = g->b();
+  const SymTensor two_x = b->Op("Mul", {g->input(0), b->Scalar(g->input(0).dtype, 2.0)});
+  g->SetInputGrad(0, b->Op("Mul", {g->grad_output(0), two_x}));
+  return absl::OkStatus();
+}
+
+// Sign(x) * dy, with Sign built from comparisons.
+absl::Status AbsGrad(GradContext* g) {
+  GradBuilder* b = g->b();
+  const SymTensor x = g->input(0);
+  const SymTensor zero = b->Scalar(x.dtype, 0.0);
+  const AttrList to_t = {{"DstT", AttrType(x.dtype)}};
+  const SymTensor sign = b->Op("Sub", {b->Op("Cast", {b->Op("Greater", {x, zero})}, to_t),
+                                       b->Op("Cast", {b->Op("Less", {x, zero})}, to_t)});
+  g->SetInputGrad(0, b->Op("Mul", {g->grad_output(0), sign}));
+  return absl::OkStatus();
+}
+
+// Gradients of the form z = OpGrad(y, dy), y being the forward output.
+absl::Status OutputGrad(GradContext* g, const std::string& grad_op) {
+  g->SetInputGrad(0, g->b()->Op(grad_op, {g->output(0), g->grad_output(0)}));
+  return absl::OkStatus();
+}
+
+absl::Status SqrtGrad(GradContext* g) { return OutputGrad(g, "SqrtGrad"); }
+absl::Status RsqrtGrad(GradContext* g) { return OutputGrad(g, "RsqrtGrad"); }
+absl::Status TanhGrad(GradContext* g) { return OutputGrad(g, "TanhGrad"); }
+absl::Status SigmoidGrad(GradContext* g) { return OutputGrad(g, "SigmoidGrad"); }
+
+absl::Status ExpGrad(GradContext* g) {
+  g->SetInputGrad(0, g->b()->Op("Mul", {g->grad_output(0), g->output(0)}));
+  return absl::OkStatus();
+}
+
+absl::Status LogGrad(GradContext* g) {
+  g->SetInputGrad(0, g->b()->Op("RealDiv", {g->grad_output(0), g->input(0)}));
+  return absl::OkStatus();
+}
+
+// --- MatMul ------------------------------------------------------------------
+
+SymTensor MatMul(GradBuilder* b, const SymTensor& x, const SymTensor& y, bool ta, bool tb) {
+  return b->Op("MatMul", {x, y}, {{"transpose_a", AttrBool(ta)}, {"transpose_b", AttrBool(tb)}});
+}
+
+// For z = op(a) op(b), with op a transpose or not:
+//   a b:    da = dz bᵀ,    db = aᵀ dz
+//   a bᵀ:   da = dz b,     db = dzᵀ a
+//   aᵀ b:   da = b dzᵀ,    db = a dz
+//   aᵀ bᵀ:  da = bᵀ dzᵀ,   db = dzᵀ aᵀ
+absl::Status MatMulGrad(GradContext* g) {
+  bool ta = false, tb = false;
+  RETURN_IF_ERROR(g->GetAttr("transpose_a", &ta));
+  RETURN_IF_ERROR(g->GetAttr("transpose_b", &tb));
+  GradBuilder* b = g->b();
+  const SymTensor a = g->input(0), bm = g->input(1), dz = g->grad_output(0);
+  if (!ta && !tb) {
+    g->SetInputGrad(0, MatMul(b, dz, bm, false, true));
+    g->SetInputGrad(1, MatMul(b, a, dz, true, false));
+  } else if (!ta && tb) {
+    g->SetInputGrad(0, MatMul(b, dz, bm, false, false));
+    g->SetInputGrad(1, MatMul(b, dz, a, true, false));
+  } else if (ta && !tb) {
+    g->SetInputGrad(0, MatMul(b, bm, dz, false, true));
+    g->SetInputGrad(1, MatMul(b, a, dz, false, false));
+  } else {
+    g->SetInputGrad(0, MatMul(b, bm, dz, true, true));
+    g->SetInputGrad(1, MatMul(b, dz, a, true, true));
+  }
+  return absl::OkStatus();
+}
+
+// --- reductions --------------------------------------------------------------
+
+// d(sum)/dx: the output gradient repeated over the reduced axes.
+SymTensor SumGradOf(GradContext* g) {
+  GradBuilder* b = g->b();
+  const SymTensor input_shape = ShapeOf(b, g->input(0));
+  const SymTensor kept = ReducedShape(b, input_shape, g->input(1));
+  const SymTensor dy = b->Op("Reshape", {g->grad_output(0), kept});
+  return TileToShape(b, dy, kept, input_shape);
+}
+
+absl::Status SumGrad(GradContext* g) {
+  g->SetInputGrad(0, SumGradOf(g));
+  return absl::OkStatus();
+}
+
+// The sum's gradient divided by the number of elements averaged.
+absl::Status MeanGrad(GradContext* g) {
+  GradBuilder* b = g->b();
+  const AttrList int32 = {{"out_type", AttrType(DT_INT32)}};
+  const SymTensor in_size = b->Op("Size", {g->input(0)}, int32);
+  const SymTensor out_size = b->Op("Size", {g->output(0)}, int32);
+  const SymTensor count = b->Op("FloorDiv", {in_size, b->Op("Maximum", {out_size, Int(b, 1)})});
+  const SymTensor factor = b->Op("Cast", {count}, {{"DstT", AttrType(g->input(0).dtype)}});
+  g->SetInputGrad(0, b->Op("RealDiv", {SumGradOf(g), factor}));
+  return absl::OkStatus();
+}
+
+// The gradient is split evenly between the elements equal to the maximum.
+absl::Status MaxGrad(GradContext* g) {
+  GradBuilder* b = g->b();
+  const SymTensor x = g->input(0), axes = g->input(1);
+  const SymTensor kept = ReducedShape(b, ShapeOf(b, x), axes);
+  const SymTensor y = b->Op("Reshape", {g->output(0), kept});
+  const SymTensor dy = b->Op("Reshape", {g->grad_output(0), kept});
+  const SymTensor hits = b->Op("Cast", {b->Op("Equal", {x, y})}, {{"DstT", AttrType(x.dtype)}});
+  const SymTensor num_hits = b->Op("Sum", {hits, axes}, {{"keep_dims", AttrBool(true)}});
+  g->SetInputGrad(0, b->Op("Mul", {b->Op("RealDiv", {hits, num_hits}), dy}));
+  return absl::OkStatus();
+}
+
+// --- Cast, SelectV2 --------------------------------------------------------------
+
+bool IsFloat(DataType t) { return t == DT_FLOAT || t == DT_DOUBLE; }
+
+// Only float <-> double casts pass a gradient; integer and bool sources get none.
+absl::Status CastGrad(GradContext* g) {
+  DataType src = DT_INVALID, dst = DT_INVALID;
+  RETURN_IF_ERROR(g->GetAttr("SrcT", &src));
+  RETURN_IF_ERROR(g->GetAttr("DstT", &dst));
+  if (!IsFloat(src) || !IsFloat(dst)) return absl::OkStatus();
+  g->SetInputGrad(0, g->b()->Op("Cast", {g->grad_output(0)}, {{"DstT", AttrType(src)}}));
+  return absl::OkStatus();
+}
+
+absl::Status SelectV2Grad(GradContext* g) {
+  GradBuilder* b = g->b();
+  const SymTensor cond = g->input(0), dz = g->grad_output(0);
+  const SymTensor zeros = b->Op("ZerosLike", {dz});
+  const SymTensor out_shape = ShapeOf(b, g->output(0));
+  const SymTensor dt = b->Op("SelectV2", {cond, dz, zeros});
+  const SymTensor de = b->Op("SelectV2", {cond, zeros, dz});
+  g->SetInputGrad(1, grad::SumToShape(b, dt, ShapeOf(b, g->input(1)), out_shape));
+  g->SetInputGrad(2, grad::SumToShape(b, de, ShapeOf(b, g->input(2)), out_shape));
+  return absl::OkStatus();
+}
+
+REGISTER_GRADIENT("AddV2", AddGrad);
+REGISTER_GRADIENT("Add", AddGrad);
+REGISTER_GRADIENT("Sub", SubGrad);
+REGISTER_GRADIENT("Mul", MulGrad);
+REGISTER_GRADIENT("RealDiv", RealDivGrad);
+REGISTER_GRADIENT("Maximum", MaximumGrad);
+REGISTER_GRADIENT("Minimum", MinimumGrad);
+REGISTER_GRADIENT("AddN", AddNGrad);
+REGISTER_GRADIENT("Neg", NegGrad);
+REGISTER_GRADIENT("Abs", AbsGrad);
+REGISTER_GRADIENT("Square", SquareGrad);
+REGISTER_GRADIENT("Sqrt", SqrtGrad);
+REGISTER_GRADIENT("Rsqrt", RsqrtGrad);
+REGISTER_GRADIENT("Exp", ExpGrad);
+REGISTER_GRADIENT("Log", LogGrad);
+REGISTER_GRADIENT("Tanh", TanhGrad);
+REGISTER_GRADIENT("Sigmoid", SigmoidGrad);
+REGISTER_GRADIENT("MatMul", MatMulGrad);
+REGISTER_GRADIENT("Sum", SumGrad);
+REGISTER_GRADIENT("Mean", MeanGrad);
+REGISTER_GRADIENT("Max", MaxGrad);
+REGISTER_GRADIENT("Cast", CastGrad);
+REGISTER_GRADIENT("SelectV2", SelectV2Grad);
+
+// Piecewise-constant or integer-valued ops.
+REGISTER_NO_GRADIENT("Equal");
+REGISTER_NO_GRADIENT("NotEqual");
+REGISTER_NO_GRADIENT("Greater");
+REGISTER_NO_GRADIENT("Less");
+REGISTER_NO_GRADIENT("GreaterEqual");
+REGISTER_NO_GRADIENT("LessEqual");
+REGISTER_NO_GRADIENT("LogicalNot");
+REGISTER_NO_GRADIENT("LogicalAnd");
+REGISTER_NO_GRADIENT("ArgMax");
+REGISTER_NO_GRADIENT("Range");
+REGISTER_NO_GRADIENT("FloorDiv");
+REGISTER_NO_GRADIENT("FloorMod");
+REGISTER_NO_GRADIENT("RandomUniform");
+REGISTER_NO_GRADIENT("RandomStandardNormal");
+REGISTER_NO_GRADIENT("TruncatedNormal");
+REGISTER_NO_GRADIENT("BroadcastGradientArgs");
+
+}  // namespace
+}  // namespace dflow

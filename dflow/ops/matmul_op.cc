@@ -1,0 +1,207 @@
+// MatMul: float and double through OpenBLAS, int32 and int64 through Eigen.
+//
+// dflow has one intra-op budget per process (DESIGN.md §4): OpenBLAS runs
+// single-threaded, and large products are split here into blocks of output
+// rows (or columns, when the output is wide and short) over the intra-op
+// pool, one BLAS call per block.
+#include <cblas.h>
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "dflow/framework/op_def.h"
+#include "dflow/framework/shape_inference.h"
+#include "dflow/ops/cwise_ops.h"
+#include "dflow/ops/eigen_util.h"
+
+namespace dflow {
+namespace {
+
+[[maybe_unused]] const bool kOpenBlasSingleThreaded = [] {
+  openblas_set_num_threads(1);
+  return true;
+}();
+
+// Below this many multiply-adds one call on the caller's thread is fastest.
+constexpr int64_t kMinParallelMacs = 128 * 128 * 128;
+// No block is narrower than this many rows or columns.
+constexpr int64_t kMinBlock = 64;
+
+// One row-major product C[m,n] = op(A) op(B), where op(A) is [m,k] and
+// op(B) is [k,n]; lda/ldb/ldc are the row strides of the stored matrices.
+template <typename T>
+struct Gemm {
+  bool transpose_a, transpose_b;
+  int64_t m, n, k;
+  const T* a;
+  int64_t lda;
+  const T* b;
+  int64_t ldb;
+  T* c;
+  int64_t ldc;
+
+  // The product restricted to output rows [r0, r1).
+  Gemm Rows(int64_t r0, int64_t r1) const {
+    Gemm g = *this;
+    g.m = r1 - r0;
+    g.a = transpose_a ? a + r0 : a + r0 * lda;
+    g.c = c + r0 * ldc;
+    return g;
+  }
+  // The product restricted to output columns [c0, c1).
+  Gemm Cols(int64_t c0, int64_t c1) const {
+    Gemm g = *this;
+    g.n = c1 - c0;
+    g.b = transpose_b ? b + c0 * ldb : b + c0;
+    g.c = c + c0;
+    return g;
+  }
+};
+
+void RunBlock(const Gemm<float>& g) {
+  cblas_sgemm(CblasRowMajor, g.transpose_a ? CblasTrans : CblasNoTrans,
+              g.transpose_b ? CblasTrans : CblasNoTrans, g.m, g.n, g.k, 1.0f, g.a, g.lda, g.b,
+              g.ldb, 0.0f, g.c, g.ldc);
+}
+
+void RunBlock(const Gemm<double>& g) {
+  cblas_dgemm(CblasRowMajor, g.transpose_a ? CblasTrans : CblasNoTrans,
+              g.transpose_b ? CblasTrans : CblasNoTrans, g.m, g.n, g.k, 1.0, g.a, g.lda, g.b, g.ldb,
+              0.0, g.c, g.ldc);
+}
+
+// Integers have no BLAS: Eigen's own GEMM, single-threaded per block.
+template <typename T>
+void RunBlock(const Gemm<T>& g) {
+  using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using Stride = Eigen::OuterStride<>;
+  using ConstMap = Eigen::Map<const Matrix, Eigen::Unaligned, Stride>;
+  ConstMap a(g.a, g.transpose_a ? g.k : g.m, g.transpose_a ? g.m : g.k, Stride(g.lda));
+  ConstMap b(g.b, g.transpose_b ? g.n : g.k, g.transpose_b ? g.k : g.n, Stride(g.ldb));
+  Eigen::Map<Matrix, Eigen::Unaligned, Stride> c(g.c, g.m, g.n, Stride(g.ldc));
+  if (g.transpose_a && g.transpose_b) {
+    c.noalias() = a.transpose() * b.transpose();
+  } else if (g.transpose_a) {
+    c.noalias() = a.transpose() * b;
+  } else if (g.transpose_b) {
+    c.noalias() = a * b.transpose();
+  } else {
+    c.noalias() = a * b;
+  }
+}
+
+// Splits the product along its longer output side into at most one block per
+// pool thread; small products run as a single call.
+template <typename T>
+void RunGemm(ThreadPool* pool, const Gemm<T>& g) {
+  const int64_t threads = pool == nullptr ? 1 : pool->NumThreads();
+  const bool by_rows = g.m >= g.n;
+  const int64_t extent = by_rows ? g.m : g.n;
+  const int64_t blocks = std::min(threads, extent / kMinBlock);
+  if (blocks <= 1 || g.m * g.n * g.k < kMinParallelMacs) {
+    RunBlock(g);
+    return;
+  }
+  // Block edges on multiples of 16 keep every block's vector loads aligned.
+  const int64_t per_block = ((extent + blocks - 1) / blocks + 15) / 16 * 16;
+  const int64_t num_blocks = (extent + per_block - 1) / per_block;
+  const int64_t cost = per_block * (by_rows ? g.n : g.m) * g.k;
+  pool->ParallelFor(num_blocks, cost, [&](int64_t b0, int64_t b1) {
+    for (int64_t blk = b0; blk < b1; ++blk) {
+      const int64_t begin = blk * per_block, end = std::min(extent, begin + per_block);
+      RunBlock(by_rows ? g.Rows(begin, end) : g.Cols(begin, end));
+    }
+  });
+}
+
+std::string TransposeNote(bool transpose_a, bool transpose_b) {
+  auto str = [](bool v) { return v ? "true" : "false"; };
+  return absl::StrCat(" (transpose_a=", str(transpose_a), ", transpose_b=", str(transpose_b), ")");
+}
+
+template <typename T>
+class MatMulOp : public OpKernel {
+ public:
+  explicit MatMulOp(OpKernelConstruction* c) : OpKernel(c) {
+    c->GetAttr("transpose_a", &transpose_a_).IgnoreError();  // Recorded on c.
+    c->GetAttr("transpose_b", &transpose_b_).IgnoreError();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& a = ctx->input(0);
+    const Tensor& b = ctx->input(1);
+    if (a.dims() != 2 || b.dims() != 2) {
+      return ctx->InvalidArgument("inputs must be matrices: a=", a.shape().DebugString(),
+                                  " b=", b.shape().DebugString());
+    }
+    const int64_t m = a.dim_size(transpose_a_ ? 1 : 0), k = a.dim_size(transpose_a_ ? 0 : 1);
+    const int64_t kb = b.dim_size(transpose_b_ ? 1 : 0), n = b.dim_size(transpose_b_ ? 0 : 1);
+    if (k != kb) {
+      return ctx->InvalidArgument("inner dimensions differ: a=", a.shape().DebugString(),
+                                  " b=", b.shape().DebugString(), Transposes());
+    }
+    constexpr int64_t kMaxDim = std::numeric_limits<int>::max();
+    if (m > kMaxDim || n > kMaxDim || k > kMaxDim) {
+      return ctx->InvalidArgument("dimensions exceed BLAS's int range: a=", a.shape().DebugString(),
+                                  " b=", b.shape().DebugString());
+    }
+    Tensor* out = ctx->allocate_output(0, TensorShape({m, n}));
+    if (m == 0 || n == 0 || k == 0) return absl::OkStatus();  // Zero-filled.
+    const Gemm<T> g{.transpose_a = transpose_a_,
+                    .transpose_b = transpose_b_,
+                    .m = m,
+                    .n = n,
+                    .k = k,
+                    .a = a.flat<T>().data(),
+                    .lda = a.dim_size(1),
+                    .b = b.flat<T>().data(),
+                    .ldb = b.dim_size(1),
+                    .c = out->flat<T>().data(),
+                    .ldc = n};
+    RunGemm(ctx->intra_op_pool(), g);
+    return absl::OkStatus();
+  }
+
+ private:
+  std::string Transposes() const {
+    if (!transpose_a_ && !transpose_b_) return "";
+    return TransposeNote(transpose_a_, transpose_b_);
+  }
+
+  bool transpose_a_ = false;
+  bool transpose_b_ = false;
+};
+
+absl::Status MatMulShape(InferenceContext* c) {
+  PartialShape a, b;
+  RETURN_IF_ERROR(c->WithRank(c->input(0), 2, &a));
+  RETURN_IF_ERROR(c->WithRank(c->input(1), 2, &b));
+  bool transpose_a = false, transpose_b = false;
+  RETURN_IF_ERROR(c->GetAttr("transpose_a", &transpose_a));
+  RETURN_IF_ERROR(c->GetAttr("transpose_b", &transpose_b));
+  const int64_t ka = a.dim(transpose_a ? 0 : 1), kb = b.dim(transpose_b ? 1 : 0);
+  if (ka != kUnknownDim && kb != kUnknownDim && ka != kb) {
+    return c->Error(absl::StrCat("inner dimensions differ: a=", a.DebugString(),
+                                 " b=", b.DebugString(), TransposeNote(transpose_a, transpose_b)));
+  }
+  c->set_output(0, PartialShape({a.dim(transpose_a ? 1 : 0), b.dim(transpose_b ? 0 : 1)}));
+  return absl::OkStatus();
+}
+
+REGISTER_OP("MatMul")
+    .Input("a: T")
+    .Input("b: T")
+    .Output("product: T")
+    .Attr("transpose_a: bool = false")
+    .Attr("transpose_b: bool = false")
+    .Attr("T: {float, double, int32, int64}")
+    .Attr("grad_a: bool = false")
+    .Attr("grad_b: bool = false")
+    .SetShapeFn(MatMulShape);
+CpuKernels<MatMulOp, float, double, int32_t, int64_t> mat_mul_kernels("MatMul");
+
+}  // namespace
+}  // namespace dflow

@@ -1,0 +1,134 @@
+// Gradient functions of the nn ops (nn_ops.cc, conv_ops.cc, pooling_ops.cc),
+// with TensorFlow's nn_grad formulas. Rows of the softmax family are the
+// last dimension; the cross entropies reuse the backprop their forward op
+// already computed.
+#include <string>
+#include <vector>
+
+#include "dflow/framework/gradient.h"
+#include "dflow/ops/grad_util.h"
+
+namespace dflow {
+namespace {
+
+using grad::Int;
+using grad::ShapeOf;
+
+// The attrs among `names` that the forward node sets, to pass on unchanged.
+AttrList CopyAttrs(const GradContext& g, const std::vector<std::string>& names) {
+  AttrList attrs;
+  for (const std::string& name : names) {
+    auto it = g.node().attr().find(name);
+    if (it != g.node().attr().end()) attrs.emplace_back(name, it->second);
+  }
+  return attrs;
+}
+
+// Sum(x, -1, keep_dims=true).
+SymTensor SumLastAxis(GradBuilder* b, const SymTensor& x) {
+  return b->Op("Sum", {x, Int(b, -1)}, {{"keep_dims", AttrBool(true)}});
+}
+
+// --- Relu, BiasAdd ---------------------------------------------------------------
+
+// TensorFlow takes the mask from the output: Relu(x) > 0 exactly when x > 0.
+absl::Status ReluGradFn(GradContext* g) {
+  g->SetInputGrad(0, g->b()->Op("ReluGrad", {g->grad_output(0), g->output(0)}));
+  return absl::OkStatus();
+}
+
+absl::Status BiasAddGradFn(GradContext* g) {
+  const SymTensor dy = g->grad_output(0);
+  g->SetInputGrad(0, dy);
+  g->SetInputGrad(1, g->b()->Op("BiasAddGrad", {dy}, CopyAttrs(*g, {"data_format"})));
+  return absl::OkStatus();
+}
+
+// --- softmax family -----------------------------------------------------------------
+
+// dx = (dy - Σ dy·s) · s, with s = Softmax(x) the output.
+absl::Status SoftmaxGradFn(GradContext* g) {
+  GradBuilder* b = g->b();
+  const SymTensor s = g->output(0), dy = g->grad_output(0);
+  const SymTensor dot = SumLastAxis(b, b->Op("Mul", {dy, s}));
+  g->SetInputGrad(0, b->Op("Mul", {b->Op("Sub", {dy, dot}), s}));
+  return absl::OkStatus();
+}
+
+// dx = dy - Σ dy · exp(y), with y = LogSoftmax(x) the output.
+absl::Status LogSoftmaxGradFn(GradContext* g) {
+  GradBuilder* b = g->b();
+  const SymTensor dy = g->grad_output(0);
+  const SymTensor softmax = b->Op("Exp", {g->output(0)});
+  g->SetInputGrad(0, b->Op("Sub", {dy, b->Op("Mul", {SumLastAxis(b, dy), softmax})}));
+  return absl::OkStatus();
+}
+
+// The gradient of the cross entropies' logits: d(loss) broadcast along each
+// row times the backprop output (softmax - labels). When the backprop output
+// itself is used downstream, its gradient g2 adds (g2 - Σ g2·s) · s, the
+// softmax Jacobian applied to g2 (TensorFlow's second-order term).
+SymTensor XentLogitsGrad(GradContext* g) {
+  GradBuilder* b = g->b();
+  const SymTensor d_loss = b->Op("ExpandDims", {g->grad_output(0), Int(b, -1)});
+  SymTensor grad = b->Op("Mul", {d_loss, g->output(1)});
+  if (g->has_grad_output(1)) {
+    const SymTensor g2 = g->grad_output(1);
+    const SymTensor s = b->Op("Softmax", {g->input(0)});
+    const SymTensor jvp =
+        b->Op("Mul", {b->Op("Sub", {g2, SumLastAxis(b, b->Op("Mul", {g2, s}))}), s});
+    grad = b->Op("AddV2", {grad, jvp});
+  }
+  return grad;
+}
+
+// Labels are indices: they get no gradient.
+absl::Status SparseXentGradFn(GradContext* g) {
+  g->SetInputGrad(0, XentLogitsGrad(g));
+  return absl::OkStatus();
+}
+
+// d(labels) = d(loss) · -LogSoftmax(logits) (minus g2 when the backprop
+// output, softmax - labels, is used).
+absl::Status XentGradFn(GradContext* g) {
+  GradBuilder* b = g->b();
+  g->SetInputGrad(0, XentLogitsGrad(g));
+  const SymTensor d_loss = b->Op("ExpandDims", {g->grad_output(0), Int(b, -1)});
+  const SymTensor neg_log_softmax = b->Op("Neg", {b->Op("LogSoftmax", {g->input(0)})});
+  SymTensor d_labels = b->Op("Mul", {d_loss, neg_log_softmax});
+  if (g->has_grad_output(1)) d_labels = b->Op("Sub", {d_labels, g->grad_output(1)});
+  g->SetInputGrad(1, d_labels);
+  return absl::OkStatus();
+}
+
+// --- Conv2D, MaxPool -------------------------------------------------------------------
+
+absl::Status Conv2DGradFn(GradContext* g) {
+  GradBuilder* b = g->b();
+  const AttrList attrs = CopyAttrs(*g, {"strides", "padding", "explicit_paddings", "data_format",
+                                        "dilations", "use_cudnn_on_gpu"});
+  const SymTensor x = g->input(0), w = g->input(1), dy = g->grad_output(0);
+  g->SetInputGrad(0, b->Op("Conv2DBackpropInput", {ShapeOf(b, x), w, dy}, attrs));
+  g->SetInputGrad(1, b->Op("Conv2DBackpropFilter", {x, ShapeOf(b, w), dy}, attrs));
+  return absl::OkStatus();
+}
+
+absl::Status MaxPoolGradFn(GradContext* g) {
+  const AttrList attrs =
+      CopyAttrs(*g, {"ksize", "strides", "padding", "explicit_paddings", "data_format"});
+  g->SetInputGrad(0,
+                  g->b()->Op("MaxPoolGrad", {g->input(0), g->output(0), g->grad_output(0)}, attrs));
+  return absl::OkStatus();
+}
+
+REGISTER_GRADIENT("Relu", ReluGradFn);
+REGISTER_GRADIENT("BiasAdd", BiasAddGradFn);
+REGISTER_GRADIENT("Softmax", SoftmaxGradFn);
+REGISTER_GRADIENT("LogSoftmax", LogSoftmaxGradFn);
+REGISTER_GRADIENT("SparseSoftmaxCrossEntropyWithLogits", SparseXentGradFn);
+REGISTER_GRADIENT("SoftmaxCrossEntropyWithLogits", XentGradFn);
+REGISTER_GRADIENT("Conv2D", Conv2DGradFn);
+REGISTER_GRADIENT("MaxPool", MaxPoolGradFn);
+
+}  // namespace
+}  // namespace dflow

@@ -1,0 +1,99 @@
+// Test helper: runs one kernel on a CPU device without an executor.
+//
+//   OpTest t("MatMul");
+//   t.Attr("T", DT_FLOAT).Attr("transpose_a", true);
+//   t.Input(Tensor::FromVector<float>({1, 2, 3, 4}, {2, 2}));
+//   t.Input(...);
+//   ASSERT_OK_AND_ASSIGN(std::vector<Tensor> out, t.Run());
+#ifndef DFLOW_OPS_OP_TEST_UTIL_H_
+#define DFLOW_OPS_OP_TEST_UTIL_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dflow/framework/attr_util.h"
+#include "dflow/framework/device.h"
+#include "dflow/framework/kernel.h"
+#include "dflow/framework/status.h"
+#include "dflow/framework/tensor.h"
+#include "gtest/gtest.h"
+
+namespace dflow {
+
+inline Device* TestCpuDevice() {
+  static Device* device = [] {
+    DeviceName name = *DeviceName::Parse("/job:localhost/replica:0/task:0/device:CPU:0");
+    return new Device(name, /*incarnation=*/1, /*memory_limit=*/0);
+  }();
+  return device;
+}
+
+class OpTest {
+ public:
+  explicit OpTest(const std::string& op, const std::string& node_name = "op") {
+    node_.set_name(node_name);
+    node_.set_op(op);
+  }
+  template <typename T>
+  OpTest& Attr(const std::string& name, const T& value) {
+    SetAttr(&node_, name, value);
+    return *this;
+  }
+  // Adds a data input fed with `value` (its NodeDef input is "in<i>").
+  OpTest& Input(Tensor value) {
+    node_.add_input("in" + std::to_string(inputs_.size()));
+    inputs_.push_back(std::move(value));
+    return *this;
+  }
+  tensorflow::NodeDef& node_def() { return node_; }
+
+  // Creates the kernel (validating the node) and runs it once.
+  absl::StatusOr<std::vector<Tensor>> Run(Device* device = TestCpuDevice()) {
+    ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> kernel,
+                     KernelRegistry::Global()->CreateKernel(device, node_));
+    OpKernelContext::Params params;
+    params.device = device;
+    params.op_kernel = kernel.get();
+    params.step_id = 1;
+    params.runner = [](std::function<void()> fn) { fn(); };
+    for (Tensor& t : inputs_) params.inputs.push_back(TensorValue{&t, nullptr});
+    OpKernelContext ctx(&params);
+    RETURN_IF_ERROR(kernel->Compute(&ctx));
+    std::vector<Tensor> out;
+    for (int i = 0; i < ctx.num_outputs(); ++i) {
+      TensorValue v = ctx.release_output(i);
+      if (v.tensor == nullptr) {
+        return absl::InternalError("output " + std::to_string(i) + " was not set");
+      }
+      out.push_back(*v.tensor);
+    }
+    return out;
+  }
+
+ private:
+  tensorflow::NodeDef node_;
+  std::vector<Tensor> inputs_;
+};
+
+// Element-wise comparison with a relative+absolute tolerance for floats.
+template <typename T>
+void ExpectTensorEq(const Tensor& actual, const std::vector<T>& values,
+                    const TensorShape& shape, double tol = 1e-6) {
+  ASSERT_EQ(actual.dtype(), DataTypeToEnum<T>::value) << actual.DebugString();
+  ASSERT_EQ(actual.shape(), shape) << actual.DebugString();
+  auto a = actual.flat<T>();
+  ASSERT_EQ(a.size(), values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    if constexpr (std::is_floating_point_v<T>) {
+      EXPECT_NEAR(a[i], values[i], tol * (1 + std::abs(static_cast<double>(values[i]))))
+          << "at " << i;
+    } else {
+      EXPECT_EQ(a[i], values[i]) << "at " << i;
+    }
+  }
+}
+
+}  // namespace dflow
+
+#endif  // DFLOW_OPS_OP_TEST_UTIL_H_

@@ -1,0 +1,108 @@
+// Philox4x32-10, the counter-based generator TensorFlow's random ops use,
+// and TensorFlow's conversions from its 32-bit words to floating point.
+// Same (seed, seed2) and counter give the same bits as TensorFlow.
+//
+//   Philox4x32 gen(/*seed=*/1, /*seed2=*/2);
+//   Philox4x32::Block bits = gen.Next();   // four uint32 words
+//   float u = Uint32ToFloat(bits[0]);      // in [0, 1)
+#ifndef DFLOW_OPS_PHILOX_H_
+#define DFLOW_OPS_PHILOX_H_
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+
+namespace dflow {
+
+// The key comes from `seed`, the upper half of the 128-bit counter from
+// `seed2`; the lower half starts at zero. Copyable value type.
+class Philox4x32 {
+ public:
+  using Block = std::array<uint32_t, 4>;
+
+  Philox4x32(uint64_t seed, uint64_t seed2)
+      : counter_{0, 0, static_cast<uint32_t>(seed2), static_cast<uint32_t>(seed2 >> 32)},
+        key_{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)} {}
+
+  // The 128 random bits at the current counter; then advances it by one.
+  Block Next() {
+    Block c = counter_;
+    std::array<uint32_t, 2> k = key_;
+    for (int round = 0; round < 10; ++round) {
+      if (round > 0) {
+        k[0] += kKeyStepA;
+        k[1] += kKeyStepB;
+      }
+      c = Round(c, k);
+    }
+    Skip(1);
+    return c;
+  }
+
+  // Advances the 128-bit counter by `n` blocks.
+  void Skip(uint64_t n) {
+    const uint32_t lo = static_cast<uint32_t>(n);
+    uint32_t hi = static_cast<uint32_t>(n >> 32);
+    counter_[0] += lo;
+    if (counter_[0] < lo) ++hi;
+    counter_[1] += hi;
+    if (counter_[1] < hi && ++counter_[2] == 0) ++counter_[3];
+  }
+
+ private:
+  static constexpr uint32_t kKeyStepA = 0x9E3779B9;
+  static constexpr uint32_t kKeyStepB = 0xBB67AE85;
+  static constexpr uint32_t kMulA = 0xD2511F53;
+  static constexpr uint32_t kMulB = 0xCD9E8D57;
+
+  static Block Round(const Block& c, const std::array<uint32_t, 2>& k) {
+    const uint64_t p0 = static_cast<uint64_t>(kMulA) * c[0];
+    const uint64_t p1 = static_cast<uint64_t>(kMulB) * c[2];
+    const uint32_t lo0 = static_cast<uint32_t>(p0), hi0 = static_cast<uint32_t>(p0 >> 32);
+    const uint32_t lo1 = static_cast<uint32_t>(p1), hi1 = static_cast<uint32_t>(p1 >> 32);
+    return {hi1 ^ c[1] ^ k[0], lo1, hi0 ^ c[3] ^ k[1], lo0};
+  }
+
+  Block counter_;
+  std::array<uint32_t, 2> key_;
+};
+
+// Hands out a generator's words one at a time, drawing a new block every
+// four words (TensorFlow's SingleSampleAdapter). Borrows `gen`.
+class PhiloxWords {
+ public:
+  explicit PhiloxWords(Philox4x32* gen) : gen_(gen) {}
+  uint32_t operator()() {
+    if (used_ == 4) {
+      block_ = gen_->Next();
+      used_ = 0;
+    }
+    return block_[used_++];
+  }
+
+ private:
+  Philox4x32* gen_;  // not owned
+  Philox4x32::Block block_{};
+  int used_ = 4;
+};
+
+// The low 23 bits as the mantissa of a float in [1, 2), minus 1: [0, 1).
+inline float Uint32ToFloat(uint32_t x) {
+  const uint32_t bits = 0x3f800000u | (x & 0x7fffffu);
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f - 1.0f;
+}
+
+// 52 mantissa bits (20 from `hi`, 32 from `lo`) as a double in [0, 1).
+inline double Uint64ToDouble(uint32_t hi, uint32_t lo) {
+  const uint64_t mantissa = (static_cast<uint64_t>(hi & 0xfffffu) << 32) | lo;
+  const uint64_t bits = (static_cast<uint64_t>(1023) << 52) | mantissa;
+  double d;
+  std::memcpy(&d, &bits, sizeof(d));
+  return d - 1.0;
+}
+
+}  // namespace dflow
+
+#endif  // DFLOW_OPS_PHILOX_H_

@@ -1,0 +1,193 @@
+// MaxPool: the maximum over sliding windows of an NHWC image, either over
+// rows and columns or over groups of channels (TensorFlow's depthwise case).
+// Padded positions are ignored, never compared as zeros; NaNs are skipped,
+// as TensorFlow's CPU kernel does.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "dflow/framework/kernel.h"
+#include "dflow/framework/shape_inference.h"
+#include "dflow/ops/conv_util.h"
+
+namespace dflow {
+namespace {
+
+struct PoolGeometry {
+  int64_t batch, in_rows, in_cols, depth;
+  int64_t window_rows, window_cols, stride_h, stride_w;
+  int64_t out_rows, out_cols;
+  int64_t pad_top, pad_left;
+};
+
+// o[c] = max(o[c], x[c]); `x > o` is false for NaN, so NaNs are skipped.
+template <typename T>
+inline void MaxInto(const T* x, T* o, int64_t n) {
+  for (int64_t c = 0; c < n; ++c) o[c] = x[c] > o[c] ? x[c] : o[c];
+}
+
+// Pools output rows [begin, end) of the flattened (batch, out_row) space.
+template <typename T>
+void SpatialMaxPool(const PoolGeometry& g, const T* in, T* out, int64_t begin, int64_t end) {
+  const int64_t c = g.depth;
+  for (int64_t idx = begin; idx < end; ++idx) {
+    const int64_t n = idx / g.out_rows, oh = idx % g.out_rows;
+    const int64_t h0 = oh * g.stride_h - g.pad_top;
+    const int64_t h_lo = std::max<int64_t>(h0, 0);
+    const int64_t h_hi = std::min(h0 + g.window_rows, g.in_rows);
+    const T* image = in + n * g.in_rows * g.in_cols * c;
+    T* o = out + idx * g.out_cols * c;
+    for (int64_t ow = 0; ow < g.out_cols; ++ow, o += c) {
+      const int64_t w0 = ow * g.stride_w - g.pad_left;
+      const int64_t w_lo = std::max<int64_t>(w0, 0);
+      const int64_t w_hi = std::min(w0 + g.window_cols, g.in_cols);
+      std::fill(o, o + c, std::numeric_limits<T>::lowest());
+      for (int64_t h = h_lo; h < h_hi; ++h) {
+        for (int64_t w = w_lo; w < w_hi; ++w) MaxInto(image + (h * g.in_cols + w) * c, o, c);
+      }
+    }
+  }
+}
+
+template <typename T>
+class MaxPoolOp : public OpKernel {
+ public:
+  explicit MaxPoolOp(OpKernelConstruction* c) : OpKernel(c) {
+    absl::StatusOr<Pool2DAttrs> attrs = ReadPool2DAttrs(c->def());
+    if (attrs.ok()) {
+      attrs_ = *attrs;
+    } else {
+      c->SetStatus(absl::Status(
+          attrs.status().code(),
+          absl::StrCat("[MaxPool '", c->def().name(), "'] ", attrs.status().message())));
+    }
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    if (attrs_.nchw) {
+      return ctx->InvalidArgument("Default MaxPoolingOp only supports NHWC on device type CPU");
+    }
+    const Tensor& input = ctx->input(0);
+    if (input.dims() != 4) {
+      return ctx->InvalidArgument("input must be 4-dimensional (NHWC), got ",
+                                  input.shape().DebugString());
+    }
+    if (attrs_.depth_pooling()) return DepthMaxPool(ctx, input);
+    ASSIGN_OR_RETURN(PoolGeometry g, MakeGeometry(*ctx, input));
+    Tensor* out = ctx->allocate_output(0, TensorShape({g.batch, g.out_rows, g.out_cols, g.depth}));
+    if (out->NumElements() == 0) return absl::OkStatus();
+    const T* in = input.flat<T>().data();
+    T* o = out->flat<T>().data();
+    const int64_t cost = g.out_cols * g.window_rows * g.window_cols * g.depth;
+    ctx->intra_op_pool()->ParallelFor(
+        g.batch * g.out_rows, cost, [&](int64_t b, int64_t e) { SpatialMaxPool(g, in, o, b, e); });
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::StatusOr<PoolGeometry> MakeGeometry(const OpKernelContext& ctx, const Tensor& input) const {
+    PoolGeometry g;
+    g.batch = input.dim_size(0), g.in_rows = input.dim_size(1);
+    g.in_cols = input.dim_size(2), g.depth = input.dim_size(3);
+    g.window_rows = attrs_.ksize[1], g.window_cols = attrs_.ksize[2];
+    g.stride_h = attrs_.stride[1], g.stride_w = attrs_.stride[2];
+    absl::StatusOr<WindowDim> rows = ComputeWindow(
+        g.in_rows, g.window_rows, 1, g.stride_h, attrs_.padding, attrs_.pad_top, attrs_.pad_bottom);
+    absl::StatusOr<WindowDim> cols = ComputeWindow(
+        g.in_cols, g.window_cols, 1, g.stride_w, attrs_.padding, attrs_.pad_left, attrs_.pad_right);
+    if (!rows.ok()) return ctx.InvalidArgument(rows.status().message());
+    if (!cols.ok()) return ctx.InvalidArgument(cols.status().message());
+    g.out_rows = rows->out, g.pad_top = rows->pad_before;
+    g.out_cols = cols->out, g.pad_left = cols->pad_before;
+    return g;
+  }
+
+  // out[..., d] = max(in[..., d * k : (d + 1) * k]).
+  absl::Status DepthMaxPool(OpKernelContext* ctx, const Tensor& input) const {
+    const int64_t k = attrs_.ksize[3], depth = input.dim_size(3);
+    if (depth % k != 0) {
+      return absl::UnimplementedError(
+          absl::StrCat(ctx->Prefix(),
+                       "Depthwise max pooling requires the depth window to evenly divide the "
+                       "input depth: window ",
+                       k, ", input ", input.shape().DebugString()));
+    }
+    TensorShape shape = input.shape();
+    shape.set_dim(3, depth / k);
+    Tensor* out = ctx->allocate_output(0, shape);
+    const T* in = input.flat<T>().data();
+    T* o = out->flat<T>().data();
+    ctx->intra_op_pool()->ParallelFor(out->NumElements(), k, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const T* x = in + i * k;
+        T m = std::numeric_limits<T>::lowest();
+        for (int64_t j = 0; j < k; ++j) m = x[j] > m ? x[j] : m;
+        o[i] = m;
+      }
+    });
+    return absl::OkStatus();
+  }
+
+  Pool2DAttrs attrs_;
+};
+
+absl::Status MaxPoolShape(InferenceContext* c) {
+  absl::StatusOr<Pool2DAttrs> attrs = ReadPool2DAttrs(c->node_def());
+  if (!attrs.ok()) return c->Error(std::string(attrs.status().message()));
+  const Pool2DAttrs& a = *attrs;
+  PartialShape input;
+  RETURN_IF_ERROR(c->WithRank(c->input(0), 4, &input));
+  const int h = a.nchw ? 2 : 1, w = a.nchw ? 3 : 2, d = a.nchw ? 1 : 3;
+  int64_t rows = input.dim(h), cols = input.dim(w), depth = input.dim(d);
+  if (a.depth_pooling()) {
+    if (depth != kUnknownDim && depth % a.ksize[3] != 0) {
+      return c->Error(absl::StrCat("depth window ", a.ksize[3],
+                                   " does not evenly divide the input depth: input ",
+                                   input.DebugString()));
+    }
+    if (depth != kUnknownDim) depth /= a.ksize[3];
+  } else {
+    for (auto [dim, i] : {std::pair<int64_t*, int>{&rows, 1}, {&cols, 2}}) {
+      if (*dim == kUnknownDim) continue;
+      const int64_t before = i == 1 ? a.pad_top : a.pad_left;
+      const int64_t after = i == 1 ? a.pad_bottom : a.pad_right;
+      absl::StatusOr<WindowDim> win =
+          ComputeWindow(*dim, a.ksize[i], 1, a.stride[i], a.padding, before, after);
+      if (!win.ok()) return c->Error(std::string(win.status().message()));
+      *dim = win->out;
+    }
+  }
+  const int64_t batch = input.dim(0);
+  c->set_output(0, a.nchw ? PartialShape({batch, depth, rows, cols})
+                          : PartialShape({batch, rows, cols, depth}));
+  return absl::OkStatus();
+}
+
+REGISTER_OP("MaxPool")
+    .Input("input: T")
+    .Output("output: T")
+    .Attr(
+        "T: {half, bfloat16, float, double, int32, int64, uint8, int16, int8, uint16, "
+        "qint8} = DT_FLOAT")
+    .Attr("ksize: list(int) >= 4")
+    .Attr("strides: list(int) >= 4")
+    .Attr("padding: {'SAME', 'VALID', 'EXPLICIT'}")
+    .Attr("explicit_paddings: list(int) = []")
+    .Attr("data_format: {'NHWC', 'NCHW', 'NCHW_VECT_C'} = 'NHWC'")
+    .SetShapeFn(MaxPoolShape);
+
+REGISTER_KERNEL(KernelDefBuilder("MaxPool").Device(kDeviceCPU).TypeConstraint<float>("T"),
+                MaxPoolOp<float>);
+REGISTER_KERNEL(KernelDefBuilder("MaxPool").Device(kDeviceCPU).TypeConstraint<double>("T"),
+                MaxPoolOp<double>);
+REGISTER_KERNEL(KernelDefBuilder("MaxPool").Device(kDeviceCPU).TypeConstraint<int32_t>("T"),
+                MaxPoolOp<int32_t>);
+REGISTER_KERNEL(KernelDefBuilder("MaxPool").Device(kDeviceCPU).TypeConstraint<int64_t>("T"),
+                MaxPoolOp<int64_t>);
+REGISTER_KERNEL(KernelDefBuilder("MaxPool").Device(kDeviceCPU).TypeConstraint<uint8_t>("T"),
+                MaxPoolOp<uint8_t>);
+
+}  // namespace
+}  // namespace dflow

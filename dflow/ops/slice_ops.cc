@@ -1,0 +1,538 @@
+// Ops that select parts of a tensor: Slice, StridedSlice, GatherV2.
+#include "absl/strings/str_cat.h"
+#include "dflow/framework/kernel.h"
+#include "dflow/framework/op_def.h"
+#include "dflow/framework/shape_inference.h"
+#include "dflow/framework/status.h"
+#include "dflow/ops/array_util.h"
+
+namespace dflow {
+namespace {
+
+// Runs a slice kernel's copy: shares the input's buffer when the selection
+// is the whole input in order, else copies the strided region.
+absl::Status EmitSlice(OpKernelContext* ctx, const Tensor& x, bool identity,
+                       const TensorShape& processing, const TensorShape& final_shape,
+                       absl::Span<const int64_t> begin, absl::Span<const int64_t> strides) {
+  if (identity) {
+    ASSIGN_OR_RETURN(Tensor y, x.Reshaped(final_shape));
+    ctx->set_output(0, std::move(y));
+    return absl::OkStatus();
+  }
+  Tensor* out = ctx->allocate_output(0, final_shape);
+  ASSIGN_OR_RETURN(Tensor view, out->Reshaped(processing));  // Same buffer.
+  return StridedCopy(x, begin, strides, &view);
+}
+
+// ---------------------------------------------------------------------------
+// Slice
+
+// Checks begin[i]/size[i] against `dim` and resolves size -1; TensorFlow's errors.
+absl::StatusOr<int64_t> SliceSize(int i, int64_t dim, int64_t begin, int64_t size) {
+  if (begin < 0 || begin > dim) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Expected begin[", i, "] in [0, ", dim, "], but got ", begin));
+  }
+  if (size == -1) return dim - begin;
+  if (size < 0 || size > dim - begin) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Expected size[", i, "] in [0, ", dim - begin, "], but got ", size));
+  }
+  return size;
+}
+
+absl::Status SliceShape(InferenceContext* c) {
+  const PartialShape& in = c->input(0);
+  PartialShape begin_s, size_s;
+  RETURN_IF_ERROR(c->WithRank(c->input(1), 1, &begin_s));
+  RETURN_IF_ERROR(c->WithRank(c->input(2), 1, &size_s));
+  int64_t rank = in.rank_known() ? in.rank() : kUnknownDim;
+  for (int64_t len : {begin_s.dim(0), size_s.dim(0)}) {
+    if (len == kUnknownDim) continue;
+    if (rank != kUnknownDim && len != rank) {
+      return c->Error(absl::StrCat("Expected begin and size arguments to be 1-D tensors of size ",
+                                   rank, ", but got shapes ", begin_s.DebugString(), " and ",
+                                   size_s.DebugString(), " instead."));
+    }
+    rank = len;
+  }
+  if (rank == kUnknownDim) {
+    c->set_output(0, PartialShape::Unknown());
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(auto begin, ConstIndexInput(c, 1, "begin"));
+  ASSIGN_OR_RETURN(auto size, ConstIndexInput(c, 2, "size"));
+  std::vector<int64_t> dims(rank, kUnknownDim);
+  for (int i = 0; size.has_value() && i < rank; ++i) {
+    const int64_t dim = in.rank_known() ? in.dim(i) : kUnknownDim;
+    const int64_t s = (*size)[i];
+    if (begin.has_value() && dim != kUnknownDim) {
+      absl::StatusOr<int64_t> n = SliceSize(i, dim, (*begin)[i], s);
+      if (!n.ok()) return c->Error(std::string(n.status().message()));
+      dims[i] = *n;
+    } else if (s >= 0) {
+      dims[i] = s;
+    }
+  }
+  c->set_output(0, PartialShape(std::move(dims)));
+  return absl::OkStatus();
+}
+
+class SliceOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& begin_t = ctx->input(1);
+    const Tensor& size_t_ = ctx->input(2);
+    const int rank = x.dims();
+    if (begin_t.dims() != 1 || size_t_.dims() != 1 || begin_t.NumElements() != rank ||
+        size_t_.NumElements() != rank) {
+      return ctx->InvalidArgument("Expected begin and size arguments to be 1-D tensors of size ",
+                                  rank, ", but got shapes ", begin_t.shape().DebugString(), " and ",
+                                  size_t_.shape().DebugString(), " instead.");
+    }
+    ASSIGN_OR_RETURN(std::vector<int64_t> begin, IndexValues(begin_t, "begin"));
+    ASSIGN_OR_RETURN(std::vector<int64_t> size, IndexValues(size_t_, "size"));
+    TensorShape out_shape;
+    bool identity = true;
+    for (int i = 0; i < rank; ++i) {
+      absl::StatusOr<int64_t> n = SliceSize(i, x.dim_size(i), begin[i], size[i]);
+      if (!n.ok()) return ctx->InvalidArgument(n.status().message());
+      out_shape.AddDim(*n);
+      identity = identity && *n == x.dim_size(i);
+    }
+    return EmitSlice(ctx, x, identity, out_shape, out_shape, begin, std::vector<int64_t>(rank, 1));
+  }
+};
+
+REGISTER_OP("Slice")
+    .Input("input: T")
+    .Input("begin: Index")
+    .Input("size: Index")
+    .Output("output: T")
+    .Attr("T: type")
+    .Attr("Index: {int32, int64}")
+    .SetShapeFn(SliceShape);
+REGISTER_KERNEL(KernelDefBuilder("Slice")
+                    .Device(kDeviceCPU)
+                    .TypeConstraint("T", MovableTypes())
+                    .TypeConstraint("Index", IndexTypes()),
+                SliceOp);
+
+// ---------------------------------------------------------------------------
+// StridedSlice
+//
+// The sparse spec (begin/end/strides with masks, as a Python subscript like
+// x[1:, ..., tf.newaxis, 2] gives it) is first expanded to a dense spec with
+// one entry per input dim; each dim then yields an interval and a size.
+
+struct StridedSliceMasks {
+  int64_t begin = 0, end = 0, ellipsis = 0, new_axis = 0, shrink = 0;
+};
+
+// Where each output dim comes from: an input dim, or a new axis of size 1.
+constexpr int64_t kNewAxis = -1;
+constexpr int64_t kShrunk = -2;
+
+struct DenseDim {
+  int64_t begin = 0, end = 0, stride = 1;
+  bool begin_masked = true, end_masked = true, shrink = false;
+};
+
+struct StridedSliceSpec {
+  std::vector<int64_t> begin, strides;   // per input dim, to feed StridedCopy
+  std::vector<int64_t> processing_dims;  // per input dim; kUnknownDim if unknown
+  std::vector<int64_t> final_dims;       // the output shape
+  bool identity = true;                  // the whole input in order
+};
+
+bool Bit(int64_t mask, int i) { return i < 63 && ((mask >> i) & 1); }
+
+// Expands the sparse spec into one DenseDim per input dim; `gather` gets one
+// entry per sparse item that yields an output dim (input index or kNewAxis)
+// and kShrunk for shrunk dims.
+absl::Status BuildDenseSpec(int rank, const std::vector<int64_t>* begin,
+                            const std::vector<int64_t>* end, const std::vector<int64_t>& strides,
+                            const StridedSliceMasks& m, std::vector<DenseDim>* dense,
+                            std::vector<int64_t>* gather) {
+  const int n = static_cast<int>(strides.size());
+  bool has_ellipsis = false;
+  for (int i = 0; i < n; ++i) has_ellipsis |= Bit(m.ellipsis, i);
+  dense->assign(rank, DenseDim());
+  int full = 0;
+  for (int i = 0; i < n + (has_ellipsis ? 0 : 1); ++i) {
+    if (i == n || Bit(m.ellipsis, i)) {  // The explicit or implicit (trailing) ellipsis.
+      int consumed_after = 0;
+      for (int j = i + 1; j < n; ++j) consumed_after += Bit(m.new_axis, j) ? 0 : 1;
+      for (; full < rank - consumed_after; ++full) gather->push_back(full);
+    } else if (Bit(m.new_axis, i)) {
+      gather->push_back(kNewAxis);
+    } else {
+      if (full >= rank) {
+        return absl::InvalidArgumentError(absl::StrCat("Index out of range using input dim ", full,
+                                                       "; input has only ", rank, " dims"));
+      }
+      DenseDim& d = (*dense)[full];
+      d.begin = begin ? (*begin)[i] : 0;
+      d.end = end ? (*end)[i] : 0;
+      d.stride = strides[i];
+      d.begin_masked = Bit(m.begin, i);
+      d.end_masked = Bit(m.end, i);
+      d.shrink = Bit(m.shrink, i);
+      gather->push_back(d.shrink ? kShrunk : full);
+      ++full;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Number of elements from `begin` toward `end` (exclusive) by `stride`.
+int64_t IntervalSize(int64_t begin, int64_t end, int64_t stride) {
+  const int64_t len = end - begin;
+  if (len == 0 || ((len < 0) != (stride < 0))) return 0;
+  return len / stride + (len % stride != 0 ? 1 : 0);
+}
+
+// Resolves dense dim `i` of size `dim` (kUnknownDim allowed) into `spec`.
+// `bounds_known` says whether begin/end values are known.
+absl::Status ResolveDim(int i, int64_t dim, const DenseDim& d, bool bounds_known,
+                        StridedSliceSpec* spec) {
+  const int64_t s = d.stride;
+  if (s == 0) return absl::InvalidArgumentError(absl::StrCat("strides[", i, "] must be non-zero"));
+  if (d.shrink && s < 0) {
+    return absl::InvalidArgumentError("only stride 1 allowed on non-range indexing.");
+  }
+  int64_t begin = 0, size = kUnknownDim;
+  if (dim == kUnknownDim) {
+    size = d.shrink ? 1 : kUnknownDim;
+  } else if (bounds_known && d.shrink) {
+    begin = d.begin < 0 ? dim + d.begin : d.begin;
+    if (begin < 0 || begin >= dim) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("slice index ", begin, " of dimension ", i, " out of bounds."));
+    }
+    size = 1;
+  } else if (bounds_known) {
+    // Valid positions: [0, dim] going forward, [-1, dim - 1] going backward.
+    const int64_t lo = s > 0 ? 0 : -1, hi = s > 0 ? dim : dim - 1;
+    auto canonical = [&](int64_t x, bool masked, bool is_begin) {
+      if (masked) return (s > 0) == is_begin ? lo : hi;
+      const int64_t fwd = x < 0 ? dim + x : x;
+      return std::clamp(fwd, lo, hi);
+    };
+    begin = canonical(d.begin, d.begin_masked, true);
+    size = IntervalSize(begin, canonical(d.end, d.end_masked, false), s);
+  } else if (d.shrink) {
+    size = 1;
+  } else if (d.begin_masked && d.end_masked) {
+    begin = s > 0 ? 0 : dim - 1;
+    size = IntervalSize(begin, s > 0 ? dim : -1, s);
+  }
+  spec->begin.push_back(begin);
+  spec->strides.push_back(s);
+  spec->processing_dims.push_back(size);
+  spec->identity = spec->identity && dim != kUnknownDim && begin == 0 && s == 1 && size == dim;
+  return absl::OkStatus();
+}
+
+// Resolves a strided slice of a tensor with dims `in_dims` (kUnknownDim
+// allowed). `begin`/`end` may be null when their values are unknown.
+absl::StatusOr<StridedSliceSpec> ResolveStridedSlice(const std::vector<int64_t>& in_dims,
+                                                     const std::vector<int64_t>* begin,
+                                                     const std::vector<int64_t>* end,
+                                                     const std::vector<int64_t>& strides,
+                                                     const StridedSliceMasks& m) {
+  if (m.ellipsis & (m.ellipsis - 1)) {
+    return absl::InvalidArgumentError("Multiple ellipses in slice spec not allowed");
+  }
+  const int rank = static_cast<int>(in_dims.size());
+  std::vector<DenseDim> dense;
+  std::vector<int64_t> gather;
+  RETURN_IF_ERROR(BuildDenseSpec(rank, begin, end, strides, m, &dense, &gather));
+  StridedSliceSpec spec;
+  const bool bounds_known = begin != nullptr && end != nullptr;
+  for (int i = 0; i < rank; ++i) {
+    RETURN_IF_ERROR(ResolveDim(i, in_dims[i], dense[i], bounds_known, &spec));
+  }
+  for (int64_t g : gather) {
+    if (g == kNewAxis) spec.final_dims.push_back(1);
+    if (g >= 0) spec.final_dims.push_back(spec.processing_dims[g]);
+  }
+  return spec;
+}
+
+StridedSliceMasks ReadMasks(const tensorflow::NodeDef& node) {
+  StridedSliceMasks m;
+  // Defaults (0) are added before validation; a missing attr keeps 0.
+  GetNodeAttr(node, "begin_mask", &m.begin).IgnoreError();
+  GetNodeAttr(node, "end_mask", &m.end).IgnoreError();
+  GetNodeAttr(node, "ellipsis_mask", &m.ellipsis).IgnoreError();
+  GetNodeAttr(node, "new_axis_mask", &m.new_axis).IgnoreError();
+  GetNodeAttr(node, "shrink_axis_mask", &m.shrink).IgnoreError();
+  return m;
+}
+
+std::string SpecShapesError(const std::string& b, const std::string& e, const std::string& s) {
+  return absl::StrCat(
+      "Expected begin, end, and strides to be 1D equal size tensors, but got "
+      "shapes ",
+      b, ", ", e, ", and ", s, " instead.");
+}
+
+absl::Status StridedSliceShape(InferenceContext* c) {
+  int64_t len = kUnknownDim;
+  for (int i = 1; i <= 3; ++i) {
+    PartialShape v;
+    absl::Status s = c->WithRank(c->input(i), 1, &v);
+    if (!s.ok() || (len != kUnknownDim && v.dim(0) != kUnknownDim && v.dim(0) != len)) {
+      return c->Error(SpecShapesError(c->input(1).DebugString(), c->input(2).DebugString(),
+                                      c->input(3).DebugString()));
+    }
+    if (v.dim(0) != kUnknownDim) len = v.dim(0);
+  }
+  const PartialShape& in = c->input(0);
+  ASSIGN_OR_RETURN(auto begin, ConstIndexInput(c, 1, "begin"));
+  ASSIGN_OR_RETURN(auto end, ConstIndexInput(c, 2, "end"));
+  ASSIGN_OR_RETURN(auto strides, ConstIndexInput(c, 3, "strides"));
+  if (!in.rank_known() || !strides.has_value()) {
+    c->set_output(0, PartialShape::Unknown());
+    return absl::OkStatus();
+  }
+  absl::StatusOr<StridedSliceSpec> spec =
+      ResolveStridedSlice(in.dims(), begin ? &*begin : nullptr, end ? &*end : nullptr, *strides,
+                          ReadMasks(c->node_def()));
+  if (!spec.ok()) return c->Error(std::string(spec.status().message()));
+  c->set_output(0, PartialShape(spec->final_dims));
+  return absl::OkStatus();
+}
+
+class StridedSliceOp : public OpKernel {
+ public:
+  explicit StridedSliceOp(OpKernelConstruction* c) : OpKernel(c), masks_(ReadMasks(c->def())) {}
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& b = ctx->input(1);
+    const Tensor& e = ctx->input(2);
+    const Tensor& s = ctx->input(3);
+    if (b.dims() != 1 || e.dims() != 1 || s.dims() != 1 || b.NumElements() != s.NumElements() ||
+        e.NumElements() != s.NumElements()) {
+      return ctx->InvalidArgument(SpecShapesError(b.shape().DebugString(), e.shape().DebugString(),
+                                                  s.shape().DebugString()));
+    }
+    ASSIGN_OR_RETURN(std::vector<int64_t> begin, IndexValues(b, "begin"));
+    ASSIGN_OR_RETURN(std::vector<int64_t> end, IndexValues(e, "end"));
+    ASSIGN_OR_RETURN(std::vector<int64_t> strides, IndexValues(s, "strides"));
+    std::vector<int64_t> in_dims(x.shape().dim_sizes().begin(), x.shape().dim_sizes().end());
+    absl::StatusOr<StridedSliceSpec> spec =
+        ResolveStridedSlice(in_dims, &begin, &end, strides, masks_);
+    if (!spec.ok()) return ctx->InvalidArgument(spec.status().message());
+    return EmitSlice(ctx, x, spec->identity, TensorShape(spec->processing_dims),
+                     TensorShape(spec->final_dims), spec->begin, spec->strides);
+  }
+
+ private:
+  const StridedSliceMasks masks_;
+};
+
+REGISTER_OP("StridedSlice")
+    .Input("input: T")
+    .Input("begin: Index")
+    .Input("end: Index")
+    .Input("strides: Index")
+    .Output("output: T")
+    .Attr("T: type")
+    .Attr("Index: {int16, int32, int64}")
+    .Attr("begin_mask: int = 0")
+    .Attr("end_mask: int = 0")
+    .Attr("ellipsis_mask: int = 0")
+    .Attr("new_axis_mask: int = 0")
+    .Attr("shrink_axis_mask: int = 0")
+    .SetShapeFn(StridedSliceShape);
+REGISTER_KERNEL(KernelDefBuilder("StridedSlice")
+                    .Device(kDeviceCPU)
+                    .TypeConstraint("T", MovableTypes())
+                    .TypeConstraint("Index", IndexTypes()),
+                StridedSliceOp);
+
+// ---------------------------------------------------------------------------
+// GatherV2
+//
+// With B = batch_dims and A = axis, output shape is
+// params[:A] + indices[B:] + params[A+1:], and
+// out[b..., o..., k..., i...] = params[b..., o..., indices[b..., k...], i...].
+
+// Canonical axis and batch_dims for params/indices of the given ranks, or
+// TensorFlow's error.
+absl::Status CheckGatherAxes(int params_rank, int indices_rank, int64_t axis_in, int64_t batch_in,
+                             int64_t* axis, int64_t* batch_dims) {
+  if (params_rank < 1) return absl::InvalidArgumentError("params must be at least 1 dimensional");
+  if (!CanonicalAxis(axis_in, params_rank, axis)) {
+    return absl::InvalidArgumentError(absl::StrCat("Expected axis in the range [", -params_rank,
+                                                   ", ", params_rank, "), but got ", axis_in));
+  }
+  if (batch_in < -indices_rank || batch_in > indices_rank) {
+    return absl::InvalidArgumentError(absl::StrCat("Expected batch_dims in the range [",
+                                                   -indices_rank, ", ", indices_rank, "], but got ",
+                                                   batch_in));
+  }
+  *batch_dims = batch_in < 0 ? batch_in + indices_rank : batch_in;
+  if (*batch_dims >= params_rank) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "batch_dims (", *batch_dims, ") must be less than rank(params) (", params_rank, ")."));
+  }
+  if (*batch_dims > *axis) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "batch_dims (", *batch_dims, ") must be less than or equal to axis (", *axis, ")."));
+  }
+  return absl::OkStatus();
+}
+
+std::string BatchDimError(int i, int64_t p, int64_t q) {
+  return absl::StrCat("params.shape[", i, "]: ", p, " should be equal to indices.shape[", i,
+                      "]: ", q);
+}
+
+absl::Status GatherV2Shape(InferenceContext* c) {
+  const PartialShape& params = c->input(0);
+  const PartialShape& indices = c->input(1);
+  PartialShape unused;
+  RETURN_IF_ERROR(c->WithRank(c->input(2), 0, &unused));
+  if (params.rank_known() && params.rank() == 0) {
+    return c->Error("params must be at least 1 dimensional");
+  }
+  int64_t batch_in;
+  RETURN_IF_ERROR(c->GetAttr("batch_dims", &batch_in));
+  if (!params.rank_known() || !indices.rank_known()) {
+    c->set_output(0, PartialShape::Unknown());
+    return absl::OkStatus();
+  }
+  const Tensor* axis_t = c->input_tensor(2);
+  const int64_t batch_norm = batch_in < 0 ? batch_in + indices.rank() : batch_in;
+  if (axis_t == nullptr) {
+    const int64_t rank = params.rank() + indices.rank() - 1 - batch_norm;
+    c->set_output(0, rank < 0 ? PartialShape::Unknown() : PartialShape::UnknownDims(rank));
+    return absl::OkStatus();
+  }
+  int64_t axis = 0, batch_dims = 0;
+  absl::StatusOr<int64_t> axis_in = IndexScalar(*axis_t, "axis");
+  absl::Status s = axis_in.ok() ? CheckGatherAxes(params.rank(), indices.rank(), *axis_in, batch_in,
+                                                  &axis, &batch_dims)
+                                : axis_in.status();
+  if (!s.ok()) return c->Error(std::string(s.message()));
+  std::vector<int64_t> dims(params.dims().begin(), params.dims().begin() + axis);
+  for (int i = 0; i < batch_dims; ++i) {
+    const int64_t p = params.dim(i), q = indices.dim(i);
+    if (p != kUnknownDim && q != kUnknownDim && p != q) return c->Error(BatchDimError(i, p, q));
+    if (p == kUnknownDim) dims[i] = q;
+  }
+  dims.insert(dims.end(), indices.dims().begin() + batch_dims, indices.dims().end());
+  dims.insert(dims.end(), params.dims().begin() + axis + 1, params.dims().end());
+  c->set_output(0, PartialShape(std::move(dims)));
+  return absl::OkStatus();
+}
+
+class GatherV2Op : public OpKernel {
+ public:
+  explicit GatherV2Op(OpKernelConstruction* c) : OpKernel(c) {
+    c->GetAttr("batch_dims", &batch_dims_).IgnoreError();  // Recorded on c.
+  }
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& params = ctx->input(0);
+    const Tensor& indices_t = ctx->input(1);
+    const Tensor& axis_t = ctx->input(2);
+    if (axis_t.dims() != 0) {
+      return ctx->InvalidArgument("axis must be scalar, got shape ", axis_t.shape().DebugString());
+    }
+    ASSIGN_OR_RETURN(int64_t axis_in, IndexScalar(axis_t, "axis"));
+    int64_t axis, batch_dims;
+    absl::Status s =
+        CheckGatherAxes(params.dims(), indices_t.dims(), axis_in, batch_dims_, &axis, &batch_dims);
+    if (!s.ok()) return ctx->InvalidArgument(s.message());
+    for (int i = 0; i < batch_dims; ++i) {
+      if (params.dim_size(i) != indices_t.dim_size(i)) {
+        return ctx->InvalidArgument(BatchDimError(i, params.dim_size(i), indices_t.dim_size(i)));
+      }
+    }
+    ASSIGN_OR_RETURN(std::vector<int64_t> indices, IndexValues(indices_t, "indices"));
+    const int64_t limit = params.dim_size(static_cast<int>(axis));
+    RETURN_IF_ERROR(CheckIndices(ctx, indices, indices_t.shape(), limit));
+    auto p = params.shape().dim_sizes();
+    TensorShape out_shape(p.subspan(0, axis));
+    for (int i = batch_dims; i < indices_t.dims(); ++i) out_shape.AddDim(indices_t.dim_size(i));
+    for (int i = axis + 1; i < params.dims(); ++i) out_shape.AddDim(params.dim_size(i));
+    Tensor* out = ctx->allocate_output(0, out_shape);
+    if (out->NumElements() == 0) return absl::OkStatus();
+    Layout l;
+    l.batch = DimProduct(p, 0, batch_dims);
+    l.outer = DimProduct(p, batch_dims, axis);
+    l.limit = limit;
+    l.inner = DimProduct(p, axis + 1, params.dims());
+    l.per_batch = indices_t.NumElements() / l.batch;
+    return Gather(ctx, params, indices, l, out);
+  }
+
+ private:
+  // params as [batch, outer, limit, inner], indices as [batch, per_batch].
+  struct Layout {
+    int64_t batch, outer, limit, inner, per_batch;
+  };
+
+  // InvalidArgument naming the first index outside [0, limit) and where it is.
+  static absl::Status CheckIndices(OpKernelContext* ctx, const std::vector<int64_t>& indices,
+                                   const TensorShape& shape, int64_t limit) {
+    for (size_t k = 0; k < indices.size(); ++k) {
+      if (indices[k] >= 0 && indices[k] < limit) continue;
+      std::vector<int64_t> pos(shape.dims());
+      int64_t rem = static_cast<int64_t>(k);
+      for (int d = shape.dims() - 1; d >= 0; --d) {
+        pos[d] = rem % shape.dim_size(d), rem /= shape.dim_size(d);
+      }
+      return ctx->InvalidArgument("indices", DimsString(pos), " = ", indices[k], " is not in [0, ",
+                                  limit, ")");
+    }
+    return absl::OkStatus();
+  }
+
+  static absl::Status Gather(OpKernelContext* ctx, const Tensor& params,
+                             const std::vector<int64_t>& indices, const Layout& l, Tensor* out) {
+    return SwitchByElementSize(params.dtype(), "GatherV2", [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      const T* src = ElementsOf<T>(params);
+      T* dst = MutableElementsOf<T>(out);
+      // Output row r = ((b * outer + o) * per_batch + k) copies `inner` elements.
+      auto rows = [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          const int64_t k = r % l.per_batch, bo = r / l.per_batch, b = bo / l.outer;
+          const int64_t idx = indices[b * l.per_batch + k];
+          std::copy_n(src + (bo * l.limit + idx) * l.inner, l.inner, dst + r * l.inner);
+        }
+      };
+      ctx->intra_op_pool()->ParallelFor(l.batch * l.outer * l.per_batch,
+                                        l.inner * static_cast<int64_t>(sizeof(T)) + 10, rows);
+      return absl::OkStatus();
+    });
+  }
+
+  int64_t batch_dims_ = 0;
+};
+
+REGISTER_OP("GatherV2")
+    .Input("params: Tparams")
+    .Input("indices: Tindices")
+    .Input("axis: Taxis")
+    .Output("output: Tparams")
+    .Attr("batch_dims: int = 0")
+    .Attr("Tparams: type")
+    .Attr("Tindices: {int16, int32, int64}")
+    .Attr("Taxis: {int32, int64}")
+    .SetShapeFn(GatherV2Shape);
+REGISTER_KERNEL(KernelDefBuilder("GatherV2")
+                    .Device(kDeviceCPU)
+                    .TypeConstraint("Tparams", MovableTypes())
+                    .TypeConstraint("Tindices", IndexTypes())
+                    .TypeConstraint("Taxis", IndexTypes()),
+                GatherV2Op);
+
+}  // namespace
+}  // namespace dflow

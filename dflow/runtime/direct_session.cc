@@ -1,0 +1,413 @@
+#include "dflow/runtime/direct_session.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <thread>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "dflow/framework/attr_util.h"
+#include "dflow/framework/shape_inference.h"
+#include "dflow/framework/status.h"
+#include "dflow/runtime/call_frame.h"
+#include "dflow/runtime/partition.h"
+#include "dflow/runtime/placer.h"
+#include "dflow/runtime/rendezvous_local.h"
+#include "dflow/runtime/subgraph.h"
+
+namespace dflow {
+
+struct DirectSession::Signature {
+  std::vector<std::string> feeds;  // Canonical "node:i", sorted, unique.
+  std::vector<DataType> feed_dtypes;
+  std::vector<std::optional<PartialShape>> feed_shapes;  // Placeholder "shape" attrs.
+  std::vector<std::string> fetches;                      // Canonical, sorted, unique.
+  std::vector<std::unique_ptr<Executor>> executors;
+  std::vector<tensorflow::GraphDef> partition_graphs;
+};
+
+namespace {
+
+absl::Status Closed() { return absl::CancelledError("[Session] the session is closed"); }
+
+// "x" -> "x:0"; rejects "^x" and malformed names, naming what they were.
+absl::StatusOr<std::string> CanonicalTensorName(const std::string& name, absl::string_view what) {
+  std::string node;
+  int index = 0;
+  absl::Status s = ParseTensorName(name, &node, &index);
+  if (!s.ok() || index < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("[Session] ", what, " '", name, "' is not a tensor name like 'node:0'"));
+  }
+  return absl::StrCat(node, ":", index);
+}
+
+std::vector<std::string> SortedUnique(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+int IndexIn(const std::vector<std::string>& sorted, const std::string& name) {
+  return static_cast<int>(std::lower_bound(sorted.begin(), sorted.end(), name) - sorted.begin());
+}
+
+// The full canonical signature, used as the cache key.
+std::string SignatureKey(const std::vector<std::string>& feeds,
+                         const std::vector<std::string>& fetches,
+                         const std::vector<std::string>& targets) {
+  return absl::StrCat(absl::StrJoin(feeds, "\x01"), "\x02", absl::StrJoin(fetches, "\x01"), "\x02",
+                      absl::StrJoin(targets, "\x01"));
+}
+
+// The dtype and (for placeholders) declared shape of a fed tensor.
+absl::Status DescribeFeed(const Graph& g, const std::string& feed, DataType* dtype,
+                          std::optional<PartialShape>* shape) {
+  std::string name;
+  int index = 0;
+  RETURN_IF_ERROR(ParseTensorName(feed, &name, &index));
+  const Node* node = g.FindNode(name);
+  if (node == nullptr) {
+    return absl::NotFoundError(absl::StrCat("[Session] feed '", feed, "' refers to no node"));
+  }
+  if (index >= node->num_outputs()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("[Session] feed '", feed, "': node has ", node->num_outputs(), " outputs"));
+  }
+  *dtype = BaseType(node->output_type(index));
+  tensorflow::TensorShapeProto proto;
+  const bool placeholder =
+      node->type_string() == "Placeholder" || node->type_string() == "PlaceholderWithDefault";
+  if (placeholder && GetNodeAttr(node->def(), "shape", &proto).ok()) {
+    *shape = PartialShape::FromProto(proto);
+  }
+  return absl::OkStatus();
+}
+
+// Outcome of one step across its executors: the first error that is not
+// merely a consequence of another one.
+struct StepState {
+  explicit StepState(int n) : pending(n) {}
+  void Done(const absl::Status& s) {
+    bool last;
+    {
+      absl::MutexLock l(&mu);
+      if (!s.ok() && (status.ok() || (IsDerivedError(status) && !IsDerivedError(s)))) {
+        status = s;
+      }
+      last = --pending == 0;
+    }
+    if (last) done.Notify();
+  }
+  absl::Mutex mu;
+  absl::Status status ABSL_GUARDED_BY(mu);
+  int pending ABSL_GUARDED_BY(mu);
+  absl::Notification done;
+};
+
+ThreadPool* SharedInterOpPool() {
+  static ThreadPool* pool = new ThreadPool(
+      "inter_op", std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
+  return pool;
+}
+
+}  // namespace
+
+// --- creation ---------------------------------------------------------------------
+
+absl::StatusOr<std::unique_ptr<Session>> NewDirectSession(const SessionOptions& options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<DirectSession> s, DirectSession::New(options));
+  return std::unique_ptr<Session>(std::move(s));
+}
+
+absl::StatusOr<std::unique_ptr<DirectSession>> DirectSession::New(const SessionOptions& options) {
+  const tensorflow::ConfigProto& config = options.config;
+  if (config.intra_op_parallelism_threads() > 0) {
+    SetIntraOpThreads(config.intra_op_parallelism_threads());
+  }
+  ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Device>> devices,
+                   CreateLocalDevices(config, "localhost", 0, 0));
+  auto mgr = std::make_unique<DeviceMgr>(std::move(devices));
+  return std::unique_ptr<DirectSession>(new DirectSession(options, std::move(mgr)));
+}
+
+DirectSession::DirectSession(const SessionOptions& options, std::unique_ptr<DeviceMgr> devices)
+    : options_(options), device_mgr_(std::move(devices)) {
+  const int threads = options.config.inter_op_parallelism_threads();
+  if (threads > 0) {
+    own_pool_ = std::make_unique<ThreadPool>("inter_op", threads);
+    inter_op_pool_ = own_pool_.get();
+  } else {
+    inter_op_pool_ = threads == 0 ? SharedInterOpPool() : nullptr;
+  }
+}
+
+DirectSession::~DirectSession() { Close().IgnoreError(); }
+
+absl::Status DirectSession::Create(const tensorflow::GraphDef& graph) {
+  absl::MutexLock l(&mu_);
+  if (closed_) return Closed();
+  if (graph_ != nullptr) {
+    return absl::FailedPreconditionError(
+        "[Session] Create: a graph was already created for this session; use Extend");
+  }
+  return ExtendLocked(graph);
+}
+
+absl::Status DirectSession::Extend(const tensorflow::GraphDef& graph) {
+  absl::MutexLock l(&mu_);
+  if (closed_) return Closed();
+  return ExtendLocked(graph);
+}
+
+absl::Status DirectSession::ExtendLocked(const tensorflow::GraphDef& graph) {
+  tensorflow::GraphDef merged = graph_def_;
+  absl::flat_hash_set<std::string> names;
+  for (const tensorflow::NodeDef& n : merged.node()) names.insert(n.name());
+  for (const tensorflow::NodeDef& n : graph.node()) {
+    if (!names.insert(n.name()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("[Session] Extend: node '", n.name(), "' already exists in the graph"));
+    }
+    *merged.add_node() = n;
+  }
+  if (graph.has_versions()) *merged.mutable_versions() = graph.versions();
+  ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, Graph::FromGraphDef(merged));
+  graph_def_ = std::move(merged);
+  graph_ = std::move(g);
+  return absl::OkStatus();
+}
+
+// --- building a signature -----------------------------------------------------------
+
+absl::StatusOr<std::shared_ptr<const DirectSession::Signature>> DirectSession::GetOrCreateSignature(
+    const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
+    const std::vector<std::string>& targets) {
+  const std::string key = SignatureKey(feeds, fetches, targets);
+  {
+    absl::ReaderMutexLock l(&mu_);
+    if (closed_) return Closed();
+    auto it = signatures_.find(key);
+    if (it != signatures_.end()) return it->second;
+  }
+  absl::MutexLock build(&build_mu_);
+  {
+    absl::ReaderMutexLock l(&mu_);  // Another thread may have built it meanwhile.
+    auto it = signatures_.find(key);
+    if (it != signatures_.end()) return it->second;
+  }
+  ASSIGN_OR_RETURN(std::shared_ptr<const Signature> sig, BuildSignature(feeds, fetches, targets));
+  absl::MutexLock l(&mu_);
+  if (closed_) return Closed();
+  signatures_[key] = sig;
+  return sig;
+}
+
+absl::StatusOr<std::unique_ptr<Graph>> DirectSession::PlaceForSignature(
+    const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
+    const std::vector<std::string>& targets) {
+  std::shared_ptr<const Graph> base;
+  absl::flat_hash_map<std::string, std::string> pinned;
+  {
+    absl::ReaderMutexLock l(&mu_);
+    if (graph_ == nullptr) {
+      return absl::FailedPreconditionError("[Session] Run: no graph; call Create first");
+    }
+    base = graph_;
+    pinned = stateful_placements_;
+  }
+  std::unique_ptr<Graph> g = base->Clone();
+  Device* client = device_mgr_->HostCPU();
+  RETURN_IF_ERROR(RewriteGraphForExecution(g.get(), feeds, fetches, targets, client));
+  for (Node* n : g->nodes()) {
+    auto it = pinned.find(n->name());
+    if (it != pinned.end() && n->IsStateful()) n->set_assigned_device_name(it->second);
+  }
+  PlacerOptions opts;
+  opts.allow_soft_placement = options_.config.allow_soft_placement();
+  opts.log_device_placement = options_.config.log_device_placement();
+  RETURN_IF_ERROR(Place(g.get(), device_mgr_->ListDevices(), client, opts));
+  absl::MutexLock l(&mu_);
+  for (Node* n : g->nodes()) {
+    if (n->IsStateful() && n->type_string()[0] != '_') {
+      stateful_placements_.try_emplace(n->name(), n->assigned_device_name());
+    }
+  }
+  return g;
+}
+
+absl::StatusOr<std::shared_ptr<const DirectSession::Signature>> DirectSession::BuildSignature(
+    const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
+    const std::vector<std::string>& targets) {
+  auto sig = std::make_shared<Signature>();
+  sig->feeds = feeds;
+  sig->fetches = fetches;
+  ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, PlaceForSignature(feeds, fetches, targets));
+  {
+    std::shared_ptr<const Graph> base;
+    {
+      absl::ReaderMutexLock l(&mu_);
+      base = graph_;
+    }
+    sig->feed_dtypes.resize(feeds.size());
+    sig->feed_shapes.resize(feeds.size());
+    for (size_t i = 0; i < feeds.size(); ++i) {
+      RETURN_IF_ERROR(DescribeFeed(*base, feeds[i], &sig->feed_dtypes[i], &sig->feed_shapes[i]));
+    }
+  }
+  PartitionOptions popts;
+  popts.get_incarnation = [this](const std::string& d) -> uint64_t {
+    absl::StatusOr<Device*> dev = device_mgr_->LookupDevice(d);
+    return dev.ok() ? (*dev)->incarnation() : 0;
+  };
+  ASSIGN_OR_RETURN(auto parts, Partition(*g, popts));
+  for (auto& [loc, def] : parts) {
+    ASSIGN_OR_RETURN(Device * device, device_mgr_->LookupDevice(loc));
+    ASSIGN_OR_RETURN(std::unique_ptr<Graph> part, Graph::FromGraphDef(def));
+    ASSIGN_OR_RETURN(std::unique_ptr<Executor> exec, Executor::Create(std::move(part), device));
+    sig->executors.push_back(std::move(exec));
+    sig->partition_graphs.push_back(std::move(def));
+  }
+  return sig;
+}
+
+// --- running -------------------------------------------------------------------------
+
+absl::Time DirectSession::Deadline(const tensorflow::RunOptions& options) const {
+  int64_t ms = options.timeout_in_ms();
+  if (ms <= 0) ms = options_.config.operation_timeout_in_ms();
+  return ms > 0 ? absl::Now() + absl::Milliseconds(ms) : absl::InfiniteFuture();
+}
+
+absl::Status DirectSession::Run(const tensorflow::RunOptions& options,
+                                const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                const std::vector<std::string>& fetches,
+                                const std::vector<std::string>& targets,
+                                std::vector<Tensor>* outputs, tensorflow::RunMetadata* metadata) {
+  const absl::Time deadline = Deadline(options);
+  if (fetches.empty() && targets.empty()) {
+    return absl::InvalidArgumentError("[Session] Run: give at least one fetch or target");
+  }
+  std::vector<std::string> feed_names, fetch_names;
+  for (const auto& [name, value] : feeds) {
+    ASSIGN_OR_RETURN(std::string canonical, CanonicalTensorName(name, "feed"));
+    feed_names.push_back(std::move(canonical));
+  }
+  for (const std::string& name : fetches) {
+    ASSIGN_OR_RETURN(std::string canonical, CanonicalTensorName(name, "fetch"));
+    fetch_names.push_back(std::move(canonical));
+  }
+  std::vector<std::string> sorted_feeds = SortedUnique(feed_names);
+  if (sorted_feeds.size() != feed_names.size()) {
+    return absl::InvalidArgumentError("[Session] Run: a tensor is fed more than once");
+  }
+  ASSIGN_OR_RETURN(
+      std::shared_ptr<const Signature> sig,
+      GetOrCreateSignature(sorted_feeds, SortedUnique(fetch_names), SortedUnique(targets)));
+  std::vector<Tensor> args(sig->feeds.size());
+  for (size_t i = 0; i < feeds.size(); ++i) {
+    const int k = IndexIn(sig->feeds, feed_names[i]);
+    const Tensor& value = feeds[i].second;
+    if (value.dtype() != sig->feed_dtypes[k]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "[Session] feed '", feeds[i].first, "' has dtype ", DataTypeString(value.dtype()),
+          " but the graph expects ", DataTypeString(sig->feed_dtypes[k])));
+    }
+    if (sig->feed_shapes[k] && !sig->feed_shapes[k]->IsCompatibleWith(value.shape())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "[Session] cannot feed value of shape ", value.shape().DebugString(), " for '",
+          feeds[i].first, "', which has shape ", sig->feed_shapes[k]->DebugString()));
+    }
+    args[k] = value;
+  }
+  std::vector<Tensor> retvals;
+  RETURN_IF_ERROR(RunSignature(*sig, std::move(args), deadline, &retvals));
+  outputs->clear();
+  for (const std::string& name : fetch_names) {
+    outputs->push_back(retvals[IndexIn(sig->fetches, name)]);
+  }
+  if (metadata != nullptr && options.output_partition_graphs()) {
+    for (const auto& def : sig->partition_graphs) *metadata->add_partition_graphs() = def;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DirectSession::RunSignature(const Signature& sig, std::vector<Tensor> args,
+                                         absl::Time deadline, std::vector<Tensor>* retvals) {
+  FunctionCallFrame frame(std::move(args), static_cast<int>(sig.fetches.size()));
+  LocalRendezvous rendezvous;
+  CancellationManager cancellation;
+  Executor::Args a;
+  a.step_id = next_step_id_.fetch_add(1, std::memory_order_relaxed);
+  a.rendezvous = &rendezvous;
+  a.call_frame = &frame;
+  a.cancellation_manager = &cancellation;
+  a.deadline = deadline;
+  if (ThreadPool* pool = inter_op_pool_) {
+    a.runner = [pool](std::function<void()> fn) { pool->Schedule(std::move(fn)); };
+  }
+  auto step = std::make_shared<StepState>(static_cast<int>(sig.executors.size()));
+  if (sig.executors.empty()) step->done.Notify();
+  for (const auto& exec : sig.executors) {
+    exec->RunAsync(a, [step](absl::Status s) { step->Done(s); });
+  }
+  if (!step->done.WaitForNotificationWithDeadline(deadline)) {
+    const std::vector<std::string> waiting = rendezvous.PendingRecvKeys();
+    absl::Status timeout = absl::DeadlineExceededError(absl::StrCat(
+        "[Session] step ", a.step_id, " timed out; ",
+        waiting.empty() ? "kernels were still running"
+                        : absl::StrCat("still waiting for: ", absl::StrJoin(waiting, ", "))));
+    cancellation.StartCancel();
+    rendezvous.StartAbort(timeout);
+    step->done.WaitForNotification();
+    return timeout;
+  }
+  {
+    absl::MutexLock l(&step->mu);
+    RETURN_IF_ERROR(step->status);
+  }
+  if (int missing = frame.FirstUnsetRetval(); missing >= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("[Session] fetch '", sig.fetches[missing],
+                                                   "' was not computed (its input was dead)"));
+  }
+  ASSIGN_OR_RETURN(*retvals, frame.ConsumeRetvals());
+  return absl::OkStatus();
+}
+
+// --- the rest ----------------------------------------------------------------------
+
+absl::StatusOr<std::vector<DeviceInfo>> DirectSession::ListDevices() {
+  {
+    absl::ReaderMutexLock l(&mu_);
+    if (closed_) return Closed();
+  }
+  std::vector<DeviceInfo> out;
+  for (Device* d : device_mgr_->ListDevices()) {
+    out.push_back(DeviceInfo{d->name(), d->device_type(), d->memory_limit(), d->incarnation()});
+  }
+  return out;
+}
+
+absl::Status DirectSession::Close() {
+  {
+    absl::MutexLock l(&mu_);
+    if (closed_) return absl::OkStatus();
+    closed_ = true;
+    signatures_.clear();
+    graph_.reset();
+  }
+  for (Device* d : device_mgr_->ListDevices()) d->resource_manager()->CleanupAll();
+  return absl::OkStatus();
+}
+
+int DirectSession::num_cached_signatures() const {
+  absl::ReaderMutexLock l(&mu_);
+  return static_cast<int>(signatures_.size());
+}
+
+}  // namespace dflow

@@ -1,0 +1,103 @@
+// Executor: runs one placed, single-device graph once per step.
+//
+// Kernels are created once, when the executor is; every step then walks the
+// graph by pending-input counts. Cheap kernels run inline on the thread that
+// made them ready, expensive ones go to Args::runner (the inter-op pool), and
+// asynchronous kernels (Recv) finish through a callback, so no thread blocks
+// waiting for a tensor. The first error aborts the step: nodes not yet started
+// are skipped, the step's cancellation manager is cancelled and its rendezvous
+// aborted, and `done` receives that error prefixed with "[node 'x' (Op)] ".
+//
+//   ASSIGN_OR_RETURN(std::unique_ptr<Executor> exec,
+//                    Executor::Create(std::move(graph), device));
+//   Executor::Args args;
+//   args.rendezvous = &rendezvous;
+//   args.call_frame = &frame;
+//   args.runner = [pool](std::function<void()> fn) { pool->Schedule(std::move(fn)); };
+//   RETURN_IF_ERROR(exec->Run(args));
+//
+// Thread-safe: several steps may run at once on one executor.
+#ifndef DFLOW_RUNTIME_EXECUTOR_H_
+#define DFLOW_RUNTIME_EXECUTOR_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "dflow/framework/cancellation.h"
+#include "dflow/framework/device.h"
+#include "dflow/framework/kernel.h"
+#include "dflow/framework/rendezvous.h"
+#include "dflow/runtime/graph.h"
+
+namespace dflow {
+
+class ExecutorState;
+
+class Executor {
+ public:
+  // Everything one step needs; pointers are borrowed for the whole step.
+  struct Args {
+    int64_t step_id = 0;
+    Rendezvous* rendezvous = nullptr;
+    CallFrameInterface* call_frame = nullptr;
+    // Cancelled on the first error. When null, the step uses its own.
+    CancellationManager* cancellation_manager = nullptr;
+    // Runs a closure on the inter-op pool. When unset, everything runs
+    // inline on the calling thread (and on the threads completing async
+    // kernels).
+    std::function<void(std::function<void()>)> runner;
+    // Passed to kernels; enforced by Run(), not by RunAsync().
+    absl::Time deadline = absl::InfiniteFuture();
+  };
+  using DoneCallback = std::function<void(absl::Status)>;
+
+  // Creates a kernel for every node of `graph` on `device`. Fails, naming the
+  // node, when a node has no kernel, bad attrs, or is assigned elsewhere.
+  static absl::StatusOr<std::unique_ptr<Executor>> Create(std::unique_ptr<Graph> graph,
+                                                          Device* device);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Starts a step; `done` is called exactly once, after every kernel that
+  // started has finished. The executor must outlive the step.
+  void RunAsync(const Args& args, DoneCallback done);
+  // Runs a step and waits for it. At args.deadline the step is cancelled and
+  // DeadlineExceeded returned (once in-flight kernels finished).
+  absl::Status Run(const Args& args);
+
+  const Graph& graph() const { return *graph_; }
+  Device* device() const { return device_; }
+
+ private:
+  friend class ExecutorState;
+  struct NodeItem;
+  struct OutEdge;
+
+  Executor(std::unique_ptr<Graph> graph, Device* device);
+  absl::Status Initialize();
+  absl::Status InitializeNode(const Node* node, NodeItem* item);
+
+  std::unique_ptr<Graph> graph_;
+  Device* device_;  // not owned
+  std::vector<std::unique_ptr<OpKernel>> kernels_;
+  std::vector<NodeItem> items_;  // One per live node, dense.
+  std::vector<OutEdge> out_edges_;
+  std::vector<int> roots_;  // Items with no inputs at all.
+  int total_inputs_ = 0;
+};
+
+// True when `s` only reports that the step was already aborted by another
+// error (e.g. a Recv cancelled because a peer failed). Sessions report the
+// first error that is not derived.
+bool IsDerivedError(const absl::Status& s);
+absl::Status MarkDerived(absl::Status s);
+
+}  // namespace dflow
+
+#endif  // DFLOW_RUNTIME_EXECUTOR_H_

@@ -1,0 +1,207 @@
+#include "dflow/runtime/partition.h"
+
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "dflow/framework/attr_util.h"
+#include "dflow/framework/status.h"
+
+namespace dflow {
+namespace {
+
+const std::string& DeviceOf(const Node* n) {
+  return n->assigned_device_name().empty() ? n->requested_device() : n->assigned_device_name();
+}
+
+std::string DataInput(const std::string& node, int output) {
+  return output == 0 ? node : absl::StrCat(node, ":", output);
+}
+
+// An empty float tensor: the payload of a control edge between locations.
+tensorflow::NodeDef DummyConst(const std::string& name, const Node* src) {
+  tensorflow::NodeDef def;
+  def.set_name(name);
+  def.set_op("Const");
+  def.set_device(DeviceOf(src));
+  def.add_input(absl::StrCat("^", src->name()));
+  SetAttr(&def, "dtype", DT_FLOAT);
+  tensorflow::TensorProto value;
+  value.set_dtype(DT_FLOAT);
+  value.mutable_tensor_shape()->add_dim()->set_size(0);
+  *(*def.mutable_attr())["value"].mutable_tensor() = value;
+  return def;
+}
+
+class Partitioner {
+ public:
+  Partitioner(const Graph& g, const PartitionOptions& opts) : g_(g), opts_(opts) {}
+
+  absl::StatusOr<std::map<std::string, tensorflow::GraphDef>> Run();
+
+ private:
+  // The inputs of one node's copy, filled edge by edge.
+  struct Inputs {
+    std::vector<std::string> data;
+    std::vector<std::string> control;
+  };
+
+  absl::Status AddNodeCopies();
+  absl::Status ConnectEdge(const Edge* e);
+  absl::StatusOr<std::string> RecvFor(const Edge* e);
+  void AddSendRecv(const Edge* e, const std::string& input, DataType type,
+                   const std::string& send_name, const std::string& recv_name);
+  std::string NewName(const std::string& prefix);
+
+  const Graph& g_;
+  const PartitionOptions& opts_;
+  std::vector<std::string> loc_;  // By node id.
+  std::map<std::string, tensorflow::GraphDef> parts_;
+  std::vector<tensorflow::NodeDef*> copy_;  // By node id; owned by parts_.
+  std::vector<Inputs> inputs_;              // By node id.
+  // (source node id, output or kControlSlot, destination location) -> _Recv.
+  std::map<std::tuple<int, int, std::string>, std::string> recvs_;
+  absl::flat_hash_set<std::string> made_names_;
+  int counter_ = 0;
+};
+
+std::string Partitioner::NewName(const std::string& prefix) {
+  if (opts_.new_name) return opts_.new_name(prefix);
+  std::string name;
+  do {
+    name = absl::StrCat(prefix, "/_", counter_++);
+  } while (g_.FindNode(name) != nullptr || made_names_.contains(name));
+  made_names_.insert(name);
+  return name;
+}
+
+absl::Status Partitioner::AddNodeCopies() {
+  loc_.assign(g_.num_node_ids(), "");
+  copy_.assign(g_.num_node_ids(), nullptr);
+  inputs_.assign(g_.num_node_ids(), Inputs());
+  for (const Node* n : g_.nodes()) {
+    std::string loc = opts_.node_to_loc ? opts_.node_to_loc(n) : n->assigned_device_name();
+    if (loc.empty() || DeviceOf(n).empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "[Partition] node '", n->name(), "' (", n->type_string(),
+          ") has no device; place the graph first"));
+    }
+    tensorflow::GraphDef& part = parts_[loc];
+    tensorflow::NodeDef* copy = part.add_node();
+    *copy = n->def();
+    copy->clear_input();
+    copy->set_device(DeviceOf(n));
+    loc_[n->id()] = std::move(loc);
+    copy_[n->id()] = copy;
+    inputs_[n->id()].data.resize(n->num_inputs());
+  }
+  return absl::OkStatus();
+}
+
+// Adds a _Send of `input` (of `type`) on the source side of `e` and the
+// matching _Recv on the destination side.
+void Partitioner::AddSendRecv(const Edge* e, const std::string& input, DataType type,
+                              const std::string& send_name, const std::string& recv_name) {
+  const std::string tensor_name = absl::StrCat("edge_", e->id, "_", e->src->name());
+  const std::string& send_device = DeviceOf(e->src);
+  const std::string& recv_device = DeviceOf(e->dst);
+  const int64_t incarnation =
+      opts_.get_incarnation ? static_cast<int64_t>(opts_.get_incarnation(send_device)) : 0;
+  auto common = [&](tensorflow::NodeDef* def) {
+    SetAttr(def, "tensor_name", tensor_name);
+    SetAttr(def, "send_device", send_device);
+    SetAttr(def, "send_device_incarnation", incarnation);
+    SetAttr(def, "recv_device", recv_device);
+    SetAttr(def, "client_terminated", false);
+  };
+  tensorflow::NodeDef* send = parts_[loc_[e->src->id()]].add_node();
+  send->set_name(send_name);
+  send->set_op("_Send");
+  send->set_device(send_device);
+  send->add_input(input);
+  SetAttr(send, "T", type);
+  common(send);
+  tensorflow::NodeDef* recv = parts_[loc_[e->dst->id()]].add_node();
+  recv->set_name(recv_name);
+  recv->set_op("_Recv");
+  recv->set_device(recv_device);
+  SetAttr(recv, "tensor_type", type);
+  common(recv);
+}
+
+// The _Recv delivering e's source (tensor or control) to e's destination
+// location, created on first use.
+absl::StatusOr<std::string> Partitioner::RecvFor(const Edge* e) {
+  auto key = std::make_tuple(e->src->id(), e->src_output, loc_[e->dst->id()]);
+  auto it = recvs_.find(key);
+  if (it != recvs_.end()) return it->second;
+  const std::string& src = e->src->name();
+  std::string recv_name;
+  if (e->IsControlEdge()) {
+    tensorflow::NodeDef* dummy = parts_[loc_[e->src->id()]].add_node();
+    *dummy = DummyConst(NewName(absl::StrCat(src, "/ctrl")), e->src);
+    std::string send_name = NewName(src);
+    recv_name = NewName(src);
+    AddSendRecv(e, dummy->name(), DT_FLOAT, send_name, recv_name);
+  } else {
+    if (IsRefType(e->dst->input_type(e->dst_input))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "[Partition] node '", e->dst->name(), "' on ", DeviceOf(e->dst),
+          " takes a reference to '", src, "' on ", DeviceOf(e->src),
+          ": references cannot cross locations; colocate them"));
+    }
+    std::string send_name = NewName(src);
+    recv_name = NewName(src);
+    AddSendRecv(e, DataInput(src, e->src_output), BaseType(e->src->output_type(e->src_output)),
+                send_name, recv_name);
+  }
+  recvs_.emplace(key, recv_name);
+  return recv_name;
+}
+
+absl::Status Partitioner::ConnectEdge(const Edge* e) {
+  Inputs& in = inputs_[e->dst->id()];
+  const bool local = loc_[e->src->id()] == loc_[e->dst->id()];
+  std::string src = e->src->name();
+  if (!local) {
+    ASSIGN_OR_RETURN(src, RecvFor(e));
+  }
+  if (e->IsControlEdge()) {
+    in.control.push_back(absl::StrCat("^", src));
+  } else {
+    in.data[e->dst_input] = local ? DataInput(src, e->src_output) : src;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::map<std::string, tensorflow::GraphDef>> Partitioner::Run() {
+  RETURN_IF_ERROR(AddNodeCopies());
+  for (const Node* n : g_.nodes()) {
+    for (const Edge* e : n->in_edges()) RETURN_IF_ERROR(ConnectEdge(e));
+  }
+  for (const Node* n : g_.nodes()) {
+    const Inputs& in = inputs_[n->id()];
+    tensorflow::NodeDef* copy = copy_[n->id()];
+    for (const std::string& s : in.data) {
+      if (s.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "[Partition] node '", n->name(), "' has an unconnected data input"));
+      }
+      copy->add_input(s);
+    }
+    for (const std::string& s : in.control) copy->add_input(s);
+  }
+  for (auto& [loc, part] : parts_) *part.mutable_versions() = g_.versions();
+  return std::move(parts_);
+}
+
+}  // namespace
+
+absl::StatusOr<std::map<std::string, tensorflow::GraphDef>> Partition(
+    const Graph& g, const PartitionOptions& opts) {
+  return Partitioner(g, opts).Run();
+}
+
+}  // namespace dflow

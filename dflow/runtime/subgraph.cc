@@ -1,0 +1,184 @@
+#include "dflow/runtime/subgraph.h"
+
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "dflow/framework/attr_util.h"
+#include "dflow/framework/status.h"
+
+namespace dflow {
+namespace {
+
+struct TensorId {
+  Node* node;
+  int index;
+};
+
+// Resolves `name` (a feed or fetch, as `what` says) to a node output.
+absl::StatusOr<TensorId> ResolveTensor(Graph* g, const std::string& what,
+                                       const std::string& name) {
+  std::string node_name;
+  int index = 0;
+  absl::Status s = ParseTensorName(name, &node_name, &index);
+  if (!s.ok()) return WithContext(s, absl::StrCat("[Session] ", what, " '", name, "'"));
+  if (index == kControlSlot) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "[Session] ", what, " '", name, "' names a control input, not a tensor"));
+  }
+  Node* n = g->FindNode(node_name);
+  if (n == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("[Session] ", what, " '", name, "' refers to no node in the graph"));
+  }
+  if (index >= n->num_outputs()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "[Session] ", what, " '", name, "' asks for output ", index, " of node '",
+        n->name(), "' (", n->type_string(), "), which has ", n->num_outputs(),
+        " output(s)"));
+  }
+  return TensorId{n, index};
+}
+
+// Checks that no consumer of a fed tensor takes it by reference: a fed
+// value cannot stand in for a variable.
+absl::Status CheckFeedable(const std::string& name, const TensorId& t) {
+  for (const Edge* e : t.node->out_edges()) {
+    if (e->src_output == t.index && IsRefType(e->dst->input_type(e->dst_input))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "[Session] Feed '", name, "' cannot be fed: node '", e->dst->name(), "' (",
+          e->dst->type_string(), ") takes it by reference"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// "<base>", or "<base>_1", "<base>_2", ... : the first name not in `g`.
+std::string UniqueName(const Graph& g, const std::string& base) {
+  std::string name = base;
+  for (int k = 1; g.FindNode(name) != nullptr; ++k) name = absl::StrCat(base, "_", k);
+  return name;
+}
+
+// Adds `_Arg` / `_Retval` number `index` for tensor `t`, on `device`.
+absl::StatusOr<Node*> AddCallNode(Graph* g, const std::string& op, const std::string& prefix,
+                                  const TensorId& t, int index, const Device* device) {
+  tensorflow::NodeDef def;
+  def.set_name(UniqueName(*g, absl::StrCat(prefix, t.node->name(), "_", t.index, "_", index)));
+  def.set_op(op);
+  SetAttr(&def, "T", BaseType(t.node->output_type(t.index)));
+  SetAttr(&def, "index", static_cast<int64_t>(index));
+  if (device != nullptr) def.set_device(device->name());
+  ASSIGN_OR_RETURN(Node * n, g->AddNode(std::move(def)));
+  if (device != nullptr) n->set_assigned_device_name(device->name());
+  return n;
+}
+
+// Moves every data use of `t` onto output 0 of `arg`.
+void Reroute(Graph* g, const TensorId& t, Node* arg) {
+  std::vector<const Edge*> uses;
+  for (const Edge* e : t.node->out_edges()) {
+    if (e->src_output == t.index) uses.push_back(e);
+  }
+  for (const Edge* e : uses) {
+    Node* dst = e->dst;
+    int slot = e->dst_input;
+    g->RemoveEdge(e);
+    g->AddEdge(arg, 0, dst, slot);
+  }
+}
+
+}  // namespace
+
+void PruneForReverseReachability(Graph* g, const std::vector<Node*>& roots) {
+  std::vector<bool> needed(g->num_node_ids(), false);
+  std::vector<Node*> stack;
+  for (Node* r : roots) {
+    if (!needed[r->id()]) stack.push_back(r);
+    needed[r->id()] = true;
+  }
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (const Edge* e : n->in_edges()) {
+      if (!needed[e->src->id()]) {
+        needed[e->src->id()] = true;
+        stack.push_back(e->src);
+      }
+    }
+  }
+  for (Node* n : g->nodes()) {
+    if (!needed[n->id()]) g->RemoveNode(n);
+  }
+}
+
+namespace {
+
+// The resolved names of one Run call.
+struct Signature {
+  std::vector<TensorId> feeds, fetches;
+  std::vector<Node*> targets;
+  std::map<std::pair<int, int>, size_t> fed;  // (node id, output) -> feed position
+};
+
+absl::StatusOr<Signature> Resolve(Graph* g, const std::vector<std::string>& feeds,
+                                  const std::vector<std::string>& fetches,
+                                  const std::vector<std::string>& targets) {
+  Signature sig;
+  for (const std::string& name : feeds) {
+    ASSIGN_OR_RETURN(TensorId t, ResolveTensor(g, "Feed", name));
+    if (!sig.fed.emplace(std::make_pair(t.node->id(), t.index), sig.feeds.size()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("[Session] Feed '", name, "' is fed more than once"));
+    }
+    RETURN_IF_ERROR(CheckFeedable(name, t));
+    sig.feeds.push_back(t);
+  }
+  for (const std::string& name : fetches) {
+    ASSIGN_OR_RETURN(TensorId t, ResolveTensor(g, "Fetch", name));
+    sig.fetches.push_back(t);
+  }
+  for (const std::string& name : targets) {
+    Node* n = g->FindNode(name);
+    if (n == nullptr) {
+      return absl::NotFoundError(
+          absl::StrCat("[Session] Target '", name, "' refers to no node in the graph"));
+    }
+    sig.targets.push_back(n);
+  }
+  return sig;
+}
+
+}  // namespace
+
+absl::Status RewriteGraphForExecution(Graph* g, const std::vector<std::string>& feeds,
+                                      const std::vector<std::string>& fetches,
+                                      const std::vector<std::string>& targets,
+                                      const Device* client_device) {
+  // 1. Resolve every name before changing anything.
+  ASSIGN_OR_RETURN(Signature sig, Resolve(g, feeds, fetches, targets));
+  // 2. Feeds: an _Arg replaces each fed tensor.
+  std::vector<Node*> args;
+  for (size_t i = 0; i < sig.feeds.size(); ++i) {
+    ASSIGN_OR_RETURN(Node * arg, AddCallNode(g, "_Arg", "_arg_", sig.feeds[i],
+                                             static_cast<int>(i), client_device));
+    Reroute(g, sig.feeds[i], arg);
+    args.push_back(arg);
+  }
+  // 3. Fetches: a _Retval reads each fetched tensor (the _Arg when it is fed).
+  std::vector<Node*> roots = sig.targets;
+  for (size_t i = 0; i < sig.fetches.size(); ++i) {
+    TensorId src = sig.fetches[i];
+    auto it = sig.fed.find({src.node->id(), src.index});
+    if (it != sig.fed.end()) src = TensorId{args[it->second], 0};
+    ASSIGN_OR_RETURN(Node * ret, AddCallNode(g, "_Retval", "_retval_", sig.fetches[i],
+                                             static_cast<int>(i), client_device));
+    g->AddEdge(src.node, src.index, ret, 0);
+    roots.push_back(ret);
+  }
+  // 4. Keep only what the fetches and targets need.
+  PruneForReverseReachability(g, roots);
+  return absl::OkStatus();
+}
+
+}  // namespace dflow

@@ -1,0 +1,40 @@
+// Rewriting a placed graph for one Run signature (feeds, fetches, targets):
+// fed tensors become _Arg nodes, fetched tensors feed _Retval nodes, and
+// everything not needed for the fetches and targets is pruned.
+//
+//   std::unique_ptr<Graph> g = placed->Clone();
+//   RETURN_IF_ERROR(RewriteGraphForExecution(g.get(), {"x:0"}, {"y:0"}, {"train"}, cpu0));
+#ifndef DFLOW_RUNTIME_SUBGRAPH_H_
+#define DFLOW_RUNTIME_SUBGRAPH_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "dflow/framework/device.h"
+#include "dflow/runtime/graph.h"
+
+namespace dflow {
+
+// Feeds and fetches are tensor names ("node:i", or "node" for output 0);
+// targets are node names. Feed i becomes an `_Arg` node (attr index = i)
+// whose output replaces every data use of that tensor; fetch i becomes a
+// `_Retval` node (attr index = i). Both are assigned to `client_device`.
+// Then only the nodes needed to compute the _Retvals and targets remain
+// (walking back over data and control edges; a fed tensor's producer stays
+// only when something else needs it).
+// Errors: NotFound naming an unknown feed, fetch or target ("Fetch 'y:0'
+// refers to no node"); InvalidArgument for a malformed name, an output index
+// out of range, or a tensor fed twice. On error the graph may be modified.
+absl::Status RewriteGraphForExecution(Graph* g, const std::vector<std::string>& feeds,
+                                      const std::vector<std::string>& fetches,
+                                      const std::vector<std::string>& targets,
+                                      const Device* client_device);
+
+// Removes every node from which none of `roots` can be reached over data
+// and control edges (the roots stay).
+void PruneForReverseReachability(Graph* g, const std::vector<Node*>& roots);
+
+}  // namespace dflow
+
+#endif  // DFLOW_RUNTIME_SUBGRAPH_H_

@@ -1,0 +1,266 @@
+#include "dflow/train/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <memory>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "dflow/client/client_session.h"
+#include "dflow/client/scope.h"
+#include "dflow/framework/status.h"
+#include "dflow/train/batch_iterator.h"
+#include "dflow/train/dataset.h"
+#include "dflow/train/models.h"
+#include "dflow/train/optimizer.h"
+#include "dflow/train/variables.h"
+
+namespace dflow {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+absl::Status CheckMember(const std::string& flag, const std::string& value,
+                         const std::vector<std::string>& allowed) {
+  if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("[train] --", flag, " '", value,
+                                                 "' is not one of: ", absl::StrJoin(allowed, ", ")));
+}
+
+absl::Status CheckOptions(const TrainOptions& o) {
+  RETURN_IF_ERROR(CheckMember("model", o.model, TrainModels()));
+  RETURN_IF_ERROR(CheckMember("optimizer", o.optimizer, TrainOptimizers()));
+  RETURN_IF_ERROR(CheckMember("data", o.data, TrainDataSources()));
+  if (o.epochs < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("[train] --epochs must be >= 1, got ", o.epochs));
+  }
+  if (o.batch_size < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("[train] --batch-size must be >= 1, got ", o.batch_size));
+  }
+  if (!std::isfinite(o.learning_rate)) {
+    return absl::InvalidArgumentError("[train] --learning-rate must be a finite number");
+  }
+  if (o.data == "synthetic" && o.synthetic_examples < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "[train] synthetic_examples must be >= 1, got ", o.synthetic_examples));
+  }
+  return absl::OkStatus();
+}
+
+double DefaultLearningRate(const std::string& optimizer) {
+  if (optimizer == "sgd") return 0.1;
+  if (optimizer == "momentum") return 0.05;
+  if (optimizer == "adagrad") return 0.05;
+  return 0.001;  // adam, rmsprop
+}
+
+std::unique_ptr<Optimizer> MakeOptimizer(const std::string& name, float lr) {
+  if (name == "sgd") return std::make_unique<GradientDescentOptimizer>(lr);
+  if (name == "momentum") return std::make_unique<MomentumOptimizer>(lr, 0.9f);
+  if (name == "adagrad") return std::make_unique<AdagradOptimizer>(lr);
+  if (name == "rmsprop") return std::make_unique<RMSPropOptimizer>(lr);
+  return std::make_unique<AdamOptimizer>(AdamOptions{.learning_rate = lr});
+}
+
+struct Data {
+  Dataset train;
+  Dataset test;
+};
+
+// Rows [begin, end) of `data`.
+Dataset Rows(const Dataset& data, int64_t begin, int64_t end) {
+  std::vector<int64_t> idx(end - begin);
+  std::iota(idx.begin(), idx.end(), begin);
+  Tensor features, labels;
+  data.Gather(idx, &features, &labels);
+  return *Dataset::Create(std::move(features), std::move(labels), data.num_classes());
+}
+
+absl::StatusOr<Data> LoadData(const TrainOptions& o) {
+  if (o.data == "synthetic") {
+    const int64_t test = std::max<int64_t>(1, o.synthetic_examples / 5);
+    ASSIGN_OR_RETURN(Dataset all, MakeSyntheticDataset(o.synthetic_examples + test, 10, 784,
+                                                       static_cast<uint64_t>(o.seed)));
+    return Data{Rows(all, 0, o.synthetic_examples),
+                Rows(all, o.synthetic_examples, o.synthetic_examples + test)};
+  }
+  const std::string dir = o.data_dir.empty() ? kFashionMnistDir : o.data_dir;
+  ASSIGN_OR_RETURN(Dataset train, LoadFashionMnist(dir, "train"));
+  ASSIGN_OR_RETURN(Dataset test, LoadFashionMnist(dir, "test"));
+  return Data{std::move(train), std::move(test)};
+}
+
+std::string FormatDuration(double seconds) {
+  const int64_t s = static_cast<int64_t>(std::max(0.0, seconds) + 0.5);
+  return s >= 60 ? absl::StrFormat("%dm%02ds", s / 60, s % 60) : absl::StrFormat("%ds", s);
+}
+
+// Tracks and prints the live progress line.
+class Progress {
+ public:
+  Progress(std::ostream& out, const TrainOptions& o, int64_t steps_per_epoch)
+      : out_(out), o_(o), steps_per_epoch_(steps_per_epoch),
+        total_(steps_per_epoch * o.epochs), start_(Clock::now()), last_print_(start_) {}
+
+  void Step(int64_t step, int64_t examples, double loss) {
+    window_loss_ += loss;
+    ++window_steps_;
+    examples_ += examples;
+    const int64_t done = step + 1;
+    const bool last = done == total_;
+    const bool due = o_.tty ? std::chrono::duration<double>(Clock::now() - last_print_).count() >= 0.25
+                            : done % std::max<int64_t>(1, o_.log_every) == 0;
+    if (due || last) Print(done, last);
+  }
+
+ private:
+  void Print(int64_t done, bool last) {
+    const double elapsed = SecondsSince(start_);
+    const double rate = elapsed > 0 ? examples_ / elapsed : 0;
+    const double eta = done > 0 ? elapsed / done * (total_ - done) : 0;
+    const std::string line = absl::StrFormat(
+        "step %d/%d  epoch %d/%d  loss %.4f  %.0f examples/s  ETA %s", done, total_,
+        (done - 1) / steps_per_epoch_ + 1, o_.epochs, window_loss_ / std::max<int64_t>(1, window_steps_),
+        rate, FormatDuration(eta));
+    if (o_.tty) {
+      out_ << "\r" << line << "\033[K";
+      if (last) out_ << "\n";
+    } else {
+      out_ << line << "\n";
+    }
+    out_.flush();
+    window_loss_ = 0;
+    window_steps_ = 0;
+    last_print_ = Clock::now();
+  }
+
+  std::ostream& out_;
+  const TrainOptions& o_;
+  const int64_t steps_per_epoch_;
+  const int64_t total_;
+  const Clock::time_point start_;
+  Clock::time_point last_print_;
+  double window_loss_ = 0;
+  int64_t window_steps_ = 0;
+  int64_t examples_ = 0;
+};
+
+absl::StatusOr<double> Evaluate(const ClientSession& session, const Model& model,
+                                const Dataset& test) {
+  ASSIGN_OR_RETURN(auto it, BatchIterator::Create(test, {.batch_size = 1000, .shuffle = false,
+                                                         .num_epochs = 1}));
+  double correct = 0;
+  while (true) {
+    absl::StatusOr<Batch> batch = it->Next();
+    if (absl::IsOutOfRange(batch.status())) break;
+    RETURN_IF_ERROR(batch.status());
+    std::vector<Tensor> out;
+    RETURN_IF_ERROR(session.Run({{model.features, batch->features}, {model.labels, batch->labels}},
+                                {model.correct}, &out));
+    correct += out[0].scalar<float>();
+  }
+  return correct / static_cast<double>(test.size());
+}
+
+absl::Status WriteMetrics(const std::string& path, const TrainMetrics& m) {
+  std::ofstream file(path);
+  file << MetricsJson(m) << "\n";
+  file.close();
+  if (!file) return absl::UnavailableError(absl::StrCat("[train] cannot write metrics to ", path));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+const std::vector<std::string>& TrainModels() {
+  static const auto* v = new std::vector<std::string>{"mlp", "cnn"};
+  return *v;
+}
+const std::vector<std::string>& TrainOptimizers() {
+  static const auto* v =
+      new std::vector<std::string>{"sgd", "momentum", "adam", "adagrad", "rmsprop"};
+  return *v;
+}
+const std::vector<std::string>& TrainDataSources() {
+  static const auto* v = new std::vector<std::string>{"fashion-mnist", "synthetic"};
+  return *v;
+}
+
+std::string MetricsJson(const TrainMetrics& m) {
+  return absl::StrFormat(
+      "{\"model\": \"%s\", \"optimizer\": \"%s\", \"data\": \"%s\", \"batch_size\": %d, "
+      "\"epochs\": %d, \"learning_rate\": %.6g, \"steps\": %d, \"final_loss\": %.6f, "
+      "\"test_accuracy\": %.4f, \"examples_per_sec\": %.1f, \"train_seconds\": %.3f, "
+      "\"wall_seconds\": %.3f}",
+      m.model, m.optimizer, m.data, m.batch_size, m.epochs, m.learning_rate, m.steps,
+      m.final_loss, m.test_accuracy, m.examples_per_sec, m.train_seconds, m.wall_seconds);
+}
+
+absl::StatusOr<TrainMetrics> Train(const TrainOptions& o, std::ostream& progress) {
+  const Clock::time_point wall_start = Clock::now();
+  RETURN_IF_ERROR(CheckOptions(o));
+  ASSIGN_OR_RETURN(Data data, LoadData(o));
+
+  TrainMetrics m{.model = o.model, .optimizer = o.optimizer, .data = o.data,
+                 .batch_size = o.batch_size, .epochs = o.epochs};
+  m.learning_rate = o.learning_rate > 0 ? o.learning_rate : DefaultLearningRate(o.optimizer);
+
+  Scope root = Scope::NewRootScope();
+  ModelOptions model_options{.seed = o.seed};
+  ASSIGN_OR_RETURN(Model model,
+                   o.model == "cnn" ? BuildCnn(root, model_options) : BuildMlp(root, model_options));
+  ASSIGN_OR_RETURN(Variable global_step, CreateGlobalStep(root));
+  std::unique_ptr<Optimizer> opt = MakeOptimizer(o.optimizer, static_cast<float>(m.learning_rate));
+  ASSIGN_OR_RETURN(Operation train_op, opt->Minimize(root, model.loss, model.variables, &global_step));
+  Operation init = GlobalVariablesInitializer(root);
+  RETURN_IF_ERROR(root.status());
+
+  ClientSession session(root);
+  RETURN_IF_ERROR(session.Run({}, {}, {init}, nullptr));
+
+  ASSIGN_OR_RETURN(auto batches,
+                   BatchIterator::Create(data.train, {.batch_size = o.batch_size,
+                                                      .seed = static_cast<uint64_t>(o.seed),
+                                                      .num_epochs = o.epochs}));
+  PrefetchingIterator input(std::move(batches));
+  const int64_t steps_per_epoch = (data.train.size() + o.batch_size - 1) / o.batch_size;
+  Progress live(progress, o, steps_per_epoch);
+  const Clock::time_point train_start = Clock::now();
+  int64_t examples = 0;
+  double epoch_loss = 0;
+  int64_t epoch_steps = 0;
+  for (int64_t step = 0;; ++step) {
+    absl::StatusOr<Batch> batch = input.Next();
+    if (absl::IsOutOfRange(batch.status())) break;
+    RETURN_IF_ERROR(batch.status());
+    std::vector<Tensor> out;
+    RETURN_IF_ERROR(session.Run({{model.features, batch->features}, {model.labels, batch->labels}},
+                                {model.loss}, {train_op}, &out));
+    const double loss = out[0].scalar<float>();
+    if (batch->step % steps_per_epoch == 0) epoch_loss = 0, epoch_steps = 0;
+    epoch_loss += loss;
+    ++epoch_steps;
+    const int64_t n = batch->labels.dim_size(0);
+    examples += n;
+    m.steps = step + 1;
+    live.Step(step, n, loss);
+  }
+  m.train_seconds = SecondsSince(train_start);
+  m.examples_per_sec = m.train_seconds > 0 ? examples / m.train_seconds : 0;
+  m.final_loss = epoch_steps > 0 ? epoch_loss / epoch_steps : 0;
+  ASSIGN_OR_RETURN(m.test_accuracy, Evaluate(session, model, data.test));
+  m.wall_seconds = SecondsSince(wall_start);
+  if (!o.metrics_out.empty()) RETURN_IF_ERROR(WriteMetrics(o.metrics_out, m));
+  return m;
+}
+
+}  // namespace dflow

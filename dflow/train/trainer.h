@@ -1,0 +1,72 @@
+// Training a model on one machine: what `dflow train` runs.
+//
+//   TrainOptions opts;                 // MLP on Fashion-MNIST with Adam
+//   opts.metrics_out = "metrics.json";
+//   ASSIGN_OR_RETURN(TrainMetrics m, Train(opts, std::cerr));
+//   m.test_accuracy;                   // ~0.87 after the default 3 epochs
+//
+// The loop fetches the loss together with the train op each step, reading
+// batches from a PrefetchingIterator, and reports progress on `progress`:
+// one carriage-return-updated line when `tty`, else a line every
+// `log_every` steps. Test accuracy is computed at the end, in batches.
+#ifndef DFLOW_TRAIN_TRAINER_H_
+#define DFLOW_TRAIN_TRAINER_H_
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace dflow {
+
+struct TrainOptions {
+  std::string model = "mlp";          // mlp | cnn
+  int64_t epochs = 3;
+  int64_t batch_size = 128;
+  std::string optimizer = "adam";     // sgd | momentum | adam | adagrad | rmsprop
+  // <= 0: the optimizer's default (sgd 0.1, momentum 0.05 with momentum 0.9,
+  // adam 0.001, adagrad 0.05, rmsprop 0.001).
+  double learning_rate = 0;
+  int64_t seed = 1;
+  std::string data = "fashion-mnist"; // fashion-mnist | synthetic
+  std::string metrics_out;            // "": no metrics file.
+  std::string data_dir;               // "": kFashionMnistDir.
+  // Synthetic data: examples for training; a fifth as many for testing.
+  int64_t synthetic_examples = 8192;
+  bool tty = false;                   // Update one line in place.
+  int64_t log_every = 100;            // Steps between lines when !tty.
+};
+
+// The allowed values of TrainOptions' enumerated fields.
+const std::vector<std::string>& TrainModels();
+const std::vector<std::string>& TrainOptimizers();
+const std::vector<std::string>& TrainDataSources();
+
+struct TrainMetrics {
+  std::string model;
+  std::string optimizer;
+  std::string data;
+  int64_t batch_size = 0;
+  int64_t epochs = 0;
+  double learning_rate = 0;
+  int64_t steps = 0;
+  double final_loss = 0;         // Mean training loss over the last epoch.
+  double test_accuracy = 0;
+  double examples_per_sec = 0;   // Training examples over training time.
+  double train_seconds = 0;      // The training loop only.
+  double wall_seconds = 0;       // Everything: loading, building, training, evaluation.
+};
+
+// InvalidArgument listing the allowed values for a bad option; the data
+// layer's error (NotFound with the package to install) when Fashion-MNIST is
+// missing; the metrics file's error when it cannot be written.
+absl::StatusOr<TrainMetrics> Train(const TrainOptions& options, std::ostream& progress);
+
+// The metrics as one JSON object.
+std::string MetricsJson(const TrainMetrics& metrics);
+
+}  // namespace dflow
+
+#endif  // DFLOW_TRAIN_TRAINER_H_

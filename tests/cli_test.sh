@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# End-to-end checks of the dflow CLI: run-graph output, feeds, errors, ops.
+# Usage: tests/cli_test.sh path/to/dflow
+set -uo pipefail
+DFLOW=${1:?usage: cli_test.sh DFLOW_BINARY}
+DATA="$(cd "$(dirname "$0")" && pwd)/data/golden"
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+passed=0
+failed=0
+
+check() {  # check NAME CONDITION_CMD...
+  local name=$1; shift
+  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL: $name"; fi
+}
+
+# A fetched tensor prints as one JSON line with TensorFlow's values.
+out=$("$DFLOW" run-graph "$DATA/array_ops.pbtxt" --fetch range:0 2>"$TMP/err")
+check "range json" test "$out" = '{"name":"range:0","dtype":"int32","shape":[3],"values":[2,5,8]}'
+
+# Feeds take nested JSON lists; the dtype comes from the placeholder.
+out=$("$DFLOW" run-graph "$DATA/mlp_forward.pbtxt" --fetch pred:0 \
+  --feed 'x=[[1,0,0,0,0,0],[0,1,0,0,0,0]]' --feed 'labels=[0,1]' 2>"$TMP/err")
+check "feed nested list" grep -q '"name":"pred:0","dtype":"int64","shape":\[2\]' <<<"$out"
+
+# Errors go to stderr with exit code 1.
+"$DFLOW" run-graph "$DATA/mlp_forward.pbtxt" --fetch nosuch:0 >"$TMP/out" 2>"$TMP/err"
+check "unknown fetch exit 1" test $? -eq 1
+check "unknown fetch message" grep -q "nosuch" "$TMP/err"
+
+"$DFLOW" run-graph "$DATA/mlp_forward.pbtxt" --fetch pred:0 --feed 'x=[[1,2],[3' >"$TMP/out" 2>"$TMP/err"
+check "bad feed json exit 1" test $? -eq 1
+check "bad feed json message" grep -q "not JSON" "$TMP/err"
+
+"$DFLOW" run-graph "$DATA/mlp_forward.pbtxt" --fetch probs:0 >"$TMP/out" 2>"$TMP/err"
+check "missing feed exit 1" test $? -eq 1
+check "missing feed names placeholder" grep -q "placeholder" "$TMP/err"
+
+printf 'node { name: "a" op: "Const" ' >"$TMP/trunc.pbtxt"
+"$DFLOW" run-graph "$TMP/trunc.pbtxt" --fetch a:0 >"$TMP/out" 2>"$TMP/err"
+check "truncated text exit 1" test $? -eq 1
+
+head -c 100 /dev/urandom >"$TMP/garbage.pb"
+"$DFLOW" run-graph "$TMP/garbage.pb" --fetch a:0 >"$TMP/out" 2>"$TMP/err"
+check "garbage binary exit 1" test $? -eq 1
+
+# --config: four CPU devices for a graph pinned to CPU:0..3.
+printf 'device_count { key: "CPU" value: 4 }\n' >"$TMP/config.pbtxt"
+out=$("$DFLOW" run-graph "$DATA/multi_device.pbtxt" --config "$TMP/config.pbtxt" \
+  --feed 'x=[[1,0],[0,1]]' --fetch total:0 2>"$TMP/err")
+check "multi device run" grep -q '"name":"total:0"' <<<"$out"
+
+# ops lists registered ops with their kernels.
+"$DFLOW" ops >"$TMP/ops"
+check "ops lists MatMul" grep -q "^MatMul	CPU" "$TMP/ops"
+
+echo "$passed passed, $failed failed"
+test "$failed" -eq 0

@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+"""Generates dflow's TensorFlow reference data with a real TensorFlow.
+
+Writes, beside this script:
+  tf_op_defs.json      the OpDefs (inputs, outputs, attrs, defaults) of every op dflow
+                       implements, as TensorFlow registers them;
+  golden/<name>.pbtxt  GraphDefs built with tf.compat.v1, exported as text;
+  golden/<name>.json   the steps to run on each graph (feeds, fetches, targets) and the
+                       values TensorFlow computed.
+
+Run: python3 tests/data/gen_tf_reference.py   (needs `pip install tensorflow-cpu`)
+"""
+import json
+import os
+
+import numpy as np
+import tensorflow as tf
+from google.protobuf import text_format
+from tensorflow.python.framework import op_def_registry
+
+tf1 = tf.compat.v1
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+OPS = """Const Placeholder PlaceholderWithDefault Identity IdentityN NoOp Shape Size Rank
+Reshape ExpandDims Squeeze Fill ZerosLike OnesLike Cast Pack ConcatV2 Slice StridedSlice
+GatherV2 Transpose Tile Range AddV2 Add AddN Sub Mul RealDiv FloorDiv FloorMod Maximum
+Minimum Neg Square Sqrt Rsqrt Exp Log Tanh Sigmoid Relu Equal NotEqual Greater Less
+GreaterEqual LessEqual LogicalNot LogicalAnd SelectV2 MatMul BiasAdd Sum Mean Max Prod
+ArgMax Softmax LogSoftmax SparseSoftmaxCrossEntropyWithLogits
+SoftmaxCrossEntropyWithLogits Conv2D MaxPool RandomUniform RandomStandardNormal
+TruncatedNormal VarHandleOp ReadVariableOp AssignVariableOp AssignAddVariableOp
+AssignSubVariableOp VarIsInitializedOp DestroyResourceOp Abs Min
+BroadcastGradientArgs SqrtGrad RsqrtGrad TanhGrad SigmoidGrad UnsortedSegmentSum
+ConcatOffset InvertPermutation Pad
+VariableV2 Assign AssignAdd AssignSub IsVariableInitialized
+ApplyGradientDescent ApplyMomentum ApplyAdam ApplyAdagrad ApplyRMSProp
+ResourceApplyGradientDescent ResourceApplyMomentum ResourceApplyAdam ResourceApplyAdagrad
+ResourceApplyRMSProp ReluGrad BiasAddGrad Conv2DBackpropInput Conv2DBackpropFilter
+MaxPoolGrad""".split()
+
+
+def arg_json(arg):
+    out = {"name": arg.name}
+    if arg.type:
+        out["type"] = tf.dtypes.as_dtype(arg.type).name
+    for field in ("type_attr", "number_attr", "type_list_attr"):
+        if getattr(arg, field):
+            out[field] = getattr(arg, field)
+    if arg.is_ref:
+        out["is_ref"] = True
+    return out
+
+
+def attr_json(attr):
+    out = {"name": attr.name, "type": attr.type}
+    if attr.HasField("default_value"):
+        out["default"] = text_format.MessageToString(attr.default_value, as_one_line=True)
+    if attr.allowed_values.list.type:
+        out["allowed_types"] = sorted(tf.dtypes.as_dtype(t).name
+                                      for t in attr.allowed_values.list.type)
+    if attr.allowed_values.list.s:
+        out["allowed_values"] = sorted(s.decode() for s in attr.allowed_values.list.s)
+    if attr.has_minimum:
+        out["minimum"] = attr.minimum
+    return out
+
+
+def write_op_defs():
+    defs = {}
+    for name in OPS:
+        op = op_def_registry.get(name)
+        defs[name] = {
+            "inputs": [arg_json(a) for a in op.input_arg],
+            "outputs": [arg_json(a) for a in op.output_arg],
+            "attrs": [attr_json(a) for a in op.attr],
+            "is_stateful": op.is_stateful,
+        }
+    with open(os.path.join(HERE, "tf_op_defs.json"), "w") as f:
+        json.dump(defs, f, indent=1, sort_keys=True)
+
+
+def tensor_json(value):
+    value = np.asarray(value)
+    dtype = tf.dtypes.as_dtype(value.dtype).name
+    values = value.reshape(-1).tolist()
+    if value.dtype == np.object_ or value.dtype.kind == "S":
+        values = [v.decode() if isinstance(v, bytes) else v for v in values]
+    return {"dtype": dtype, "shape": list(value.shape), "values": values}
+
+
+class Golden:
+    """Collects the steps of one golden graph while running them in TensorFlow."""
+
+    def __init__(self, name, device_count=None):
+        self.name = name
+        self.graph = tf.Graph()
+        self.config = {"device_count": device_count} if device_count else {}
+        self.steps = []
+        self.sess = None
+
+    def session(self):
+        if self.sess is None:
+            config = tf1.ConfigProto(device_count=self.config.get("device_count", {}))
+            self.sess = tf1.Session(graph=self.graph, config=config)
+        return self.sess
+
+    def run(self, fetches=(), targets=(), feeds=None, tolerance=1e-5):
+        feeds = feeds or {}
+        feed_dict = {self.graph.get_tensor_by_name(k): v for k, v in feeds.items()}
+        names = [t.name for t in fetches]
+        results = self.session().run(list(fetches) + list(targets), feed_dict=feed_dict)
+        self.steps.append({
+            "feeds": {k: tensor_json(v) for k, v in feeds.items()},
+            "fetches": names,
+            "targets": [t.name for t in targets],
+            "expected": [tensor_json(r) for r in results[:len(fetches)]],
+            "tolerance": tolerance,
+        })
+
+    def save(self):
+        out_dir = os.path.join(HERE, "golden")
+        os.makedirs(out_dir, exist_ok=True)
+        tf.io.write_graph(self.graph.as_graph_def(), out_dir, self.name + ".pbtxt", as_text=True)
+        with open(os.path.join(out_dir, self.name + ".json"), "w") as f:
+            json.dump({"graph": self.name + ".pbtxt", "config": self.config,
+                       "steps": self.steps}, f, indent=1)
+
+
+def rand(*shape, seed=0):
+    return np.random.RandomState(seed).uniform(-2, 2, size=shape).astype(np.float32)
+
+
+def mlp_forward():
+    g = Golden("mlp_forward")
+    with g.graph.as_default():
+        x = tf1.placeholder(tf.float32, [None, 6], name="x")
+        w1 = tf.constant(rand(6, 5, seed=1), name="w1")
+        b1 = tf.constant(rand(5, seed=2), name="b1")
+        h = tf.nn.relu(tf.nn.bias_add(tf.matmul(x, w1), b1), name="h")
+        w2 = tf.constant(rand(5, 3, seed=3), name="w2")
+        logits = tf.matmul(h, w2, name="logits")
+        probs = tf.nn.softmax(logits, name="probs")
+        labels = tf1.placeholder(tf.int32, [None], name="labels")
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=labels, logits=logits), name="loss")
+        pred = tf.argmax(probs, axis=1, name="pred")
+        acc = tf.reduce_mean(tf.cast(tf.equal(tf.cast(pred, tf.int32), labels), tf.float32),
+                             name="accuracy")
+    for seed, batch in ((4, 4), (5, 7)):
+        g.run([probs, loss, pred, acc],
+              feeds={"x:0": rand(batch, 6, seed=seed),
+                     "labels:0": np.arange(batch, dtype=np.int32) % 3})
+    g.save()
+
+
+def math_ops():
+    g = Golden("math_ops")
+    with g.graph.as_default():
+        a = tf.constant(rand(2, 1, 3, seed=6), name="a")
+        b = tf.constant(rand(4, 1, seed=7), name="b")
+        i = tf.constant([[-7, 7], [9, -9]], dtype=tf.int32, name="i")
+        j = tf.constant([2, -4], dtype=tf.int32, name="j")
+        outs = [
+            tf.add(a, b), a - b, a * b, tf.math.truediv(a, b + 3.0), tf.maximum(a, b),
+            tf.minimum(a, b), -a, tf.square(a), tf.sqrt(tf.abs(a) + 1e-3),
+            tf.math.rsqrt(tf.abs(b) + 0.5), tf.exp(a), tf.math.log(tf.abs(a) + 0.1),
+            tf.tanh(a), tf.sigmoid(a), tf.nn.relu(a), tf.add_n([a, a, a]),
+            tf.math.floordiv(i, j), tf.math.floormod(i, j),
+            tf.math.floordiv(a, 0.7), tf.math.floormod(a, -0.7),
+            tf.cast(a * 3, tf.int32), tf.cast(i, tf.float32), tf.cast(a, tf.bool),
+            tf.equal(i, -7), tf.not_equal(i, 7), tf.greater(a, b), tf.less(a, b),
+            tf.greater_equal(i, 7), tf.less_equal(i, -7),
+            tf.logical_and(tf.greater(a, 0.0), tf.less(b, 1.0)), tf.logical_not(tf.greater(a, 0.0)),
+            tf.where(tf.greater(a, b), a, b),
+            tf.reduce_sum(a, axis=[0, 2]), tf.reduce_sum(a, axis=1, keepdims=True),
+            tf.reduce_mean(a), tf.reduce_max(a, axis=-1), tf.reduce_prod(a, axis=[0]),
+            tf.reduce_sum(i, axis=0), tf.reduce_mean(i, axis=1),
+            tf.argmax(a, axis=2), tf.argmax(i, axis=0, output_type=tf.int32),
+            tf.matmul(tf.reshape(a, [2, 3]), tf.reshape(a, [2, 3]), transpose_a=True),
+            tf.matmul(tf.reshape(a, [2, 3]), tf.reshape(a, [2, 3]), transpose_b=True),
+        ]
+    g.run(outs)
+    g.save()
+
+
+def array_ops():
+    g = Golden("array_ops")
+    with g.graph.as_default():
+        x = tf.constant(np.arange(24, dtype=np.float32).reshape(2, 3, 4), name="x")
+        idx = tf.constant([2, 0], name="idx")
+        p = tf1.placeholder_with_default(tf.constant([1.5, 2.5]), [2], name="p")
+        outs = [
+            tf.reshape(x, [4, -1]), tf.transpose(x, [2, 0, 1]), tf.concat([x, x], axis=-1),
+            tf.stack([x, x], axis=1), tf.slice(x, [0, 1, 1], [-1, 2, 2]),
+            x[1:, ::-1, 1::2], x[..., 0], x[:, tf.newaxis, 2], x[-1, -2:, :-1],
+            tf.gather(x, idx, axis=1), tf.gather(x, [1, 0, 1]), tf.tile(x, [1, 2, 1]),
+            tf.range(2, 11, 3), tf.range(1.0, 2.0, 0.25), tf.expand_dims(x, -1),
+            tf.squeeze(tf.reshape(x, [2, 1, 12, 1]), axis=[1]), tf.fill([2, 3], 7.0),
+            tf.zeros_like(x), tf.ones_like(idx), tf.shape(x), tf.size(x), tf.rank(x),
+            tf.identity(p), tf.identity_n([x, idx])[1],
+            tf.shape(x, out_type=tf.int64),
+        ]
+    g.run(outs)
+    g.run([outs[22]], feeds={"p:0": np.array([9.0, 8.0], np.float32)})
+    g.save()
+
+
+def conv_net():
+    g = Golden("conv_net")
+    with g.graph.as_default():
+        img = tf1.placeholder(tf.float32, [None, 9, 9, 2], name="img")
+        f1 = tf.constant(rand(3, 3, 2, 4, seed=11), name="f1")
+        c1 = tf.nn.conv2d(img, f1, strides=1, padding="SAME", name="c1")
+        p1 = tf.nn.max_pool2d(tf.nn.relu(c1), ksize=2, strides=2, padding="SAME", name="p1")
+        f2 = tf.constant(rand(2, 2, 4, 3, seed=12), name="f2")
+        c2 = tf.nn.conv2d(p1, f2, strides=2, padding="VALID", name="c2")
+        p2 = tf.nn.max_pool2d(c2, ksize=[1, 2, 2, 1], strides=[1, 1, 1, 1], padding="VALID")
+        logits = tf.reshape(p2, [-1, 3], name="logits")
+        onehot = tf.one_hot([0, 2, 1], 3) if False else tf.constant(
+            [[1, 0, 0], [0, 0.5, 0.5]], tf.float32)
+        xent = tf.nn.softmax_cross_entropy_with_logits(labels=onehot, logits=logits)
+        logsm = tf.nn.log_softmax(logits * 30.0)
+    g.run([c1, p1, c2, p2, xent, logsm], feeds={"img:0": rand(2, 9, 9, 2, seed=13)},
+          tolerance=1e-4)
+    g.save()
+
+
+def variables():
+    g = Golden("variables")
+    with g.graph.as_default():
+        v = tf1.get_variable("v", initializer=tf.constant([1.0, 2.0, 3.0]), use_resource=True)
+        init = tf1.global_variables_initializer()
+        add = v.assign_add([0.5, 0.5, 0.5], read_value=False)
+        sub = v.assign_sub([1.0, 0.0, 1.0], read_value=False)
+        read = tf.identity(v.read_value(), name="read")
+        is_init = tf1.is_variable_initialized(v) if False else \
+            tf.raw_ops.VarIsInitializedOp(resource=v.handle, name="is_init")
+    g.run([is_init])
+    g.run([], targets=[init])
+    g.run([read, is_init])
+    for _ in range(3):
+        g.run([], targets=[add])
+    g.run([read])
+    g.run([], targets=[sub])
+    g.run([read])
+    g.save()
+
+
+def random_ops():
+    g = Golden("random_ops")
+    with g.graph.as_default():
+        tf1.set_random_seed(7)
+        u = tf.random.uniform([3, 4], seed=1, name="u")
+        n = tf.random.normal([5], seed=2, dtype=tf.float64, name="n")
+        t = tf.random.truncated_normal([6], seed=3, name="t")
+    g.run([u, n, t], tolerance=1e-5)
+    g.run([u, n, t], tolerance=1e-5)  # The second run draws the next values.
+    g.save()
+
+
+def multi_device():
+    g = Golden("multi_device", device_count={"CPU": 4})
+    with g.graph.as_default():
+        x = tf1.placeholder(tf.float32, [2, 2], name="x")
+        parts = []
+        for d in range(4):
+            with tf.device("/device:CPU:%d" % d):
+                parts.append(tf.matmul(x, x + float(d)) * (d + 1))
+        with tf.device("/device:CPU:3"):
+            total = tf.add_n(parts, name="total")
+    g.run([total], feeds={"x:0": rand(2, 2, seed=21)})
+    g.save()
+
+
+if __name__ == "__main__":
+    write_op_defs()
+    for make in (mlp_forward, math_ops, array_ops, conv_net, variables, random_ops,
+                 multi_device):
+        make()
+    print("wrote", HERE)

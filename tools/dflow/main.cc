@@ -1,0 +1,70 @@
+// dflow: the command line. Flag parsing only; each command lives in its own file.
+#include <iostream>
+
+#include "CLI/CLI.hpp"
+#include "tools/dflow/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"dflow: train and run TensorFlow-format dataflow graphs"};
+  app.require_subcommand(1);
+
+  dflow::cli::RunGraphFlags run;
+  CLI::App* run_cmd = app.add_subcommand("run-graph", "Run a GraphDef and print fetched tensors as JSON lines");
+  run_cmd->add_option("graph", run.graph_path, "GraphDef file (.pb binary, .pbtxt text)")
+      ->required()->check(CLI::ExistingFile);
+  run_cmd->add_option("--fetch", run.fetches, "Tensor to fetch, NAME:INDEX (repeatable)");
+  run_cmd->add_option("--feed", run.feeds, "NAME=JSON value to feed (repeatable)");
+  std::vector<std::string> targets;
+  run_cmd->add_option("--target", targets,
+                      "Node to run for its effects (repeatable), or the session target "
+                      "grpc://host:port");
+  run_cmd->add_option("--config", run.config_path, "ConfigProto in text format")
+      ->check(CLI::ExistingFile);
+
+  bool ops_json = false;
+  CLI::App* ops_cmd = app.add_subcommand("ops", "List registered ops and their kernels");
+  ops_cmd->add_flag("--json", ops_json, "Print JSON");
+
+  dflow::TrainOptions train;
+  CLI::App* train_cmd = app.add_subcommand("train", "Train a model on Fashion-MNIST (or synthetic data)");
+  train_cmd->add_option("--model", train.model, "Model")
+      ->check(CLI::IsMember(dflow::TrainModels()))->capture_default_str();
+  train_cmd->add_option("--epochs", train.epochs, "Passes over the training set")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  train_cmd->add_option("--batch-size", train.batch_size, "Examples per step")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  train_cmd->add_option("--optimizer", train.optimizer, "Optimizer")
+      ->check(CLI::IsMember(dflow::TrainOptimizers()))->capture_default_str();
+  train_cmd->add_option("--learning-rate", train.learning_rate,
+                        "Learning rate (default: the optimizer's, e.g. adam 0.001, sgd 0.1)")
+      ->check(CLI::PositiveNumber);
+  train_cmd->add_option("--seed", train.seed, "Seed of initial weights and batch order")
+      ->capture_default_str();
+  train_cmd->add_option("--data", train.data, "Training data")
+      ->check(CLI::IsMember(dflow::TrainDataSources()))->capture_default_str();
+  train_cmd->add_option("--metrics-out", train.metrics_out, "Write metrics JSON to this file");
+
+  CLI11_PARSE(app, argc, argv);
+
+  absl::Status status;
+  if (*run_cmd) {
+    // Node names cannot contain "://", so a URL is the session's target.
+    for (const std::string& t : targets) {
+      (t.find("://") != std::string::npos ? run.session_target : run.targets.emplace_back()) = t;
+    }
+    if (run.fetches.empty() && run.targets.empty()) {
+      std::cerr << "dflow run-graph: give at least one --fetch or --target\n";
+      return 1;
+    }
+    status = dflow::cli::RunGraph(run);
+  } else if (*ops_cmd) {
+    status = dflow::cli::ListOps(ops_json);
+  } else if (*train_cmd) {
+    status = dflow::cli::TrainCommand(train);
+  }
+  if (!status.ok()) {
+    std::cerr << "dflow: " << status << "\n";
+    return 1;
+  }
+  return 0;
+}
