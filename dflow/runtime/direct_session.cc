@@ -293,6 +293,9 @@ absl::Status DirectSession::Run(const tensorflow::RunOptions& options,
   if (fetches.empty() && targets.empty()) {
     return absl::InvalidArgumentError("[Session] Run: give at least one fetch or target");
   }
+  if (outputs == nullptr && !fetches.empty()) {
+    return absl::InvalidArgumentError("[Session] Run: fetches given but outputs is null");
+  }
   std::vector<std::string> feed_names, fetch_names;
   for (const auto& [name, value] : feeds) {
     ASSIGN_OR_RETURN(std::string canonical, CanonicalTensorName(name, "feed"));
@@ -327,9 +330,11 @@ absl::Status DirectSession::Run(const tensorflow::RunOptions& options,
   }
   std::vector<Tensor> retvals;
   RETURN_IF_ERROR(RunSignature(*sig, std::move(args), deadline, &retvals));
-  outputs->clear();
-  for (const std::string& name : fetch_names) {
-    outputs->push_back(retvals[IndexIn(sig->fetches, name)]);
+  if (outputs != nullptr) {
+    outputs->clear();
+    for (const std::string& name : fetch_names) {
+      outputs->push_back(retvals[IndexIn(sig->fetches, name)]);
+    }
   }
   if (metadata != nullptr && options.output_partition_graphs()) {
     for (const auto& def : sig->partition_graphs) *metadata->add_partition_graphs() = def;

@@ -142,6 +142,15 @@ TEST(DirectSessionTest, TargetsRunForTheirEffects) {
   EXPECT_EQ(s->Run({}, {"read"}, {}, &out).code(), absl::StatusCode::kCancelled);
 }
 
+TEST(DirectSessionTest, OutputsMayBeNullOnlyWithoutFetches) {
+  auto s = NewSession();
+  ASSERT_TRUE(s->Create(XYZGraph()).ok());
+  Tensor x = Tensor::Vec<float>({1, 2});
+  EXPECT_TRUE(s->Run(tensorflow::RunOptions(), {{"x", x}}, {}, {"z"}, nullptr, nullptr).ok());
+  absl::Status st = s->Run(tensorflow::RunOptions(), {{"x", x}}, {"z"}, {}, nullptr, nullptr);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+}
+
 TEST(DirectSessionTest, FourCpuDevicesExchangeTensors) {
   tensorflow::ConfigProto config;
   (*config.mutable_device_count())["CPU"] = 4;

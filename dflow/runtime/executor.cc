@@ -306,6 +306,11 @@ absl::Status ExecutorState::PrepareInputs(const Item& item, bool dead, Params* p
     }
     if (e.ref != nullptr) {  // A ref edge into a value input: read it now.
       absl::ReaderMutexLock l(e.ref_mu);
+      if (!e.ref->IsInitialized()) {
+        // TensorFlow's wording; the input names the variable.
+        return absl::FailedPreconditionError(absl::StrCat(
+            "Attempting to use uninitialized value ", item.kernel->def().input(i)));
+      }
       e.val = *e.ref;
       e.ref = nullptr;
       e.ref_mu = nullptr;

@@ -44,6 +44,7 @@ class Session {
   virtual absl::Status Extend(const tensorflow::GraphDef& graph) = 0;
   // Feeds tensors ("node:index" or "node" = ":0"), evaluates `fetches`
   // (returned in order in *outputs) and runs `targets` for their effects.
+  // `outputs` may be null when there are no fetches.
   virtual absl::Status Run(const tensorflow::RunOptions& options,
                            const std::vector<std::pair<std::string, Tensor>>& feeds,
                            const std::vector<std::string>& fetches,

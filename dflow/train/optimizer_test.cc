@@ -354,10 +354,9 @@ TEST(OptimizerTest, ReadingAnUninitializedResourceVariableFails) {
   EXPECT_THAT(s.message(), HasSubstr("Variable v (container localhost) is uninitialized"));
 }
 
-// Disabled until the executor checks ref edges: TensorFlow's executor fails
-// a non-ref read of an uninitialized ref ("Attempting to use uninitialized
-// value v"); dflow's hands the consumer an empty tensor today.
-TEST(OptimizerTest, DISABLED_ReadingAnUninitializedRefVariableFails) {
+// As in TensorFlow, the executor fails a non-ref read of an uninitialized
+// ref variable.
+TEST(OptimizerTest, ReadingAnUninitializedRefVariableFails) {
   absl::Status s = ReadUninitialized(/*use_resource=*/false);
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
   EXPECT_THAT(s.message(), HasSubstr("Attempting to use uninitialized value v"));
