@@ -14,40 +14,17 @@ using tensorflow::AttrValue;
 using tensorflow::NodeDef;
 
 std::string KindName(const AttrValue& v) {
-  switch (v.value_case()) {
-    case AttrValue::kI:
-      return "int";
-    case AttrValue::kF:
-      return "float";
-    case AttrValue::kB:
-      return "bool";
-    case AttrValue::kS:
-      return "string";
-    case AttrValue::kType:
-      return "type";
-    case AttrValue::kShape:
-      return "shape";
-    case AttrValue::kTensor:
-      return "tensor";
-    case AttrValue::kFunc:
-      return "func";
-    case AttrValue::kPlaceholder:
-      return "placeholder";
-    case AttrValue::kList: {
-      const auto& l = v.list();
-      if (l.i_size() > 0) return "list(int)";
-      if (l.f_size() > 0) return "list(float)";
-      if (l.b_size() > 0) return "list(bool)";
-      if (l.s_size() > 0) return "list(string)";
-      if (l.type_size() > 0) return "list(type)";
-      if (l.shape_size() > 0) return "list(shape)";
-      if (l.tensor_size() > 0) return "list(tensor)";
-      if (l.func_size() > 0) return "list(func)";
-      return "list";
-    }
-    default:
-      return "unset";
-  }
+  if (v.value_case() != AttrValue::kList) return AttrValueKindName(v);
+  const auto& l = v.list();
+  if (l.i_size() > 0) return "list(int)";
+  if (l.f_size() > 0) return "list(float)";
+  if (l.b_size() > 0) return "list(bool)";
+  if (l.s_size() > 0) return "list(string)";
+  if (l.type_size() > 0) return "list(type)";
+  if (l.shape_size() > 0) return "list(shape)";
+  if (l.tensor_size() > 0) return "list(tensor)";
+  if (l.func_size() > 0) return "list(func)";
+  return "list";
 }
 
 // Finds attr `name`, checking it holds `kind` ("int", "list(int)", ...).
@@ -290,6 +267,33 @@ std::string AttrValueSummary(const AttrValue& v) {
       return ListSummary(v.list());
     default:
       return "<unset>";
+  }
+}
+
+std::string AttrValueKindName(const AttrValue& v) {
+  switch (v.value_case()) {
+    case AttrValue::kI:
+      return "int";
+    case AttrValue::kF:
+      return "float";
+    case AttrValue::kB:
+      return "bool";
+    case AttrValue::kS:
+      return "string";
+    case AttrValue::kType:
+      return "type";
+    case AttrValue::kShape:
+      return "shape";
+    case AttrValue::kTensor:
+      return "tensor";
+    case AttrValue::kFunc:
+      return "func";
+    case AttrValue::kPlaceholder:
+      return "placeholder";
+    case AttrValue::kList:
+      return "list";
+    default:
+      return "unset";
   }
 }
 

@@ -63,6 +63,10 @@ void SetAttr(tensorflow::NodeDef* node, const std::string& name,
 // "i: 3", "type: DT_FLOAT", "list(i): [1, 2]"... for error messages.
 std::string AttrValueSummary(const tensorflow::AttrValue& v);
 
+// The kind an attr value holds: "int", "float", "type", ..., "list" for any
+// list, "unset" when empty.
+std::string AttrValueKindName(const tensorflow::AttrValue& v);
+
 }  // namespace dflow
 
 #endif  // DFLOW_FRAMEWORK_ATTR_UTIL_H_

@@ -344,33 +344,6 @@ absl::StatusOr<OpArg> ParseArgSpec(const std::string& op, absl::string_view spec
 // ---------------------------------------------------------------------------
 // Value checks shared by spec defaults and NodeDef validation.
 
-std::string KindOf(const AttrValue& v) {
-  switch (v.value_case()) {
-    case AttrValue::kI:
-      return "int";
-    case AttrValue::kF:
-      return "float";
-    case AttrValue::kB:
-      return "bool";
-    case AttrValue::kS:
-      return "string";
-    case AttrValue::kType:
-      return "type";
-    case AttrValue::kShape:
-      return "shape";
-    case AttrValue::kTensor:
-      return "tensor";
-    case AttrValue::kFunc:
-      return "func";
-    case AttrValue::kPlaceholder:
-      return "placeholder";
-    case AttrValue::kList:
-      return "list";
-    default:
-      return "unset";
-  }
-}
-
 // The element kinds present in a list value.
 std::vector<std::string> ListKinds(const AttrValue::ListValue& l) {
   std::vector<std::string> kinds;
@@ -393,11 +366,11 @@ int64_t ListLength(const AttrValue::ListValue& l) {
 // Checks that `v` holds a value of attr type `type` ("int", "list(type)", ...).
 absl::Status CheckKind(const std::string& type, const AttrValue& v) {
   if (!absl::StartsWith(type, "list(")) {
-    if (KindOf(v) == type) return absl::OkStatus();
-    return absl::InvalidArgumentError(absl::StrCat("holds ", KindOf(v), ", not ", type));
+    if (AttrValueKindName(v) == type) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat("holds ", AttrValueKindName(v), ", not ", type));
   }
   if (v.value_case() != AttrValue::kList) {
-    return absl::InvalidArgumentError(absl::StrCat("holds ", KindOf(v), ", not ", type));
+    return absl::InvalidArgumentError(absl::StrCat("holds ", AttrValueKindName(v), ", not ", type));
   }
   std::string elem = type.substr(5, type.size() - 6);
   for (const std::string& k : ListKinds(v.list())) {

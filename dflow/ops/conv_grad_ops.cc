@@ -340,12 +340,7 @@ absl::StatusOr<TensorShape> ShapeFromSizes(const OpKernelContext& ctx, const cha
 // Reads the Conv2D attrs shared by both kernels; errors carry the op prefix.
 Conv2DAttrs ReadAttrsOrFail(OpKernelConstruction* c) {
   EnsureBlasSingleThreaded();
-  absl::StatusOr<Conv2DAttrs> attrs = ReadConv2DAttrs(c->def());
-  if (attrs.ok()) return *attrs;
-  c->SetStatus(absl::Status(
-      attrs.status().code(),
-      absl::StrCat("[", c->def().op(), " '", c->def().name(), "'] ", attrs.status().message())));
-  return Conv2DAttrs();
+  return AttrsOrRecordError(c, ReadConv2DAttrs(c->def()));
 }
 
 absl::Status RequireNhwc(const OpKernelContext& ctx, const Conv2DAttrs& attrs) {

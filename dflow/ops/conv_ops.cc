@@ -245,14 +245,7 @@ template <typename T>
 class Conv2DOp : public OpKernel {
  public:
   explicit Conv2DOp(OpKernelConstruction* c) : OpKernel(c) {
-    absl::StatusOr<Conv2DAttrs> attrs = ReadConv2DAttrs(c->def());
-    if (attrs.ok()) {
-      attrs_ = *attrs;
-    } else {
-      c->SetStatus(absl::Status(
-          attrs.status().code(),
-          absl::StrCat("[Conv2D '", c->def().name(), "'] ", attrs.status().message())));
-    }
+    attrs_ = AttrsOrRecordError(c, ReadConv2DAttrs(c->def()));
     EnsureBlasSingleThreaded();
   }
 

@@ -219,4 +219,15 @@ absl::StatusOr<Pool2DAttrs> ReadPool2DAttrs(const tensorflow::NodeDef& node) {
   return a;
 }
 
+absl::StatusOr<bool> ReadBiasNchw(const tensorflow::NodeDef& node) {
+  std::string format = "NHWC";
+  RETURN_IF_ERROR(GetOptionalAttr(node, "data_format", &format));
+  if (format != "NHWC" && format != "NCHW") {
+    return absl::InvalidArgumentError(absl::StrCat("invalid data_format '", format, "'"));
+  }
+  return format == "NCHW";
+}
+
+int BiasChannelDim(bool nchw, int rank) { return nchw && rank >= 3 ? 1 : rank - 1; }
+
 }  // namespace dflow

@@ -15,10 +15,13 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "dflow/framework/kernel.h"
 #include "dflow/proto/node_def.pb.h"
 
 namespace dflow {
@@ -76,6 +79,25 @@ struct Pool2DAttrs {
 // `node`. Fails on malformed values, and with Unimplemented on pooling over
 // the batch dimension or over both depth and space.
 absl::StatusOr<Pool2DAttrs> ReadPool2DAttrs(const tensorflow::NodeDef& node);
+
+// BiasAdd's and BiasAddGrad's data_format: true for "NCHW", false for "NHWC"
+// (the default); InvalidArgument naming any other value.
+absl::StatusOr<bool> ReadBiasNchw(const tensorflow::NodeDef& node);
+
+// The dimension of a rank-`rank` value that the bias runs along: 1 for NCHW
+// values of rank >= 3, else the last.
+int BiasChannelDim(bool nchw, int rank);
+
+// For kernel constructors: the value of `attrs`, or A() after recording its
+// error on `c` with the "[Op 'node'] " prefix.
+template <typename A>
+A AttrsOrRecordError(OpKernelConstruction* c, absl::StatusOr<A> attrs) {
+  if (attrs.ok()) return *std::move(attrs);
+  c->SetStatus(absl::Status(
+      attrs.status().code(),
+      absl::StrCat("[", c->def().op(), " '", c->def().name(), "'] ", attrs.status().message())));
+  return A();
+}
 
 // "[1,2,3]" for error messages.
 std::string DimsString(const std::vector<int64_t>& dims);

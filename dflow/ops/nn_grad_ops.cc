@@ -74,23 +74,11 @@ REGISTER_KERNEL(KernelDefBuilder("ReluGrad").Device(kDeviceCPU).TypeConstraint<i
 
 // --- BiasAddGrad: the sum of out_backprop over every dimension but the channel's ---
 
-absl::StatusOr<bool> ReadNchw(const tensorflow::NodeDef& node) {
-  std::string format = "NHWC";
-  if (HasNodeAttr(node, "data_format")) RETURN_IF_ERROR(GetNodeAttr(node, "data_format", &format));
-  if (format != "NHWC" && format != "NCHW") {
-    return absl::InvalidArgumentError(absl::StrCat("invalid data_format '", format, "'"));
-  }
-  return format == "NCHW";
-}
-
-// As BiasAdd: the channel is dimension 1 of NCHW values of rank >= 3, else the last.
-int BiasChannelDim(bool nchw, int rank) { return nchw && rank >= 3 ? 1 : rank - 1; }
-
 template <typename T>
 class BiasAddGradOp : public OpKernel {
  public:
   explicit BiasAddGradOp(OpKernelConstruction* c) : OpKernel(c) {
-    absl::StatusOr<bool> nchw = ReadNchw(c->def());
+    absl::StatusOr<bool> nchw = ReadBiasNchw(c->def());
     if (nchw.ok()) nchw_ = *nchw;
     c->SetStatus(nchw.status());
   }
@@ -155,7 +143,7 @@ class BiasAddGradOp : public OpKernel {
 absl::Status BiasAddGradShape(InferenceContext* c) {
   PartialShape dy;
   RETURN_IF_ERROR(c->WithRankAtLeast(c->input(0), 2, &dy));
-  absl::StatusOr<bool> nchw = ReadNchw(c->node_def());
+  absl::StatusOr<bool> nchw = ReadBiasNchw(c->node_def());
   if (!nchw.ok()) return c->Error(std::string(nchw.status().message()));
   if (!dy.rank_known()) {
     c->set_output(0, PartialShape::UnknownDims(1));
@@ -233,16 +221,8 @@ void MaxPoolGradImage(const PoolGeometry& g, const T* x, const T* dy, T* dx, std
 template <typename T>
 class MaxPoolGradOp : public OpKernel {
  public:
-  explicit MaxPoolGradOp(OpKernelConstruction* c) : OpKernel(c) {
-    absl::StatusOr<Pool2DAttrs> attrs = ReadPool2DAttrs(c->def());
-    if (attrs.ok()) {
-      attrs_ = *attrs;
-    } else {
-      c->SetStatus(absl::Status(
-          attrs.status().code(),
-          absl::StrCat("[MaxPoolGrad '", c->def().name(), "'] ", attrs.status().message())));
-    }
-  }
+  explicit MaxPoolGradOp(OpKernelConstruction* c)
+      : OpKernel(c), attrs_(AttrsOrRecordError(c, ReadPool2DAttrs(c->def()))) {}
 
   absl::Status Compute(OpKernelContext* ctx) override {
     RETURN_IF_ERROR(CheckAttrs(*ctx));

@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "dflow/framework/kernel.h"
 #include "dflow/framework/shape_inference.h"
+#include "dflow/ops/conv_util.h"
 
 namespace dflow {
 namespace {
@@ -66,23 +67,11 @@ REGISTER_KERNEL(KernelDefBuilder("Relu").Device(kDeviceCPU).TypeConstraint<uint8
 
 // --- BiasAdd -------------------------------------------------------------------
 
-// The dimension of a rank-`rank` value that the bias runs along.
-int BiasChannelDim(bool nchw, int rank) { return nchw && rank >= 3 ? 1 : rank - 1; }
-
-absl::StatusOr<bool> ReadNchw(const tensorflow::NodeDef& node) {
-  std::string format = "NHWC";
-  if (HasNodeAttr(node, "data_format")) RETURN_IF_ERROR(GetNodeAttr(node, "data_format", &format));
-  if (format != "NHWC" && format != "NCHW") {
-    return absl::InvalidArgumentError(absl::StrCat("invalid data_format '", format, "'"));
-  }
-  return format == "NCHW";
-}
-
 absl::Status BiasAddShape(InferenceContext* c) {
   PartialShape value, bias;
   RETURN_IF_ERROR(c->WithRankAtLeast(c->input(0), 2, &value));
   RETURN_IF_ERROR(c->WithRank(c->input(1), 1, &bias));
-  absl::StatusOr<bool> nchw = ReadNchw(c->node_def());
+  absl::StatusOr<bool> nchw = ReadBiasNchw(c->node_def());
   if (!nchw.ok()) return c->Error(std::string(nchw.status().message()));
   if (!value.rank_known()) {
     c->set_output(0, value);
@@ -104,7 +93,7 @@ template <typename T>
 class BiasAddOp : public OpKernel {
  public:
   explicit BiasAddOp(OpKernelConstruction* c) : OpKernel(c) {
-    absl::StatusOr<bool> nchw = ReadNchw(c->def());
+    absl::StatusOr<bool> nchw = ReadBiasNchw(c->def());
     if (nchw.ok()) nchw_ = *nchw;
     c->SetStatus(nchw.status());
   }

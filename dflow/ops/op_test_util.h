@@ -17,6 +17,7 @@
 #include "dflow/framework/kernel.h"
 #include "dflow/framework/status.h"
 #include "dflow/framework/tensor.h"
+#include "dflow/ops/kernel_test_util.h"
 #include "gtest/gtest.h"
 
 namespace dflow {
@@ -50,25 +51,8 @@ class OpTest {
 
   // Creates the kernel (validating the node) and runs it once.
   absl::StatusOr<std::vector<Tensor>> Run(Device* device = TestCpuDevice()) {
-    ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> kernel,
-                     KernelRegistry::Global()->CreateKernel(device, node_));
-    OpKernelContext::Params params;
-    params.device = device;
-    params.op_kernel = kernel.get();
-    params.step_id = 1;
-    params.runner = [](std::function<void()> fn) { fn(); };
-    for (Tensor& t : inputs_) params.inputs.push_back(TensorValue{&t, nullptr});
-    OpKernelContext ctx(&params);
-    RETURN_IF_ERROR(kernel->Compute(&ctx));
-    std::vector<Tensor> out;
-    for (int i = 0; i < ctx.num_outputs(); ++i) {
-      TensorValue v = ctx.release_output(i);
-      if (v.tensor == nullptr) {
-        return absl::InternalError("output " + std::to_string(i) + " was not set");
-      }
-      out.push_back(*v.tensor);
-    }
-    return out;
+    ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> kernel, MakeKernel(node_, device));
+    return RunKernel(kernel.get(), device, inputs_);
   }
 
  private:

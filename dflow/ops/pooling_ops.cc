@@ -54,16 +54,8 @@ void SpatialMaxPool(const PoolGeometry& g, const T* in, T* out, int64_t begin, i
 template <typename T>
 class MaxPoolOp : public OpKernel {
  public:
-  explicit MaxPoolOp(OpKernelConstruction* c) : OpKernel(c) {
-    absl::StatusOr<Pool2DAttrs> attrs = ReadPool2DAttrs(c->def());
-    if (attrs.ok()) {
-      attrs_ = *attrs;
-    } else {
-      c->SetStatus(absl::Status(
-          attrs.status().code(),
-          absl::StrCat("[MaxPool '", c->def().name(), "'] ", attrs.status().message())));
-    }
-  }
+  explicit MaxPoolOp(OpKernelConstruction* c)
+      : OpKernel(c), attrs_(AttrsOrRecordError(c, ReadPool2DAttrs(c->def()))) {}
 
   absl::Status Compute(OpKernelContext* ctx) override {
     if (attrs_.nchw) {
