@@ -225,7 +225,8 @@ absl::StatusOr<TrainMetrics> Train(const TrainOptions& o, std::ostream& progress
   RETURN_IF_ERROR(root.status());
 
   ClientSession session(root);
-  RETURN_IF_ERROR(session.Run({}, {}, {init}, nullptr));
+  std::vector<Tensor> unused;
+  RETURN_IF_ERROR(session.Run({}, {}, {init}, &unused));
 
   ASSIGN_OR_RETURN(auto batches,
                    BatchIterator::Create(data.train, {.batch_size = o.batch_size,

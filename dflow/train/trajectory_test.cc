@@ -35,7 +35,7 @@ struct ParamSpec {
   std::vector<int64_t> dims;
 };
 // The order of the parameters in init_weights.bin.
-const std::vector<ParamSpec> kParams = {{"w1", {784, 256}}, {"b1", {256}}, {"w2", {256, 256}},
+const std::vector<ParamSpec> kParams = {{"w1", {784, 256}}, {"b1", {256}},     {"w2", {256, 256}},
                                         {"b2", {256}},      {"w3", {256, 10}}, {"b3", {10}}};
 
 std::string ReadFile(const std::string& path) {
@@ -147,8 +147,7 @@ void CheckTrajectory(const std::string& name, Optimizer& optimizer) {
     EXPECT_LE(err, kRelTol) << name << " step " << step << ": loss " << out[0].scalar<float>()
                             << ", TensorFlow " << want_losses[step];
   }
-  std::cout << name << ": max relative loss error over " << kSteps << " steps " << max_err
-            << "\n";
+  std::cout << name << ": max relative loss error over " << kSteps << " steps " << max_err << "\n";
 
   for (const Variable& v : mlp.params) {
     ASSERT_TRUE(session.Run({v.value()}, &out).ok());

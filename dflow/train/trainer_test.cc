@@ -1,0 +1,178 @@
+// Tests for the models and the training loop behind `dflow train`.
+#include "dflow/train/trainer.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "dflow/client/scope.h"
+#include "dflow/train/models.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace dflow {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+TrainOptions Synthetic(const std::string& model, int64_t examples, int64_t batch_size) {
+  TrainOptions o;
+  o.model = model;
+  o.data = "synthetic";
+  o.synthetic_examples = examples;
+  o.batch_size = batch_size;
+  o.epochs = 1;
+  o.seed = 3;
+  return o;
+}
+
+TEST(TrainerModels, MlpHasThreeLayersOfVariables) {
+  Scope root = Scope::NewRootScope();
+  absl::StatusOr<Model> m = BuildMlp(root);
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(m->variables.size(), 6);
+  EXPECT_EQ(m->variables[0].shape(), TensorShape({784, 256}));
+  EXPECT_EQ(m->variables[3].shape(), TensorShape({256}));
+  EXPECT_EQ(m->variables[4].shape(), TensorShape({256, 10}));
+  EXPECT_TRUE(m->variables[0].is_resource());
+}
+
+TEST(TrainerModels, CnnNeedsImagesOf784Pixels) {
+  Scope root = Scope::NewRootScope();
+  absl::StatusOr<Model> m = BuildCnn(root, {.input_dim = 100});
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(m.status().message(), AllOf(HasSubstr("BuildCnn"), HasSubstr("100")));
+  Scope ok = Scope::NewRootScope();
+  absl::StatusOr<Model> cnn = BuildCnn(ok);
+  ASSERT_TRUE(cnn.ok()) << cnn.status();
+  ASSERT_EQ(cnn->variables.size(), 8);
+  EXPECT_EQ(cnn->variables[0].shape(), TensorShape({3, 3, 1, 16}));
+  EXPECT_EQ(cnn->variables[4].shape(), TensorShape({7 * 7 * 32, 128}));
+}
+
+TEST(TrainerTrain, MlpLearnsSyntheticData) {
+  TrainOptions o = Synthetic("mlp", 4096, 32);  // 128 steps per epoch
+  o.epochs = 2;
+  std::ostringstream progress;
+  absl::StatusOr<TrainMetrics> m = Train(o, progress);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->steps, 256);
+  EXPECT_GE(m->test_accuracy, 0.95);
+  EXPECT_LT(m->final_loss, 0.5);
+  EXPECT_GT(m->examples_per_sec, 0);
+}
+
+TEST(TrainerTrain, CnnLearnsSyntheticData) {
+  std::ostringstream progress;
+  absl::StatusOr<TrainMetrics> m = Train(Synthetic("cnn", 1024, 16), progress);  // 64 steps
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->steps, 64);
+  EXPECT_GE(m->test_accuracy, 0.9);
+}
+
+TEST(TrainerTrain, EveryOptimizerLearns) {
+  for (const std::string& opt : TrainOptimizers()) {
+    TrainOptions o = Synthetic("mlp", 1024, 16);
+    o.optimizer = opt;
+    std::ostringstream progress;
+    absl::StatusOr<TrainMetrics> m = Train(o, progress);
+    ASSERT_TRUE(m.ok()) << opt << ": " << m.status();
+    EXPECT_GE(m->test_accuracy, 0.9) << opt;
+    EXPECT_GT(m->learning_rate, 0) << opt;
+  }
+}
+
+TEST(TrainerTrain, SameSeedSameResult) {
+  std::ostringstream progress;
+  absl::StatusOr<TrainMetrics> a = Train(Synthetic("mlp", 512, 32), progress);
+  absl::StatusOr<TrainMetrics> b = Train(Synthetic("mlp", 512, 32), progress);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->final_loss, b->final_loss);
+  EXPECT_EQ(a->test_accuracy, b->test_accuracy);
+}
+
+TEST(TrainerTrain, PrintsProgressLines) {
+  TrainOptions o = Synthetic("mlp", 640, 32);  // 20 steps
+  o.log_every = 10;
+  std::ostringstream progress;
+  ASSERT_TRUE(Train(o, progress).ok());
+  const std::string text = progress.str();
+  EXPECT_THAT(text, AllOf(HasSubstr("step 10/20  epoch 1/1  loss "), HasSubstr("step 20/20"),
+                          HasSubstr("examples/s"), HasSubstr("ETA")));
+  EXPECT_EQ(text.find('\r'), std::string::npos);
+  o.tty = true;
+  std::ostringstream live;
+  ASSERT_TRUE(Train(o, live).ok());
+  EXPECT_THAT(live.str(), AllOf(HasSubstr("\rstep 20/20"), HasSubstr("\n")));
+}
+
+TEST(TrainerTrain, WritesMetricsFile) {
+  TrainOptions o = Synthetic("mlp", 256, 32);
+  o.metrics_out = (std::filesystem::path(::testing::TempDir()) / "trainer_metrics.json").string();
+  std::ostringstream progress;
+  absl::StatusOr<TrainMetrics> m = Train(o, progress);
+  ASSERT_TRUE(m.ok()) << m.status();
+  std::ifstream file(o.metrics_out);
+  ASSERT_TRUE(file.good());
+  nlohmann::json j = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(j.is_discarded());
+  for (const char* key : {"test_accuracy", "examples_per_sec", "steps", "final_loss",
+                          "wall_seconds", "model", "optimizer", "batch_size", "epochs"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["steps"], 8);
+  EXPECT_EQ(j["model"], "mlp");
+  EXPECT_EQ(j["batch_size"], 32);
+  EXPECT_NEAR(j["test_accuracy"].get<double>(), m->test_accuracy, 1e-4);
+}
+
+TEST(TrainerTrain, MetricsFileThatCannotBeWritten) {
+  TrainOptions o = Synthetic("mlp", 64, 32);
+  o.metrics_out = "/nonexistent-dir/metrics.json";
+  std::ostringstream progress;
+  absl::StatusOr<TrainMetrics> m = Train(o, progress);
+  EXPECT_FALSE(m.ok());
+  EXPECT_THAT(m.status().message(), HasSubstr("/nonexistent-dir/metrics.json"));
+}
+
+TEST(TrainerOptions, BadValuesSayWhatIsAllowed) {
+  std::ostringstream progress;
+  TrainOptions o;
+  o.model = "resnet";
+  absl::StatusOr<TrainMetrics> m = Train(o, progress);
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(m.status().message(), AllOf(HasSubstr("resnet"), HasSubstr("mlp, cnn")));
+
+  o = TrainOptions();
+  o.optimizer = "lbfgs";
+  m = Train(o, progress);
+  EXPECT_THAT(m.status().message(),
+              AllOf(HasSubstr("lbfgs"), HasSubstr("sgd, momentum, adam, adagrad, rmsprop")));
+
+  o = TrainOptions();
+  o.data = "cifar";
+  m = Train(o, progress);
+  EXPECT_THAT(m.status().message(), HasSubstr("fashion-mnist, synthetic"));
+
+  o = TrainOptions();
+  o.epochs = 0;
+  EXPECT_THAT(Train(o, progress).status().message(), HasSubstr("--epochs must be >= 1, got 0"));
+  o = TrainOptions();
+  o.batch_size = -5;
+  EXPECT_THAT(Train(o, progress).status().message(), HasSubstr("--batch-size must be >= 1, got -5"));
+}
+
+TEST(TrainerOptions, MissingDatasetSaysWhatToInstall) {
+  TrainOptions o;
+  o.data_dir = "/nonexistent-fashion-mnist";
+  std::ostringstream progress;
+  absl::StatusOr<TrainMetrics> m = Train(o, progress);
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(m.status().message(), HasSubstr("dataset-fashion-mnist"));
+}
+
+}  // namespace
+}  // namespace dflow
