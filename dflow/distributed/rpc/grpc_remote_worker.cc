@@ -1,0 +1,110 @@
+#include "dflow/distributed/rpc/grpc_remote_worker.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "dflow/distributed/rpc/grpc_util.h"
+
+namespace dflow {
+
+namespace {
+
+// Transport failures get the call and peer; the remote worker's own errors
+// already say what failed and pass through unchanged.
+absl::Status Annotate(const grpc::Status& s, const char* method, const std::string& peer) {
+  absl::Status status = FromGrpcStatus(s);
+  const grpc::StatusCode code = s.error_code();
+  if (code != grpc::StatusCode::UNAVAILABLE && code != grpc::StatusCode::DEADLINE_EXCEEDED &&
+      code != grpc::StatusCode::CANCELLED) {
+    return status;
+  }
+  return absl::Status(status.code(), absl::StrCat("[WorkerService.", method, " to ", peer, "] ",
+                                                  status.message()));
+}
+
+}  // namespace
+
+GrpcRemoteWorker::GrpcRemoteWorker(std::shared_ptr<grpc::Channel> channel, std::string name)
+    : channel_(std::move(channel)),
+      stub_(tensorflow::WorkerService::NewStub(channel_)),
+      name_(std::move(name)) {}
+
+template <typename Req, typename Resp>
+void GrpcRemoteWorker::Call(const char* method_name, Method<Req, Resp> method,
+                            const CallOptions& opts, const Req* req, Resp* resp,
+                            StatusCallback done) {
+  auto ctx = std::make_shared<grpc::ClientContext>();
+  if (opts.deadline != absl::InfiniteFuture()) ctx->set_deadline(ToGrpcDeadline(opts.deadline));
+  (stub_->async()->*method)(ctx.get(), req, resp,
+                            [ctx, method_name, name = name_, done = std::move(done)](
+                                grpc::Status s) { done(Annotate(s, method_name, name)); });
+}
+
+void GrpcRemoteWorker::GetStatusAsync(const CallOptions& opts,
+                                      const tensorflow::GetStatusRequest* req,
+                                      tensorflow::GetStatusResponse* resp, StatusCallback done) {
+  Call("GetStatus", &Async::GetStatus, opts, req, resp, std::move(done));
+}
+
+void GrpcRemoteWorker::CreateWorkerSessionAsync(const CallOptions& opts,
+                                                const tensorflow::CreateWorkerSessionRequest* req,
+                                                tensorflow::CreateWorkerSessionResponse* resp,
+                                                StatusCallback done) {
+  Call("CreateWorkerSession", &Async::CreateWorkerSession, opts, req, resp, std::move(done));
+}
+
+void GrpcRemoteWorker::DeleteWorkerSessionAsync(const CallOptions& opts,
+                                                const tensorflow::DeleteWorkerSessionRequest* req,
+                                                tensorflow::DeleteWorkerSessionResponse* resp,
+                                                StatusCallback done) {
+  Call("DeleteWorkerSession", &Async::DeleteWorkerSession, opts, req, resp, std::move(done));
+}
+
+void GrpcRemoteWorker::RegisterGraphAsync(const CallOptions& opts,
+                                          const tensorflow::RegisterGraphRequest* req,
+                                          tensorflow::RegisterGraphResponse* resp,
+                                          StatusCallback done) {
+  Call("RegisterGraph", &Async::RegisterGraph, opts, req, resp, std::move(done));
+}
+
+void GrpcRemoteWorker::DeregisterGraphAsync(const CallOptions& opts,
+                                            const tensorflow::DeregisterGraphRequest* req,
+                                            tensorflow::DeregisterGraphResponse* resp,
+                                            StatusCallback done) {
+  Call("DeregisterGraph", &Async::DeregisterGraph, opts, req, resp, std::move(done));
+}
+
+void GrpcRemoteWorker::RunGraphAsync(const CallOptions& opts,
+                                     const tensorflow::RunGraphRequest* req,
+                                     tensorflow::RunGraphResponse* resp, StatusCallback done) {
+  Call("RunGraph", &Async::RunGraph, opts, req, resp, std::move(done));
+}
+
+void GrpcRemoteWorker::CleanupGraphAsync(const CallOptions& opts,
+                                         const tensorflow::CleanupGraphRequest* req,
+                                         tensorflow::CleanupGraphResponse* resp,
+                                         StatusCallback done) {
+  Call("CleanupGraph", &Async::CleanupGraph, opts, req, resp, std::move(done));
+}
+
+void GrpcRemoteWorker::CleanupAllAsync(const CallOptions& opts,
+                                       const tensorflow::CleanupAllRequest* req,
+                                       tensorflow::CleanupAllResponse* resp, StatusCallback done) {
+  Call("CleanupAll", &Async::CleanupAll, opts, req, resp, std::move(done));
+}
+
+void GrpcRemoteWorker::RecvTensorAsync(const CallOptions& opts,
+                                       const tensorflow::RecvTensorRequest* req,
+                                       tensorflow::RecvTensorResponse* resp, StatusCallback done) {
+  Call("RecvTensor", &Async::RecvTensor, opts, req, resp, std::move(done));
+}
+
+std::unique_ptr<WorkerInterface> NewGrpcRemoteWorker(const std::string& address,
+                                                     const std::string& task_name) {
+  std::string target = StripGrpcScheme(address);
+  std::string name = task_name.empty() ? target : absl::StrCat(task_name, " (", target, ")");
+  return std::make_unique<GrpcRemoteWorker>(GrpcChannelCache::Global().FindOrCreate(target),
+                                            std::move(name));
+}
+
+}  // namespace dflow

@@ -1,0 +1,80 @@
+// GrpcRemoteWorker: the WorkerInterface of another task, called over gRPC
+// ("/tensorflow.WorkerService/<Method>", callback stub API). Every call
+// carries CallOptions::deadline as its gRPC deadline. Errors keep the remote
+// status code and message; transport failures (UNAVAILABLE, a passed
+// deadline) name the call and the peer:
+//   "[WorkerService.RunGraph to /job:ps/replica:0/task:0 (127.0.0.1:2222)] ..."
+// Calls do not wait for a peer that is down: they fail with UNAVAILABLE.
+// Thread-safe.
+//
+//   std::unique_ptr<WorkerInterface> ps = NewGrpcRemoteWorker("127.0.0.1:2222", "/job:ps/replica:0/task:0");
+//   RETURN_IF_ERROR(ps->GetStatus({}, &resp, CallOptions::WithTimeout(absl::Seconds(5))));
+#ifndef DFLOW_DISTRIBUTED_RPC_GRPC_REMOTE_WORKER_H_
+#define DFLOW_DISTRIBUTED_RPC_GRPC_REMOTE_WORKER_H_
+
+#include <memory>
+#include <string>
+
+#include "dflow/distributed/worker_interface.h"
+#include "dflow/proto/worker_service.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+
+namespace dflow {
+
+class GrpcRemoteWorker final : public WorkerInterface {
+ public:
+  // `name` names the peer in errors, e.g. "/job:ps/replica:0/task:0 (host:port)".
+  GrpcRemoteWorker(std::shared_ptr<grpc::Channel> channel, std::string name);
+  GrpcRemoteWorker(const GrpcRemoteWorker&) = delete;
+  GrpcRemoteWorker& operator=(const GrpcRemoteWorker&) = delete;
+
+  void GetStatusAsync(const CallOptions& opts, const tensorflow::GetStatusRequest* req,
+                      tensorflow::GetStatusResponse* resp, StatusCallback done) override;
+  void CreateWorkerSessionAsync(const CallOptions& opts,
+                                const tensorflow::CreateWorkerSessionRequest* req,
+                                tensorflow::CreateWorkerSessionResponse* resp,
+                                StatusCallback done) override;
+  void DeleteWorkerSessionAsync(const CallOptions& opts,
+                                const tensorflow::DeleteWorkerSessionRequest* req,
+                                tensorflow::DeleteWorkerSessionResponse* resp,
+                                StatusCallback done) override;
+  void RegisterGraphAsync(const CallOptions& opts, const tensorflow::RegisterGraphRequest* req,
+                          tensorflow::RegisterGraphResponse* resp, StatusCallback done) override;
+  void DeregisterGraphAsync(const CallOptions& opts, const tensorflow::DeregisterGraphRequest* req,
+                            tensorflow::DeregisterGraphResponse* resp,
+                            StatusCallback done) override;
+  void RunGraphAsync(const CallOptions& opts, const tensorflow::RunGraphRequest* req,
+                     tensorflow::RunGraphResponse* resp, StatusCallback done) override;
+  void CleanupGraphAsync(const CallOptions& opts, const tensorflow::CleanupGraphRequest* req,
+                         tensorflow::CleanupGraphResponse* resp, StatusCallback done) override;
+  void CleanupAllAsync(const CallOptions& opts, const tensorflow::CleanupAllRequest* req,
+                       tensorflow::CleanupAllResponse* resp, StatusCallback done) override;
+  void RecvTensorAsync(const CallOptions& opts, const tensorflow::RecvTensorRequest* req,
+                       tensorflow::RecvTensorResponse* resp, StatusCallback done) override;
+
+  const std::string& name() const { return name_; }
+
+ private:
+  using Async = tensorflow::WorkerService::StubInterface::async_interface;
+  template <typename Req, typename Resp>
+  using Method = void (Async::*)(grpc::ClientContext*, const Req*, Resp*,
+                                 std::function<void(grpc::Status)>);
+
+  // Starts `method` with a fresh context carrying opts.deadline.
+  template <typename Req, typename Resp>
+  void Call(const char* method_name, Method<Req, Resp> method, const CallOptions& opts,
+            const Req* req, Resp* resp, StatusCallback done);
+
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<tensorflow::WorkerService::Stub> stub_;
+  const std::string name_;
+};
+
+// A remote worker on the cached channel to `address` ("host:port" or
+// "grpc://host:port"); `task_name` (may be empty) joins the address in errors.
+std::unique_ptr<WorkerInterface> NewGrpcRemoteWorker(const std::string& address,
+                                                     const std::string& task_name);
+
+}  // namespace dflow
+
+#endif  // DFLOW_DISTRIBUTED_RPC_GRPC_REMOTE_WORKER_H_

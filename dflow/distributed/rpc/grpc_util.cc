@@ -1,0 +1,76 @@
+#include "dflow/distributed/rpc/grpc_util.h"
+
+#include "absl/strings/match.h"
+
+namespace dflow {
+
+namespace {
+constexpr int kMaxCode = 16;  // UNAUTHENTICATED, the last code of both enums.
+}  // namespace
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  int code = static_cast<int>(status.code());
+  if (code < 1 || code > kMaxCode) code = grpc::StatusCode::UNKNOWN;
+  return grpc::Status(static_cast<grpc::StatusCode>(code), std::string(status.message()));
+}
+
+absl::Status FromGrpcStatus(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  int code = static_cast<int>(status.error_code());
+  if (code < 1 || code > kMaxCode) code = static_cast<int>(absl::StatusCode::kUnknown);
+  return absl::Status(static_cast<absl::StatusCode>(code), status.error_message());
+}
+
+std::chrono::system_clock::time_point ToGrpcDeadline(absl::Time deadline) {
+  if (deadline == absl::InfiniteFuture()) return std::chrono::system_clock::time_point::max();
+  return absl::ToChronoTime(deadline);
+}
+
+absl::Time FromGrpcDeadline(std::chrono::system_clock::time_point deadline) {
+  if (deadline == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
+  return absl::FromChrono(deadline);
+}
+
+std::string StripGrpcScheme(absl::string_view target) {
+  constexpr absl::string_view kScheme = "grpc://";
+  if (absl::StartsWith(target, kScheme)) target.remove_prefix(kScheme.size());
+  return std::string(target);
+}
+
+grpc::ChannelArguments DefaultChannelArguments() {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxSendMessageSize(-1);
+  // A peer that comes back is found within a second, not gRPC's 2 minutes.
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  // Each target gets its own connection, not one shared process-wide.
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return args;
+}
+
+std::shared_ptr<grpc::Channel> NewGrpcChannel(absl::string_view target) {
+  return grpc::CreateCustomChannel(StripGrpcScheme(target), grpc::InsecureChannelCredentials(),
+                                   DefaultChannelArguments());
+}
+
+void ConfigureServerBuilder(grpc::ServerBuilder* builder) {
+  builder->SetMaxReceiveMessageSize(-1);
+  builder->SetMaxSendMessageSize(-1);
+}
+
+GrpcChannelCache& GrpcChannelCache::Global() {
+  static GrpcChannelCache* cache = new GrpcChannelCache;
+  return *cache;
+}
+
+std::shared_ptr<grpc::Channel> GrpcChannelCache::FindOrCreate(absl::string_view target) {
+  std::string key = StripGrpcScheme(target);
+  absl::MutexLock lock(&mu_);
+  std::shared_ptr<grpc::Channel>& channel = channels_[key];
+  if (channel == nullptr) channel = NewGrpcChannel(key);
+  return channel;
+}
+
+}  // namespace dflow

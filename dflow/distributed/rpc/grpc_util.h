@@ -1,0 +1,54 @@
+// Helpers at the gRPC edge: status conversion both ways, deadlines, and
+// channels with dflow's settings (no 4 MiB message cap), cached per target.
+// Only dflow/distributed/rpc/ includes gRPC headers.
+//
+//   std::shared_ptr<grpc::Channel> ch = GrpcChannelCache::Global().FindOrCreate("grpc://h:2222");
+//   return FromGrpcStatus(stub->GetStatus(&ctx, req, &resp));
+#ifndef DFLOW_DISTRIBUTED_RPC_GRPC_UTIL_H_
+#define DFLOW_DISTRIBUTED_RPC_GRPC_UTIL_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+
+namespace dflow {
+
+// Codes map one to one (both follow google.rpc.Code); the message is kept.
+grpc::Status ToGrpcStatus(const absl::Status& status);
+absl::Status FromGrpcStatus(const grpc::Status& status);
+
+// absl::InfiniteFuture() <-> gRPC's infinite deadline.
+std::chrono::system_clock::time_point ToGrpcDeadline(absl::Time deadline);
+absl::Time FromGrpcDeadline(std::chrono::system_clock::time_point deadline);
+
+// "grpc://host:port" -> "host:port"; other strings are returned as given.
+std::string StripGrpcScheme(absl::string_view target);
+
+// Unlimited send/receive message sizes, quick reconnects to a restarted peer.
+// (gRPC sets TCP_NODELAY on every TCP socket itself.)
+grpc::ChannelArguments DefaultChannelArguments();
+// An insecure channel to `target` ("host:port" or "grpc://host:port").
+std::shared_ptr<grpc::Channel> NewGrpcChannel(absl::string_view target);
+// Unlimited message sizes on the server side too.
+void ConfigureServerBuilder(grpc::ServerBuilder* builder);
+
+// One channel per target, shared by every stub calling it. Thread-safe.
+class GrpcChannelCache {
+ public:
+  static GrpcChannelCache& Global();
+  std::shared_ptr<grpc::Channel> FindOrCreate(absl::string_view target);
+
+ private:
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<grpc::Channel>> channels_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace dflow
+
+#endif  // DFLOW_DISTRIBUTED_RPC_GRPC_UTIL_H_

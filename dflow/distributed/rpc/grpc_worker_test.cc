@@ -1,0 +1,404 @@
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "dflow/distributed/rpc/grpc_remote_worker.h"
+#include "dflow/distributed/rpc/grpc_util.h"
+#include "dflow/distributed/rpc/grpc_worker_service.h"
+#include "dflow/distributed/worker.h"
+#include "dflow/framework/attr_util.h"
+#include "dflow/framework/rendezvous.h"
+#include "dflow/framework/status.h"
+#include "gmock/gmock.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "gtest/gtest.h"
+
+namespace dflow {
+namespace {
+
+using ::testing::AnyOf;
+using ::testing::HasSubstr;
+
+std::string Msg(const absl::Status& s) { return std::string(s.message()); }
+
+CallOptions Timeout(int seconds) { return CallOptions::WithTimeout(absl::Seconds(seconds)); }
+
+// One task served over gRPC on 127.0.0.1:<port>, with a remote client.
+struct ServedTask {
+  ServedTask(const std::string& job, int index, int cpus, WorkerOptions opts = {}) {
+    tensorflow::ConfigProto config;
+    (*config.mutable_device_count())["CPU"] = cpus;
+    auto devices = CreateLocalDevices(config, job, 0, index);
+    EXPECT_TRUE(devices.ok()) << devices.status();
+    mgr = std::make_unique<DeviceMgr>(std::move(devices).value());
+    worker = std::make_unique<Worker>(mgr.get(), std::move(opts));
+    service = std::make_unique<GrpcWorkerService>(worker.get());
+    grpc::ServerBuilder builder;
+    ConfigureServerBuilder(&builder);
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(service.get());
+    server = builder.BuildAndStart();
+    EXPECT_NE(port, 0);
+    address = "127.0.0.1:" + std::to_string(port);
+    remote = std::make_unique<GrpcRemoteWorker>(NewGrpcChannel(address),
+                                                worker->task_name() + " (" + address + ")");
+  }
+  ~ServedTask() { Stop(); }
+  void Stop() {
+    if (server) server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    server.reset();
+  }
+  std::string Cpu(int i) const { return mgr->ListDevices()[i]->name(); }
+  uint64_t Incarnation(int i) const { return mgr->ListDevices()[i]->incarnation(); }
+  std::string Key(int i, const std::string& dst, const std::string& name) const {
+    return Rendezvous::CreateKey(Cpu(i), Incarnation(i), dst, name);
+  }
+
+  std::unique_ptr<DeviceMgr> mgr;
+  std::unique_ptr<Worker> worker;
+  std::unique_ptr<GrpcWorkerService> service;
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+  std::string address;
+  std::unique_ptr<GrpcRemoteWorker> remote;
+};
+
+// GraphDef pieces as a master would send them.
+class Builder {
+ public:
+  tensorflow::NodeDef* Node(const std::string& name, const std::string& op,
+                            std::vector<std::string> inputs, const std::string& device) {
+    tensorflow::NodeDef* n = def_.add_node();
+    n->set_name(name);
+    n->set_op(op);
+    for (auto& in : inputs) n->add_input(in);
+    n->set_device(device);
+    return n;
+  }
+  void Const(const std::string& name, const Tensor& value, const std::string& device) {
+    tensorflow::NodeDef* n = Node(name, "Const", {}, device);
+    SetAttr(n, "dtype", value.dtype());
+    SetAttr(n, "value", value);
+  }
+  void Binary(const std::string& name, const std::string& op, const std::string& a,
+              const std::string& b, const std::string& device) {
+    SetAttr(Node(name, op, {a, b}, device), "T", DT_FLOAT);
+  }
+  void Recv(const std::string& name, const std::string& tensor_name, const std::string& src,
+            uint64_t inc, const std::string& dst, bool client, const std::string& device) {
+    tensorflow::NodeDef* n = Node(name, "_Recv", {}, device);
+    SetAttr(n, "tensor_type", DT_FLOAT);
+    KeyAttrs(n, tensor_name, src, inc, dst, client);
+  }
+  void Send(const std::string& name, const std::string& input, const std::string& tensor_name,
+            const std::string& src, uint64_t inc, const std::string& dst, bool client,
+            const std::string& device) {
+    tensorflow::NodeDef* n = Node(name, "_Send", {input}, device);
+    SetAttr(n, "T", DT_FLOAT);
+    KeyAttrs(n, tensor_name, src, inc, dst, client);
+  }
+  const tensorflow::GraphDef& def() const { return def_; }
+
+ private:
+  static void KeyAttrs(tensorflow::NodeDef* n, const std::string& tensor_name,
+                       const std::string& src, uint64_t inc, const std::string& dst, bool client) {
+    SetAttr(n, "tensor_name", tensor_name);
+    SetAttr(n, "send_device", src);
+    SetAttr(n, "send_device_incarnation", static_cast<int64_t>(inc));
+    SetAttr(n, "recv_device", dst);
+    SetAttr(n, "client_terminated", client);
+  }
+  tensorflow::GraphDef def_;
+};
+
+absl::StatusOr<std::string> Register(WorkerInterface* w, const tensorflow::GraphDef& def) {
+  tensorflow::RegisterGraphRequest req;
+  *req.mutable_graph_def() = def;
+  tensorflow::RegisterGraphResponse resp;
+  RETURN_IF_ERROR(w->RegisterGraph(req, &resp, Timeout(30)));
+  return resp.graph_handle();
+}
+
+tensorflow::NamedTensorProto Named(const std::string& key, const Tensor& t) {
+  tensorflow::NamedTensorProto p;
+  p.set_name(key);
+  t.AsProtoTensorContent(p.mutable_tensor());
+  return p;
+}
+
+std::vector<float> Floats(const tensorflow::TensorProto& p) {
+  absl::StatusOr<Tensor> t = Tensor::FromProto(p);
+  EXPECT_TRUE(t.ok()) << t.status();
+  if (!t.ok()) return {};
+  auto f = t->flat<float>();
+  return std::vector<float>(f.begin(), f.end());
+}
+
+TEST(GrpcUtilTest, StatusRoundTripsCodesAndMessages) {
+  for (int code = 1; code <= 16; ++code) {
+    absl::Status s(static_cast<absl::StatusCode>(code), "[Op 'x'] bad \xff value");
+    grpc::Status g = ToGrpcStatus(s);
+    EXPECT_EQ(static_cast<int>(g.error_code()), code);
+    EXPECT_EQ(g.error_message(), "[Op 'x'] bad \xff value");
+    EXPECT_EQ(FromGrpcStatus(g), s);
+  }
+  EXPECT_TRUE(ToGrpcStatus(absl::OkStatus()).ok());
+  EXPECT_TRUE(FromGrpcStatus(grpc::Status::OK).ok());
+  EXPECT_EQ(StripGrpcScheme("grpc://h:1"), "h:1");
+  EXPECT_EQ(StripGrpcScheme("h:1"), "h:1");
+  EXPECT_EQ(FromGrpcDeadline(ToGrpcDeadline(absl::InfiniteFuture())), absl::InfiniteFuture());
+  EXPECT_EQ(GrpcChannelCache::Global().FindOrCreate("grpc://127.0.0.1:1"),
+            GrpcChannelCache::Global().FindOrCreate("127.0.0.1:1"));
+}
+
+TEST(GrpcWorkerTest, GetStatusListsDevices) {
+  ServedTask t("worker", 1, 2);
+  tensorflow::GetStatusResponse resp;
+  absl::Status s = t.remote->GetStatus({}, &resp, Timeout(10));
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_EQ(resp.device_attributes_size(), 2);
+  EXPECT_EQ(resp.device_attributes(1).name(), "/job:worker/replica:0/task:1/device:CPU:1");
+  EXPECT_EQ(resp.device_attributes(0).incarnation(), t.Incarnation(0));
+}
+
+TEST(GrpcWorkerTest, RegisterAndRunWithFeedAndFetch) {
+  ServedTask t("worker", 0, 2);
+  Builder b;
+  const std::string feed = t.Key(0, t.Cpu(0), "x");
+  const std::string fetch = t.Key(0, t.Cpu(0), "y");
+  b.Recv("x", "x", t.Cpu(0), t.Incarnation(0), t.Cpu(0), true, t.Cpu(0));
+  b.Const("three", Tensor::Scalar(3.0f), t.Cpu(1));
+  b.Binary("mul", "Mul", "x", "three", t.Cpu(1));
+  b.Send("y", "mul", "y", t.Cpu(0), t.Incarnation(0), t.Cpu(0), true, t.Cpu(0));
+  absl::StatusOr<std::string> h = Register(t.remote.get(), b.def());
+  ASSERT_TRUE(h.ok()) << h.status();
+  for (int step = 1; step <= 3; ++step) {
+    tensorflow::RunGraphRequest req;
+    req.set_graph_handle(*h);
+    req.set_step_id(step);
+    *req.add_send() = Named(feed, Tensor::Vec<float>({1.0f, float(step)}));
+    req.add_recv_key(fetch);
+    tensorflow::RunGraphResponse resp;
+    absl::Status s = t.remote->RunGraph(req, &resp, Timeout(30));
+    ASSERT_TRUE(s.ok()) << s;
+    ASSERT_EQ(resp.recv_size(), 1);
+    EXPECT_EQ(resp.recv(0).name(), fetch);
+    EXPECT_EQ(Floats(resp.recv(0).tensor()), (std::vector<float>{3.0f, 3.0f * step}));
+    tensorflow::CleanupGraphRequest cleanup;
+    cleanup.set_step_id(step);
+    tensorflow::CleanupGraphResponse cresp;
+    ASSERT_TRUE(t.remote->CleanupGraph(cleanup, &cresp, Timeout(10)).ok());
+  }
+  EXPECT_EQ(t.worker->NumLiveSteps(), 0);
+  tensorflow::DeregisterGraphRequest dereg;
+  dereg.set_graph_handle(*h);
+  tensorflow::DeregisterGraphResponse dresp;
+  EXPECT_TRUE(t.remote->DeregisterGraph(dereg, &dresp, Timeout(10)).ok());
+  absl::Status s = t.remote->DeregisterGraph(dereg, &dresp, Timeout(10));
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+}
+
+TEST(GrpcWorkerTest, SessionsAndCleanupAllOverTheWire) {
+  ServedTask t("ps", 0, 1);
+  tensorflow::CreateWorkerSessionRequest create;
+  tensorflow::CreateWorkerSessionResponse cresp;
+  create.set_session_handle("sess");
+  ASSERT_TRUE(t.remote->CreateWorkerSession(create, &cresp, Timeout(10)).ok());
+  absl::Status s = t.remote->CreateWorkerSession(create, &cresp, Timeout(10));
+  EXPECT_EQ(s.code(), absl::StatusCode::kAlreadyExists) << s;
+  tensorflow::DeleteWorkerSessionRequest del;
+  del.set_session_handle("sess");
+  tensorflow::DeleteWorkerSessionResponse dresp;
+  EXPECT_TRUE(t.remote->DeleteWorkerSession(del, &dresp, Timeout(10)).ok());
+  tensorflow::CleanupAllRequest all;
+  tensorflow::CleanupAllResponse aresp;
+  EXPECT_TRUE(t.remote->CleanupAll(all, &aresp, Timeout(10)).ok());
+}
+
+TEST(GrpcWorkerTest, KernelErrorReachesTheClient) {
+  ServedTask t("worker", 0, 1);
+  Builder b;
+  b.Const("a", Tensor::FromVector<float>({1, 2}, TensorShape({1, 2})), t.Cpu(0));
+  b.Const("w", Tensor::FromVector<float>({1, 2, 3}, TensorShape({3, 1})), t.Cpu(0));
+  b.Binary("mm", "MatMul", "a", "w", t.Cpu(0));
+  b.Send("out", "mm", "out", t.Cpu(0), t.Incarnation(0), t.Cpu(0), true, t.Cpu(0));
+  absl::StatusOr<std::string> h = Register(t.remote.get(), b.def());
+  ASSERT_TRUE(h.ok()) << h.status();
+  tensorflow::RunGraphRequest req;
+  req.set_graph_handle(*h);
+  req.set_step_id(7);
+  tensorflow::RunGraphResponse resp;
+  absl::Status s = t.remote->RunGraph(req, &resp, Timeout(30));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(Msg(s), HasSubstr("'mm'"));
+  EXPECT_THAT(Msg(s), HasSubstr("inner dimensions differ"));
+}
+
+TEST(GrpcWorkerTest, UnimplementedMethodsSaySo) {
+  ServedTask t("worker", 0, 1);
+  auto stub = tensorflow::WorkerService::NewStub(NewGrpcChannel(t.address));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  tensorflow::LoggingRequest req;
+  tensorflow::LoggingResponse resp;
+  EXPECT_EQ(stub->Logging(&ctx, req, &resp).error_code(), grpc::StatusCode::UNIMPLEMENTED);
+}
+
+// Sends raw bytes as the request of `method`; returns the call's status.
+grpc::Status SendBytes(grpc::GenericStub* stub, const std::string& method,
+                       const std::string& bytes) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  grpc::Slice slice(bytes);
+  grpc::ByteBuffer request(&slice, 1);
+  grpc::ByteBuffer response;
+  absl::Notification done;
+  grpc::Status status;
+  stub->UnaryCall(&ctx, "/tensorflow.WorkerService/" + method, grpc::StubOptions(), &request,
+                  &response, [&](grpc::Status s) {
+                    status = std::move(s);
+                    done.Notify();
+                  });
+  done.WaitForNotification();
+  return status;
+}
+
+TEST(GrpcWorkerTest, GarbageRequestsAreRefusedAndTheServerKeepsServing) {
+  ServedTask t("worker", 0, 1);
+  grpc::GenericStub stub(NewGrpcChannel(t.address));
+  const std::vector<std::string> methods = {
+      "GetStatus",       "CreateWorkerSession", "DeleteWorkerSession", "RegisterGraph",
+      "DeregisterGraph", "RunGraph",            "CleanupGraph",        "CleanupAll",
+      "RecvTensor"};
+  // A varint that never ends, then a field longer than the message: no
+  // message type parses these.
+  const std::string invalid[] = {std::string(11, '\xff'), std::string("\x0a\x10" "abc", 5)};
+  std::mt19937 rng(42);
+  for (const std::string& method : methods) {
+    for (const std::string& bytes : invalid) {
+      grpc::Status s = SendBytes(&stub, method, bytes);
+      // gRPC 1.51's callback handler answers an unparsable request with
+      // UNIMPLEMENTED and no message, before the service sees it.
+      EXPECT_THAT(s.error_code(),
+                  AnyOf(grpc::StatusCode::INVALID_ARGUMENT, grpc::StatusCode::INTERNAL,
+                        grpc::StatusCode::UNIMPLEMENTED))
+          << method << ": " << s.error_message();
+    }
+    // Random bytes may happen to parse; whatever they mean, the server answers.
+    std::string noise(64, '\0');
+    for (char& c : noise) c = static_cast<char>(rng());
+    grpc::Status s = SendBytes(&stub, method, noise);
+    EXPECT_NE(s.error_code(), grpc::StatusCode::UNAVAILABLE) << method;
+  }
+  tensorflow::GetStatusResponse resp;
+  absl::Status s = t.remote->GetStatus({}, &resp, Timeout(10));
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_EQ(resp.device_attributes_size(), 1);
+}
+
+TEST(GrpcWorkerTest, StoppedServerIsUnavailableWithinTheDeadline) {
+  ServedTask t("ps", 0, 1);
+  tensorflow::GetStatusResponse resp;
+  ASSERT_TRUE(t.remote->GetStatus({}, &resp, Timeout(10)).ok());
+  t.Stop();
+  const absl::Time start = absl::Now();
+  absl::Status s = t.remote->GetStatus({}, &resp, Timeout(5));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(6));
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_THAT(Msg(s), HasSubstr("[WorkerService.GetStatus to /job:ps/replica:0/task:0 (" +
+                                t.address + ")]"));
+}
+
+TEST(GrpcWorkerTest, ParkedRecvTensorHonoursTheDeadline) {
+  ServedTask t("ps", 0, 1);
+  tensorflow::RecvTensorRequest req;
+  req.set_step_id(4);
+  req.set_rendezvous_key(t.Key(0, "/job:worker/replica:0/task:0/device:CPU:0", "never"));
+  tensorflow::RecvTensorResponse resp;
+  const absl::Time start = absl::Now();
+  absl::Status s = t.remote->RecvTensor(req, &resp, CallOptions::WithTimeout(absl::Seconds(1)));
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  // A parked call without deadline ends when the server shuts down.
+  absl::Notification done;
+  absl::Status parked;
+  req.set_step_id(5);
+  t.remote->RecvTensorAsync({}, &req, &resp, [&](const absl::Status& st) {
+    parked = st;
+    done.Notify();
+  });
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_FALSE(done.HasBeenNotified());
+  t.Stop();
+  EXPECT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_FALSE(parked.ok());
+}
+
+// ps and worker in one process, each behind its own gRPC server; the worker's
+// _Recv pulls the ps's tensor with RecvTensor over gRPC.
+TEST(GrpcWorkerTest, TwoTasksExchangeATensorOverGrpc) {
+  std::unique_ptr<WorkerInterface> ps_client;
+  auto ps = std::make_unique<ServedTask>("ps", 0, 1);
+  ps_client = NewGrpcRemoteWorker("grpc://" + ps->address, ps->worker->task_name());
+  WorkerOptions opts;
+  opts.worker_for_task = [&](const std::string& task) -> WorkerInterface* {
+    return task == "/job:ps/replica:0/task:0" ? ps_client.get() : nullptr;
+  };
+  ServedTask w("worker", 0, 1, opts);
+  const std::string w0 = w.Cpu(0);
+  const std::string p0 = ps->Cpu(0);
+  Builder psb;
+  psb.Const("v", Tensor::Vec<float>({1, 2, 3}), p0);
+  psb.Send("send_v", "v", "edge_v", p0, ps->Incarnation(0), w0, false, p0);
+  Builder wb;
+  wb.Recv("recv_v", "edge_v", p0, ps->Incarnation(0), w0, false, w0);
+  wb.Const("two", Tensor::Scalar(2.0f), w0);
+  wb.Binary("double", "Mul", "recv_v", "two", w0);
+  wb.Send("y", "double", "y", w0, w.Incarnation(0), w0, true, w0);
+  absl::StatusOr<std::string> hp = Register(ps->remote.get(), psb.def());
+  absl::StatusOr<std::string> hw = Register(w.remote.get(), wb.def());
+  ASSERT_TRUE(hp.ok()) << hp.status();
+  ASSERT_TRUE(hw.ok()) << hw.status();
+
+  for (int64_t step : {77, 78}) {
+    // The worker starts first: its RecvTensor is parked on the ps until the ps runs.
+    tensorflow::RunGraphRequest wreq;
+    wreq.set_graph_handle(*hw);
+    wreq.set_step_id(step);
+    wreq.add_recv_key(w.Key(0, w0, "y"));
+    tensorflow::RunGraphResponse wresp;
+    absl::Notification wdone;
+    absl::Status wstatus;
+    w.remote->RunGraphAsync(Timeout(30), &wreq, &wresp, [&](const absl::Status& s) {
+      wstatus = s;
+      wdone.Notify();
+    });
+    tensorflow::RunGraphRequest preq;
+    preq.set_graph_handle(*hp);
+    preq.set_step_id(step);
+    tensorflow::RunGraphResponse presp;
+    absl::Status ps_status = ps->remote->RunGraph(preq, &presp, Timeout(30));
+    ASSERT_TRUE(ps_status.ok()) << ps_status;
+    wdone.WaitForNotification();
+    ASSERT_TRUE(wstatus.ok()) << wstatus;
+    ASSERT_EQ(wresp.recv_size(), 1);
+    EXPECT_EQ(Floats(wresp.recv(0).tensor()), (std::vector<float>{2, 4, 6}));
+  }
+
+  // With the ps gone, the worker's step fails naming the ps, within its deadline.
+  ps->Stop();
+  tensorflow::RunGraphRequest wreq;
+  wreq.set_graph_handle(*hw);
+  wreq.set_step_id(79);
+  tensorflow::RunGraphResponse wresp;
+  const absl::Time start = absl::Now();
+  absl::Status s = w.remote->RunGraph(wreq, &wresp, Timeout(10));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(11));
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_THAT(Msg(s), HasSubstr("/job:ps/replica:0/task:0"));
+}
+
+}  // namespace
+}  // namespace dflow
