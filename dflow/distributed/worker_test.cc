@@ -6,6 +6,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "dflow/distributed/deadline_timer.h"
+#include "dflow/distributed/worker_test_util.h"
 #include "dflow/framework/attr_util.h"
 #include "dflow/framework/rendezvous.h"
 #include "dflow/framework/status.h"
@@ -16,79 +17,10 @@ namespace dflow {
 namespace {
 
 using ::testing::HasSubstr;
+using worker_test::Builder;
+using worker_test::Task;
 
 std::string Msg(const absl::Status& s) { return std::string(s.message()); }
-
-// One task's devices and its worker.
-struct Task {
-  Task(const std::string& job, int index, int cpus, WorkerOptions opts = {}) {
-    tensorflow::ConfigProto config;
-    (*config.mutable_device_count())["CPU"] = cpus;
-    auto devices = CreateLocalDevices(config, job, 0, index);
-    EXPECT_TRUE(devices.ok()) << devices.status();
-    mgr = std::make_unique<DeviceMgr>(std::move(devices).value());
-    worker = std::make_unique<Worker>(mgr.get(), std::move(opts));
-  }
-  std::string Cpu(int i) const { return mgr->ListDevices()[i]->name(); }
-  uint64_t Incarnation(int i) const { return mgr->ListDevices()[i]->incarnation(); }
-  // The key of a tensor sent from CPU:i of this task to `dst`.
-  std::string Key(int i, const std::string& dst, const std::string& name) const {
-    return Rendezvous::CreateKey(Cpu(i), Incarnation(i), dst, name);
-  }
-
-  std::unique_ptr<DeviceMgr> mgr;
-  std::unique_ptr<Worker> worker;
-};
-
-// A small GraphDef builder for partitions as a master would send them.
-class Builder {
- public:
-  tensorflow::NodeDef* Node(const std::string& name, const std::string& op,
-                            std::vector<std::string> inputs, const std::string& device) {
-    tensorflow::NodeDef* n = def_.add_node();
-    n->set_name(name);
-    n->set_op(op);
-    for (auto& in : inputs) n->add_input(in);
-    n->set_device(device);
-    return n;
-  }
-  void Const(const std::string& name, const Tensor& value, const std::string& device) {
-    tensorflow::NodeDef* n = Node(name, "Const", {}, device);
-    SetAttr(n, "dtype", value.dtype());
-    SetAttr(n, "value", value);
-  }
-  void Binary(const std::string& name, const std::string& op, const std::string& a,
-              const std::string& b, const std::string& device) {
-    SetAttr(Node(name, op, {a, b}, device), "T", DT_FLOAT);
-  }
-  // _Recv of `tensor_name` sent from `src` (incarnation `inc`) to `dst`.
-  void Recv(const std::string& name, const std::string& tensor_name, const std::string& src,
-            uint64_t inc, const std::string& dst, bool client, const std::string& device) {
-    tensorflow::NodeDef* n = Node(name, "_Recv", {}, device);
-    SetAttr(n, "tensor_type", DT_FLOAT);
-    SetKeyAttrs(n, tensor_name, src, inc, dst, client);
-  }
-  void Send(const std::string& name, const std::string& input, const std::string& tensor_name,
-            const std::string& src, uint64_t inc, const std::string& dst, bool client,
-            const std::string& device) {
-    tensorflow::NodeDef* n = Node(name, "_Send", {input}, device);
-    SetAttr(n, "T", DT_FLOAT);
-    SetKeyAttrs(n, tensor_name, src, inc, dst, client);
-  }
-  const tensorflow::GraphDef& def() const { return def_; }
-
- private:
-  static void SetKeyAttrs(tensorflow::NodeDef* n, const std::string& tensor_name,
-                          const std::string& src, uint64_t inc, const std::string& dst,
-                          bool client) {
-    SetAttr(n, "tensor_name", tensor_name);
-    SetAttr(n, "send_device", src);
-    SetAttr(n, "send_device_incarnation", static_cast<int64_t>(inc));
-    SetAttr(n, "recv_device", dst);
-    SetAttr(n, "client_terminated", client);
-  }
-  tensorflow::GraphDef def_;
-};
 
 absl::StatusOr<std::string> Register(Worker* w, const tensorflow::GraphDef& def) {
   tensorflow::RegisterGraphRequest req;

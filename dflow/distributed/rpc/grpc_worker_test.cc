@@ -8,6 +8,7 @@
 #include "dflow/distributed/rpc/grpc_util.h"
 #include "dflow/distributed/rpc/grpc_worker_service.h"
 #include "dflow/distributed/worker.h"
+#include "dflow/distributed/worker_test_util.h"
 #include "dflow/framework/attr_util.h"
 #include "dflow/framework/rendezvous.h"
 #include "dflow/framework/status.h"
@@ -20,20 +21,17 @@ namespace {
 
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
+using worker_test::Builder;
+using worker_test::Task;
 
 std::string Msg(const absl::Status& s) { return std::string(s.message()); }
 
 CallOptions Timeout(int seconds) { return CallOptions::WithTimeout(absl::Seconds(seconds)); }
 
 // One task served over gRPC on 127.0.0.1:<port>, with a remote client.
-struct ServedTask {
-  ServedTask(const std::string& job, int index, int cpus, WorkerOptions opts = {}) {
-    tensorflow::ConfigProto config;
-    (*config.mutable_device_count())["CPU"] = cpus;
-    auto devices = CreateLocalDevices(config, job, 0, index);
-    EXPECT_TRUE(devices.ok()) << devices.status();
-    mgr = std::make_unique<DeviceMgr>(std::move(devices).value());
-    worker = std::make_unique<Worker>(mgr.get(), std::move(opts));
+struct ServedTask : Task {
+  ServedTask(const std::string& job, int index, int cpus, WorkerOptions opts = {})
+      : Task(job, index, cpus, std::move(opts)) {
     service = std::make_unique<GrpcWorkerService>(worker.get());
     grpc::ServerBuilder builder;
     ConfigureServerBuilder(&builder);
@@ -50,67 +48,11 @@ struct ServedTask {
     if (server) server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
     server.reset();
   }
-  std::string Cpu(int i) const { return mgr->ListDevices()[i]->name(); }
-  uint64_t Incarnation(int i) const { return mgr->ListDevices()[i]->incarnation(); }
-  std::string Key(int i, const std::string& dst, const std::string& name) const {
-    return Rendezvous::CreateKey(Cpu(i), Incarnation(i), dst, name);
-  }
-
-  std::unique_ptr<DeviceMgr> mgr;
-  std::unique_ptr<Worker> worker;
   std::unique_ptr<GrpcWorkerService> service;
   std::unique_ptr<grpc::Server> server;
   int port = 0;
   std::string address;
   std::unique_ptr<GrpcRemoteWorker> remote;
-};
-
-// GraphDef pieces as a master would send them.
-class Builder {
- public:
-  tensorflow::NodeDef* Node(const std::string& name, const std::string& op,
-                            std::vector<std::string> inputs, const std::string& device) {
-    tensorflow::NodeDef* n = def_.add_node();
-    n->set_name(name);
-    n->set_op(op);
-    for (auto& in : inputs) n->add_input(in);
-    n->set_device(device);
-    return n;
-  }
-  void Const(const std::string& name, const Tensor& value, const std::string& device) {
-    tensorflow::NodeDef* n = Node(name, "Const", {}, device);
-    SetAttr(n, "dtype", value.dtype());
-    SetAttr(n, "value", value);
-  }
-  void Binary(const std::string& name, const std::string& op, const std::string& a,
-              const std::string& b, const std::string& device) {
-    SetAttr(Node(name, op, {a, b}, device), "T", DT_FLOAT);
-  }
-  void Recv(const std::string& name, const std::string& tensor_name, const std::string& src,
-            uint64_t inc, const std::string& dst, bool client, const std::string& device) {
-    tensorflow::NodeDef* n = Node(name, "_Recv", {}, device);
-    SetAttr(n, "tensor_type", DT_FLOAT);
-    KeyAttrs(n, tensor_name, src, inc, dst, client);
-  }
-  void Send(const std::string& name, const std::string& input, const std::string& tensor_name,
-            const std::string& src, uint64_t inc, const std::string& dst, bool client,
-            const std::string& device) {
-    tensorflow::NodeDef* n = Node(name, "_Send", {input}, device);
-    SetAttr(n, "T", DT_FLOAT);
-    KeyAttrs(n, tensor_name, src, inc, dst, client);
-  }
-  const tensorflow::GraphDef& def() const { return def_; }
-
- private:
-  static void KeyAttrs(tensorflow::NodeDef* n, const std::string& tensor_name,
-                       const std::string& src, uint64_t inc, const std::string& dst, bool client) {
-    SetAttr(n, "tensor_name", tensor_name);
-    SetAttr(n, "send_device", src);
-    SetAttr(n, "send_device_incarnation", static_cast<int64_t>(inc));
-    SetAttr(n, "recv_device", dst);
-    SetAttr(n, "client_terminated", client);
-  }
-  tensorflow::GraphDef def_;
 };
 
 absl::StatusOr<std::string> Register(WorkerInterface* w, const tensorflow::GraphDef& def) {
