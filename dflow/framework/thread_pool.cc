@@ -17,7 +17,7 @@ namespace dflow {
 namespace {
 
 // Below this many cycles of total work, splitting costs more than it saves.
-constexpr int64_t kMinCyclesPerShard = 10000;
+constexpr int64_t kMinCyclesPerShard = 100000;
 
 // One ParallelFor call. Shards are claimed from `next`, by the caller and by
 // helper tasks alike, so the caller never waits on a shard nobody has started:
