@@ -18,32 +18,13 @@ namespace {
 
 using ::testing::HasSubstr;
 using worker_test::Builder;
+using worker_test::Floats;
+using worker_test::Named;
+using worker_test::Register;
 using worker_test::Task;
 
 std::string Msg(const absl::Status& s) { return std::string(s.message()); }
 
-absl::StatusOr<std::string> Register(Worker* w, const tensorflow::GraphDef& def) {
-  tensorflow::RegisterGraphRequest req;
-  *req.mutable_graph_def() = def;
-  tensorflow::RegisterGraphResponse resp;
-  RETURN_IF_ERROR(w->RegisterGraph(req, &resp));
-  return resp.graph_handle();
-}
-
-tensorflow::NamedTensorProto Named(const std::string& key, const Tensor& t) {
-  tensorflow::NamedTensorProto p;
-  p.set_name(key);
-  t.AsProtoTensorContent(p.mutable_tensor());
-  return p;
-}
-
-std::vector<float> Floats(const tensorflow::NamedTensorProto& p) {
-  absl::StatusOr<Tensor> t = Tensor::FromProto(p.tensor());
-  EXPECT_TRUE(t.ok()) << t.status();
-  if (!t.ok()) return {};
-  auto f = t->flat<float>();
-  return std::vector<float>(f.begin(), f.end());
-}
 
 // x (fed on CPU:0) * 3 (on CPU:1) -> y (fetched on CPU:0): two local devices,
 // so the worker must re-partition and pass a tensor between them.
@@ -89,7 +70,7 @@ TEST(WorkerTest, RegisterAndRunWithFeedsAndFetches) {
     ASSERT_TRUE(s.ok()) << s;
     ASSERT_EQ(resp.recv_size(), 1);
     EXPECT_EQ(resp.recv(0).name(), g.fetch_key);
-    EXPECT_EQ(Floats(resp.recv(0)), (std::vector<float>{3.0f, 3.0f * step}));
+    EXPECT_EQ(Floats(resp.recv(0).tensor()), (std::vector<float>{3.0f, 3.0f * step}));
   }
   EXPECT_EQ(t.worker->NumLiveSteps(), 3);  // Kept until CleanupGraph.
   tensorflow::CleanupGraphRequest cleanup;
@@ -273,7 +254,7 @@ TEST(WorkerTest, RecvTensorParksUntilTheSendRuns) {
   EXPECT_FALSE(rresp.is_dead());
   tensorflow::NamedTensorProto p;
   *p.mutable_tensor() = rresp.tensor();
-  EXPECT_EQ(Floats(p), (std::vector<float>{4, 5}));
+  EXPECT_EQ(Floats(p.tensor()), (std::vector<float>{4, 5}));
 }
 
 TEST(WorkerTest, RecvTensorErrors) {
@@ -370,7 +351,7 @@ TEST(WorkerTest, TwoWorkersExchangeATensor) {
     wdone.WaitForNotification();
     ASSERT_TRUE(wstatus.ok()) << wstatus;
     ASSERT_EQ(wresp.recv_size(), 1);
-    EXPECT_EQ(Floats(wresp.recv(0)), (std::vector<float>{2, 4, 6}));
+    EXPECT_EQ(Floats(wresp.recv(0).tensor()), (std::vector<float>{2, 4, 6}));
   }
 }
 

@@ -86,6 +86,32 @@ class Builder {
   tensorflow::GraphDef def_;
 };
 
+// Registers `def` on `w` and returns its graph handle.
+inline absl::StatusOr<std::string> Register(WorkerInterface* w, const tensorflow::GraphDef& def,
+                                            const CallOptions& opts = {}) {
+  tensorflow::RegisterGraphRequest req;
+  *req.mutable_graph_def() = def;
+  tensorflow::RegisterGraphResponse resp;
+  absl::Status s = w->RegisterGraph(req, &resp, opts);
+  if (!s.ok()) return s;
+  return resp.graph_handle();
+}
+
+inline tensorflow::NamedTensorProto Named(const std::string& key, const Tensor& t) {
+  tensorflow::NamedTensorProto p;
+  p.set_name(key);
+  t.AsProtoTensorContent(p.mutable_tensor());
+  return p;
+}
+
+inline std::vector<float> Floats(const tensorflow::TensorProto& p) {
+  absl::StatusOr<Tensor> t = Tensor::FromProto(p);
+  EXPECT_TRUE(t.ok()) << t.status();
+  if (!t.ok()) return {};
+  auto f = t->flat<float>();
+  return std::vector<float>(f.begin(), f.end());
+}
+
 }  // namespace dflow::worker_test
 
 #endif  // DFLOW_DISTRIBUTED_WORKER_TEST_UTIL_H_

@@ -22,6 +22,8 @@ namespace {
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
 using worker_test::Builder;
+using worker_test::Floats;
+using worker_test::Named;
 using worker_test::Task;
 
 std::string Msg(const absl::Status& s) { return std::string(s.message()); }
@@ -56,27 +58,9 @@ struct ServedTask : Task {
 };
 
 absl::StatusOr<std::string> Register(WorkerInterface* w, const tensorflow::GraphDef& def) {
-  tensorflow::RegisterGraphRequest req;
-  *req.mutable_graph_def() = def;
-  tensorflow::RegisterGraphResponse resp;
-  RETURN_IF_ERROR(w->RegisterGraph(req, &resp, Timeout(30)));
-  return resp.graph_handle();
+  return worker_test::Register(w, def, Timeout(30));
 }
 
-tensorflow::NamedTensorProto Named(const std::string& key, const Tensor& t) {
-  tensorflow::NamedTensorProto p;
-  p.set_name(key);
-  t.AsProtoTensorContent(p.mutable_tensor());
-  return p;
-}
-
-std::vector<float> Floats(const tensorflow::TensorProto& p) {
-  absl::StatusOr<Tensor> t = Tensor::FromProto(p);
-  EXPECT_TRUE(t.ok()) << t.status();
-  if (!t.ok()) return {};
-  auto f = t->flat<float>();
-  return std::vector<float>(f.begin(), f.end());
-}
 
 TEST(GrpcUtilTest, StatusRoundTripsCodesAndMessages) {
   for (int code = 1; code <= 16; ++code) {
