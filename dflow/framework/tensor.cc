@@ -87,6 +87,9 @@ size_t AllocationBytes(size_t bytes) {
   return (alloc + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
 }
 
+// Largest tensor built from a TensorProto's typed (*_val) fields.
+constexpr uint64_t kMaxProtoTensorBytes = uint64_t{8} << 30;
+
 }  // namespace
 
 TensorBuffer::TensorBuffer(DataType dtype, int64_t num_elements)
@@ -152,6 +155,16 @@ absl::StatusOr<Tensor> Tensor::FromProto(const tensorflow::TensorProto& proto) {
       for (int64_t i = 0; i < t.NumElements(); ++i) b[i] = b[i] != 0;
     }
     return t;
+  }
+  // Typed fields may encode a splat (one value for the whole shape), so the
+  // shape alone sizes the allocation: refuse absurd ones instead of dying of
+  // memory exhaustion.
+  const uint64_t element_bytes = std::max(DataTypeSize(dtype), 1);
+  if (static_cast<uint64_t>(shape.num_elements()) > kMaxProtoTensorBytes / element_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "TensorProto: ", DataTypeString(dtype), shape.DebugString(), " would take ",
+        shape.num_elements(), " x ", element_bytes, " bytes, over the ",
+        kMaxProtoTensorBytes >> 30, " GiB limit for a tensor built from typed values"));
   }
   Tensor t(dtype, shape);
   const int64_t n = t.NumElements();

@@ -211,6 +211,21 @@ TEST(TensorTest, ContentWithHugeShapeFailsWithoutAllocating) {
   EXPECT_THAT(s.message(), HasSubstr("4 bytes"));
 }
 
+TEST(TensorTest, SplatWithAbsurdShapeFailsWithoutAllocating) {
+  TensorProto p = ProtoOf(DT_FLOAT, {1LL << 20, 1LL << 20});  // 2^40 floats = 4 TiB.
+  p.add_float_val(1.0f);
+  absl::Status s = Tensor::FromProto(p).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_THAT(s.message(), HasSubstr("[1048576,1048576]"));
+  EXPECT_THAT(s.message(), HasSubstr("8 GiB"));
+  // A large but plausible splat still works.
+  TensorProto ok = ProtoOf(DT_FLOAT, {1000, 1000});
+  ok.add_float_val(2.0f);
+  absl::StatusOr<Tensor> t = Tensor::FromProto(ok);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->flat<float>()[999999], 2.0f);
+}
+
 TEST(TensorTest, BoolContentNormalisesNonzeroBytes) {
   TensorProto p = ProtoOf(DT_BOOL, {3});
   p.set_tensor_content(std::string("\x00\x02\xff", 3));
