@@ -316,16 +316,9 @@ struct TwoTasks {
 TEST(WorkerTest, TwoWorkersExchangeATensor) {
   TwoTasks c;
   const std::string w0 = c.worker->Cpu(0);
-  Builder psb;
-  psb.Const("v", Tensor::Vec<float>({1, 2, 3}), c.ps->Cpu(0));
-  psb.Send("send_v", "v", "edge_v", c.ps->Cpu(0), c.ps->Incarnation(0), w0, false, c.ps->Cpu(0));
-  Builder wb;
-  wb.Recv("recv_v", "edge_v", c.ps->Cpu(0), c.ps->Incarnation(0), w0, false, w0);
-  wb.Const("two", Tensor::Scalar(2.0f), w0);
-  wb.Binary("double", "Mul", "recv_v", "two", w0);
-  wb.Send("y", "double", "y", w0, c.worker->Incarnation(0), w0, true, w0);
-  absl::StatusOr<std::string> hp = Register(c.ps->worker.get(), psb.def());
-  absl::StatusOr<std::string> hw = Register(c.worker->worker.get(), wb.def());
+  worker_test::PsWorkerGraphs graphs = worker_test::DoubleOnWorker(*c.ps, *c.worker);
+  absl::StatusOr<std::string> hp = Register(c.ps->worker.get(), graphs.ps);
+  absl::StatusOr<std::string> hw = Register(c.worker->worker.get(), graphs.worker);
   ASSERT_TRUE(hp.ok()) << hp.status();
   ASSERT_TRUE(hw.ok()) << hw.status();
 

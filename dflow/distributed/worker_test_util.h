@@ -86,6 +86,26 @@ class Builder {
   tensorflow::GraphDef def_;
 };
 
+// The partitions of y = 2 * v with v = [1, 2, 3] on the ps and the
+// multiplication on the worker: the ps sends v ("edge_v"), the worker
+// receives it and sends y to its client (key `worker.Key(0, w0, "y")`).
+struct PsWorkerGraphs {
+  tensorflow::GraphDef ps;
+  tensorflow::GraphDef worker;
+};
+inline PsWorkerGraphs DoubleOnWorker(const Task& ps, const Task& worker) {
+  const std::string p0 = ps.Cpu(0), w0 = worker.Cpu(0);
+  Builder psb;
+  psb.Const("v", Tensor::Vec<float>({1, 2, 3}), p0);
+  psb.Send("send_v", "v", "edge_v", p0, ps.Incarnation(0), w0, false, p0);
+  Builder wb;
+  wb.Recv("recv_v", "edge_v", p0, ps.Incarnation(0), w0, false, w0);
+  wb.Const("two", Tensor::Scalar(2.0f), w0);
+  wb.Binary("double", "Mul", "recv_v", "two", w0);
+  wb.Send("y", "double", "y", w0, worker.Incarnation(0), w0, true, w0);
+  return {psb.def(), wb.def()};
+}
+
 // Registers `def` on `w` and returns its graph handle.
 inline absl::StatusOr<std::string> Register(WorkerInterface* w, const tensorflow::GraphDef& def,
                                             const CallOptions& opts = {}) {

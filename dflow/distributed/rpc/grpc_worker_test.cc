@@ -274,17 +274,9 @@ TEST(GrpcWorkerTest, TwoTasksExchangeATensorOverGrpc) {
   };
   ServedTask w("worker", 0, 1, opts);
   const std::string w0 = w.Cpu(0);
-  const std::string p0 = ps->Cpu(0);
-  Builder psb;
-  psb.Const("v", Tensor::Vec<float>({1, 2, 3}), p0);
-  psb.Send("send_v", "v", "edge_v", p0, ps->Incarnation(0), w0, false, p0);
-  Builder wb;
-  wb.Recv("recv_v", "edge_v", p0, ps->Incarnation(0), w0, false, w0);
-  wb.Const("two", Tensor::Scalar(2.0f), w0);
-  wb.Binary("double", "Mul", "recv_v", "two", w0);
-  wb.Send("y", "double", "y", w0, w.Incarnation(0), w0, true, w0);
-  absl::StatusOr<std::string> hp = Register(ps->remote.get(), psb.def());
-  absl::StatusOr<std::string> hw = Register(w.remote.get(), wb.def());
+  worker_test::PsWorkerGraphs graphs = worker_test::DoubleOnWorker(*ps, w);
+  absl::StatusOr<std::string> hp = Register(ps->remote.get(), graphs.ps);
+  absl::StatusOr<std::string> hw = Register(w.remote.get(), graphs.worker);
   ASSERT_TRUE(hp.ok()) << hp.status();
   ASSERT_TRUE(hw.ok()) << hw.status();
 
