@@ -24,10 +24,12 @@ ClientSession::~ClientSession() {
 
 absl::Status ClientSession::MaybeExtend() const {
   RETURN_IF_ERROR(init_status_);
+  RETURN_IF_ERROR(scope_.status());
+  absl::MutexLock l(&mu_);
+  // Copying the GraphDef every step cost ~3% of an MLP training step.
+  if (scope_.num_nodes() == nodes_sent_) return absl::OkStatus();
   tensorflow::GraphDef def;
   RETURN_IF_ERROR(scope_.ToGraphDef(&def));
-  absl::MutexLock l(&mu_);
-  if (def.node_size() == nodes_sent_) return absl::OkStatus();
   tensorflow::GraphDef delta;
   *delta.mutable_versions() = def.versions();
   for (int i = nodes_sent_; i < def.node_size(); ++i) *delta.add_node() = def.node(i);

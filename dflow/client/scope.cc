@@ -130,6 +130,11 @@ absl::Status Scope::ToGraphDef(tensorflow::GraphDef* out) const {
   return absl::OkStatus();
 }
 
+int Scope::num_nodes() const {
+  absl::MutexLock l(&graph_->mu);
+  return graph_->def.node_size();
+}
+
 const tensorflow::GraphDef& Scope::graph_def() const {
   absl::MutexLock l(&graph_->mu);
   return graph_->def;

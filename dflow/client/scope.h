@@ -131,6 +131,8 @@ class Scope {
 
   // The graph built so far.
   absl::Status ToGraphDef(tensorflow::GraphDef* out) const;
+  // The number of nodes in the graph built so far (cheap: no copy).
+  int num_nodes() const;
   const tensorflow::GraphDef& graph_def() const;
 
   // Adds a node: fills name (if empty) from the scope, device, control

@@ -59,7 +59,7 @@ void StepRendezvous::RecvRemoteAsync(const ParsedKey& key, DoneCallback done) {
   }
   struct Call {
     tensorflow::RecvTensorRequest req;
-    tensorflow::RecvTensorResponse resp;
+    RecvTensorResult resp;
   };
   auto call = std::make_shared<Call>();
   call->req.set_step_id(step_id_);
@@ -89,16 +89,11 @@ void StepRendezvous::RecvRemoteAsync(const ParsedKey& key, DoneCallback done) {
                Tensor(), false);
           return;
         }
-        if (call->resp.is_dead()) {
+        if (call->resp.is_dead) {
           done(absl::OkStatus(), Tensor(), true);
           return;
         }
-        absl::StatusOr<Tensor> t = Tensor::FromProto(call->resp.tensor());
-        if (!t.ok()) {
-          done(t.status(), Tensor(), false);
-          return;
-        }
-        done(absl::OkStatus(), *t, false);
+        done(absl::OkStatus(), call->resp.tensor, false);
       });
 }
 

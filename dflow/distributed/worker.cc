@@ -433,7 +433,7 @@ void Worker::CleanupAllAsync(const CallOptions&, const tensorflow::CleanupAllReq
 // --- RecvTensor --------------------------------------------------------------------------
 
 void Worker::RecvTensorAsync(const CallOptions& opts, const tensorflow::RecvTensorRequest* req,
-                             tensorflow::RecvTensorResponse* resp, StatusCallback done) {
+                             RecvTensorResult* resp, StatusCallback done) {
   absl::StatusOr<Rendezvous::ParsedKey> key = Rendezvous::ParseKey(req->rendezvous_key());
   if (!key.ok()) {
     done(Prefixed("RecvTensor", key.status()));
@@ -476,8 +476,9 @@ void Worker::RecvTensorAsync(const CallOptions& opts, const tensorflow::RecvTens
         if (!call->Claim()) return;
         timer->Cancel(call->timer);
         if (s.ok()) {
-          resp->set_is_dead(dead);
-          if (!dead) value.AsProtoTensorContent(resp->mutable_tensor());
+          resp->is_dead = dead;
+          resp->tensor = dead ? Tensor() : value;
+          resp->send_start_micros = absl::ToUnixMicros(absl::Now());
         }
         call->done(Prefixed("RecvTensor", s));
       });

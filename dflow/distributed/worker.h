@@ -99,12 +99,13 @@ class Worker : public WorkerInterface {
   void CleanupAllAsync(const CallOptions& opts, const tensorflow::CleanupAllRequest* req,
                        tensorflow::CleanupAllResponse* resp, StatusCallback done) override;
   // Serves a tensor sent on this task, waiting for its _Send if needed (the
-  // step's rendezvous is created if the step has not started here yet).
+  // step's rendezvous is created if the step has not started here yet). The
+  // result shares the sent tensor's buffer (no copy).
   // InvalidArgument for a malformed key or a source device not on this task;
   // Aborted when the key's source incarnation is not the device's (the task
   // restarted); DeadlineExceeded at opts.deadline.
   void RecvTensorAsync(const CallOptions& opts, const tensorflow::RecvTensorRequest* req,
-                       tensorflow::RecvTensorResponse* resp, StatusCallback done) override;
+                       RecvTensorResult* resp, StatusCallback done) override;
 
   // Number of steps whose rendezvous is held (for tests and leak checks).
   int NumLiveSteps() const;

@@ -11,29 +11,22 @@
 #ifndef DFLOW_DISTRIBUTED_WORKER_INTERFACE_H_
 #define DFLOW_DISTRIBUTED_WORKER_INTERFACE_H_
 
-#include <functional>
-
 #include "absl/status/status.h"
-#include "absl/synchronization/notification.h"
-#include "absl/time/clock.h"
-#include "absl/time/time.h"
+#include "dflow/distributed/call_options.h"
+#include "dflow/framework/tensor.h"
 #include "dflow/proto/worker.pb.h"
 
 namespace dflow {
 
-// Per-call options. A call still running at `deadline` fails with
-// DeadlineExceeded (transports may report it as soon as the deadline passes).
-struct CallOptions {
-  absl::Time deadline = absl::InfiniteFuture();
-
-  static CallOptions WithTimeout(absl::Duration timeout) {
-    CallOptions o;
-    o.deadline = absl::Now() + timeout;
-    return o;
-  }
+// What RecvTensor delivers (TensorFlow's RecvTensorResponse, with the tensor
+// decoded): in process `tensor` shares the sender's buffer; over gRPC it is a
+// fresh tensor filled from the wire. `tensor` is unset when `is_dead`.
+struct RecvTensorResult {
+  Tensor tensor;
+  bool is_dead = false;
+  // When the sender started the transfer (microseconds since the epoch); 0 if unknown.
+  int64_t send_start_micros = 0;
 };
-
-using StatusCallback = std::function<void(const absl::Status&)>;
 
 class WorkerInterface {
  public:
@@ -64,64 +57,54 @@ class WorkerInterface {
   virtual void CleanupAllAsync(const CallOptions& opts, const tensorflow::CleanupAllRequest* req,
                                tensorflow::CleanupAllResponse* resp, StatusCallback done) = 0;
   virtual void RecvTensorAsync(const CallOptions& opts, const tensorflow::RecvTensorRequest* req,
-                               tensorflow::RecvTensorResponse* resp, StatusCallback done) = 0;
+                               RecvTensorResult* resp, StatusCallback done) = 0;
 
   // --- synchronous wrappers ---------------------------------------------------------
 
   absl::Status GetStatus(const tensorflow::GetStatusRequest& req,
                          tensorflow::GetStatusResponse* resp, const CallOptions& opts = {}) {
-    return Wait([&](StatusCallback d) { GetStatusAsync(opts, &req, resp, std::move(d)); });
+    return WaitForCall([&](StatusCallback d) { GetStatusAsync(opts, &req, resp, std::move(d)); });
   }
   absl::Status CreateWorkerSession(const tensorflow::CreateWorkerSessionRequest& req,
                                    tensorflow::CreateWorkerSessionResponse* resp,
                                    const CallOptions& opts = {}) {
-    return Wait(
+    return WaitForCall(
         [&](StatusCallback d) { CreateWorkerSessionAsync(opts, &req, resp, std::move(d)); });
   }
   absl::Status DeleteWorkerSession(const tensorflow::DeleteWorkerSessionRequest& req,
                                    tensorflow::DeleteWorkerSessionResponse* resp,
                                    const CallOptions& opts = {}) {
-    return Wait(
+    return WaitForCall(
         [&](StatusCallback d) { DeleteWorkerSessionAsync(opts, &req, resp, std::move(d)); });
   }
   absl::Status RegisterGraph(const tensorflow::RegisterGraphRequest& req,
                              tensorflow::RegisterGraphResponse* resp,
                              const CallOptions& opts = {}) {
-    return Wait([&](StatusCallback d) { RegisterGraphAsync(opts, &req, resp, std::move(d)); });
+    return WaitForCall(
+        [&](StatusCallback d) { RegisterGraphAsync(opts, &req, resp, std::move(d)); });
   }
   absl::Status DeregisterGraph(const tensorflow::DeregisterGraphRequest& req,
                                tensorflow::DeregisterGraphResponse* resp,
                                const CallOptions& opts = {}) {
-    return Wait([&](StatusCallback d) { DeregisterGraphAsync(opts, &req, resp, std::move(d)); });
+    return WaitForCall(
+        [&](StatusCallback d) { DeregisterGraphAsync(opts, &req, resp, std::move(d)); });
   }
   absl::Status RunGraph(const tensorflow::RunGraphRequest& req, tensorflow::RunGraphResponse* resp,
                         const CallOptions& opts = {}) {
-    return Wait([&](StatusCallback d) { RunGraphAsync(opts, &req, resp, std::move(d)); });
+    return WaitForCall([&](StatusCallback d) { RunGraphAsync(opts, &req, resp, std::move(d)); });
   }
   absl::Status CleanupGraph(const tensorflow::CleanupGraphRequest& req,
                             tensorflow::CleanupGraphResponse* resp, const CallOptions& opts = {}) {
-    return Wait([&](StatusCallback d) { CleanupGraphAsync(opts, &req, resp, std::move(d)); });
+    return WaitForCall(
+        [&](StatusCallback d) { CleanupGraphAsync(opts, &req, resp, std::move(d)); });
   }
   absl::Status CleanupAll(const tensorflow::CleanupAllRequest& req,
                           tensorflow::CleanupAllResponse* resp, const CallOptions& opts = {}) {
-    return Wait([&](StatusCallback d) { CleanupAllAsync(opts, &req, resp, std::move(d)); });
+    return WaitForCall([&](StatusCallback d) { CleanupAllAsync(opts, &req, resp, std::move(d)); });
   }
-  absl::Status RecvTensor(const tensorflow::RecvTensorRequest& req,
-                          tensorflow::RecvTensorResponse* resp, const CallOptions& opts = {}) {
-    return Wait([&](StatusCallback d) { RecvTensorAsync(opts, &req, resp, std::move(d)); });
-  }
-
- private:
-  template <typename Start>
-  static absl::Status Wait(Start start) {
-    absl::Notification n;
-    absl::Status status;
-    start([&](const absl::Status& s) {
-      status = s;
-      n.Notify();
-    });
-    n.WaitForNotification();
-    return status;
+  absl::Status RecvTensor(const tensorflow::RecvTensorRequest& req, RecvTensorResult* resp,
+                          const CallOptions& opts = {}) {
+    return WaitForCall([&](StatusCallback d) { RecvTensorAsync(opts, &req, resp, std::move(d)); });
   }
 };
 

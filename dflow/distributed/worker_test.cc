@@ -25,7 +25,6 @@ using worker_test::Task;
 
 std::string Msg(const absl::Status& s) { return std::string(s.message()); }
 
-
 // x (fed on CPU:0) * 3 (on CPU:1) -> y (fetched on CPU:0): two local devices,
 // so the worker must re-partition and pass a tensor between them.
 struct FeedFetchGraph {
@@ -235,7 +234,7 @@ TEST(WorkerTest, RecvTensorParksUntilTheSendRuns) {
   tensorflow::RecvTensorRequest rreq;
   rreq.set_step_id(9);
   rreq.set_rendezvous_key(t.Key(0, dst, "edge_c"));
-  tensorflow::RecvTensorResponse rresp;
+  RecvTensorResult rresp;
   absl::Notification got;
   absl::Status rstatus;
   t.worker->RecvTensorAsync(CallOptions::WithTimeout(absl::Seconds(30)), &rreq, &rresp,
@@ -251,17 +250,17 @@ TEST(WorkerTest, RecvTensorParksUntilTheSendRuns) {
   ASSERT_TRUE(t.worker->RunGraph(req, &resp).ok());
   got.WaitForNotification();
   ASSERT_TRUE(rstatus.ok()) << rstatus;
-  EXPECT_FALSE(rresp.is_dead());
-  tensorflow::NamedTensorProto p;
-  *p.mutable_tensor() = rresp.tensor();
-  EXPECT_EQ(Floats(p.tensor()), (std::vector<float>{4, 5}));
+  EXPECT_FALSE(rresp.is_dead);
+  ASSERT_EQ(rresp.tensor.dtype(), DT_FLOAT);
+  auto got_values = rresp.tensor.flat<float>();
+  EXPECT_EQ(std::vector<float>(got_values.begin(), got_values.end()), (std::vector<float>{4, 5}));
 }
 
 TEST(WorkerTest, RecvTensorErrors) {
   Task t("ps", 0, 1);
   const std::string dst = "/job:worker/replica:0/task:0/device:CPU:0";
   tensorflow::RecvTensorRequest req;
-  tensorflow::RecvTensorResponse resp;
+  RecvTensorResult resp;
   req.set_step_id(1);
   req.set_rendezvous_key("not;a;key");
   EXPECT_EQ(t.worker->RecvTensor(req, &resp).code(), absl::StatusCode::kInvalidArgument);

@@ -43,6 +43,12 @@ Tensor* OpKernelContext::allocate_output(int i, const TensorShape& shape) {
   return &owned_outputs_[i];
 }
 
+Tensor* OpKernelContext::allocate_output_for_overwrite(int i, const TensorShape& shape) {
+  owned_outputs_[i] = Tensor::ForOverwrite(BaseType(op_kernel().output_type(i)), shape);
+  outputs_[i] = TensorValue{&owned_outputs_[i], nullptr};
+  return &owned_outputs_[i];
+}
+
 void OpKernelContext::set_output(int i, Tensor value) {
   owned_outputs_[i] = std::move(value);
   outputs_[i] = TensorValue{&owned_outputs_[i], nullptr};

@@ -181,6 +181,9 @@ class OpKernelContext {
   int num_outputs() const { return static_cast<int>(outputs_.size()); }
   // Allocates output i (zero-filled) and returns it; owned by the context.
   Tensor* allocate_output(int i, const TensorShape& shape);
+  // As allocate_output, without the zero-fill: for kernels that write every
+  // element of the output before returning OK.
+  Tensor* allocate_output_for_overwrite(int i, const TensorShape& shape);
   void set_output(int i, Tensor value);
   // Forwards a ref edge: consumers see `tensor` guarded by `mu`.
   void set_output_ref(int i, absl::Mutex* mu, Tensor* tensor);

@@ -49,4 +49,11 @@ std::vector<std::string> ResourceMgr::Containers() const {
   return names;
 }
 
+int ResourceMgr::NumResources() const {
+  absl::ReaderMutexLock l(&mu_);
+  int n = 0;
+  for (const auto& [name, c] : containers_) n += static_cast<int>(c.size());
+  return n;
+}
+
 }  // namespace dflow

@@ -62,6 +62,8 @@ class ResourceMgr {
   void Cleanup(const std::string& container);
   void CleanupAll();
   std::vector<std::string> Containers() const;
+  // Resources held, over every container.
+  int NumResources() const;
 
  private:
   using Key = std::pair<std::string, std::string>;  // (type name, name)

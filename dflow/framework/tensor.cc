@@ -92,7 +92,7 @@ constexpr uint64_t kMaxProtoTensorBytes = uint64_t{8} << 30;
 
 }  // namespace
 
-TensorBuffer::TensorBuffer(DataType dtype, int64_t num_elements)
+TensorBuffer::TensorBuffer(DataType dtype, int64_t num_elements, bool zero_fill)
     : dtype_(BaseType(dtype)), num_elements_(num_elements) {
   bytes_ = static_cast<size_t>(num_elements) * ElementBytes(dtype_);
   data_ = LargeBufferCache::Get()->Allocate(AllocationBytes(bytes_));
@@ -102,7 +102,7 @@ TensorBuffer::TensorBuffer(DataType dtype, int64_t num_elements)
   } else if (dtype_ == DT_RESOURCE) {
     auto* p = static_cast<ResourceHandle*>(data_);
     for (int64_t i = 0; i < num_elements_; ++i) new (p + i) ResourceHandle();
-  } else {
+  } else if (zero_fill) {
     std::memset(data_, 0, bytes_);
   }
 }
@@ -122,6 +122,14 @@ Tensor::Tensor(DataType dtype, const TensorShape& shape)
     : dtype_(BaseType(dtype)),
       shape_(shape),
       buf_(std::make_shared<TensorBuffer>(dtype, shape.num_elements())) {}
+
+Tensor Tensor::ForOverwrite(DataType dtype, const TensorShape& shape) {
+  Tensor t;
+  t.dtype_ = BaseType(dtype);
+  t.shape_ = shape;
+  t.buf_ = std::make_shared<TensorBuffer>(dtype, shape.num_elements(), /*zero_fill=*/false);
+  return t;
+}
 
 size_t Tensor::TotalBytes() const {
   return static_cast<size_t>(NumElements()) * ElementBytes(dtype_);
@@ -267,7 +275,7 @@ absl::StatusOr<Tensor> Tensor::Reshaped(const TensorShape& shape) const {
 
 Tensor Tensor::DeepCopy() const {
   if (buf_ == nullptr) return *this;  // Nothing to copy (e.g. a default Tensor).
-  Tensor t(dtype_, shape_);
+  Tensor t = ForOverwrite(dtype_, shape_);
   if (dtype_ == DT_STRING) {
     std::copy_n(flat<std::string>().begin(), NumElements(), t.flat<std::string>().begin());
   } else if (dtype_ == DT_RESOURCE) {

@@ -29,8 +29,10 @@ inline constexpr size_t kTensorAlignment = 64;
 // Owns one aligned allocation of typed elements. Thread-compatible.
 class TensorBuffer {
  public:
-  // Allocates and value-initialises `num_elements` of `dtype`.
-  TensorBuffer(DataType dtype, int64_t num_elements);
+  // Allocates and value-initialises `num_elements` of `dtype`; with
+  // `zero_fill` false, elements of fixed-size types are left unset (string
+  // and resource elements are always constructed).
+  TensorBuffer(DataType dtype, int64_t num_elements, bool zero_fill = true);
   ~TensorBuffer();
   TensorBuffer(const TensorBuffer&) = delete;
   TensorBuffer& operator=(const TensorBuffer&) = delete;
@@ -52,6 +54,10 @@ class Tensor {
   // Allocates a zero-filled tensor. REQUIRES: IsSupportedDataType(dtype).
   Tensor(DataType dtype, const TensorShape& shape);
   explicit Tensor(DataType dtype) : Tensor(dtype, TensorShape()) {}
+  // A tensor whose elements the caller overwrites before anyone reads them:
+  // fixed-size elements are left unset (no zero-fill pass).
+  // REQUIRES: IsSupportedDataType(dtype).
+  static Tensor ForOverwrite(DataType dtype, const TensorShape& shape);
 
   // Scalars and vectors from values: Tensor::Scalar(3.0f), Tensor::Vec<int32_t>({1,2}).
   template <typename T>

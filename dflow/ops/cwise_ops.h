@@ -174,7 +174,7 @@ class BinaryOpKernel : public OpKernel {
     }
     absl::StatusOr<BroadcastPlan> plan = BroadcastPlan::Make({x.shape(), y.shape()});
     if (!plan.ok()) return ctx->InvalidArgument(plan.status().message());
-    Tensor* z = ctx->allocate_output(0, plan->output_shape());
+    Tensor* z = ctx->allocate_output_for_overwrite(0, plan->output_shape());
     cwise::RunBinary<T, Out, F>(ctx->intra_op_pool(), *plan, x.flat<T>().data(), y.flat<T>().data(),
                                 z->flat<Out>().data());
     return absl::OkStatus();
@@ -197,7 +197,7 @@ class UnaryOpKernel : public OpKernel {
 
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
-    Tensor* y = ctx->allocate_output(0, x.shape());
+    Tensor* y = ctx->allocate_output_for_overwrite(0, x.shape());
     const T* in = x.flat<T>().data();
     Out* out = y->flat<Out>().data();
     ParallelForElements(ctx, x.NumElements(), cwise::Cost<F>(), [&](int64_t b, int64_t e) {

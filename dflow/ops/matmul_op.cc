@@ -148,8 +148,12 @@ class MatMulOp : public OpKernel {
       return ctx->InvalidArgument("dimensions exceed BLAS's int range: a=", a.shape().DebugString(),
                                   " b=", b.shape().DebugString());
     }
-    Tensor* out = ctx->allocate_output(0, TensorShape({m, n}));
-    if (m == 0 || n == 0 || k == 0) return absl::OkStatus();  // Zero-filled.
+    if (k == 0) {  // An empty sum: zeros.
+      ctx->allocate_output(0, TensorShape({m, n}));
+      return absl::OkStatus();
+    }
+    Tensor* out = ctx->allocate_output_for_overwrite(0, TensorShape({m, n}));
+    if (m == 0 || n == 0) return absl::OkStatus();
     const Gemm<T> g{.transpose_a = transpose_a_,
                     .transpose_b = transpose_b_,
                     .m = m,

@@ -14,6 +14,29 @@
 #include "dflow/ops/conv_util.h"
 
 namespace dflow {
+namespace nn_grad {
+
+// features > 0 ? gradients : 0 (NaN features pass no gradient, as in
+// TensorFlow); vectorised as gradients & (0 < features).
+template <typename T>
+struct ReluGradFn {
+  T operator()(const T& g, const T& f) const { return f > T(0) ? g : T(0); }
+  template <typename Packet>
+  Packet packetOp(const Packet& g, const Packet& f) const {
+    using namespace Eigen::internal;  // NOLINT: Eigen's packet primitives.
+    return pand(g, pcmp_lt(pzero(f), f));
+  }
+};
+
+}  // namespace nn_grad
+}  // namespace dflow
+
+template <typename T>
+struct Eigen::internal::functor_traits<dflow::nn_grad::ReluGradFn<T>> {
+  enum { Cost = 2, PacketAccess = packet_traits<T>::HasCmp };
+};
+
+namespace dflow {
 namespace {
 
 // --- ReluGrad: backprops = gradients * (features > 0) ---------------------------
@@ -30,13 +53,14 @@ class ReluGradOp : public OpKernel {
       return ctx->InvalidArgument("gradients and features must have the same shape: gradients ",
                                   dy.shape().DebugString(), " features ", x.shape().DebugString());
     }
-    Tensor* out = ctx->allocate_output(0, x.shape());
+    Tensor* out = ctx->allocate_output_for_overwrite(0, x.shape());
     const T* g = dy.flat<T>().data();
     const T* f = x.flat<T>().data();
     T* o = out->flat<T>().data();
+    using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
     ctx->intra_op_pool()->ParallelFor(x.NumElements(), 1, [&](int64_t begin, int64_t end) {
-      // NaN features compare false: no gradient, as TensorFlow.
-      for (int64_t i = begin; i < end; ++i) o[i] = f[i] > T(0) ? g[i] : T(0);
+      const Eigen::Map<const Array> gm(g + begin, end - begin), fm(f + begin, end - begin);
+      Eigen::Map<Array>(o + begin, end - begin) = gm.binaryExpr(fm, nn_grad::ReluGradFn<T>());
     });
     return absl::OkStatus();
   }
@@ -129,7 +153,8 @@ class BiasAddGradOp : public OpKernel {
   // acc[c] += Σ_i x[c, i].
   static void SumRow(const T* x, int64_t channels, int64_t inner, T* acc) {
     if (inner == 1) {
-      for (int64_t c = 0; c < channels; ++c) acc[c] += x[c];
+      Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(acc, channels) +=
+          Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(x, channels);
       return;
     }
     for (int64_t c = 0; c < channels; ++c) {

@@ -566,6 +566,30 @@ TEST(NnGradReluTest, PassesGradientWherePositive) {
   ExpectTensorEq<float>(out[0], {0, 0, 2.5, 0, 3.25, 0}, {2, 3});
 }
 
+// 21 elements: the vectorised body (NaN and -0 inside it) and the scalar tail.
+TEST(NnGradReluTest, VectorisedLoopKeepsNanAndSignedZeroRules) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> g(21), f(21), want(21);
+  for (int i = 0; i < 21; ++i) {
+    g[i] = i + 0.5f;
+    f[i] = (i % 3 == 0) ? -1.0f : 1.0f;
+  }
+  f[4] = nan;
+  f[5] = -0.0f;
+  g[7] = nan;  // A NaN gradient where the feature is positive passes through.
+  for (int i = 0; i < 21; ++i) want[i] = f[i] > 0 ? g[i] : 0.0f;
+  OpTest t("ReluGrad");
+  t.Attr("T", DT_FLOAT)
+      .Input(Tensor::FromVector<float>(g, TensorShape({21})))
+      .Input(Tensor::FromVector<float>(f, TensorShape({21})));
+  NN_ASSERT_OK_AND_ASSIGN(auto out, t.Run());
+  auto v = out[0].flat<float>();
+  EXPECT_TRUE(std::isnan(v[7]));
+  for (int i = 0; i < 21; ++i) {
+    if (i != 7) EXPECT_EQ(v[i], want[i]) << i;
+  }
+}
+
 TEST(NnGradReluTest, Int32AndShapeMismatch) {
   OpTest t("ReluGrad");
   t.Attr("T", DT_INT32)

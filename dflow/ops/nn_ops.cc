@@ -34,12 +34,13 @@ class ReluOp : public OpKernel {
 
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& in = ctx->input(0);
-    Tensor* out = ctx->allocate_output(0, in.shape());
+    Tensor* out = ctx->allocate_output_for_overwrite(0, in.shape());
     const T* x = in.flat<T>().data();
     T* y = out->flat<T>().data();
     ctx->intra_op_pool()->ParallelFor(in.NumElements(), 1, [&](int64_t begin, int64_t end) {
-      // (x < 0) ? 0 : x keeps NaN, as TensorFlow does, and vectorises to max.
-      for (int64_t i = begin; i < end; ++i) y[i] = x[i] < T(0) ? T(0) : x[i];
+      // max(x, 0) with x first keeps NaN (Eigen follows std::max), as
+      // TensorFlow's cwiseMax does; vectorised.
+      ArrayMap<T>(y + begin, end - begin) = ConstArrayMap<T>(x + begin, end - begin).cwiseMax(T(0));
     });
     return absl::OkStatus();
   }
@@ -116,7 +117,7 @@ class BiasAddOp : public OpKernel {
                                   bias.shape().DebugString(), " vs. value ",
                                   value.shape().DebugString());
     }
-    Tensor* out = ctx->allocate_output(0, value.shape());
+    Tensor* out = ctx->allocate_output_for_overwrite(0, value.shape());
     if (value.NumElements() == 0) return absl::OkStatus();
     // View the value as [outer, channels, inner] with the bias along the middle.
     int64_t inner = 1;
@@ -139,10 +140,10 @@ class BiasAddOp : public OpKernel {
   static void AddRows(OpKernelContext* ctx, const T* x, const T* b, T* y, int64_t rows,
                       int64_t channels) {
     ctx->intra_op_pool()->ParallelFor(rows, channels, [&](int64_t begin, int64_t end) {
+      const ConstArrayMap<T> bias(b, channels);
       for (int64_t r = begin; r < end; ++r) {
-        const T* xr = x + r * channels;
-        T* yr = y + r * channels;
-        for (int64_t c = 0; c < channels; ++c) yr[c] = xr[c] + b[c];
+        ArrayMap<T>(y + r * channels, channels) =
+            ConstArrayMap<T>(x + r * channels, channels) + bias;
       }
     });
   }
@@ -151,10 +152,8 @@ class BiasAddOp : public OpKernel {
                         int64_t channels, int64_t inner) {
     ctx->intra_op_pool()->ParallelFor(planes, inner, [&](int64_t begin, int64_t end) {
       for (int64_t p = begin; p < end; ++p) {
-        const T bias = b[p % channels];
-        const T* xp = x + p * inner;
-        T* yp = y + p * inner;
-        for (int64_t i = 0; i < inner; ++i) yp[i] = xp[i] + bias;
+        ArrayMap<T>(y + p * inner, inner) =
+            ConstArrayMap<T>(x + p * inner, inner) + b[p % channels];
       }
     });
   }

@@ -46,6 +46,28 @@ TEST(NnReluTest, ClampsNegativesAndKeepsNan) {
   EXPECT_TRUE(std::isnan(v[5])) << "TensorFlow's relu(nan) is nan";
 }
 
+// 21 elements: the vectorised body (NaN and -0 inside it) and the scalar tail.
+TEST(NnReluTest, VectorisedLoopKeepsNanAndNegativeZero) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> x(21);
+  for (int i = 0; i < 21; ++i) x[i] = (i % 2 == 0) ? -1.5f * i : 1.5f * i;
+  x[3] = nan;
+  x[9] = -0.0f;
+  x[20] = nan;
+  OpTest t("Relu");
+  t.Attr("T", DT_FLOAT).Input(Tensor::FromVector<float>(x, TensorShape({21})));
+  NN_ASSERT_OK_AND_ASSIGN(auto out, t.Run());
+  auto v = out[0].flat<float>();
+  for (int i = 0; i < 21; ++i) {
+    if (std::isnan(x[i])) {
+      EXPECT_TRUE(std::isnan(v[i])) << i;
+    } else {
+      EXPECT_EQ(v[i], x[i] < 0 ? 0.0f : x[i]) << i;
+    }
+  }
+  EXPECT_TRUE(std::signbit(v[9])) << "relu(-0) is -0, as x < 0 ? 0 : x";
+}
+
 TEST(NnReluTest, Int32AndLargeInput) {
   OpTest t("Relu");
   t.Attr("T", DT_INT32).Input(Tensor::Vec<int32_t>({-3, 0, 7}));

@@ -18,15 +18,15 @@
 #include "dflow/runtime/partition.h"
 #include "dflow/runtime/placer.h"
 #include "dflow/runtime/rendezvous_local.h"
+#include "dflow/runtime/session_util.h"
 #include "dflow/runtime/subgraph.h"
 
 namespace dflow {
 
 struct DirectSession::Signature {
   std::vector<std::string> feeds;  // Canonical "node:i", sorted, unique.
-  std::vector<DataType> feed_dtypes;
-  std::vector<std::optional<PartialShape>> feed_shapes;  // Placeholder "shape" attrs.
-  std::vector<std::string> fetches;                      // Canonical, sorted, unique.
+  std::vector<FeedSpec> feed_specs;
+  std::vector<std::string> fetches;  // Canonical, sorted, unique.
   std::vector<std::unique_ptr<Executor>> executors;
   std::vector<tensorflow::GraphDef> partition_graphs;
 };
@@ -35,58 +35,8 @@ namespace {
 
 absl::Status Closed() { return absl::CancelledError("[Session] the session is closed"); }
 
-// "x" -> "x:0"; rejects "^x" and malformed names, naming what they were.
-absl::StatusOr<std::string> CanonicalTensorName(const std::string& name, absl::string_view what) {
-  std::string node;
-  int index = 0;
-  absl::Status s = ParseTensorName(name, &node, &index);
-  if (!s.ok() || index < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("[Session] ", what, " '", name, "' is not a tensor name like 'node:0'"));
-  }
-  return absl::StrCat(node, ":", index);
-}
-
-std::vector<std::string> SortedUnique(std::vector<std::string> v) {
-  std::sort(v.begin(), v.end());
-  v.erase(std::unique(v.begin(), v.end()), v.end());
-  return v;
-}
-
 int IndexIn(const std::vector<std::string>& sorted, const std::string& name) {
   return static_cast<int>(std::lower_bound(sorted.begin(), sorted.end(), name) - sorted.begin());
-}
-
-// The full canonical signature, used as the cache key.
-std::string SignatureKey(const std::vector<std::string>& feeds,
-                         const std::vector<std::string>& fetches,
-                         const std::vector<std::string>& targets) {
-  return absl::StrCat(absl::StrJoin(feeds, "\x01"), "\x02", absl::StrJoin(fetches, "\x01"), "\x02",
-                      absl::StrJoin(targets, "\x01"));
-}
-
-// The dtype and (for placeholders) declared shape of a fed tensor.
-absl::Status DescribeFeed(const Graph& g, const std::string& feed, DataType* dtype,
-                          std::optional<PartialShape>* shape) {
-  std::string name;
-  int index = 0;
-  RETURN_IF_ERROR(ParseTensorName(feed, &name, &index));
-  const Node* node = g.FindNode(name);
-  if (node == nullptr) {
-    return absl::NotFoundError(absl::StrCat("[Session] feed '", feed, "' refers to no node"));
-  }
-  if (index >= node->num_outputs()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("[Session] feed '", feed, "': node has ", node->num_outputs(), " outputs"));
-  }
-  *dtype = BaseType(node->output_type(index));
-  tensorflow::TensorShapeProto proto;
-  const bool placeholder =
-      node->type_string() == "Placeholder" || node->type_string() == "PlaceholderWithDefault";
-  if (placeholder && GetNodeAttr(node->def(), "shape", &proto).ok()) {
-    *shape = PartialShape::FromProto(proto);
-  }
-  return absl::OkStatus();
 }
 
 // Outcome of one step across its executors: the first error that is not
@@ -167,16 +117,7 @@ absl::Status DirectSession::Extend(const tensorflow::GraphDef& graph) {
 
 absl::Status DirectSession::ExtendLocked(const tensorflow::GraphDef& graph) {
   tensorflow::GraphDef merged = graph_def_;
-  absl::flat_hash_set<std::string> names;
-  for (const tensorflow::NodeDef& n : merged.node()) names.insert(n.name());
-  for (const tensorflow::NodeDef& n : graph.node()) {
-    if (!names.insert(n.name()).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("[Session] Extend: node '", n.name(), "' already exists in the graph"));
-    }
-    *merged.add_node() = n;
-  }
-  if (graph.has_versions()) *merged.mutable_versions() = graph.versions();
+  RETURN_IF_ERROR(ExtendGraphDef(&merged, graph));
   ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, Graph::FromGraphDef(merged));
   graph_def_ = std::move(merged);
   graph_ = std::move(g);
@@ -212,32 +153,21 @@ absl::StatusOr<std::unique_ptr<Graph>> DirectSession::PlaceForSignature(
     const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
     const std::vector<std::string>& targets) {
   std::shared_ptr<const Graph> base;
-  absl::flat_hash_map<std::string, std::string> pinned;
   {
     absl::ReaderMutexLock l(&mu_);
     if (graph_ == nullptr) {
       return absl::FailedPreconditionError("[Session] Run: no graph; call Create first");
     }
     base = graph_;
-    pinned = stateful_placements_;
   }
   std::unique_ptr<Graph> g = base->Clone();
   Device* client = device_mgr_->HostCPU();
   RETURN_IF_ERROR(RewriteGraphForExecution(g.get(), feeds, fetches, targets, client));
-  for (Node* n : g->nodes()) {
-    auto it = pinned.find(n->name());
-    if (it != pinned.end() && n->IsStateful()) n->set_assigned_device_name(it->second);
-  }
   PlacerOptions opts;
   opts.allow_soft_placement = options_.config.allow_soft_placement();
   opts.log_device_placement = options_.config.log_device_placement();
-  RETURN_IF_ERROR(Place(g.get(), device_mgr_->ListDevices(), client, opts));
-  absl::MutexLock l(&mu_);
-  for (Node* n : g->nodes()) {
-    if (n->IsStateful() && n->type_string()[0] != '_') {
-      stateful_placements_.try_emplace(n->name(), n->assigned_device_name());
-    }
-  }
+  RETURN_IF_ERROR(
+      PlacePinningState(g.get(), device_mgr_->ListDevices(), client, opts, &stateful_placements_));
   return g;
 }
 
@@ -254,10 +184,9 @@ absl::StatusOr<std::shared_ptr<const DirectSession::Signature>> DirectSession::B
       absl::ReaderMutexLock l(&mu_);
       base = graph_;
     }
-    sig->feed_dtypes.resize(feeds.size());
-    sig->feed_shapes.resize(feeds.size());
-    for (size_t i = 0; i < feeds.size(); ++i) {
-      RETURN_IF_ERROR(DescribeFeed(*base, feeds[i], &sig->feed_dtypes[i], &sig->feed_shapes[i]));
+    for (const std::string& feed : feeds) {
+      ASSIGN_OR_RETURN(FeedSpec spec, DescribeFeed(*base, feed));
+      sig->feed_specs.push_back(std::move(spec));
     }
   }
   PartitionOptions popts;
@@ -278,18 +207,12 @@ absl::StatusOr<std::shared_ptr<const DirectSession::Signature>> DirectSession::B
 
 // --- running -------------------------------------------------------------------------
 
-absl::Time DirectSession::Deadline(const tensorflow::RunOptions& options) const {
-  int64_t ms = options.timeout_in_ms();
-  if (ms <= 0) ms = options_.config.operation_timeout_in_ms();
-  return ms > 0 ? absl::Now() + absl::Milliseconds(ms) : absl::InfiniteFuture();
-}
-
 absl::Status DirectSession::Run(const tensorflow::RunOptions& options,
                                 const std::vector<std::pair<std::string, Tensor>>& feeds,
                                 const std::vector<std::string>& fetches,
                                 const std::vector<std::string>& targets,
                                 std::vector<Tensor>* outputs, tensorflow::RunMetadata* metadata) {
-  const absl::Time deadline = Deadline(options);
+  const absl::Time deadline = StepDeadline(options, options_.config);
   if (fetches.empty() && targets.empty()) {
     return absl::InvalidArgumentError("[Session] Run: give at least one fetch or target");
   }
@@ -316,16 +239,7 @@ absl::Status DirectSession::Run(const tensorflow::RunOptions& options,
   for (size_t i = 0; i < feeds.size(); ++i) {
     const int k = IndexIn(sig->feeds, feed_names[i]);
     const Tensor& value = feeds[i].second;
-    if (value.dtype() != sig->feed_dtypes[k]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "[Session] feed '", feeds[i].first, "' has dtype ", DataTypeString(value.dtype()),
-          " but the graph expects ", DataTypeString(sig->feed_dtypes[k])));
-    }
-    if (sig->feed_shapes[k] && !sig->feed_shapes[k]->IsCompatibleWith(value.shape())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "[Session] cannot feed value of shape ", value.shape().DebugString(), " for '",
-          feeds[i].first, "', which has shape ", sig->feed_shapes[k]->DebugString()));
-    }
+    RETURN_IF_ERROR(CheckFeed(feeds[i].first, value.dtype(), value.shape(), sig->feed_specs[k]));
     args[k] = value;
   }
   std::vector<Tensor> retvals;

@@ -66,10 +66,10 @@ class DirectSession : public Session {
       const std::vector<std::string>& targets);
   absl::StatusOr<std::unique_ptr<Graph>> PlaceForSignature(const std::vector<std::string>& feeds,
                                                            const std::vector<std::string>& fetches,
-                                                           const std::vector<std::string>& targets);
+                                                           const std::vector<std::string>& targets)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(build_mu_);
   absl::Status RunSignature(const Signature& sig, std::vector<Tensor> args, absl::Time deadline,
                             std::vector<Tensor>* retvals);
-  absl::Time Deadline(const tensorflow::RunOptions& options) const;
 
   const SessionOptions options_;
   const std::unique_ptr<DeviceMgr> device_mgr_;
@@ -86,7 +86,7 @@ class DirectSession : public Session {
   absl::flat_hash_map<std::string, std::shared_ptr<const Signature>> signatures_
       ABSL_GUARDED_BY(mu_);
   // Stateful node name -> device it was first placed on.
-  absl::flat_hash_map<std::string, std::string> stateful_placements_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::string> stateful_placements_ ABSL_GUARDED_BY(build_mu_);
 };
 
 }  // namespace dflow

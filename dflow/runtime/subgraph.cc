@@ -1,10 +1,12 @@
 #include "dflow/runtime/subgraph.h"
 
+#include <functional>
 #include <map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "dflow/framework/attr_util.h"
+#include "dflow/framework/rendezvous.h"
 #include "dflow/framework/status.h"
 
 namespace dflow {
@@ -16,15 +18,14 @@ struct TensorId {
 };
 
 // Resolves `name` (a feed or fetch, as `what` says) to a node output.
-absl::StatusOr<TensorId> ResolveTensor(Graph* g, const std::string& what,
-                                       const std::string& name) {
+absl::StatusOr<TensorId> ResolveTensor(Graph* g, const std::string& what, const std::string& name) {
   std::string node_name;
   int index = 0;
   absl::Status s = ParseTensorName(name, &node_name, &index);
   if (!s.ok()) return WithContext(s, absl::StrCat("[Session] ", what, " '", name, "'"));
   if (index == kControlSlot) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "[Session] ", what, " '", name, "' names a control input, not a tensor"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("[Session] ", what, " '", name, "' names a control input, not a tensor"));
   }
   Node* n = g->FindNode(node_name);
   if (n == nullptr) {
@@ -33,9 +34,8 @@ absl::StatusOr<TensorId> ResolveTensor(Graph* g, const std::string& what,
   }
   if (index >= n->num_outputs()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "[Session] ", what, " '", name, "' asks for output ", index, " of node '",
-        n->name(), "' (", n->type_string(), "), which has ", n->num_outputs(),
-        " output(s)"));
+        "[Session] ", what, " '", name, "' asks for output ", index, " of node '", n->name(), "' (",
+        n->type_string(), "), which has ", n->num_outputs(), " output(s)"));
   }
   return TensorId{n, index};
 }
@@ -45,9 +45,9 @@ absl::StatusOr<TensorId> ResolveTensor(Graph* g, const std::string& what,
 absl::Status CheckFeedable(const std::string& name, const TensorId& t) {
   for (const Edge* e : t.node->out_edges()) {
     if (e->src_output == t.index && IsRefType(e->dst->input_type(e->dst_input))) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "[Session] Feed '", name, "' cannot be fed: node '", e->dst->name(), "' (",
-          e->dst->type_string(), ") takes it by reference"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("[Session] Feed '", name, "' cannot be fed: node '", e->dst->name(), "' (",
+                       e->dst->type_string(), ") takes it by reference"));
     }
   }
   return absl::OkStatus();
@@ -149,36 +149,90 @@ absl::StatusOr<Signature> Resolve(Graph* g, const std::vector<std::string>& feed
   return sig;
 }
 
-}  // namespace
+// How feeds enter and fetches leave the graph: each makes the node for
+// feed or fetch number `index` of tensor `t` named `name`.
+using EndpointMaker = std::function<absl::StatusOr<Node*>(Graph* g, const TensorId& t, int index,
+                                                          const std::string& name)>;
 
-absl::Status RewriteGraphForExecution(Graph* g, const std::vector<std::string>& feeds,
-                                      const std::vector<std::string>& fetches,
-                                      const std::vector<std::string>& targets,
-                                      const Device* client_device) {
+absl::Status Rewrite(Graph* g, const std::vector<std::string>& feeds,
+                     const std::vector<std::string>& fetches,
+                     const std::vector<std::string>& targets, const EndpointMaker& make_feed,
+                     const EndpointMaker& make_fetch) {
   // 1. Resolve every name before changing anything.
   ASSIGN_OR_RETURN(Signature sig, Resolve(g, feeds, fetches, targets));
-  // 2. Feeds: an _Arg replaces each fed tensor.
+  // 2. Feeds: a new source node replaces each fed tensor.
   std::vector<Node*> args;
   for (size_t i = 0; i < sig.feeds.size(); ++i) {
-    ASSIGN_OR_RETURN(Node * arg, AddCallNode(g, "_Arg", "_arg_", sig.feeds[i],
-                                             static_cast<int>(i), client_device));
+    ASSIGN_OR_RETURN(Node * arg, make_feed(g, sig.feeds[i], static_cast<int>(i), feeds[i]));
     Reroute(g, sig.feeds[i], arg);
     args.push_back(arg);
   }
-  // 3. Fetches: a _Retval reads each fetched tensor (the _Arg when it is fed).
+  // 3. Fetches: a new sink node reads each fetched tensor (the feed's node when it is fed).
   std::vector<Node*> roots = sig.targets;
   for (size_t i = 0; i < sig.fetches.size(); ++i) {
     TensorId src = sig.fetches[i];
     auto it = sig.fed.find({src.node->id(), src.index});
     if (it != sig.fed.end()) src = TensorId{args[it->second], 0};
-    ASSIGN_OR_RETURN(Node * ret, AddCallNode(g, "_Retval", "_retval_", sig.fetches[i],
-                                             static_cast<int>(i), client_device));
+    ASSIGN_OR_RETURN(Node * ret, make_fetch(g, sig.fetches[i], static_cast<int>(i), fetches[i]));
     g->AddEdge(src.node, src.index, ret, 0);
     roots.push_back(ret);
   }
   // 4. Keep only what the fetches and targets need.
   PruneForReverseReachability(g, roots);
   return absl::OkStatus();
+}
+
+// A client-terminated `_Send` or `_Recv` of tensor `t` called `name`, on `client`.
+absl::StatusOr<Node*> AddClientTerminated(Graph* g, const std::string& op, const TensorId& t,
+                                          int index, const std::string& name,
+                                          const Device& client) {
+  tensorflow::NodeDef def;
+  const bool recv = op == "_Recv";
+  def.set_name(UniqueName(
+      *g, absl::StrCat(recv ? "_recv_" : "_send_", t.node->name(), "_", t.index, "_", index)));
+  def.set_op(op);
+  def.set_device(client.name());
+  SetAttr(&def, recv ? "tensor_type" : "T", BaseType(t.node->output_type(t.index)));
+  SetAttr(&def, "tensor_name", name);
+  SetAttr(&def, "send_device", client.name());
+  SetAttr(&def, "send_device_incarnation", static_cast<int64_t>(client.incarnation()));
+  SetAttr(&def, "recv_device", client.name());
+  SetAttr(&def, "client_terminated", true);
+  ASSIGN_OR_RETURN(Node * n, g->AddNode(std::move(def)));
+  n->set_assigned_device_name(client.name());
+  return n;
+}
+
+}  // namespace
+
+absl::Status RewriteGraphForExecution(Graph* g, const std::vector<std::string>& feeds,
+                                      const std::vector<std::string>& fetches,
+                                      const std::vector<std::string>& targets,
+                                      const Device* client_device) {
+  auto call_node = [client_device](const std::string& op, const std::string& prefix) {
+    return [=](Graph* g, const TensorId& t, int index, const std::string&) {
+      return AddCallNode(g, op, prefix, t, index, client_device);
+    };
+  };
+  return Rewrite(g, feeds, fetches, targets, call_node("_Arg", "_arg_"),
+                 call_node("_Retval", "_retval_"));
+}
+
+absl::Status RewriteGraphForRendezvous(Graph* g, const std::vector<std::string>& feeds,
+                                       const std::vector<std::string>& fetches,
+                                       const std::vector<std::string>& targets,
+                                       const Device& client_device) {
+  auto endpoint = [&client_device](const std::string& op) {
+    return [&client_device, op](Graph* g, const TensorId& t, int index, const std::string& name) {
+      return AddClientTerminated(g, op, t, index, name, client_device);
+    };
+  };
+  return Rewrite(g, feeds, fetches, targets, endpoint("_Recv"), endpoint("_Send"));
+}
+
+std::string ClientTerminatedKey(const Device& client_device, const std::string& tensor_name) {
+  return Rendezvous::CreateKey(client_device.name(), client_device.incarnation(),
+                               client_device.name(), tensor_name);
 }
 
 }  // namespace dflow

@@ -31,6 +31,19 @@ absl::Status RewriteGraphForExecution(Graph* g, const std::vector<std::string>& 
                                       const std::vector<std::string>& targets,
                                       const Device* client_device);
 
+// The distributed master's variant: feed i becomes a `_Recv` and fetch i a
+// `_Send`, both client-terminated on `client_device`, keyed by the tensor's
+// name as given (ClientTerminatedKey), so the worker hosting
+// `client_device` takes feeds from RunGraph's `send` and returns fetches in
+// its `recv`. Same pruning and errors as above.
+absl::Status RewriteGraphForRendezvous(Graph* g, const std::vector<std::string>& feeds,
+                                       const std::vector<std::string>& fetches,
+                                       const std::vector<std::string>& targets,
+                                       const Device& client_device);
+
+// The rendezvous key of a client-terminated feed or fetch `tensor_name`.
+std::string ClientTerminatedKey(const Device& client_device, const std::string& tensor_name);
+
 // Removes every node from which none of `roots` can be reached over data
 // and control edges (the roots stay).
 void PruneForReverseReachability(Graph* g, const std::vector<Node*>& roots);

@@ -23,6 +23,17 @@ struct RunGraphFlags {
 //   {"name":"y:0","dtype":"float","shape":[2],"values":[1,2]}
 absl::Status RunGraph(const RunGraphFlags& flags);
 
+struct ServerFlags {
+  std::string cluster;  // JSON or @file; empty: TF_CONFIG
+  std::string job;
+  int task = -1;
+  int cpus = 1;  // CPU devices of the task
+};
+
+// Serves one task of a cluster (master and worker services on its port)
+// until SIGTERM or SIGINT; prints its target and devices on stdout.
+absl::Status ServerCommand(const ServerFlags& flags);
+
 // Lists registered ops and the device types and dtypes of their kernels.
 absl::Status ListOps(bool as_json);
 

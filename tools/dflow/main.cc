@@ -44,6 +44,18 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember(dflow::TrainDataSources()))->capture_default_str();
   train_cmd->add_option("--metrics-out", train.metrics_out, "Write metrics JSON to this file");
 
+  dflow::cli::ServerFlags server;
+  CLI::App* server_cmd =
+      app.add_subcommand("server", "Serve one task of a cluster (master + worker, one gRPC port)");
+  server_cmd->add_option("--cluster", server.cluster,
+                         "Cluster spec: JSON {\"ps\":[\"host:port\"],...} or @file "
+                         "(default: TF_CONFIG)");
+  server_cmd->add_option("--job", server.job, "This task's job name");
+  server_cmd->add_option("--task", server.task, "This task's index in its job")
+      ->check(CLI::NonNegativeNumber);
+  server_cmd->add_option("--cpus", server.cpus, "CPU devices of this task")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+
   CLI11_PARSE(app, argc, argv);
 
   absl::Status status;
@@ -59,6 +71,8 @@ int main(int argc, char** argv) {
     status = dflow::cli::RunGraph(run);
   } else if (*ops_cmd) {
     status = dflow::cli::ListOps(ops_json);
+  } else if (*server_cmd) {
+    status = dflow::cli::ServerCommand(server);
   } else if (*train_cmd) {
     status = dflow::cli::TrainCommand(train);
   }

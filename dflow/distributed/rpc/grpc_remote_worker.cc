@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "dflow/distributed/rpc/grpc_util.h"
+#include "dflow/distributed/rpc/tensor_coding.h"
 
 namespace dflow {
 
@@ -27,6 +28,7 @@ absl::Status Annotate(const grpc::Status& s, const char* method, const std::stri
 GrpcRemoteWorker::GrpcRemoteWorker(std::shared_ptr<grpc::Channel> channel, std::string name)
     : channel_(std::move(channel)),
       stub_(tensorflow::WorkerService::NewStub(channel_)),
+      raw_stub_(channel_),
       name_(std::move(name)) {}
 
 template <typename Req, typename Resp>
@@ -95,8 +97,34 @@ void GrpcRemoteWorker::CleanupAllAsync(const CallOptions& opts,
 
 void GrpcRemoteWorker::RecvTensorAsync(const CallOptions& opts,
                                        const tensorflow::RecvTensorRequest* req,
-                                       tensorflow::RecvTensorResponse* resp, StatusCallback done) {
-  Call("RecvTensor", &Async::RecvTensor, opts, req, resp, std::move(done));
+                                       RecvTensorResult* resp, StatusCallback done) {
+  static const std::string* const kMethod =
+      new std::string("/tensorflow.WorkerService/RecvTensor");
+  struct RawCall {
+    grpc::ClientContext ctx;
+    grpc::ByteBuffer request;
+    grpc::ByteBuffer response;
+  };
+  auto call = std::make_shared<RawCall>();
+  if (opts.deadline != absl::InfiniteFuture()) {
+    call->ctx.set_deadline(ToGrpcDeadline(opts.deadline));
+  }
+  call->request = SerializeToByteBuffer(*req);
+  raw_stub_.UnaryCall(
+      &call->ctx, *kMethod, grpc::StubOptions(), &call->request, &call->response,
+      [call, resp, name = name_, done = std::move(done)](grpc::Status s) {
+        if (!s.ok()) {
+          done(Annotate(s, "RecvTensor", name));
+          return;
+        }
+        absl::Status decoded = DecodeRecvTensorResponse(call->response, resp);
+        call->response.Clear();
+        if (!decoded.ok()) {
+          decoded = absl::Status(decoded.code(),
+                                 absl::StrCat(decoded.message(), " (from ", name, ")"));
+        }
+        done(decoded);
+      });
 }
 
 std::unique_ptr<WorkerInterface> NewGrpcRemoteWorker(const std::string& address,

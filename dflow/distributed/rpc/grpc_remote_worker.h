@@ -17,6 +17,7 @@
 
 #include "dflow/distributed/worker_interface.h"
 #include "dflow/proto/worker_service.grpc.pb.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 
 namespace dflow {
@@ -49,8 +50,11 @@ class GrpcRemoteWorker final : public WorkerInterface {
                          tensorflow::CleanupGraphResponse* resp, StatusCallback done) override;
   void CleanupAllAsync(const CallOptions& opts, const tensorflow::CleanupAllRequest* req,
                        tensorflow::CleanupAllResponse* resp, StatusCallback done) override;
+  // The response is decoded by tensor_coding.h straight into a fresh tensor
+  // (one copy from gRPC's buffers); a response that does not decode is
+  // InvalidArgument naming the peer.
   void RecvTensorAsync(const CallOptions& opts, const tensorflow::RecvTensorRequest* req,
-                       tensorflow::RecvTensorResponse* resp, StatusCallback done) override;
+                       RecvTensorResult* resp, StatusCallback done) override;
 
   const std::string& name() const { return name_; }
 
@@ -67,6 +71,7 @@ class GrpcRemoteWorker final : public WorkerInterface {
 
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<tensorflow::WorkerService::Stub> stub_;
+  grpc::GenericStub raw_stub_;  // RecvTensor: raw bytes both ways.
   const std::string name_;
 };
 

@@ -1,6 +1,8 @@
 #include "dflow/distributed/rpc/grpc_util.h"
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "grpcpp/impl/codegen/proto_utils.h"
 
 namespace dflow {
 
@@ -60,6 +62,24 @@ void ConfigureServerBuilder(grpc::ServerBuilder* builder) {
   builder->SetMaxSendMessageSize(-1);
 }
 
+absl::Status ParseFromByteBuffer(const grpc::ByteBuffer& bytes, absl::string_view what,
+                                 google::protobuf::MessageLite* msg) {
+  grpc::ByteBuffer copy(bytes);  // Shares the slices; Deserialize consumes its input.
+  grpc::Status s =
+      grpc::GenericDeserialize<grpc::ProtoBufferReader, google::protobuf::MessageLite>(&copy, msg);
+  if (s.ok()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(what, " of ", bytes.Length(),
+                                                 " bytes does not parse as ",
+                                                 msg->GetTypeName()));
+}
+
+grpc::ByteBuffer SerializeToByteBuffer(const google::protobuf::MessageLite& msg) {
+  grpc::ByteBuffer out;
+  bool own = false;
+  grpc::GenericSerialize<grpc::ProtoBufferWriter, google::protobuf::MessageLite>(msg, &out, &own);
+  return out;
+}
+
 GrpcChannelCache& GrpcChannelCache::Global() {
   static GrpcChannelCache* cache = new GrpcChannelCache;
   return *cache;
@@ -71,6 +91,16 @@ std::shared_ptr<grpc::Channel> GrpcChannelCache::FindOrCreate(absl::string_view 
   std::shared_ptr<grpc::Channel>& channel = channels_[key];
   if (channel == nullptr) channel = NewGrpcChannel(key);
   return channel;
+}
+
+absl::Status AnnotateTransportError(const absl::Status& status, absl::string_view call,
+                                    absl::string_view peer) {
+  const absl::StatusCode code = status.code();
+  if (code != absl::StatusCode::kUnavailable && code != absl::StatusCode::kDeadlineExceeded &&
+      code != absl::StatusCode::kCancelled) {
+    return status;
+  }
+  return absl::Status(code, absl::StrCat("[", call, " to ", peer, "] ", status.message()));
 }
 
 }  // namespace dflow

@@ -15,6 +15,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "google/protobuf/message_lite.h"
 #include "grpcpp/grpcpp.h"
 
 namespace dflow {
@@ -27,6 +28,12 @@ absl::Status FromGrpcStatus(const grpc::Status& status);
 std::chrono::system_clock::time_point ToGrpcDeadline(absl::Time deadline);
 absl::Time FromGrpcDeadline(std::chrono::system_clock::time_point deadline);
 
+// Transport failures (UNAVAILABLE, DEADLINE_EXCEEDED, CANCELLED) get
+// "[<call> to <peer>] " in front; a peer's own errors already say what failed
+// and pass through unchanged.
+absl::Status AnnotateTransportError(const absl::Status& status, absl::string_view call,
+                                    absl::string_view peer);
+
 // "grpc://host:port" -> "host:port"; other strings are returned as given.
 std::string StripGrpcScheme(absl::string_view target);
 
@@ -37,6 +44,14 @@ grpc::ChannelArguments DefaultChannelArguments();
 std::shared_ptr<grpc::Channel> NewGrpcChannel(absl::string_view target);
 // Unlimited message sizes on the server side too.
 void ConfigureServerBuilder(grpc::ServerBuilder* builder);
+
+// Parses a message received as raw bytes. InvalidArgument naming `what`
+// (e.g. "[WorkerService.RunGraph] request") and the size when the bytes are
+// not a `msg->GetTypeName()`.
+absl::Status ParseFromByteBuffer(const grpc::ByteBuffer& bytes, absl::string_view what,
+                                 google::protobuf::MessageLite* msg);
+// `msg` serialized as gRPC would send it.
+grpc::ByteBuffer SerializeToByteBuffer(const google::protobuf::MessageLite& msg);
 
 // One channel per target, shared by every stub calling it. Thread-safe.
 class GrpcChannelCache {

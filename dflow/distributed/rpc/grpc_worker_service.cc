@@ -2,8 +2,10 @@
 
 #include <memory>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "dflow/distributed/rpc/grpc_util.h"
+#include "dflow/distributed/rpc/tensor_coding.h"
 
 namespace dflow {
 
@@ -15,6 +17,12 @@ CallOptions OptionsFrom(const grpc::CallbackServerContext* ctx) {
   return opts;
 }
 
+grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* ctx, const absl::Status& s) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(s));
+  return reactor;
+}
+
 // A RecvTensor that may wait long for its tensor: the worker works on copies
 // owned here, so the call can finish with CANCELLED as soon as the client
 // goes away (or the server shuts down) while the worker still holds them.
@@ -24,17 +32,17 @@ class RecvTensorReactor final : public grpc::ServerUnaryReactor {
     absl::Mutex mu;
     bool finished ABSL_GUARDED_BY(mu) = false;
     tensorflow::RecvTensorRequest req;
-    tensorflow::RecvTensorResponse resp;
+    RecvTensorResult result;
   };
 
-  RecvTensorReactor(const tensorflow::RecvTensorRequest& req, tensorflow::RecvTensorResponse* out)
+  RecvTensorReactor(tensorflow::RecvTensorRequest req, grpc::ByteBuffer* out)
       : state_(std::make_shared<State>()), out_(out) {
-    state_->req = req;
+    state_->req = std::move(req);
   }
 
   void Start(WorkerInterface* worker, const CallOptions& opts) {
     std::shared_ptr<State> state = state_;
-    worker->RecvTensorAsync(opts, &state->req, &state->resp,
+    worker->RecvTensorAsync(opts, &state->req, &state->result,
                             [this, state](const absl::Status& s) { Done(*state, s); });
   }
 
@@ -54,78 +62,86 @@ class RecvTensorReactor final : public grpc::ServerUnaryReactor {
   // finished yet (then OnDone has not run).
   void Done(State& state, const absl::Status& s) {
     if (!TryFinish(state)) return;
-    if (s.ok()) out_->Swap(&state.resp);
-    Finish(ToGrpcStatus(s));
+    absl::Status status = s;
+    // The encoded bytes hold their own reference to the tensor's buffer.
+    if (status.ok()) status = EncodeRecvTensorResponse(state.result, out_);
+    Finish(ToGrpcStatus(status));
   }
 
   std::shared_ptr<State> state_;
-  tensorflow::RecvTensorResponse* const out_;  // Owned by gRPC until OnDone.
+  grpc::ByteBuffer* const out_;  // Owned by gRPC until OnDone.
 };
 
 }  // namespace
 
 template <typename Req, typename Resp>
-grpc::ServerUnaryReactor* GrpcWorkerService::Forward(grpc::CallbackServerContext* ctx,
-                                                     const Req* req, Resp* resp,
+grpc::ServerUnaryReactor* GrpcWorkerService::Forward(const char* name, Ctx* ctx,
+                                                     const Bytes* req_bytes, Bytes* resp_bytes,
                                                      Method<Req, Resp> method) {
+  struct Call {
+    Req req;
+    Resp resp;
+  };
+  auto call = std::make_shared<Call>();
+  absl::Status parsed = ParseFromByteBuffer(
+      *req_bytes, absl::StrCat("[WorkerService.", name, "] request"), &call->req);
+  if (!parsed.ok()) return FinishNow(ctx, parsed);
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  (worker_->*method)(OptionsFrom(ctx), req, resp,
-                     [reactor](const absl::Status& s) { reactor->Finish(ToGrpcStatus(s)); });
+  (worker_->*method)(OptionsFrom(ctx), &call->req, &call->resp,
+                     [reactor, call, resp_bytes](const absl::Status& s) {
+                       if (s.ok()) *resp_bytes = SerializeToByteBuffer(call->resp);
+                       reactor->Finish(ToGrpcStatus(s));
+                     });
   return reactor;
 }
 
-grpc::ServerUnaryReactor* GrpcWorkerService::GetStatus(grpc::CallbackServerContext* ctx,
-                                                       const tensorflow::GetStatusRequest* req,
-                                                       tensorflow::GetStatusResponse* resp) {
-  return Forward(ctx, req, resp, &WorkerInterface::GetStatusAsync);
+grpc::ServerUnaryReactor* GrpcWorkerService::GetStatus(Ctx* ctx, const Bytes* req, Bytes* resp) {
+  return Forward("GetStatus", ctx, req, resp, &WorkerInterface::GetStatusAsync);
 }
 
-grpc::ServerUnaryReactor* GrpcWorkerService::CreateWorkerSession(
-    grpc::CallbackServerContext* ctx, const tensorflow::CreateWorkerSessionRequest* req,
-    tensorflow::CreateWorkerSessionResponse* resp) {
-  return Forward(ctx, req, resp, &WorkerInterface::CreateWorkerSessionAsync);
+grpc::ServerUnaryReactor* GrpcWorkerService::CreateWorkerSession(Ctx* ctx, const Bytes* req,
+                                                                 Bytes* resp) {
+  return Forward("CreateWorkerSession", ctx, req, resp,
+                 &WorkerInterface::CreateWorkerSessionAsync);
 }
 
-grpc::ServerUnaryReactor* GrpcWorkerService::DeleteWorkerSession(
-    grpc::CallbackServerContext* ctx, const tensorflow::DeleteWorkerSessionRequest* req,
-    tensorflow::DeleteWorkerSessionResponse* resp) {
-  return Forward(ctx, req, resp, &WorkerInterface::DeleteWorkerSessionAsync);
+grpc::ServerUnaryReactor* GrpcWorkerService::DeleteWorkerSession(Ctx* ctx, const Bytes* req,
+                                                                 Bytes* resp) {
+  return Forward("DeleteWorkerSession", ctx, req, resp,
+                 &WorkerInterface::DeleteWorkerSessionAsync);
 }
 
-grpc::ServerUnaryReactor* GrpcWorkerService::RegisterGraph(
-    grpc::CallbackServerContext* ctx, const tensorflow::RegisterGraphRequest* req,
-    tensorflow::RegisterGraphResponse* resp) {
-  return Forward(ctx, req, resp, &WorkerInterface::RegisterGraphAsync);
+grpc::ServerUnaryReactor* GrpcWorkerService::RegisterGraph(Ctx* ctx, const Bytes* req,
+                                                           Bytes* resp) {
+  return Forward("RegisterGraph", ctx, req, resp, &WorkerInterface::RegisterGraphAsync);
 }
 
-grpc::ServerUnaryReactor* GrpcWorkerService::DeregisterGraph(
-    grpc::CallbackServerContext* ctx, const tensorflow::DeregisterGraphRequest* req,
-    tensorflow::DeregisterGraphResponse* resp) {
-  return Forward(ctx, req, resp, &WorkerInterface::DeregisterGraphAsync);
+grpc::ServerUnaryReactor* GrpcWorkerService::DeregisterGraph(Ctx* ctx, const Bytes* req,
+                                                             Bytes* resp) {
+  return Forward("DeregisterGraph", ctx, req, resp, &WorkerInterface::DeregisterGraphAsync);
 }
 
-grpc::ServerUnaryReactor* GrpcWorkerService::RunGraph(grpc::CallbackServerContext* ctx,
-                                                      const tensorflow::RunGraphRequest* req,
-                                                      tensorflow::RunGraphResponse* resp) {
-  return Forward(ctx, req, resp, &WorkerInterface::RunGraphAsync);
+grpc::ServerUnaryReactor* GrpcWorkerService::RunGraph(Ctx* ctx, const Bytes* req, Bytes* resp) {
+  return Forward("RunGraph", ctx, req, resp, &WorkerInterface::RunGraphAsync);
 }
 
-grpc::ServerUnaryReactor* GrpcWorkerService::CleanupGraph(
-    grpc::CallbackServerContext* ctx, const tensorflow::CleanupGraphRequest* req,
-    tensorflow::CleanupGraphResponse* resp) {
-  return Forward(ctx, req, resp, &WorkerInterface::CleanupGraphAsync);
+grpc::ServerUnaryReactor* GrpcWorkerService::CleanupGraph(Ctx* ctx, const Bytes* req,
+                                                          Bytes* resp) {
+  return Forward("CleanupGraph", ctx, req, resp, &WorkerInterface::CleanupGraphAsync);
 }
 
-grpc::ServerUnaryReactor* GrpcWorkerService::CleanupAll(grpc::CallbackServerContext* ctx,
-                                                        const tensorflow::CleanupAllRequest* req,
-                                                        tensorflow::CleanupAllResponse* resp) {
-  return Forward(ctx, req, resp, &WorkerInterface::CleanupAllAsync);
+grpc::ServerUnaryReactor* GrpcWorkerService::CleanupAll(Ctx* ctx, const Bytes* req,
+                                                        Bytes* resp) {
+  return Forward("CleanupAll", ctx, req, resp, &WorkerInterface::CleanupAllAsync);
 }
 
-grpc::ServerUnaryReactor* GrpcWorkerService::RecvTensor(grpc::CallbackServerContext* ctx,
-                                                        const tensorflow::RecvTensorRequest* req,
-                                                        tensorflow::RecvTensorResponse* resp) {
-  auto* reactor = new RecvTensorReactor(*req, resp);
+grpc::ServerUnaryReactor* GrpcWorkerService::RecvTensor(Ctx* ctx, const Bytes* req,
+                                                        Bytes* resp) {
+  tensorflow::RecvTensorRequest request;
+  absl::Status parsed =
+      ParseFromByteBuffer(*req, "[WorkerService.RecvTensor] request", &request);
+  if (!parsed.ok()) return FinishNow(ctx, parsed);
+  auto* reactor = new RecvTensorReactor(std::move(request), resp);
   reactor->Start(worker_, OptionsFrom(ctx));
   return reactor;
 }

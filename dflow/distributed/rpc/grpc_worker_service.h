@@ -2,11 +2,14 @@
 // gRPC's "/tensorflow.WorkerService/<Method>", with the callback API. Each
 // call is forwarded with the client's deadline; the worker's status goes back
 // as the gRPC status (code and message). Methods dflow does not implement
-// (RecvBuf, Logging, Tracing, collectives) answer UNIMPLEMENTED. A request
-// that does not parse is refused by gRPC before it reaches the worker (gRPC
-// 1.51 answers it with UNIMPLEMENTED and an empty message).
-// A RecvTensor parked on a tensor ends with CANCELLED when its caller goes
-// away or the server shuts down.
+// (RecvBuf, Logging, Tracing, collectives) answer UNIMPLEMENTED.
+// Requests arrive as raw bytes and are parsed here, so a request that does
+// not parse gets INVALID_ARGUMENT naming the method ("[WorkerService.RunGraph]
+// request of 11 bytes does not parse as tensorflow.RunGraphRequest") instead
+// of gRPC's bare UNIMPLEMENTED.
+// RecvTensor's response is written by tensor_coding.h around the tensor's own
+// buffer (no copy); a RecvTensor parked on a tensor ends with CANCELLED when
+// its caller goes away or the server shuts down.
 //
 //   GrpcWorkerService service(&worker);
 //   grpc::ServerBuilder builder;
@@ -23,48 +26,46 @@
 
 namespace dflow {
 
-class GrpcWorkerService final : public tensorflow::WorkerService::CallbackService {
+namespace internal {
+using RawWorkerService = tensorflow::WorkerService::WithRawCallbackMethod_GetStatus<
+    tensorflow::WorkerService::WithRawCallbackMethod_CreateWorkerSession<
+        tensorflow::WorkerService::WithRawCallbackMethod_DeleteWorkerSession<
+            tensorflow::WorkerService::WithRawCallbackMethod_RegisterGraph<
+                tensorflow::WorkerService::WithRawCallbackMethod_DeregisterGraph<
+                    tensorflow::WorkerService::WithRawCallbackMethod_RunGraph<
+                        tensorflow::WorkerService::WithRawCallbackMethod_CleanupGraph<
+                            tensorflow::WorkerService::WithRawCallbackMethod_CleanupAll<
+                                tensorflow::WorkerService::WithRawCallbackMethod_RecvTensor<
+                                    tensorflow::WorkerService::CallbackService>>>>>>>>>;
+}  // namespace internal
+
+class GrpcWorkerService final : public internal::RawWorkerService {
  public:
   // `worker` (not owned) must outlive the server hosting this service.
   explicit GrpcWorkerService(WorkerInterface* worker) : worker_(worker) {}
   GrpcWorkerService(const GrpcWorkerService&) = delete;
   GrpcWorkerService& operator=(const GrpcWorkerService&) = delete;
 
-  grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* ctx,
-                                      const tensorflow::GetStatusRequest* req,
-                                      tensorflow::GetStatusResponse* resp) override;
-  grpc::ServerUnaryReactor* CreateWorkerSession(
-      grpc::CallbackServerContext* ctx, const tensorflow::CreateWorkerSessionRequest* req,
-      tensorflow::CreateWorkerSessionResponse* resp) override;
-  grpc::ServerUnaryReactor* DeleteWorkerSession(
-      grpc::CallbackServerContext* ctx, const tensorflow::DeleteWorkerSessionRequest* req,
-      tensorflow::DeleteWorkerSessionResponse* resp) override;
-  grpc::ServerUnaryReactor* RegisterGraph(grpc::CallbackServerContext* ctx,
-                                          const tensorflow::RegisterGraphRequest* req,
-                                          tensorflow::RegisterGraphResponse* resp) override;
-  grpc::ServerUnaryReactor* DeregisterGraph(grpc::CallbackServerContext* ctx,
-                                            const tensorflow::DeregisterGraphRequest* req,
-                                            tensorflow::DeregisterGraphResponse* resp) override;
-  grpc::ServerUnaryReactor* RunGraph(grpc::CallbackServerContext* ctx,
-                                     const tensorflow::RunGraphRequest* req,
-                                     tensorflow::RunGraphResponse* resp) override;
-  grpc::ServerUnaryReactor* CleanupGraph(grpc::CallbackServerContext* ctx,
-                                         const tensorflow::CleanupGraphRequest* req,
-                                         tensorflow::CleanupGraphResponse* resp) override;
-  grpc::ServerUnaryReactor* CleanupAll(grpc::CallbackServerContext* ctx,
-                                       const tensorflow::CleanupAllRequest* req,
-                                       tensorflow::CleanupAllResponse* resp) override;
-  grpc::ServerUnaryReactor* RecvTensor(grpc::CallbackServerContext* ctx,
-                                       const tensorflow::RecvTensorRequest* req,
-                                       tensorflow::RecvTensorResponse* resp) override;
+  using Ctx = grpc::CallbackServerContext;
+  using Bytes = grpc::ByteBuffer;
+  grpc::ServerUnaryReactor* GetStatus(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  grpc::ServerUnaryReactor* CreateWorkerSession(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  grpc::ServerUnaryReactor* DeleteWorkerSession(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  grpc::ServerUnaryReactor* RegisterGraph(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  grpc::ServerUnaryReactor* DeregisterGraph(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  grpc::ServerUnaryReactor* RunGraph(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  grpc::ServerUnaryReactor* CleanupGraph(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  grpc::ServerUnaryReactor* CleanupAll(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  grpc::ServerUnaryReactor* RecvTensor(Ctx* ctx, const Bytes* req, Bytes* resp) override;
 
  private:
   template <typename Req, typename Resp>
   using Method = void (WorkerInterface::*)(const CallOptions&, const Req*, Resp*, StatusCallback);
 
-  // Runs `method` on the worker and finishes the call when it is done.
+  // Parses the request, runs `method` on the worker and finishes the call
+  // with the serialized response when it is done.
   template <typename Req, typename Resp>
-  grpc::ServerUnaryReactor* Forward(grpc::CallbackServerContext* ctx, const Req* req, Resp* resp,
+  grpc::ServerUnaryReactor* Forward(const char* name, Ctx* ctx, const Bytes* req, Bytes* resp,
                                     Method<Req, Resp> method);
 
   WorkerInterface* const worker_;  // Not owned.

@@ -1,0 +1,288 @@
+// RecvTensor between two processes on 127.0.0.1 against a raw TCP stream of
+// the same bytes, measured in the same run (a plain main printing a table;
+// Google Benchmark's per-function timing does not pair two transports).
+//
+// The parent forks a child before touching gRPC. The child serves a Worker
+// ("/job:ps/replica:0/task:0") through GrpcWorkerService and a raw TCP
+// sender: for each 8-byte request (a size) it writes that many bytes from
+// one buffer. Both ports come back through a pipe. The parent registers, per
+// size, a graph Const(size bytes) -> _Send on the child; per sample it runs
+// the step, then times one RecvTensor (gRPC, decoded into a fresh tensor)
+// and, interleaved, one raw request of the same size (read into a reused
+// buffer). Reported: median GB/s of each and their ratio.
+//
+//   build/bench/rpc_bench [--quick]
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "dflow/distributed/rpc/grpc_remote_worker.h"
+#include "dflow/distributed/rpc/grpc_util.h"
+#include "dflow/distributed/rpc/grpc_worker_service.h"
+#include "dflow/distributed/worker.h"
+#include "dflow/framework/attr_util.h"
+#include "dflow/framework/rendezvous.h"
+
+namespace dflow {
+namespace {
+
+constexpr size_t kMaxBytes = size_t{256} << 20;
+constexpr const char* kDst = "/job:worker/replica:0/task:0/device:CPU:0";
+
+void Die(const char* what) {
+  std::perror(what);
+  std::exit(1);
+}
+
+bool WriteAll(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+bool ReadAll(int fd, char* p, size_t n) {
+  while (n > 0) {
+    ssize_t r = ::read(fd, p, n);  // A socket or the report pipe.
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+void NoDelay(int fd) {
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+// A listening socket on 127.0.0.1:0; returns its fd and sets *port.
+int Listen(int* port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::listen(fd, 4) != 0) {
+    Die("raw listen");
+  }
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  *port = ntohs(addr.sin_port);
+  return fd;
+}
+
+// The raw sender: answers each 8-byte size with that many bytes.
+void ServeRaw(int listen_fd) {
+  std::vector<char> data(kMaxBytes, 'r');
+  for (;;) {
+    int fd = ::accept(listen_fd, nullptr, nullptr);
+    if (fd < 0) return;
+    NoDelay(fd);
+    uint64_t n = 0;
+    while (ReadAll(fd, reinterpret_cast<char*>(&n), sizeof(n)) && n <= kMaxBytes &&
+           WriteAll(fd, data.data(), n)) {
+    }
+    ::close(fd);
+  }
+}
+
+// The child: a Worker served over gRPC plus the raw sender; never returns.
+[[noreturn]] void RunChild(int report_fd) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);  // Never outlive the parent.
+  tensorflow::ConfigProto config;
+  auto devices = CreateLocalDevices(config, "ps", 0, 0);
+  if (!devices.ok()) Die("devices");
+  DeviceMgr mgr(*std::move(devices));
+  Worker worker(&mgr, {});
+  GrpcWorkerService service(&worker);
+  grpc::ServerBuilder builder;
+  ConfigureServerBuilder(&builder);
+  int ports[2] = {0, 0};
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &ports[0]);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  int raw_fd = Listen(&ports[1]);
+  if (::write(report_fd, ports, sizeof(ports)) != sizeof(ports)) Die("report ports");
+  ::close(report_fd);
+  ServeRaw(raw_fd);  // Until the parent kills this process.
+  std::exit(0);
+}
+
+struct Remote {
+  std::unique_ptr<WorkerInterface> worker;
+  std::string src;  // The child's CPU:0.
+  uint64_t incarnation = 0;
+};
+
+// Registers Const(bytes) -> _Send("edge_<bytes>") on the child; returns the handle.
+std::string RegisterSource(const Remote& r, size_t bytes) {
+  tensorflow::RegisterGraphRequest req;
+  tensorflow::NodeDef* c = req.mutable_graph_def()->add_node();
+  c->set_name("c");
+  c->set_op("Const");
+  c->set_device(r.src);
+  Tensor value(DT_FLOAT, TensorShape({static_cast<int64_t>(bytes / 4)}));
+  for (size_t i = 0; i < bytes / 4; i += 1024) value.flat<float>()[i] = static_cast<float>(i);
+  SetAttr(c, "dtype", DT_FLOAT);
+  SetAttr(c, "value", value);
+  tensorflow::NodeDef* s = req.mutable_graph_def()->add_node();
+  s->set_name("s");
+  s->set_op("_Send");
+  s->add_input("c");
+  s->set_device(r.src);
+  SetAttr(s, "T", DT_FLOAT);
+  SetAttr(s, "tensor_name", "edge_" + std::to_string(bytes));
+  SetAttr(s, "send_device", r.src);
+  SetAttr(s, "send_device_incarnation", static_cast<int64_t>(r.incarnation));
+  SetAttr(s, "recv_device", kDst);
+  SetAttr(s, "client_terminated", false);
+  tensorflow::RegisterGraphResponse resp;
+  absl::Status st = r.worker->RegisterGraph(req, &resp, CallOptions::WithTimeout(absl::Seconds(120)));
+  if (!st.ok()) {
+    std::fprintf(stderr, "RegisterGraph: %s\n", std::string(st.message()).c_str());
+    std::exit(1);
+  }
+  return resp.graph_handle();
+}
+
+// One RecvTensor of the step's tensor; returns seconds, or -1 on error.
+double TimedRecvTensor(const Remote& r, const std::string& handle, size_t bytes, int64_t step) {
+  const CallOptions opts = CallOptions::WithTimeout(absl::Seconds(60));
+  tensorflow::RunGraphRequest run;
+  run.set_graph_handle(handle);
+  run.set_step_id(step);
+  tensorflow::RunGraphResponse run_resp;
+  if (!r.worker->RunGraph(run, &run_resp, opts).ok()) return -1;
+  tensorflow::RecvTensorRequest req;
+  req.set_step_id(step);
+  req.set_rendezvous_key(
+      Rendezvous::CreateKey(r.src, r.incarnation, kDst, "edge_" + std::to_string(bytes)));
+  RecvTensorResult result;
+  const absl::Time start = absl::Now();
+  absl::Status s = r.worker->RecvTensor(req, &result, opts);
+  const double secs = absl::ToDoubleSeconds(absl::Now() - start);
+  tensorflow::CleanupGraphRequest cleanup;
+  cleanup.set_step_id(step);
+  tensorflow::CleanupGraphResponse cleanup_resp;
+  r.worker->CleanupGraph(cleanup, &cleanup_resp, opts).IgnoreError();
+  if (!s.ok() || result.tensor.TotalBytes() != bytes) {
+    std::fprintf(stderr, "RecvTensor: %s\n", std::string(s.message()).c_str());
+    return -1;
+  }
+  return secs;
+}
+
+double TimedRaw(int fd, std::vector<char>* buf, size_t bytes) {
+  const uint64_t n = bytes;
+  const absl::Time start = absl::Now();
+  if (!WriteAll(fd, reinterpret_cast<const char*>(&n), sizeof(n)) ||
+      !ReadAll(fd, buf->data(), bytes)) {
+    return -1;
+  }
+  return absl::ToDoubleSeconds(absl::Now() - start);
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+int RunParent(int grpc_port, int raw_port, bool quick) {
+  Remote r;
+  const std::string address = "127.0.0.1:" + std::to_string(grpc_port);
+  r.worker = NewGrpcRemoteWorker(address, "/job:ps/replica:0/task:0");
+  tensorflow::GetStatusResponse status;
+  if (!r.worker->GetStatus({}, &status, CallOptions::WithTimeout(absl::Seconds(30))).ok() ||
+      status.device_attributes_size() == 0) {
+    std::fprintf(stderr, "child worker does not answer\n");
+    return 1;
+  }
+  r.src = status.device_attributes(0).name();
+  r.incarnation = status.device_attributes(0).incarnation();
+
+  int raw = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(raw_port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(raw, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) Die("raw connect");
+  NoDelay(raw);
+  std::vector<char> buf(kMaxBytes);
+
+  double loadavg[3] = {0, 0, 0};
+  getloadavg(loadavg, 3);
+  std::printf("RecvTensor vs raw TCP, two processes on 127.0.0.1, load average %.2f\n",
+              loadavg[0]);
+  std::printf("%10s %8s %14s %14s %8s\n", "bytes", "samples", "raw TCP GB/s",
+              "RecvTensor GB/s", "ratio");
+  const size_t sizes[] = {4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20};
+  int64_t step = 1;
+  for (size_t bytes : sizes) {
+    const std::string handle = RegisterSource(r, bytes);
+    const size_t budget = (quick ? size_t{64} : size_t{768}) << 20;
+    const int samples = static_cast<int>(std::clamp<size_t>(budget / bytes, 5, quick ? 50 : 300));
+    std::vector<double> raw_s, rpc_s;
+    for (int i = -1; i < samples; ++i) {  // Sample -1 warms both paths up.
+      const double a = TimedRaw(raw, &buf, bytes);
+      const double b = TimedRecvTensor(r, handle, bytes, step++);
+      if (a < 0 || b < 0) return 1;
+      if (i >= 0) raw_s.push_back(a), rpc_s.push_back(b);
+    }
+    const double raw_gbs = bytes / Median(raw_s) / 1e9;
+    const double rpc_gbs = bytes / Median(rpc_s) / 1e9;
+    std::printf("%10zu %8d %14.3f %14.3f %8.2f\n", bytes, samples, raw_gbs, rpc_gbs,
+                rpc_gbs / raw_gbs);
+    std::fflush(stdout);
+    tensorflow::DeregisterGraphRequest dereg;
+    dereg.set_graph_handle(handle);
+    tensorflow::DeregisterGraphResponse dereg_resp;
+    r.worker->DeregisterGraph(dereg, &dereg_resp, CallOptions::WithTimeout(absl::Seconds(30)))
+        .IgnoreError();
+  }
+  ::close(raw);
+  return 0;
+}
+
+}  // namespace
+}  // namespace dflow
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  int report[2];
+  if (::pipe(report) != 0) dflow::Die("pipe");
+  const pid_t child = ::fork();  // Before any gRPC state exists in this process.
+  if (child < 0) dflow::Die("fork");
+  if (child == 0) {
+    ::close(report[0]);
+    dflow::RunChild(report[1]);
+  }
+  ::close(report[1]);
+  int ports[2] = {0, 0};
+  if (!dflow::ReadAll(report[0], reinterpret_cast<char*>(ports), sizeof(ports))) {
+    std::fprintf(stderr, "child did not report its ports\n");
+    ::kill(child, SIGKILL);
+    return 1;
+  }
+  const int rc = dflow::RunParent(ports[0], ports[1], quick);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  return rc;
+}

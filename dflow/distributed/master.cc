@@ -1,0 +1,313 @@
+#include "dflow/distributed/master.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/random/random.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "dflow/distributed/master_session.h"
+#include "dflow/framework/device.h"
+#include "dflow/framework/status.h"
+
+namespace dflow {
+
+namespace {
+
+absl::Status Prefixed(absl::string_view method, const absl::Status& s) {
+  if (s.ok() || absl::StartsWith(s.message(), "[")) return s;
+  return absl::Status(s.code(), absl::StrCat("[Master ", method, "] ", s.message()));
+}
+
+std::string NewSessionHandle() {
+  thread_local absl::BitGen gen;
+  return absl::StrFormat("%016x%016x", absl::Uniform<uint64_t>(gen), absl::Uniform<uint64_t>(gen));
+}
+
+// True when `filter` (a partial device spec) allows task `task`.
+bool TaskMatches(const DeviceName& filter, const DeviceName& task) {
+  return (!filter.has_job || filter.job == task.job) &&
+         (!filter.has_replica || filter.replica == task.replica) &&
+         (!filter.has_task || filter.task == task.task);
+}
+
+// Runs `fn` with the status and then `done`, on the master's pool: master
+// calls wait on workers, which must not block gRPC's own threads.
+template <typename Fn>
+void RunOn(ThreadPool* pool, StatusCallback done, Fn fn) {
+  pool->Schedule([done = std::move(done), fn = std::move(fn)]() mutable { fn(std::move(done)); });
+}
+
+}  // namespace
+
+Master::Master(MasterEnv env)
+    : env_(std::move(env)), pool_(std::make_unique<ThreadPool>("master", 8)) {}
+
+Master::~Master() {
+  absl::flat_hash_map<std::string, std::shared_ptr<MasterSession>> sessions;
+  {
+    absl::MutexLock l(&mu_);
+    sessions.swap(sessions_);
+  }
+  for (auto& [handle, session] : sessions) {
+    session->Close(absl::Now() + absl::Seconds(5)).IgnoreError();
+  }
+  pool_.reset();  // Waits for calls in flight.
+}
+
+int Master::NumSessions() const {
+  absl::MutexLock l(&mu_);
+  return static_cast<int>(sessions_.size());
+}
+
+absl::StatusOr<std::shared_ptr<MasterSession>> Master::FindSession(
+    const std::string& handle) const {
+  absl::MutexLock l(&mu_);
+  auto it = sessions_.find(handle);
+  if (it == sessions_.end()) {
+    return absl::AbortedError(absl::StrCat("session '", handle, "' is not found on ",
+                                           env_.task_name,
+                                           "; it was closed or reset, or the master restarted"));
+  }
+  return it->second;
+}
+
+// --- discovery ---------------------------------------------------------------------------
+
+absl::StatusOr<std::vector<std::string>> Master::FilteredTasks(
+    const std::vector<std::string>& filters) {
+  std::vector<DeviceName> parsed;
+  for (const std::string& f : filters) {
+    absl::StatusOr<DeviceName> name = DeviceName::Parse(f);
+    if (!name.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("device filter '", f, "' does not parse"));
+    }
+    parsed.push_back(*std::move(name));
+  }
+  std::vector<std::string> tasks;
+  for (const std::string& task : env_.cluster_tasks) {
+    absl::StatusOr<DeviceName> name = DeviceName::Parse(task);
+    if (!name.ok()) continue;
+    const bool allowed = task == env_.task_name || parsed.empty() ||
+                         std::any_of(parsed.begin(), parsed.end(),
+                                     [&](const DeviceName& f) { return TaskMatches(f, *name); });
+    if (allowed) tasks.push_back(task);
+  }
+  if (std::find(tasks.begin(), tasks.end(), env_.task_name) == tasks.end()) {
+    tasks.push_back(env_.task_name);
+  }
+  return tasks;
+}
+
+absl::StatusOr<std::vector<std::unique_ptr<Device>>> Master::DiscoverDevices(
+    const std::vector<std::string>& filters, absl::Time deadline) {
+  ASSIGN_OR_RETURN(std::vector<std::string> tasks, FilteredTasks(filters));
+  struct Ask {
+    tensorflow::GetStatusRequest req;
+    tensorflow::GetStatusResponse resp;
+    absl::Status status;
+    absl::Notification done;
+  };
+  std::vector<Ask> asks(tasks.size());
+  CallOptions opts;
+  opts.deadline = std::min(deadline, absl::Now() + env_.discovery_timeout);
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    WorkerInterface* worker = env_.worker_for_task ? env_.worker_for_task(tasks[i]) : nullptr;
+    if (worker == nullptr) {
+      asks[i].status = absl::UnavailableError(absl::StrCat("no worker is known for ", tasks[i]));
+      asks[i].done.Notify();
+      continue;
+    }
+    Ask* ask = &asks[i];
+    worker->GetStatusAsync(opts, &ask->req, &ask->resp, [ask](const absl::Status& s) {
+      ask->status = s;
+      ask->done.Notify();
+    });
+  }
+  std::vector<DeviceName> allowed;
+  for (const std::string& f : filters) allowed.push_back(*DeviceName::Parse(f));
+  std::vector<std::unique_ptr<Device>> devices;
+  absl::Status status;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    asks[i].done.WaitForNotification();  // Every call ends by its deadline.
+    if (!asks[i].status.ok()) {
+      status.Update(absl::UnavailableError(
+          absl::StrCat("device discovery: ", tasks[i],
+                       " did not answer GetStatus: ", asks[i].status.message())));
+      continue;
+    }
+    for (const tensorflow::DeviceAttributes& a : asks[i].resp.device_attributes()) {
+      absl::StatusOr<DeviceName> name = DeviceName::Parse(a.name());
+      if (!name.ok() || !name->IsFullySpecified()) continue;
+      const bool keep = tasks[i] == env_.task_name || allowed.empty() ||
+                        std::any_of(allowed.begin(), allowed.end(),
+                                    [&](const DeviceName& f) { return f.Matches(*name); });
+      if (keep)
+        devices.push_back(std::make_unique<Device>(*name, a.incarnation(), a.memory_limit()));
+    }
+  }
+  RETURN_IF_ERROR(status);
+  return devices;
+}
+
+// --- sessions ----------------------------------------------------------------------------
+
+void Master::CreateSessionAsync(const CallOptions& opts,
+                                const tensorflow::CreateSessionRequest* req,
+                                tensorflow::CreateSessionResponse* resp, StatusCallback done) {
+  RunOn(pool_.get(), std::move(done), [this, opts, req, resp](StatusCallback done) {
+    const tensorflow::ConfigProto config =
+        req->has_config() ? req->config() : env_.default_session_config;
+    std::vector<std::string> filters(config.device_filters().begin(),
+                                     config.device_filters().end());
+    absl::StatusOr<std::vector<std::unique_ptr<Device>>> devices =
+        DiscoverDevices(filters, opts.deadline);
+    if (!devices.ok()) return done(Prefixed("CreateSession", devices.status()));
+    auto session =
+        std::make_shared<MasterSession>(NewSessionHandle(), &env_, config, *std::move(devices));
+    absl::Status s = session->Create(req->graph_def(), opts.deadline);
+    if (!s.ok()) return done(Prefixed("CreateSession", s));
+    resp->set_session_handle(session->handle());
+    resp->set_graph_version(0);
+    {
+      absl::MutexLock l(&mu_);
+      sessions_[session->handle()] = session;
+    }
+    done(absl::OkStatus());
+  });
+}
+
+void Master::ExtendSessionAsync(const CallOptions&, const tensorflow::ExtendSessionRequest* req,
+                                tensorflow::ExtendSessionResponse* resp, StatusCallback done) {
+  absl::StatusOr<std::shared_ptr<MasterSession>> session = FindSession(req->session_handle());
+  if (!session.ok()) return done(Prefixed("ExtendSession", session.status()));
+  done(Prefixed("ExtendSession", (*session)->Extend(*req, resp)));
+}
+
+void Master::PartialRunSetupAsync(const CallOptions&, const tensorflow::PartialRunSetupRequest*,
+                                  tensorflow::PartialRunSetupResponse*, StatusCallback done) {
+  done(absl::UnimplementedError("[Master PartialRunSetup] partial runs are not supported"));
+}
+
+void Master::RunStepAsync(const CallOptions& opts, const tensorflow::RunStepRequest* req,
+                          tensorflow::RunStepResponse* resp, StatusCallback done) {
+  // Errors go into the body when the client asks for it (TensorFlow's clients do).
+  StatusCallback finish = [req, resp, done = std::move(done)](const absl::Status& s) {
+    absl::Status status = Prefixed("RunStep", s);
+    if (!status.ok() && req->store_errors_in_response_body()) {
+      resp->set_status_code(static_cast<tensorflow::error::Code>(status.code()));
+      resp->set_status_error_message(std::string(status.message()));
+      status = absl::OkStatus();
+    }
+    done(status);
+  };
+  absl::StatusOr<std::shared_ptr<MasterSession>> session = FindSession(req->session_handle());
+  if (!session.ok()) return finish(session.status());
+  RunOn(pool_.get(), std::move(finish),
+        [session = *std::move(session), opts, req, resp](StatusCallback done) {
+          session->RunStepAsync(opts.deadline, req, resp, std::move(done));
+        });
+}
+
+void Master::CloseSessionAsync(const CallOptions& opts, const tensorflow::CloseSessionRequest* req,
+                               tensorflow::CloseSessionResponse*, StatusCallback done) {
+  std::shared_ptr<MasterSession> session;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = sessions_.find(req->session_handle());
+    if (it != sessions_.end()) {
+      session = std::move(it->second);
+      sessions_.erase(it);
+    }
+  }
+  if (session == nullptr) {
+    return done(Prefixed("CloseSession", FindSession(req->session_handle()).status()));
+  }
+  RunOn(pool_.get(), std::move(done), [session, opts](StatusCallback done) {
+    done(Prefixed("CloseSession", session->Close(opts.deadline)));
+  });
+}
+
+void Master::ListDevicesAsync(const CallOptions& opts, const tensorflow::ListDevicesRequest* req,
+                              tensorflow::ListDevicesResponse* resp, StatusCallback done) {
+  if (!req->session_handle().empty()) {
+    absl::StatusOr<std::shared_ptr<MasterSession>> session = FindSession(req->session_handle());
+    if (!session.ok()) return done(Prefixed("ListDevices", session.status()));
+    (*session)->ListDevices(resp);
+    return done(absl::OkStatus());
+  }
+  RunOn(pool_.get(), std::move(done), [this, opts, resp](StatusCallback done) {
+    absl::StatusOr<std::vector<std::unique_ptr<Device>>> devices =
+        DiscoverDevices({}, opts.deadline);
+    if (!devices.ok()) return done(Prefixed("ListDevices", devices.status()));
+    for (const auto& d : *devices) {
+      const bool local = d->parsed_name().TaskName() == env_.task_name;
+      tensorflow::DeviceAttributes* a =
+          local ? resp->add_local_device() : resp->add_remote_device();
+      a->set_name(d->name());
+      a->set_device_type(d->device_type());
+      a->set_memory_limit(d->memory_limit());
+      a->set_incarnation(d->incarnation());
+    }
+    done(absl::OkStatus());
+  });
+}
+
+void Master::ResetAsync(const CallOptions& opts, const tensorflow::ResetRequest* req,
+                        tensorflow::ResetResponse*, StatusCallback done) {
+  RunOn(pool_.get(), std::move(done), [this, opts, req](StatusCallback done) {
+    absl::flat_hash_map<std::string, std::shared_ptr<MasterSession>> sessions;
+    {
+      absl::MutexLock l(&mu_);
+      sessions.swap(sessions_);
+    }
+    absl::Status status;
+    for (auto& [handle, session] : sessions) status.Update(session->Close(opts.deadline));
+    std::vector<std::string> filters(req->device_filters().begin(), req->device_filters().end());
+    absl::StatusOr<std::vector<std::string>> tasks = FilteredTasks(filters);
+    if (!tasks.ok()) return done(Prefixed("Reset", tasks.status()));
+    for (const std::string& task : *tasks) {
+      WorkerInterface* worker = env_.worker_for_task ? env_.worker_for_task(task) : nullptr;
+      if (worker == nullptr) continue;
+      tensorflow::CleanupAllRequest cleanup;
+      *cleanup.mutable_container() = req->container();
+      tensorflow::CleanupAllResponse ignored;
+      CallOptions call;
+      call.deadline = std::min(opts.deadline, absl::Now() + env_.discovery_timeout);
+      status.Update(WithContext(worker->CleanupAll(cleanup, &ignored, call), task));
+    }
+    done(Prefixed("Reset", status));
+  });
+}
+
+// --- callables ---------------------------------------------------------------------------
+
+void Master::MakeCallableAsync(const CallOptions&, const tensorflow::MakeCallableRequest* req,
+                               tensorflow::MakeCallableResponse* resp, StatusCallback done) {
+  absl::StatusOr<std::shared_ptr<MasterSession>> session = FindSession(req->session_handle());
+  if (!session.ok()) return done(Prefixed("MakeCallable", session.status()));
+  done(Prefixed("MakeCallable", (*session)->MakeCallable(*req, resp)));
+}
+
+void Master::RunCallableAsync(const CallOptions& opts, const tensorflow::RunCallableRequest* req,
+                              tensorflow::RunCallableResponse* resp, StatusCallback done) {
+  absl::StatusOr<std::shared_ptr<MasterSession>> session = FindSession(req->session_handle());
+  if (!session.ok()) return done(Prefixed("RunCallable", session.status()));
+  RunOn(pool_.get(), std::move(done),
+        [session = *std::move(session), opts, req, resp](StatusCallback done) {
+          session->RunCallableAsync(opts.deadline, req, resp, [done](const absl::Status& s) {
+            done(Prefixed("RunCallable", s));
+          });
+        });
+}
+
+void Master::ReleaseCallableAsync(const CallOptions&, const tensorflow::ReleaseCallableRequest* req,
+                                  tensorflow::ReleaseCallableResponse*, StatusCallback done) {
+  absl::StatusOr<std::shared_ptr<MasterSession>> session = FindSession(req->session_handle());
+  if (!session.ok()) return done(Prefixed("ReleaseCallable", session.status()));
+  done(Prefixed("ReleaseCallable", (*session)->ReleaseCallable(*req)));
+}
+
+}  // namespace dflow

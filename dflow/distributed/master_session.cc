@@ -1,0 +1,544 @@
+#include "dflow/distributed/master_session.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <utility>
+
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "dflow/framework/status.h"
+#include "dflow/framework/tensor.h"
+#include "dflow/runtime/executor.h"
+#include "dflow/runtime/partition.h"
+#include "dflow/runtime/session_util.h"
+#include "dflow/runtime/subgraph.h"
+
+namespace dflow {
+
+// The registered partitions of one signature, and where its feeds and
+// fetches travel.
+struct MasterSession::Plan {
+  struct Part {
+    std::string task;
+    WorkerInterface* worker;  // Not owned.
+    std::string graph_handle;
+  };
+  std::vector<Part> parts;
+  int client_part = -1;                                // The part on the master's task.
+  std::vector<std::string> feeds;                      // Canonical, sorted.
+  std::vector<FeedSpec> feed_specs;                    // Parallel to feeds.
+  absl::flat_hash_map<std::string, std::string> keys;  // Feed or fetch name -> key.
+};
+
+// One step in flight: a RunGraph per part.
+struct MasterSession::Step {
+  std::shared_ptr<const Plan> plan;
+  int64_t step_id = 0;
+  absl::Time deadline;
+  std::vector<std::string> fetch_keys;  // Fetches the graph computes.
+  // Per fetch in the caller's order: an index into fetch_keys, or, for a
+  // fetch of a fed tensor, -1 - an index into fed_values.
+  std::vector<int> outputs;
+  std::vector<tensorflow::TensorProto> fed_values;
+  std::vector<tensorflow::RunGraphRequest> reqs;
+  std::vector<tensorflow::RunGraphResponse> resps;
+  StepDone done;
+
+  absl::Mutex mu;
+  absl::Status status ABSL_GUARDED_BY(mu);
+  bool aborting ABSL_GUARDED_BY(mu) = false;
+  bool all_started ABSL_GUARDED_BY(mu) = false;
+  int pending ABSL_GUARDED_BY(mu) = 0;
+};
+
+namespace {
+
+absl::Status Closed() { return absl::CancelledError("[Master] the session is closed"); }
+
+int64_t NewStepId() {
+  thread_local absl::BitGen gen;
+  return absl::Uniform<int64_t>(gen, 1, std::numeric_limits<int64_t>::max());
+}
+
+std::string TaskOf(const std::string& device) {
+  absl::StatusOr<DeviceName> name = DeviceName::Parse(device);
+  return name.ok() ? name->TaskName() : device;
+}
+
+}  // namespace
+
+MasterSession::MasterSession(std::string handle, const MasterEnv* env,
+                             tensorflow::ConfigProto config,
+                             std::vector<std::unique_ptr<Device>> devices)
+    : handle_(std::move(handle)),
+      env_(env),
+      config_(std::move(config)),
+      devices_(std::move(devices)) {
+  for (const auto& d : devices_) {
+    if (d->parsed_name().TaskName() == env_->task_name && d->device_type() == kDeviceCPU) {
+      client_device_ = d.get();
+      break;
+    }
+  }
+}
+
+MasterSession::~MasterSession() { Close(absl::Now() + absl::Seconds(5)).IgnoreError(); }
+
+std::vector<std::string> MasterSession::Tasks() const {
+  std::vector<std::string> tasks;
+  for (const auto& d : devices_) tasks.push_back(d->parsed_name().TaskName());
+  return SortedUnique(std::move(tasks));
+}
+
+WorkerInterface* MasterSession::WorkerFor(const std::string& task) const {
+  return env_->worker_for_task ? env_->worker_for_task(task) : nullptr;
+}
+
+// --- lifetime ----------------------------------------------------------------------------
+
+absl::Status MasterSession::Create(const tensorflow::GraphDef& graph, absl::Time deadline) {
+  if (client_device_ == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("[Master CreateSession] ", env_->task_name, " has no CPU device"));
+  }
+  for (const std::string& task : Tasks()) {
+    WorkerInterface* worker = WorkerFor(task);
+    if (worker == nullptr) {
+      return absl::UnavailableError(absl::StrCat("[Master CreateSession] no worker for ", task));
+    }
+    tensorflow::CreateWorkerSessionRequest req;
+    req.set_session_handle(handle_);
+    tensorflow::CreateWorkerSessionResponse resp;
+    CallOptions opts;
+    opts.deadline = deadline;
+    RETURN_IF_ERROR(WithContext(worker->CreateWorkerSession(req, &resp, opts),
+                                absl::StrCat("[Master CreateSession] on ", task)));
+  }
+  absl::MutexLock l(&mu_);
+  return MergeGraph(graph);
+}
+
+absl::Status MasterSession::MergeGraph(const tensorflow::GraphDef& graph) {
+  tensorflow::GraphDef merged = graph_def_;
+  RETURN_IF_ERROR(ExtendGraphDef(&merged, graph));
+  ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, Graph::FromGraphDef(merged));
+  graph_def_ = std::move(merged);
+  graph_ = std::move(g);
+  return absl::OkStatus();
+}
+
+absl::Status MasterSession::Extend(const tensorflow::ExtendSessionRequest& req,
+                                   tensorflow::ExtendSessionResponse* resp) {
+  absl::MutexLock l(&mu_);
+  if (closed_) return Closed();
+  if (req.current_graph_version() != graph_version_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("[Master ExtendSession] current_graph_version ", req.current_graph_version(),
+                     " is not the session's graph version ", graph_version_,
+                     "; another client extended the graph"));
+  }
+  RETURN_IF_ERROR(MergeGraph(req.graph_def()));
+  resp->set_new_graph_version(++graph_version_);
+  return absl::OkStatus();
+}
+
+absl::Status MasterSession::Close(absl::Time deadline) {
+  {
+    absl::MutexLock l(&mu_);
+    if (closed_) return absl::OkStatus();
+    closed_ = true;
+    plans_.clear();
+    graph_.reset();
+  }
+  absl::Status status;
+  for (const std::string& task : Tasks()) {
+    WorkerInterface* worker = WorkerFor(task);
+    if (worker == nullptr) continue;
+    tensorflow::DeleteWorkerSessionRequest req;
+    req.set_session_handle(handle_);
+    tensorflow::DeleteWorkerSessionResponse resp;
+    CallOptions opts;
+    opts.deadline = deadline;
+    status.Update(WithContext(worker->DeleteWorkerSession(req, &resp, opts),
+                              absl::StrCat("[Master CloseSession] on ", task)));
+  }
+  return status;
+}
+
+void MasterSession::ListDevices(tensorflow::ListDevicesResponse* resp) const {
+  for (const auto& d : devices_) {
+    const bool local = d->parsed_name().TaskName() == env_->task_name;
+    tensorflow::DeviceAttributes* a = local ? resp->add_local_device() : resp->add_remote_device();
+    a->set_name(d->name());
+    a->set_device_type(d->device_type());
+    a->set_memory_limit(d->memory_limit());
+    a->set_incarnation(d->incarnation());
+  }
+}
+
+int MasterSession::num_plans() const {
+  absl::ReaderMutexLock l(&mu_);
+  return static_cast<int>(plans_.size());
+}
+
+absl::Time MasterSession::StepDeadline(absl::Time call_deadline,
+                                       const tensorflow::RunOptions& options) const {
+  return std::min(call_deadline, dflow::StepDeadline(options, config_));
+}
+
+// --- plans -------------------------------------------------------------------------------
+
+absl::StatusOr<std::shared_ptr<const MasterSession::Plan>> MasterSession::GetOrCreatePlan(
+    const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
+    const std::vector<std::string>& targets, absl::Time deadline) {
+  const std::string key = SignatureKey(feeds, fetches, targets);
+  {
+    absl::ReaderMutexLock l(&mu_);
+    if (closed_) return Closed();
+    auto it = plans_.find(key);
+    if (it != plans_.end()) return it->second;
+  }
+  absl::MutexLock build(&build_mu_);
+  {
+    absl::ReaderMutexLock l(&mu_);  // Another step may have built it meanwhile.
+    auto it = plans_.find(key);
+    if (it != plans_.end()) return it->second;
+  }
+  ASSIGN_OR_RETURN(std::shared_ptr<const Plan> plan, BuildPlan(feeds, fetches, targets, deadline));
+  absl::MutexLock l(&mu_);
+  if (closed_) return Closed();
+  plans_[key] = plan;
+  return plan;
+}
+
+absl::StatusOr<std::unique_ptr<Graph>> MasterSession::PlaceForPlan(
+    const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
+    const std::vector<std::string>& targets) {
+  std::shared_ptr<const Graph> base;
+  {
+    absl::ReaderMutexLock l(&mu_);
+    base = graph_;
+  }
+  if (base == nullptr) return Closed();
+  std::unique_ptr<Graph> g = base->Clone();
+  RETURN_IF_ERROR(RewriteGraphForRendezvous(g.get(), feeds, fetches, targets, *client_device_));
+  std::vector<Device*> devices;
+  for (const auto& d : devices_) devices.push_back(d.get());
+  PlacerOptions opts;
+  opts.allow_soft_placement = config_.allow_soft_placement();
+  opts.log_device_placement = config_.log_device_placement();
+  absl::flat_hash_map<std::string, std::string> pinned;
+  {
+    absl::ReaderMutexLock l(&mu_);
+    pinned = stateful_placements_;
+  }
+  RETURN_IF_ERROR(PlacePinningState(g.get(), devices, client_device_, opts, &pinned));
+  absl::MutexLock l(&mu_);
+  stateful_placements_ = std::move(pinned);
+  return g;
+}
+
+absl::StatusOr<std::shared_ptr<const MasterSession::Plan>> MasterSession::BuildPlan(
+    const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
+    const std::vector<std::string>& targets, absl::Time deadline) {
+  auto plan = std::make_shared<Plan>();
+  plan->feeds = feeds;
+  {
+    std::shared_ptr<const Graph> base;
+    {
+      absl::ReaderMutexLock l(&mu_);
+      base = graph_;
+    }
+    if (base == nullptr) return Closed();
+    for (const std::string& feed : feeds) {
+      ASSIGN_OR_RETURN(FeedSpec spec, DescribeFeed(*base, feed));
+      plan->feed_specs.push_back(std::move(spec));
+    }
+  }
+  for (const auto& names : {feeds, fetches}) {
+    for (const std::string& name : names) {
+      plan->keys[name] = ClientTerminatedKey(*client_device_, name);
+    }
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<Graph> placed, PlaceForPlan(feeds, fetches, targets));
+  RETURN_IF_ERROR(RegisterPartitions(*placed, deadline, plan.get()));
+  return plan;
+}
+
+absl::Status MasterSession::RegisterPartitions(const Graph& placed, absl::Time deadline,
+                                               Plan* plan) {
+  PartitionOptions popts;
+  popts.node_to_loc = [](const Node* n) { return TaskOf(n->assigned_device_name()); };
+  popts.get_incarnation = [this](const std::string& name) -> uint64_t {
+    for (const auto& d : devices_) {
+      if (d->name() == name) return d->incarnation();
+    }
+    return 0;
+  };
+  ASSIGN_OR_RETURN(auto parts, Partition(placed, popts));
+  for (auto& [task, def] : parts) {
+    WorkerInterface* worker = WorkerFor(task);
+    if (worker == nullptr) {
+      return absl::UnavailableError(absl::StrCat("[Master RunStep] no worker for ", task));
+    }
+    tensorflow::RegisterGraphRequest req;
+    req.set_session_handle(handle_);
+    req.set_create_worker_session_called(true);
+    *req.mutable_graph_def() = std::move(def);
+    tensorflow::RegisterGraphResponse resp;
+    CallOptions opts;
+    opts.deadline = deadline;
+    absl::Status s = worker->RegisterGraph(req, &resp, opts);
+    if (!s.ok()) {
+      // Partitions already registered are freed with the worker session.
+      return WithContext(s, absl::StrCat("[Master] registering the partition for ", task));
+    }
+    if (task == env_->task_name) plan->client_part = static_cast<int>(plan->parts.size());
+    plan->parts.push_back({task, worker, resp.graph_handle()});
+  }
+  if (plan->client_part < 0 && plan->keys.size() > plan->feeds.size()) {
+    return absl::InternalError("[Master] the feeds and fetches have no partition on the master");
+  }
+  return absl::OkStatus();
+}
+
+// --- steps -------------------------------------------------------------------------------
+
+void MasterSession::CleanupStep(const Plan& plan, int64_t step_id) {
+  for (const auto& part : plan.parts) {
+    auto req = std::make_shared<tensorflow::CleanupGraphRequest>();
+    auto resp = std::make_shared<tensorflow::CleanupGraphResponse>();
+    req->set_step_id(step_id);
+    part.worker->CleanupGraphAsync(CallOptions::WithTimeout(absl::Seconds(10)), req.get(),
+                                   resp.get(), [req, resp](const absl::Status&) {});
+  }
+}
+
+void MasterSession::RunAsync(absl::Time deadline, const Feeds& feeds,
+                             const std::vector<std::string>& fetches,
+                             const std::vector<std::string>& targets, StepDone done) {
+  std::vector<tensorflow::TensorProto*> no_fetches;
+  auto fail = [&](const absl::Status& s) { done(s, no_fetches); };
+  if (fetches.empty() && targets.empty()) {
+    fail(absl::InvalidArgumentError("[Master RunStep] give at least one fetch or target"));
+    return;
+  }
+  // 1. Canonical names and the plan of this signature.
+  std::vector<std::string> feed_names, fetch_names;
+  for (const auto& [name, value] : feeds) {
+    absl::StatusOr<std::string> canonical = CanonicalTensorName(name, "feed");
+    if (!canonical.ok()) return fail(canonical.status());
+    feed_names.push_back(*std::move(canonical));
+  }
+  for (const std::string& name : fetches) {
+    absl::StatusOr<std::string> canonical = CanonicalTensorName(name, "fetch");
+    if (!canonical.ok()) return fail(canonical.status());
+    fetch_names.push_back(*std::move(canonical));
+  }
+  std::vector<std::string> sorted_feeds = SortedUnique(feed_names);
+  if (sorted_feeds.size() != feed_names.size()) {
+    return fail(absl::InvalidArgumentError("[Master RunStep] a tensor is fed more than once"));
+  }
+  // A fetch of a fed tensor is answered with the fed value.
+  absl::flat_hash_map<std::string, int> fed;
+  for (size_t i = 0; i < feed_names.size(); ++i) fed[feed_names[i]] = static_cast<int>(i);
+  std::vector<std::string> graph_fetches;
+  for (const std::string& name : fetch_names) {
+    if (!fed.contains(name)) graph_fetches.push_back(name);
+  }
+  absl::StatusOr<std::shared_ptr<const Plan>> plan =
+      GetOrCreatePlan(sorted_feeds, SortedUnique(graph_fetches), SortedUnique(targets), deadline);
+  if (!plan.ok()) return fail(plan.status());
+
+  // 2. One RunGraph request per part; feeds and fetches go to the master's task.
+  auto step = std::make_shared<Step>();
+  step->plan = *std::move(plan);
+  step->step_id = NewStepId();
+  step->deadline = deadline;
+  const Plan& p = *step->plan;
+  step->reqs.resize(p.parts.size());
+  step->resps.resize(p.parts.size());
+  for (size_t i = 0; i < p.parts.size(); ++i) {
+    tensorflow::RunGraphRequest& req = step->reqs[i];
+    req.set_session_handle(handle_);
+    req.set_create_worker_session_called(true);
+    req.set_graph_handle(p.parts[i].graph_handle);
+    req.set_step_id(step->step_id);
+  }
+  if (p.client_part >= 0) {
+    tensorflow::RunGraphRequest& req = step->reqs[p.client_part];
+    for (size_t i = 0; i < feeds.size(); ++i) {
+      const tensorflow::TensorProto& value = *feeds[i].second;
+      const size_t k =
+          std::lower_bound(p.feeds.begin(), p.feeds.end(), feed_names[i]) - p.feeds.begin();
+      absl::StatusOr<TensorShape> shape = TensorShape::FromProto(value.tensor_shape());
+      if (!shape.ok()) {
+        return fail(WithContext(shape.status(),
+                                absl::StrCat("[Master RunStep] feed '", feeds[i].first, "'")));
+      }
+      absl::Status s =
+          CheckFeed(feeds[i].first, static_cast<DataType>(value.dtype()), *shape, p.feed_specs[k]);
+      if (!s.ok()) return fail(s);
+      tensorflow::NamedTensorProto* send = req.add_send();
+      send->set_name(p.keys.at(feed_names[i]));
+      *send->mutable_tensor() = value;
+    }
+    for (const std::string& name : graph_fetches) req.add_recv_key(p.keys.at(name));
+  }
+  for (const std::string& name : fetch_names) {
+    auto it = fed.find(name);
+    if (it != fed.end()) {
+      step->outputs.push_back(-1 - static_cast<int>(step->fed_values.size()));
+      step->fed_values.push_back(*feeds[it->second].second);
+    } else {
+      step->outputs.push_back(static_cast<int>(step->fetch_keys.size()));
+      step->fetch_keys.push_back(p.keys.at(name));
+    }
+  }
+  // 3. Fan out. The first error aborts the other parts' steps.
+  step->done = std::move(done);
+  {
+    absl::MutexLock l(&step->mu);
+    step->pending = static_cast<int>(p.parts.size()) + 1;  // +1 until all are started.
+  }
+  CallOptions opts;
+  opts.deadline = deadline;
+  auto part_done = [this, step](const absl::Status& s) {
+    bool abort = false, last;
+    {
+      absl::MutexLock l(&step->mu);
+      if (!s.ok() && !step->aborting) {
+        // Errors after the first one are usually its consequences.
+        step->status = s;
+        step->aborting = true;
+        abort = step->all_started;
+      } else if (!s.ok() && IsDerivedError(step->status) && !IsDerivedError(s)) {
+        step->status = s;
+      }
+      last = --step->pending == 0;
+    }
+    if (abort) CleanupStep(*step->plan, step->step_id);
+    if (last) FinishStep(step);
+  };
+  for (size_t i = 0; i < p.parts.size(); ++i) {
+    p.parts[i].worker->RunGraphAsync(opts, &step->reqs[i], &step->resps[i], part_done);
+  }
+  bool abort, last;
+  {
+    absl::MutexLock l(&step->mu);
+    step->all_started = true;
+    abort = step->aborting;
+    last = --step->pending == 0;
+  }
+  if (abort && !last) CleanupStep(*step->plan, step->step_id);
+  if (last) FinishStep(step);
+}
+
+void MasterSession::FinishStep(const std::shared_ptr<Step>& step) {
+  CleanupStep(*step->plan, step->step_id);
+  absl::Status status;
+  {
+    absl::MutexLock l(&step->mu);
+    status = step->status;
+  }
+  std::vector<tensorflow::TensorProto*> computed, fetched;
+  if (status.ok() && !step->fetch_keys.empty()) {
+    tensorflow::RunGraphResponse& resp = step->resps[step->plan->client_part];
+    absl::flat_hash_map<std::string, tensorflow::TensorProto*> by_key;
+    for (tensorflow::NamedTensorProto& t : *resp.mutable_recv()) {
+      by_key[t.name()] = t.mutable_tensor();
+    }
+    for (const std::string& key : step->fetch_keys) {
+      auto it = by_key.find(key);
+      if (it == by_key.end()) {
+        status = absl::InternalError(
+            absl::StrCat("[Master RunStep] the worker returned no '", key, "'"));
+        break;
+      }
+      computed.push_back(it->second);
+    }
+  }
+  if (status.ok()) {
+    for (int k : step->outputs) {
+      fetched.push_back(k >= 0 ? computed[k] : &step->fed_values[-1 - k]);
+    }
+  }
+  step->done(status, fetched);
+}
+
+void MasterSession::RunStepAsync(absl::Time deadline, const tensorflow::RunStepRequest* req,
+                                 tensorflow::RunStepResponse* resp, StatusCallback done) {
+  if (!req->partial_run_handle().empty()) {
+    done(absl::UnimplementedError("[Master RunStep] partial runs are not supported"));
+    return;
+  }
+  Feeds feeds;
+  for (const tensorflow::NamedTensorProto& f : req->feed())
+    feeds.emplace_back(f.name(), &f.tensor());
+  std::vector<std::string> fetches(req->fetch().begin(), req->fetch().end());
+  std::vector<std::string> targets(req->target().begin(), req->target().end());
+  RunAsync(StepDeadline(deadline, req->options()), feeds, fetches, targets,
+           [req, resp, done = std::move(done)](const absl::Status& s,
+                                               std::vector<tensorflow::TensorProto*>& fetched) {
+             for (size_t i = 0; i < fetched.size(); ++i) {
+               tensorflow::NamedTensorProto* out = resp->add_tensor();
+               out->set_name(req->fetch(static_cast<int>(i)));
+               out->mutable_tensor()->Swap(fetched[i]);
+             }
+             done(s);
+           });
+}
+
+absl::Status MasterSession::MakeCallable(const tensorflow::MakeCallableRequest& req,
+                                         tensorflow::MakeCallableResponse* resp) {
+  absl::MutexLock l(&mu_);
+  if (closed_) return Closed();
+  const int64_t handle = next_callable_++;
+  callables_[handle] = req.options();
+  resp->set_handle(handle);
+  return absl::OkStatus();
+}
+
+void MasterSession::RunCallableAsync(absl::Time deadline, const tensorflow::RunCallableRequest* req,
+                                     tensorflow::RunCallableResponse* resp, StatusCallback done) {
+  tensorflow::CallableOptions callable;
+  {
+    absl::ReaderMutexLock l(&mu_);
+    auto it = callables_.find(req->handle());
+    if (it == callables_.end()) {
+      done(absl::InvalidArgumentError(
+          absl::StrCat("[Master RunCallable] no callable with handle ", req->handle())));
+      return;
+    }
+    callable = it->second;
+  }
+  if (req->feed_size() != callable.feed_size()) {
+    done(absl::InvalidArgumentError(absl::StrCat("[Master RunCallable] the callable takes ",
+                                                 callable.feed_size(), " feeds, got ",
+                                                 req->feed_size())));
+    return;
+  }
+  Feeds feeds;
+  for (int i = 0; i < req->feed_size(); ++i) feeds.emplace_back(callable.feed(i), &req->feed(i));
+  std::vector<std::string> fetches(callable.fetch().begin(), callable.fetch().end());
+  std::vector<std::string> targets(callable.target().begin(), callable.target().end());
+  RunAsync(StepDeadline(deadline, callable.run_options()), feeds, fetches, targets,
+           [resp, done = std::move(done)](const absl::Status& s,
+                                          std::vector<tensorflow::TensorProto*>& fetched) {
+             for (tensorflow::TensorProto* t : fetched) resp->add_fetch()->Swap(t);
+             done(s);
+           });
+}
+
+absl::Status MasterSession::ReleaseCallable(const tensorflow::ReleaseCallableRequest& req) {
+  absl::MutexLock l(&mu_);
+  if (callables_.erase(req.handle()) == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("[Master ReleaseCallable] no callable with handle ", req.handle()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace dflow

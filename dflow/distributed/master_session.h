@@ -1,0 +1,125 @@
+// MasterSession: one client session on a task's master. It holds the
+// session's graph and the devices found at creation (on every task the
+// session's device_filters allow), and per distinct (feeds, fetches,
+// targets) signature it, once:
+//   1. rewrites the graph (feeds -> client-terminated _Recv, fetches ->
+//      client-terminated _Send on the master task's CPU) and prunes it,
+//   2. places it over the session's devices (stateful nodes keep the device
+//      they got first, so every signature sees the same variables),
+//   3. partitions it by task with _Send/_Recv pairs, and
+//   4. registers each partition with its task's worker.
+// Every step then runs those partitions with one RunGraph per task under a
+// fresh random step id; the first error aborts the others' steps and the
+// root cause is what the client sees. Each step's worker state is dropped
+// afterwards with CleanupGraph (asynchronously).
+//
+// Thread-safe: steps may run concurrently.
+#ifndef DFLOW_DISTRIBUTED_MASTER_SESSION_H_
+#define DFLOW_DISTRIBUTED_MASTER_SESSION_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "dflow/distributed/master_env.h"
+#include "dflow/framework/device.h"
+#include "dflow/proto/master.pb.h"
+#include "dflow/runtime/graph.h"
+
+namespace dflow {
+
+class MasterSession : public std::enable_shared_from_this<MasterSession> {
+ public:
+  // `devices` are the session's devices, owned here; the master task's host
+  // CPU must be among them. `env` (not owned) must outlive the session.
+  MasterSession(std::string handle, const MasterEnv* env, tensorflow::ConfigProto config,
+                std::vector<std::unique_ptr<Device>> devices);
+  ~MasterSession();
+  MasterSession(const MasterSession&) = delete;
+  MasterSession& operator=(const MasterSession&) = delete;
+
+  const std::string& handle() const { return handle_; }
+
+  // Opens a worker session on every task of the session, then installs
+  // `graph` (InvalidArgument when it does not import).
+  absl::Status Create(const tensorflow::GraphDef& graph, absl::Time deadline);
+  // Adds nodes; FailedPrecondition when current_graph_version is stale,
+  // InvalidArgument for a node name already in the graph.
+  absl::Status Extend(const tensorflow::ExtendSessionRequest& req,
+                      tensorflow::ExtendSessionResponse* resp);
+  void RunStepAsync(absl::Time deadline, const tensorflow::RunStepRequest* req,
+                    tensorflow::RunStepResponse* resp, StatusCallback done);
+  absl::Status MakeCallable(const tensorflow::MakeCallableRequest& req,
+                            tensorflow::MakeCallableResponse* resp);
+  void RunCallableAsync(absl::Time deadline, const tensorflow::RunCallableRequest* req,
+                        tensorflow::RunCallableResponse* resp, StatusCallback done);
+  // InvalidArgument for an unknown handle.
+  absl::Status ReleaseCallable(const tensorflow::ReleaseCallableRequest& req);
+  // The session's devices: those of the master's task as local_device.
+  void ListDevices(tensorflow::ListDevicesResponse* resp) const;
+  // Deletes the worker sessions (and with them every registered graph);
+  // later calls fail with Cancelled. Idempotent.
+  absl::Status Close(absl::Time deadline);
+
+  // The deadline of a call made at `call_deadline` under `options`
+  // (RunOptions.timeout_in_ms, else config.operation_timeout_in_ms).
+  absl::Time StepDeadline(absl::Time call_deadline, const tensorflow::RunOptions& options) const;
+  // Number of signatures prepared so far.
+  int num_plans() const;
+
+ private:
+  struct Plan;  // The registered partitions of one signature.
+  struct Step;  // One step in flight.
+  using Feeds = std::vector<std::pair<std::string, const tensorflow::TensorProto*>>;
+  // Called with the fetched tensors in fetch order (owned by the step).
+  using StepDone =
+      std::function<void(const absl::Status&, std::vector<tensorflow::TensorProto*>& fetches)>;
+
+  void RunAsync(absl::Time deadline, const Feeds& feeds, const std::vector<std::string>& fetches,
+                const std::vector<std::string>& targets, StepDone done);
+  // Appends `graph`'s nodes to the session's graph.
+  absl::Status MergeGraph(const tensorflow::GraphDef& graph) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::shared_ptr<const Plan>> GetOrCreatePlan(
+      const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
+      const std::vector<std::string>& targets, absl::Time deadline);
+  absl::StatusOr<std::shared_ptr<const Plan>> BuildPlan(const std::vector<std::string>& feeds,
+                                                        const std::vector<std::string>& fetches,
+                                                        const std::vector<std::string>& targets,
+                                                        absl::Time deadline);
+  absl::StatusOr<std::unique_ptr<Graph>> PlaceForPlan(const std::vector<std::string>& feeds,
+                                                      const std::vector<std::string>& fetches,
+                                                      const std::vector<std::string>& targets);
+  absl::Status RegisterPartitions(const Graph& placed, absl::Time deadline, Plan* plan);
+  void FinishStep(const std::shared_ptr<Step>& step);
+  // Sends CleanupGraph for `step_id` to every part, without waiting.
+  static void CleanupStep(const Plan& plan, int64_t step_id);
+  // The tasks this session spans, with their workers.
+  std::vector<std::string> Tasks() const;
+  WorkerInterface* WorkerFor(const std::string& task) const;
+
+  const std::string handle_;
+  const MasterEnv* const env_;  // Not owned.
+  const tensorflow::ConfigProto config_;
+  const std::vector<std::unique_ptr<Device>> devices_;
+  Device* client_device_ = nullptr;  // The master task's host CPU, in devices_.
+
+  absl::Mutex build_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // Serializes BuildPlan.
+  mutable absl::Mutex mu_;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t graph_version_ ABSL_GUARDED_BY(mu_) = 0;
+  tensorflow::GraphDef graph_def_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<const Graph> graph_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::shared_ptr<const Plan>> plans_ ABSL_GUARDED_BY(mu_);
+  // Stateful node name -> the device it was first placed on.
+  absl::flat_hash_map<std::string, std::string> stateful_placements_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<int64_t, tensorflow::CallableOptions> callables_ ABSL_GUARDED_BY(mu_);
+  int64_t next_callable_ ABSL_GUARDED_BY(mu_) = 1;
+};
+
+}  // namespace dflow
+
+#endif  // DFLOW_DISTRIBUTED_MASTER_SESSION_H_

@@ -1,0 +1,290 @@
+#include "dflow/distributed/master.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "dflow/distributed/remote_session.h"
+#include "dflow/distributed/worker_test_util.h"
+#include "dflow/framework/attr_util.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace dflow {
+namespace {
+
+using ::testing::HasSubstr;
+using worker_test::Builder;
+using worker_test::Task;
+
+std::string Msg(const absl::Status& s) { return std::string(s.message()); }
+
+// An in-process cluster: /job:ps/task:0 and /job:worker/task:0..1, each with
+// two CPUs and a Worker, and a master on /job:worker/task:0.
+class InProcessCluster {
+ public:
+  InProcessCluster() {
+    WorkerOptions opts;
+    opts.worker_for_task = [this](const std::string& task) { return Lookup(task); };
+    Add("ps", 0, opts);
+    Add("worker", 0, opts);
+    Add("worker", 1, opts);
+    MasterEnv env;
+    env.task_name = "/job:worker/replica:0/task:0";
+    for (const auto& [name, task] : tasks_) env.cluster_tasks.push_back(name);
+    env.worker_for_task = [this](const std::string& task) { return Lookup(task); };
+    env.discovery_timeout = absl::Seconds(5);
+    master_ = std::make_shared<Master>(std::move(env));
+  }
+
+  std::unique_ptr<RemoteSession> NewSession(tensorflow::ConfigProto config = {}) {
+    SessionOptions options;
+    options.config = std::move(config);
+    return std::make_unique<RemoteSession>(master_, options);
+  }
+
+  Task& task(const std::string& name) { return *tasks_.at(name); }
+  Master& master() { return *master_; }
+
+ private:
+  void Add(const std::string& job, int index, const WorkerOptions& opts) {
+    auto t = std::make_unique<Task>(job, index, 2, opts);
+    tasks_[absl::StrCat("/job:", job, "/replica:0/task:", index)] = std::move(t);
+  }
+  WorkerInterface* Lookup(const std::string& task) {
+    auto it = tasks_.find(task);
+    return it == tasks_.end() ? nullptr : it->second->worker.get();
+  }
+
+  std::map<std::string, std::unique_ptr<Task>> tasks_;
+  std::shared_ptr<Master> master_;
+};
+
+const char kPs[] = "/job:ps/replica:0/task:0";
+const char kWorker0[] = "/job:worker/replica:0/task:0";
+const char kWorker1[] = "/job:worker/replica:0/task:1";
+
+// v (a [3] float variable on /job:ps), init assigns [1, 2, 3];
+// y = v * 2 on /job:worker/task:1; r = a resource variable on worker 1.
+tensorflow::GraphDef PsWorkerGraph() {
+  Builder b;
+  tensorflow::NodeDef* v = b.Node("v", "VariableV2", {}, "/job:ps/task:0");
+  SetAttr(v, "dtype", DT_FLOAT);
+  tensorflow::TensorShapeProto shape;
+  shape.add_dim()->set_size(3);
+  SetAttr(v, "shape", shape);
+  b.Const("init_value", Tensor::Vec<float>({1, 2, 3}), "/job:ps/task:0");
+  tensorflow::NodeDef* init = b.Node("init", "Assign", {"v", "init_value"}, "/job:ps/task:0");
+  SetAttr(init, "T", DT_FLOAT);
+  b.Const("two", Tensor::Scalar(2.0f), "/job:worker/task:1");
+  b.Binary("y", "Mul", "v", "two", "/job:worker/task:1");
+  tensorflow::NodeDef* r = b.Node("r", "VarHandleOp", {}, "/job:worker/task:1");
+  SetAttr(r, "dtype", DT_FLOAT);
+  SetAttr(r, "shape", tensorflow::TensorShapeProto());
+  SetAttr(r, "shared_name", std::string("r"));
+  tensorflow::NodeDef* assign_r =
+      b.Node("assign_r", "AssignVariableOp", {"r", "two"}, "/job:worker/task:1");
+  SetAttr(assign_r, "dtype", DT_FLOAT);
+  return b.def();
+}
+
+std::vector<float> Floats(const Tensor& t) {
+  auto f = t.flat<float>();
+  return std::vector<float>(f.begin(), f.end());
+}
+
+TEST(MasterTest, OpsRunWhereTheyArePinnedAndTensorsCrossTasks) {
+  InProcessCluster cluster;
+  auto session = cluster.NewSession();
+  ASSERT_TRUE(session->Create(PsWorkerGraph()).ok());
+  ASSERT_TRUE(session->Run({}, {}, {"init", "assign_r"}, nullptr).ok());
+  // The variable lives on the ps, the resource variable on worker 1.
+  Device* ps_cpu = cluster.task(kPs).mgr->HostCPU();
+  EXPECT_EQ(ps_cpu->resource_manager()->NumResources(), 1);
+  Device* w1_cpu = cluster.task(kWorker1).mgr->HostCPU();
+  EXPECT_EQ(w1_cpu->resource_manager()->NumResources(), 1);
+  EXPECT_EQ(cluster.task(kWorker0).mgr->HostCPU()->resource_manager()->NumResources(), 0);
+  // y is computed on worker 1 from the ps's v and fetched through worker 0.
+  for (int step = 0; step < 3; ++step) {
+    std::vector<Tensor> out;
+    absl::Status s = session->Run({}, {"y"}, {}, &out);
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_EQ(Floats(out[0]), (std::vector<float>{2, 4, 6}));
+  }
+}
+
+TEST(MasterTest, FeedsAndFetchesWithSeveralSignatures) {
+  InProcessCluster cluster;
+  auto session = cluster.NewSession();
+  ASSERT_TRUE(session->Create(PsWorkerGraph()).ok());
+  ASSERT_TRUE(session->Run({}, {}, {"init"}, nullptr).ok());
+  std::vector<Tensor> out;
+  // Feeding v's value replaces the variable read.
+  absl::Status s = session->Run({{"two", Tensor::Scalar(10.0f)}}, {"y:0", "two:0"}, {}, &out);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(Floats(out[0]), (std::vector<float>{10, 20, 30}));
+  EXPECT_EQ(Floats(out[1]), (std::vector<float>{10}));
+  s = session->Run({{"two", Tensor::Vec<int32_t>({1})}}, {"y"}, {}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Msg(s), HasSubstr("'two'"));
+  s = session->Run({}, {"nope:0"}, {}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(Msg(s), HasSubstr("nope"));
+}
+
+TEST(MasterTest, ExtendChecksTheGraphVersion) {
+  InProcessCluster cluster;
+  auto session = cluster.NewSession();
+  ASSERT_TRUE(session->Create(PsWorkerGraph()).ok());
+  Builder more;
+  more.Const("three", Tensor::Scalar(3.0f), "");
+  more.Binary("z", "Mul", "y", "three", "");
+  ASSERT_TRUE(session->Extend(more.def()).ok());
+  ASSERT_TRUE(session->Run({}, {}, {"init"}, nullptr).ok());
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({}, {"z"}, {}, &out).ok());
+  EXPECT_EQ(Floats(out[0]), (std::vector<float>{6, 12, 18}));
+  // A stale version is refused.
+  tensorflow::ExtendSessionRequest req;
+  req.set_session_handle(session->handle());
+  req.set_current_graph_version(0);
+  tensorflow::ExtendSessionResponse resp;
+  absl::Status s = cluster.master().ExtendSession(req, &resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(Msg(s), HasSubstr("graph version"));
+}
+
+TEST(MasterTest, KernelErrorOnOneTaskCancelsTheOthers) {
+  InProcessCluster cluster;
+  // On the ps, Reshape fails; worker 1 waits for a tensor the ps never sends.
+  Builder b;
+  b.Const("three", Tensor::Vec<float>({1, 2, 3}), "/job:ps/task:0");
+  b.Const("shape", Tensor::Vec<int32_t>({2, 2}), "/job:ps/task:0");
+  tensorflow::NodeDef* bad = b.Node("bad", "Reshape", {"three", "shape"}, "/job:ps/task:0");
+  SetAttr(bad, "T", DT_FLOAT);
+  SetAttr(bad, "Tshape", DT_INT32);
+  b.Binary("after", "Mul", "bad", "bad", "/job:worker/task:1");
+  tensorflow::ConfigProto config;
+  config.set_operation_timeout_in_ms(30000);
+  auto session = cluster.NewSession(config);
+  ASSERT_TRUE(session->Create(b.def()).ok());
+  const absl::Time start = absl::Now();
+  std::vector<Tensor> out;
+  absl::Status s = session->Run({}, {"after"}, {}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(Msg(s), HasSubstr("bad"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));  // Not the 30 s deadline.
+}
+
+TEST(MasterTest, DeviceFiltersLimitDiscoveryAndPlacement) {
+  InProcessCluster cluster;
+  tensorflow::ConfigProto config;
+  config.add_device_filters("/job:ps");
+  auto session = cluster.NewSession(config);
+  ASSERT_TRUE(session->Create(PsWorkerGraph()).ok());
+  absl::StatusOr<std::vector<DeviceInfo>> devices = session->ListDevices();
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  std::vector<std::string> names;
+  for (const DeviceInfo& d : *devices) names.push_back(d.name);
+  EXPECT_THAT(names, ::testing::UnorderedElementsAre(absl::StrCat(kWorker0, "/device:CPU:0"),
+                                                     absl::StrCat(kWorker0, "/device:CPU:1"),
+                                                     absl::StrCat(kPs, "/device:CPU:0"),
+                                                     absl::StrCat(kPs, "/device:CPU:1")));
+  // Worker 1 is filtered out, so y cannot be placed there.
+  std::vector<Tensor> out;
+  absl::Status s = session->Run({}, {"y"}, {}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(Msg(s), HasSubstr("/job:worker/task:1"));
+  EXPECT_TRUE(session->Run({}, {}, {"init"}, nullptr).ok());
+}
+
+TEST(MasterTest, CloseFreesWorkerSessionsAndResetFreesVariables) {
+  InProcessCluster cluster;
+  auto session = cluster.NewSession();
+  ASSERT_TRUE(session->Create(PsWorkerGraph()).ok());
+  ASSERT_TRUE(session->Run({}, {}, {"init"}, nullptr).ok());
+  const std::string handle = session->handle();
+  ASSERT_TRUE(session->Close().ok());
+  EXPECT_EQ(cluster.master().NumSessions(), 0);
+  // The ps no longer knows the worker session.
+  tensorflow::RegisterGraphRequest reg;
+  reg.set_session_handle(handle);
+  reg.set_create_worker_session_called(true);
+  tensorflow::RegisterGraphResponse reg_resp;
+  absl::Status s = cluster.task(kPs).worker->RegisterGraph(reg, &reg_resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  // Variables outlive sessions (between-graph replicas share them) ...
+  Device* ps_cpu = cluster.task(kPs).mgr->HostCPU();
+  EXPECT_EQ(ps_cpu->resource_manager()->NumResources(), 1);
+  // ... until Reset.
+  auto other = cluster.NewSession();
+  ASSERT_TRUE(other->Create(PsWorkerGraph()).ok());
+  std::vector<Tensor> out;
+  ASSERT_TRUE(other->Run({}, {"y"}, {}, &out).ok());
+  ASSERT_TRUE(other->Reset({}).ok());
+  EXPECT_EQ(ps_cpu->resource_manager()->NumResources(), 0);
+  EXPECT_EQ(cluster.master().NumSessions(), 0);
+  EXPECT_FALSE(other->Run({}, {"y"}, {}, &out).ok());  // Reset closed it.
+}
+
+TEST(MasterTest, UnknownSessionAndUnreachableTask) {
+  InProcessCluster cluster;
+  tensorflow::RunStepRequest req;
+  req.set_session_handle("no-such-session");
+  req.add_fetch("y");
+  tensorflow::RunStepResponse resp;
+  absl::Status s = cluster.master().RunStep(req, &resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted);
+  EXPECT_THAT(Msg(s), HasSubstr("no-such-session"));
+  req.set_store_errors_in_response_body(true);
+  ASSERT_TRUE(cluster.master().RunStep(req, &resp).ok());
+  EXPECT_EQ(resp.status_code(), tensorflow::error::ABORTED);
+
+  // A task of the cluster without a worker fails discovery, naming it.
+  MasterEnv env;
+  env.task_name = kWorker0;
+  env.cluster_tasks = {kWorker0, "/job:ps/replica:0/task:7"};
+  env.worker_for_task = [&](const std::string& t) -> WorkerInterface* {
+    return t == kWorker0 ? cluster.task(kWorker0).worker.get() : nullptr;
+  };
+  Master lonely(env);
+  tensorflow::CreateSessionRequest create;
+  tensorflow::CreateSessionResponse created;
+  s = lonely.CreateSession(create, &created, CallOptions::WithTimeout(absl::Seconds(5)));
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(Msg(s), HasSubstr("/job:ps/replica:0/task:7"));
+}
+
+TEST(MasterTest, CallablesRunTheirSignature) {
+  InProcessCluster cluster;
+  auto session = cluster.NewSession();
+  ASSERT_TRUE(session->Create(PsWorkerGraph()).ok());
+  ASSERT_TRUE(session->Run({}, {}, {"init"}, nullptr).ok());
+  tensorflow::MakeCallableRequest make;
+  make.set_session_handle(session->handle());
+  make.mutable_options()->add_feed("two:0");
+  make.mutable_options()->add_fetch("y:0");
+  tensorflow::MakeCallableResponse made;
+  ASSERT_TRUE(cluster.master().MakeCallable(make, &made).ok());
+  tensorflow::RunCallableRequest run;
+  run.set_session_handle(session->handle());
+  run.set_handle(made.handle());
+  Tensor::Scalar(0.5f).AsProtoTensorContent(run.add_feed());
+  tensorflow::RunCallableResponse ran;
+  absl::Status s = cluster.master().RunCallable(run, &ran);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_EQ(ran.fetch_size(), 1);
+  EXPECT_EQ(worker_test::Floats(ran.fetch(0)), (std::vector<float>{0.5f, 1, 1.5f}));
+  tensorflow::ReleaseCallableRequest release;
+  release.set_session_handle(session->handle());
+  release.set_handle(made.handle());
+  tensorflow::ReleaseCallableResponse released;
+  EXPECT_TRUE(cluster.master().ReleaseCallable(release, &released).ok());
+  EXPECT_EQ(cluster.master().ReleaseCallable(release, &released).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace dflow

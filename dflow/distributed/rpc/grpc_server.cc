@@ -1,0 +1,166 @@
+#include "dflow/distributed/rpc/grpc_server.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "dflow/distributed/rpc/grpc_master_service.h"
+#include "dflow/distributed/rpc/grpc_remote_worker.h"
+#include "dflow/distributed/rpc/grpc_util.h"
+#include "dflow/distributed/rpc/grpc_worker_service.h"
+#include "dflow/framework/status.h"
+#include "grpcpp/grpcpp.h"
+
+namespace dflow {
+
+namespace {
+
+// Kernels of every server in the process run here.
+ThreadPool* SharedWorkerPool() {
+  static ThreadPool* pool =
+      new ThreadPool("worker", std::max(2, static_cast<int>(std::thread::hardware_concurrency())));
+  return pool;
+}
+
+// "host:port" -> host and port (ValidateAddress has checked the form).
+void SplitAddress(const std::string& address, std::string* host, int* port) {
+  const size_t colon = address.rfind(':');
+  *host = address.substr(0, colon);
+  if (!absl::SimpleAtoi(address.substr(colon + 1), port)) *port = 0;
+}
+
+bool IsLoopback(const std::string& host) {
+  return host == "localhost" || absl::StartsWith(host, "127.") || host == "[::1]";
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(const tensorflow::ServerDef& def) {
+  ASSIGN_OR_RETURN(ClusterSpec cluster, ClusterSpec::FromClusterDef(def.cluster()));
+  if (!cluster.HasJob(def.job_name())) {
+    return absl::InvalidArgumentError(absl::StrCat("[Server] job '", def.job_name(),
+                                                   "' is not in the cluster ", cluster.ToJson()));
+  }
+  absl::StatusOr<std::string> address = cluster.TaskAddress(def.job_name(), def.task_index());
+  if (!address.ok()) return WithContext(address.status(), "[Server]");
+  if (def.port() < 0 || def.port() > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("[Server] port ", def.port(), " is out of range"));
+  }
+  auto server = std::unique_ptr<GrpcServer>(new GrpcServer(def, std::move(cluster)));
+  SplitAddress(*address, &server->host_, &server->port_);
+  if (def.port() != 0) server->port_ = def.port();
+  ASSIGN_OR_RETURN(auto devices, CreateLocalDevices(def.default_session_config(), def.job_name(),
+                                                    def.replica(), def.task_index()));
+  server->devices_ = std::make_unique<DeviceMgr>(std::move(devices));
+  GrpcServer* self = server.get();
+  WorkerOptions wopts;
+  wopts.worker_for_task = [self](const std::string& task) { return self->WorkerFor(task); };
+  wopts.inter_op_pool = SharedWorkerPool();
+  server->worker_ = std::make_unique<Worker>(server->devices_.get(), std::move(wopts));
+  MasterEnv env;
+  env.task_name = server->task_name_;
+  {
+    absl::MutexLock l(&server->mu_);
+    for (const TaskId& t : server->cluster_.AllTasks()) {
+      env.cluster_tasks.push_back(ClusterSpec::TaskName(t.job, t.index));
+    }
+  }
+  env.worker_for_task = wopts.worker_for_task;
+  env.default_session_config = def.default_session_config();
+  server->master_ = std::make_unique<Master>(std::move(env));
+  server->worker_service_ = std::make_unique<GrpcWorkerService>(server->worker_.get());
+  server->master_service_ = std::make_unique<GrpcMasterService>(server->master_.get());
+  return server;
+}
+
+GrpcServer::GrpcServer(const tensorflow::ServerDef& def, ClusterSpec cluster)
+    : def_(def), task_name_(ClusterSpec::TaskName(def.job_name(), def.task_index())) {
+  absl::MutexLock l(&mu_);
+  cluster_ = std::move(cluster);
+}
+
+GrpcServer::~GrpcServer() {
+  Stop();
+  master_.reset();  // Closes its sessions while the workers it calls still exist.
+  absl::MutexLock l(&mu_);
+  server_.reset();
+}
+
+absl::Status GrpcServer::Start() {
+  absl::MutexLock l(&mu_);
+  if (server_ != nullptr || stopped_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("[Server] ", task_name_, " was already started"));
+  }
+  const std::string bind = absl::StrCat(IsLoopback(host_) ? "127.0.0.1" : "0.0.0.0", ":", port_);
+  grpc::ServerBuilder builder;
+  ConfigureServerBuilder(&builder);
+  int bound = 0;
+  builder.AddListeningPort(bind, grpc::InsecureServerCredentials(), &bound);
+  builder.RegisterService(worker_service_.get());
+  builder.RegisterService(master_service_.get());
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || bound == 0) {
+    server_.reset();
+    return absl::UnavailableError(absl::StrCat("[Server] ", task_name_, " cannot listen on ", bind,
+                                               "; is the port already in use?"));
+  }
+  bound_port_ = bound;
+  return absl::OkStatus();
+}
+
+void GrpcServer::Stop() {
+  absl::MutexLock l(&mu_);
+  if (stopped_) return;
+  stopped_ = true;
+  if (server_ != nullptr) {
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  }
+}
+
+void GrpcServer::Join() {
+  absl::MutexLock l(&mu_);
+  mu_.Await(absl::Condition(&stopped_));
+}
+
+std::string GrpcServer::target() const {
+  absl::MutexLock l(&mu_);
+  return absl::StrCat("grpc://", host_, ":", bound_port_ != 0 ? bound_port_ : port_);
+}
+
+int GrpcServer::bound_port() const {
+  absl::MutexLock l(&mu_);
+  return bound_port_;
+}
+
+absl::Status GrpcServer::UpdateCluster(const ClusterSpec& cluster) {
+  absl::MutexLock l(&mu_);
+  std::vector<TaskId> before = cluster_.AllTasks(), after = cluster.AllTasks();
+  if (before.size() != after.size() || !std::equal(before.begin(), before.end(), after.begin())) {
+    return absl::InvalidArgumentError(absl::StrCat("[Server] the new cluster ", cluster.ToJson(),
+                                                   " has other tasks than ", cluster_.ToJson()));
+  }
+  cluster_ = cluster;
+  return absl::OkStatus();
+}
+
+WorkerInterface* GrpcServer::WorkerFor(const std::string& task) {
+  if (task == task_name_) return worker_.get();
+  absl::MutexLock l(&mu_);
+  auto it = remote_workers_.find(task);
+  if (it != remote_workers_.end()) return it->second.get();
+  absl::StatusOr<DeviceName> name = DeviceName::Parse(task);
+  if (!name.ok() || !name->has_job || !name->has_task) return nullptr;
+  absl::StatusOr<std::string> address = cluster_.TaskAddress(name->job, name->task);
+  if (!address.ok()) return nullptr;
+  std::unique_ptr<WorkerInterface>& w = remote_workers_[task];
+  w = NewGrpcRemoteWorker(*address, task);
+  return w.get();
+}
+
+}  // namespace dflow

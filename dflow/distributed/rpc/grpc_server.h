@@ -1,0 +1,99 @@
+// GrpcServer: one task of a cluster. It owns the task's devices, its Worker
+// and its Master, and serves both (tensorflow.WorkerService and
+// tensorflow.MasterService) on one gRPC port. Its own task is called
+// in-process; other tasks through cached gRPC channels. Several servers may
+// live in one process (they share the inter-op pool); port 0 picks a free
+// port, reported by bound_port() and target() after Start().
+//
+//   tensorflow::ServerDef def;  // cluster {ps: [...], worker: [...]}, job_name, task_index
+//   ASSIGN_OR_RETURN(auto server, GrpcServer::Create(def));
+//   RETURN_IF_ERROR(server->Start());
+//   std::cout << server->target();  // "grpc://127.0.0.1:2222"
+//   server->Join();                  // until Stop()
+#ifndef DFLOW_DISTRIBUTED_RPC_GRPC_SERVER_H_
+#define DFLOW_DISTRIBUTED_RPC_GRPC_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "dflow/distributed/cluster_spec.h"
+#include "dflow/distributed/master.h"
+#include "dflow/distributed/worker.h"
+#include "dflow/proto/tensorflow_server.pb.h"
+#include "dflow/runtime/device_mgr.h"
+
+namespace grpc {
+class Server;
+}  // namespace grpc
+
+namespace dflow {
+
+class GrpcMasterService;
+class GrpcWorkerService;
+
+class GrpcServer {
+ public:
+  // Checks `def` (its job and task are in its cluster, addresses are
+  // "host:port") and builds the task's devices, worker and master; nothing
+  // listens yet. InvalidArgument naming what is wrong.
+  static absl::StatusOr<std::unique_ptr<GrpcServer>> Create(const tensorflow::ServerDef& def);
+  ~GrpcServer();  // Stops.
+  GrpcServer(const GrpcServer&) = delete;
+  GrpcServer& operator=(const GrpcServer&) = delete;
+
+  // Binds the task's port (ServerDef.port when set, else the port of its
+  // address; loopback hosts bind 127.0.0.1, others every interface) and
+  // serves. Unavailable naming the address when it cannot be bound (e.g. the
+  // port is taken); FailedPrecondition when already started.
+  absl::Status Start();
+  // Stops serving (calls in flight end with CANCELLED) and wakes Join.
+  // Idempotent.
+  void Stop();
+  // Blocks until Stop.
+  void Join();
+
+  // "grpc://host:port" of this task, with the bound port once started.
+  std::string target() const;
+  int bound_port() const;
+  // "/job:worker/replica:0/task:0"
+  const std::string& task_name() const { return task_name_; }
+
+  // Replaces the other tasks' addresses, e.g. once tasks started on port 0
+  // know each other's ports. InvalidArgument when the jobs or tasks differ
+  // from the server's cluster. Channels already made are kept.
+  absl::Status UpdateCluster(const ClusterSpec& cluster);
+
+  DeviceMgr* device_mgr() { return devices_.get(); }
+  Worker* worker() { return worker_.get(); }
+  Master* master() { return master_.get(); }
+
+ private:
+  GrpcServer(const tensorflow::ServerDef& def, ClusterSpec cluster);
+  // This task's worker in-process, another's over gRPC; nullptr when unknown.
+  WorkerInterface* WorkerFor(const std::string& task);
+
+  const tensorflow::ServerDef def_;
+  std::string task_name_;
+  std::string host_;
+  int port_ = 0;
+  std::unique_ptr<DeviceMgr> devices_;
+  std::unique_ptr<Worker> worker_;
+  std::unique_ptr<Master> master_;
+  std::unique_ptr<GrpcWorkerService> worker_service_;
+  std::unique_ptr<GrpcMasterService> master_service_;
+
+  mutable absl::Mutex mu_;
+  ClusterSpec cluster_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::unique_ptr<WorkerInterface>> remote_workers_
+      ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<grpc::Server> server_ ABSL_GUARDED_BY(mu_);
+  int bound_port_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace dflow
+
+#endif  // DFLOW_DISTRIBUTED_RPC_GRPC_SERVER_H_
