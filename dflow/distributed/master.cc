@@ -242,15 +242,7 @@ void Master::ListDevicesAsync(const CallOptions& opts, const tensorflow::ListDev
     absl::StatusOr<std::vector<std::unique_ptr<Device>>> devices =
         DiscoverDevices({}, opts.deadline);
     if (!devices.ok()) return done(Prefixed("ListDevices", devices.status()));
-    for (const auto& d : *devices) {
-      const bool local = d->parsed_name().TaskName() == env_.task_name;
-      tensorflow::DeviceAttributes* a =
-          local ? resp->add_local_device() : resp->add_remote_device();
-      a->set_name(d->name());
-      a->set_device_type(d->device_type());
-      a->set_memory_limit(d->memory_limit());
-      a->set_incarnation(d->incarnation());
-    }
+    AddDevices(*devices, env_.task_name, resp);
     done(absl::OkStatus());
   });
 }

@@ -167,15 +167,16 @@ absl::Status MasterSession::Close(absl::Time deadline) {
   return status;
 }
 
-void MasterSession::ListDevices(tensorflow::ListDevicesResponse* resp) const {
-  for (const auto& d : devices_) {
-    const bool local = d->parsed_name().TaskName() == env_->task_name;
-    tensorflow::DeviceAttributes* a = local ? resp->add_local_device() : resp->add_remote_device();
-    a->set_name(d->name());
-    a->set_device_type(d->device_type());
-    a->set_memory_limit(d->memory_limit());
-    a->set_incarnation(d->incarnation());
+void AddDevices(const std::vector<std::unique_ptr<Device>>& devices, const std::string& local_task,
+                tensorflow::ListDevicesResponse* resp) {
+  for (const auto& d : devices) {
+    const bool local = d->parsed_name().TaskName() == local_task;
+    d->ToAttributes(local ? resp->add_local_device() : resp->add_remote_device());
   }
+}
+
+void MasterSession::ListDevices(tensorflow::ListDevicesResponse* resp) const {
+  AddDevices(devices_, env_->task_name, resp);
 }
 
 int MasterSession::num_plans() const {

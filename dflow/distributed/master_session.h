@@ -120,6 +120,11 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
   int64_t next_callable_ ABSL_GUARDED_BY(mu_) = 1;
 };
 
+// Adds `devices` to `resp`: those of `local_task` as local_device, the
+// others as remote_device.
+void AddDevices(const std::vector<std::unique_ptr<Device>>& devices, const std::string& local_task,
+                tensorflow::ListDevicesResponse* resp);
+
 }  // namespace dflow
 
 #endif  // DFLOW_DISTRIBUTED_MASTER_SESSION_H_

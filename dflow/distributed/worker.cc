@@ -89,13 +89,7 @@ int Worker::NumLiveSteps() const {
 void Worker::GetStatusAsync(const CallOptions&, const tensorflow::GetStatusRequest*,
                             tensorflow::GetStatusResponse* resp, StatusCallback done) {
   resp->clear_device_attributes();
-  for (Device* d : devices_->ListDevices()) {
-    tensorflow::DeviceAttributes* a = resp->add_device_attributes();
-    a->set_name(d->name());
-    a->set_device_type(d->device_type());
-    a->set_memory_limit(d->memory_limit());
-    a->set_incarnation(d->incarnation());
-  }
+  for (Device* d : devices_->ListDevices()) d->ToAttributes(resp->add_device_attributes());
   done(absl::OkStatus());
 }
 

@@ -4,7 +4,9 @@
 #ifndef DFLOW_DISTRIBUTED_WORKER_TEST_UTIL_H_
 #define DFLOW_DISTRIBUTED_WORKER_TEST_UTIL_H_
 
+#include <cstring>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -130,6 +132,20 @@ inline std::vector<float> Floats(const tensorflow::TensorProto& p) {
   if (!t.ok()) return {};
   auto f = t->flat<float>();
   return std::vector<float>(f.begin(), f.end());
+}
+
+// A float tensor of `n` random bit patterns (NaNs and denormals included).
+inline Tensor RandomBits(int64_t n, uint32_t seed) {
+  Tensor t(DT_FLOAT, TensorShape({n}));
+  std::mt19937 rng(seed);
+  auto* p = static_cast<uint32_t*>(t.raw_data());
+  for (int64_t i = 0; i < n; ++i) p[i] = rng();
+  return t;
+}
+
+inline bool SameBytes(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
+         std::memcmp(a.raw_data(), b.raw_data(), a.TotalBytes()) == 0;
 }
 
 }  // namespace dflow::worker_test

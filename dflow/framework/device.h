@@ -10,6 +10,7 @@
 #include "dflow/framework/device_name.h"
 #include "dflow/framework/resource_mgr.h"
 #include "dflow/framework/thread_pool.h"
+#include "dflow/proto/device_attributes.pb.h"
 
 namespace dflow {
 
@@ -31,6 +32,8 @@ class Device {
   uint64_t incarnation() const { return incarnation_; }
   int64_t memory_limit() const { return memory_limit_; }
   ResourceMgr* resource_manager() { return &resource_mgr_; }
+  // Name, type, memory limit and incarnation, as GetStatus reports them.
+  void ToAttributes(tensorflow::DeviceAttributes* attributes) const;
   // Pool for splitting one kernel's work; shared process-wide on CPU.
   virtual ThreadPool* intra_op_pool() { return IntraOpPool(); }
 

@@ -10,17 +10,8 @@ namespace dflow {
 
 namespace {
 
-// Transport failures get the call and peer; the remote worker's own errors
-// already say what failed and pass through unchanged.
 absl::Status Annotate(const grpc::Status& s, const char* method, const std::string& peer) {
-  absl::Status status = FromGrpcStatus(s);
-  const grpc::StatusCode code = s.error_code();
-  if (code != grpc::StatusCode::UNAVAILABLE && code != grpc::StatusCode::DEADLINE_EXCEEDED &&
-      code != grpc::StatusCode::CANCELLED) {
-    return status;
-  }
-  return absl::Status(status.code(), absl::StrCat("[WorkerService.", method, " to ", peer, "] ",
-                                                  status.message()));
+  return AnnotateTransportError(FromGrpcStatus(s), absl::StrCat("WorkerService.", method), peer);
 }
 
 }  // namespace
@@ -98,8 +89,7 @@ void GrpcRemoteWorker::CleanupAllAsync(const CallOptions& opts,
 void GrpcRemoteWorker::RecvTensorAsync(const CallOptions& opts,
                                        const tensorflow::RecvTensorRequest* req,
                                        RecvTensorResult* resp, StatusCallback done) {
-  static const std::string* const kMethod =
-      new std::string("/tensorflow.WorkerService/RecvTensor");
+  static const std::string* const kMethod = new std::string("/tensorflow.WorkerService/RecvTensor");
   struct RawCall {
     grpc::ClientContext ctx;
     grpc::ByteBuffer request;
@@ -110,21 +100,21 @@ void GrpcRemoteWorker::RecvTensorAsync(const CallOptions& opts,
     call->ctx.set_deadline(ToGrpcDeadline(opts.deadline));
   }
   call->request = SerializeToByteBuffer(*req);
-  raw_stub_.UnaryCall(
-      &call->ctx, *kMethod, grpc::StubOptions(), &call->request, &call->response,
-      [call, resp, name = name_, done = std::move(done)](grpc::Status s) {
-        if (!s.ok()) {
-          done(Annotate(s, "RecvTensor", name));
-          return;
-        }
-        absl::Status decoded = DecodeRecvTensorResponse(call->response, resp);
-        call->response.Clear();
-        if (!decoded.ok()) {
-          decoded = absl::Status(decoded.code(),
-                                 absl::StrCat(decoded.message(), " (from ", name, ")"));
-        }
-        done(decoded);
-      });
+  raw_stub_.UnaryCall(&call->ctx, *kMethod, grpc::StubOptions(), &call->request, &call->response,
+                      [call, resp, name = name_, done = std::move(done)](grpc::Status s) {
+                        if (!s.ok()) {
+                          done(Annotate(s, "RecvTensor", name));
+                          return;
+                        }
+                        absl::Status decoded = DecodeRecvTensorResponse(call->response, resp);
+                        call->response.Clear();
+                        if (!decoded.ok()) {
+                          decoded =
+                              absl::Status(decoded.code(),
+                                           absl::StrCat(decoded.message(), " (from ", name, ")"));
+                        }
+                        done(decoded);
+                      });
 }
 
 std::unique_ptr<WorkerInterface> NewGrpcRemoteWorker(const std::string& address,

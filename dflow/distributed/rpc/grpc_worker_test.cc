@@ -24,6 +24,8 @@ using ::testing::HasSubstr;
 using worker_test::Builder;
 using worker_test::Floats;
 using worker_test::Named;
+using worker_test::RandomBits;
+using worker_test::SameBytes;
 using worker_test::Task;
 
 std::string Msg(const absl::Status& s) { return std::string(s.message()); }
@@ -83,7 +85,6 @@ const ::testing::Environment* const kKeepCallbackQueueAlive =
 absl::StatusOr<std::string> Register(WorkerInterface* w, const tensorflow::GraphDef& def) {
   return worker_test::Register(w, def, Timeout(30));
 }
-
 
 TEST(GrpcUtilTest, StatusRoundTripsCodesAndMessages) {
   for (int code = 1; code <= 16; ++code) {
@@ -218,22 +219,23 @@ TEST(GrpcWorkerTest, GarbageRequestsAreRefusedAndTheServerKeepsServing) {
   ServedTask t("worker", 0, 1);
   grpc::GenericStub stub(NewGrpcChannel(t.address));
   const std::vector<std::string> methods = {
-      "GetStatus",       "CreateWorkerSession", "DeleteWorkerSession", "RegisterGraph",
-      "DeregisterGraph", "RunGraph",            "CleanupGraph",        "CleanupAll",
-      "RecvTensor"};
+      "GetStatus", "CreateWorkerSession", "DeleteWorkerSession", "RegisterGraph", "DeregisterGraph",
+      "RunGraph",  "CleanupGraph",        "CleanupAll",          "RecvTensor"};
   // A varint that never ends, then a field longer than the message: no
   // message type parses these.
-  const std::string invalid[] = {std::string(11, '\xff'), std::string("\x0a\x10" "abc", 5)};
+  const std::string invalid[] = {std::string(11, '\xff'), std::string("\x0a\x10"
+                                                                      "abc",
+                                                                      5)};
   std::mt19937 rng(42);
   for (const std::string& method : methods) {
     for (const std::string& bytes : invalid) {
       grpc::Status s = SendBytes(&stub, method, bytes);
       EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
           << method << ": " << s.error_message();
-      EXPECT_THAT(s.error_message(), HasSubstr("[WorkerService." + method + "] request of " +
-                                               std::to_string(bytes.size()) +
-                                               " bytes does not parse as tensorflow." +
-                                               method + "Request"));
+      EXPECT_THAT(
+          s.error_message(),
+          HasSubstr("[WorkerService." + method + "] request of " + std::to_string(bytes.size()) +
+                    " bytes does not parse as tensorflow." + method + "Request"));
     }
     // Random bytes may happen to parse; whatever they mean, the server answers.
     std::string noise(64, '\0');
@@ -341,20 +343,6 @@ TEST(GrpcWorkerTest, TwoTasksExchangeATensorOverGrpc) {
   EXPECT_THAT(Msg(s), HasSubstr("/job:ps/replica:0/task:0"));
 }
 
-// A float tensor of `n` random bit patterns (NaNs and denormals included).
-Tensor RandomBits(int64_t n, uint32_t seed) {
-  Tensor t(DT_FLOAT, TensorShape({n}));
-  std::mt19937 rng(seed);
-  auto* p = static_cast<uint32_t*>(t.raw_data());
-  for (int64_t i = 0; i < n; ++i) p[i] = rng();
-  return t;
-}
-
-bool SameBytes(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
-         std::memcmp(a.raw_data(), b.raw_data(), a.TotalBytes()) == 0;
-}
-
 // On `t`, a graph that forwards the fed key "x" to "edge" (bound for a
 // worker); Feed(step, value) runs it, leaving `value` for RecvTensor(EdgeKey).
 struct Forwarder {
@@ -407,7 +395,10 @@ TEST(GrpcRecvTensorTest, GarbageThenAGoodRequestIsServed) {
   ServedTask t("ps", 0, 1);
   Forwarder f(&t);
   grpc::GenericStub stub(NewGrpcChannel(t.address));
-  grpc::Status g = SendBytes(&stub, "RecvTensor", std::string("\x12\x7f" "key", 5));
+  grpc::Status g = SendBytes(&stub, "RecvTensor",
+                             std::string("\x12\x7f"
+                                         "key",
+                                         5));
   EXPECT_EQ(g.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << g.error_message();
   EXPECT_THAT(g.error_message(), HasSubstr("[WorkerService.RecvTensor] request of 5 bytes"));
   // A malformed rendezvous key and an absurd step id parse but are refused by the worker.
@@ -452,35 +443,37 @@ class FixedRecvWorker final : public WorkerInterface {
     done(absl::OkStatus());
   }
   void GetStatusAsync(const CallOptions&, const tensorflow::GetStatusRequest*,
-      tensorflow::GetStatusResponse*, StatusCallback done) override {
+                      tensorflow::GetStatusResponse*, StatusCallback done) override {
     done(absl::UnimplementedError("GetStatus"));
   }
   void CreateWorkerSessionAsync(const CallOptions&, const tensorflow::CreateWorkerSessionRequest*,
-      tensorflow::CreateWorkerSessionResponse*, StatusCallback done) override {
+                                tensorflow::CreateWorkerSessionResponse*,
+                                StatusCallback done) override {
     done(absl::UnimplementedError("CreateWorkerSession"));
   }
   void DeleteWorkerSessionAsync(const CallOptions&, const tensorflow::DeleteWorkerSessionRequest*,
-      tensorflow::DeleteWorkerSessionResponse*, StatusCallback done) override {
+                                tensorflow::DeleteWorkerSessionResponse*,
+                                StatusCallback done) override {
     done(absl::UnimplementedError("DeleteWorkerSession"));
   }
   void RegisterGraphAsync(const CallOptions&, const tensorflow::RegisterGraphRequest*,
-      tensorflow::RegisterGraphResponse*, StatusCallback done) override {
+                          tensorflow::RegisterGraphResponse*, StatusCallback done) override {
     done(absl::UnimplementedError("RegisterGraph"));
   }
   void DeregisterGraphAsync(const CallOptions&, const tensorflow::DeregisterGraphRequest*,
-      tensorflow::DeregisterGraphResponse*, StatusCallback done) override {
+                            tensorflow::DeregisterGraphResponse*, StatusCallback done) override {
     done(absl::UnimplementedError("DeregisterGraph"));
   }
   void RunGraphAsync(const CallOptions&, const tensorflow::RunGraphRequest*,
-      tensorflow::RunGraphResponse*, StatusCallback done) override {
+                     tensorflow::RunGraphResponse*, StatusCallback done) override {
     done(absl::UnimplementedError("RunGraph"));
   }
   void CleanupGraphAsync(const CallOptions&, const tensorflow::CleanupGraphRequest*,
-      tensorflow::CleanupGraphResponse*, StatusCallback done) override {
+                         tensorflow::CleanupGraphResponse*, StatusCallback done) override {
     done(absl::UnimplementedError("CleanupGraph"));
   }
   void CleanupAllAsync(const CallOptions&, const tensorflow::CleanupAllRequest*,
-      tensorflow::CleanupAllResponse*, StatusCallback done) override {
+                       tensorflow::CleanupAllResponse*, StatusCallback done) override {
     done(absl::UnimplementedError("CleanupAll"));
   }
 

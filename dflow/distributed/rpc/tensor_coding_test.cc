@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "dflow/distributed/rpc/grpc_util.h"
+#include "dflow/distributed/worker_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -13,22 +14,10 @@ namespace dflow {
 namespace {
 
 using ::testing::HasSubstr;
+using worker_test::RandomBits;
+using worker_test::SameBytes;
 
 std::string Msg(const absl::Status& s) { return std::string(s.message()); }
-
-// A float tensor of `n` random bit patterns (NaNs and denormals included).
-Tensor RandomBits(int64_t n, uint32_t seed) {
-  Tensor t(DT_FLOAT, TensorShape({n}));
-  std::mt19937 rng(seed);
-  auto* p = static_cast<uint32_t*>(t.raw_data());
-  for (int64_t i = 0; i < n; ++i) p[i] = rng();
-  return t;
-}
-
-bool SameBytes(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
-         std::memcmp(a.raw_data(), b.raw_data(), a.TotalBytes()) == 0;
-}
 
 grpc::ByteBuffer Encode(const RecvTensorResult& r) {
   grpc::ByteBuffer out;
