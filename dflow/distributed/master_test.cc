@@ -17,6 +17,8 @@ namespace {
 
 using ::testing::HasSubstr;
 using worker_test::Builder;
+using worker_test::Floats;
+using worker_test::PsWorkerGraph;
 using worker_test::Task;
 
 std::string Msg(const absl::Status& s) { return std::string(s.message()); }
@@ -66,34 +68,6 @@ const char kPs[] = "/job:ps/replica:0/task:0";
 const char kWorker0[] = "/job:worker/replica:0/task:0";
 const char kWorker1[] = "/job:worker/replica:0/task:1";
 
-// v (a [3] float variable on /job:ps), init assigns [1, 2, 3];
-// y = v * 2 on /job:worker/task:1; r = a resource variable on worker 1.
-tensorflow::GraphDef PsWorkerGraph() {
-  Builder b;
-  tensorflow::NodeDef* v = b.Node("v", "VariableV2", {}, "/job:ps/task:0");
-  SetAttr(v, "dtype", DT_FLOAT);
-  tensorflow::TensorShapeProto shape;
-  shape.add_dim()->set_size(3);
-  SetAttr(v, "shape", shape);
-  b.Const("init_value", Tensor::Vec<float>({1, 2, 3}), "/job:ps/task:0");
-  tensorflow::NodeDef* init = b.Node("init", "Assign", {"v", "init_value"}, "/job:ps/task:0");
-  SetAttr(init, "T", DT_FLOAT);
-  b.Const("two", Tensor::Scalar(2.0f), "/job:worker/task:1");
-  b.Binary("y", "Mul", "v", "two", "/job:worker/task:1");
-  tensorflow::NodeDef* r = b.Node("r", "VarHandleOp", {}, "/job:worker/task:1");
-  SetAttr(r, "dtype", DT_FLOAT);
-  SetAttr(r, "shape", tensorflow::TensorShapeProto());
-  SetAttr(r, "shared_name", std::string("r"));
-  tensorflow::NodeDef* assign_r =
-      b.Node("assign_r", "AssignVariableOp", {"r", "two"}, "/job:worker/task:1");
-  SetAttr(assign_r, "dtype", DT_FLOAT);
-  return b.def();
-}
-
-std::vector<float> Floats(const Tensor& t) {
-  auto f = t.flat<float>();
-  return std::vector<float>(f.begin(), f.end());
-}
 
 TEST(MasterTest, OpsRunWhereTheyArePinnedAndTensorsCrossTasks) {
   InProcessCluster cluster;

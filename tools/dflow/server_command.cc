@@ -1,6 +1,8 @@
 // `dflow server`: runs one task of a cluster until SIGTERM or SIGINT.
-#include <pthread.h>
+#include <fcntl.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -15,6 +17,26 @@
 namespace dflow::cli {
 
 namespace {
+
+// SIGTERM and SIGINT may land on any thread (OpenBLAS starts its threads when
+// the library loads, before main), so the handler only writes the signal
+// number to a pipe that one thread waits on.
+int signal_pipe[2] = {-1, -1};
+
+void OnSignal(int sig) {
+  const char byte = static_cast<char>(sig);
+  [[maybe_unused]] ssize_t n = write(signal_pipe[1], &byte, 1);
+}
+
+absl::Status InstallSignalPipe() {
+  if (pipe2(signal_pipe, O_CLOEXEC) != 0) return absl::InternalError("cannot create a pipe");
+  struct sigaction action = {};
+  action.sa_handler = OnSignal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
+  return absl::OkStatus();
+}
 
 // The cluster and this task: from the flags, else from TF_CONFIG.
 absl::StatusOr<TfConfig> ResolveTask(const ServerFlags& flags) {
@@ -43,13 +65,7 @@ absl::StatusOr<TfConfig> ResolveTask(const ServerFlags& flags) {
 
 absl::Status ServerCommand(const ServerFlags& flags) {
   ASSIGN_OR_RETURN(TfConfig task, ResolveTask(flags));
-  // Signals are taken by one thread with sigwait: block them before any
-  // other thread (gRPC's) exists, so every thread inherits the mask.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  RETURN_IF_ERROR(InstallSignalPipe());
 
   tensorflow::ServerDef def;
   *def.mutable_cluster() = task.cluster.ToClusterDef();
@@ -66,8 +82,9 @@ absl::Status ServerCommand(const ServerFlags& flags) {
               << std::endl;
   }
   std::thread waiter([&] {
-    int sig = 0;
-    sigwait(&signals, &sig);
+    char sig = 0;
+    while (read(signal_pipe[0], &sig, 1) < 0 && errno == EINTR) {
+    }
     std::cout << "dflow server: " << (sig == SIGTERM ? "SIGTERM" : "SIGINT") << ", shutting down"
               << std::endl;
     server->Stop();

@@ -46,7 +46,9 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(const tensorflow:
                                                    "' is not in the cluster ", cluster.ToJson()));
   }
   absl::StatusOr<std::string> address = cluster.TaskAddress(def.job_name(), def.task_index());
-  if (!address.ok()) return WithContext(address.status(), "[Server]");
+  if (!address.ok()) {  // The ServerDef names a task its cluster lacks.
+    return absl::InvalidArgumentError(absl::StrCat("[Server] ", address.status().message()));
+  }
   if (def.port() < 0 || def.port() > 65535) {
     return absl::InvalidArgumentError(
         absl::StrCat("[Server] port ", def.port(), " is out of range"));
@@ -58,8 +60,9 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(const tensorflow:
                                                     def.replica(), def.task_index()));
   server->devices_ = std::make_unique<DeviceMgr>(std::move(devices));
   GrpcServer* self = server.get();
+  auto worker_for_task = [self](const std::string& task) { return self->WorkerFor(task); };
   WorkerOptions wopts;
-  wopts.worker_for_task = [self](const std::string& task) { return self->WorkerFor(task); };
+  wopts.worker_for_task = worker_for_task;
   wopts.inter_op_pool = SharedWorkerPool();
   server->worker_ = std::make_unique<Worker>(server->devices_.get(), std::move(wopts));
   MasterEnv env;
@@ -70,7 +73,7 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(const tensorflow:
       env.cluster_tasks.push_back(ClusterSpec::TaskName(t.job, t.index));
     }
   }
-  env.worker_for_task = wopts.worker_for_task;
+  env.worker_for_task = worker_for_task;
   env.default_session_config = def.default_session_config();
   server->master_ = std::make_unique<Master>(std::move(env));
   server->worker_service_ = std::make_unique<GrpcWorkerService>(server->worker_.get());

@@ -60,6 +60,8 @@ std::shared_ptr<grpc::Channel> NewGrpcChannel(absl::string_view target) {
 void ConfigureServerBuilder(grpc::ServerBuilder* builder) {
   builder->SetMaxReceiveMessageSize(-1);
   builder->SetMaxSendMessageSize(-1);
+  // A taken port is an error, not a second server sharing it (SO_REUSEPORT).
+  builder->AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
 }
 
 absl::Status ParseFromByteBuffer(const grpc::ByteBuffer& bytes, absl::string_view what,

@@ -1,0 +1,240 @@
+#include "dflow/distributed/rpc/grpc_server.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "dflow/distributed/remote_session.h"
+#include "dflow/distributed/rpc/grpc_remote_master.h"
+#include "dflow/distributed/worker_test_util.h"
+#include "dflow/framework/attr_util.h"
+#include "dflow/runtime/session_factory.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace dflow {
+namespace {
+
+using ::testing::HasSubstr;
+using worker_test::Builder;
+using worker_test::Floats;
+using worker_test::PsWorkerGraph;
+
+std::string Msg(const absl::Status& s) { return std::string(s.message()); }
+
+const char kPs[] = "/job:ps/replica:0/task:0";
+
+tensorflow::ServerDef ServerDefFor(const ClusterSpec& cluster, const std::string& job, int task) {
+  tensorflow::ServerDef def;
+  *def.mutable_cluster() = cluster.ToClusterDef();
+  def.set_job_name(job);
+  def.set_task_index(task);
+  def.set_protocol("grpc");
+  (*def.mutable_default_session_config()->mutable_device_count())["CPU"] = 2;
+  return def;
+}
+
+// 1 ps and 2 workers, each a GrpcServer on 127.0.0.1 port 0, told each
+// other's bound ports once all have started.
+class LocalCluster {
+ public:
+  LocalCluster() {
+    ClusterSpec spec;
+    for (auto [job, n] : {std::pair{"ps", 1}, std::pair{"worker", 2}}) {
+      for (int i = 0; i < n; ++i) EXPECT_TRUE(spec.AddTask(job, i, "127.0.0.1:0").ok());
+    }
+    ClusterSpec bound;
+    for (const TaskId& t : spec.AllTasks()) {
+      auto server = GrpcServer::Create(ServerDefFor(spec, t.job, t.index));
+      EXPECT_TRUE(server.ok()) << server.status();
+      EXPECT_TRUE((*server)->Start().ok());
+      EXPECT_TRUE(
+          bound.AddTask(t.job, t.index, absl::StrCat("127.0.0.1:", (*server)->bound_port())).ok());
+      servers_[ClusterSpec::TaskName(t.job, t.index)] = std::move(server).value();
+    }
+    for (auto& [name, server] : servers_) EXPECT_TRUE(server->UpdateCluster(bound).ok());
+    spec_ = bound;
+  }
+
+  GrpcServer& server(const std::string& task) { return *servers_.at(task); }
+  std::string worker0_target() { return server("/job:worker/replica:0/task:0").target(); }
+  const ClusterSpec& spec() const { return spec_; }
+
+  std::unique_ptr<Session> NewSession(tensorflow::ConfigProto config = {}) {
+    SessionOptions options;
+    options.target = worker0_target();
+    options.config = std::move(config);
+    auto session = dflow::NewSession(options);
+    EXPECT_TRUE(session.ok()) << session.status();
+    return std::move(session).value();
+  }
+
+  // Stops a task's server and forgets it, as if its process had died.
+  void Kill(const std::string& task) { servers_.erase(task); }
+
+ private:
+  std::map<std::string, std::unique_ptr<GrpcServer>> servers_;
+  ClusterSpec spec_;
+};
+
+TEST(GrpcServerTest, SessionOverGrpcRunsOpsWhereTheyArePinned) {
+  LocalCluster cluster;
+  EXPECT_THAT(cluster.worker0_target(), ::testing::StartsWith("grpc://127.0.0.1:"));
+  auto session = cluster.NewSession();
+  absl::Status s = session->Create(PsWorkerGraph());
+  ASSERT_TRUE(s.ok()) << s;
+  s = session->Run({}, {}, {"init", "assign_r"}, nullptr);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(cluster.server(kPs).device_mgr()->HostCPU()->resource_manager()->NumResources(), 1);
+  for (int step = 0; step < 3; ++step) {
+    std::vector<Tensor> out;
+    s = session->Run({{"two", Tensor::Scalar(3.0f)}}, {"y"}, {}, &out);
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_EQ(Floats(out[0]), (std::vector<float>{3, 6, 9}));
+  }
+  auto devices = session->ListDevices();
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  EXPECT_EQ(devices->size(), 6u);  // 3 tasks x 2 CPUs.
+  ASSERT_TRUE(session->Close().ok());
+  EXPECT_EQ(cluster.server("/job:worker/replica:0/task:0").master()->NumSessions(), 0);
+}
+
+TEST(GrpcServerTest, ResetOverGrpcFreesVariablesOnThePs) {
+  LocalCluster cluster;
+  auto session = cluster.NewSession();
+  ASSERT_TRUE(session->Create(PsWorkerGraph()).ok());
+  ASSERT_TRUE(session->Run({}, {}, {"init"}, nullptr).ok());
+  ResourceMgr* ps_resources = cluster.server(kPs).device_mgr()->HostCPU()->resource_manager();
+  EXPECT_EQ(ps_resources->NumResources(), 1);
+  auto remote = dynamic_cast<RemoteSession*>(session.get());
+  ASSERT_NE(remote, nullptr);
+  absl::Status s = remote->Reset({});
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(ps_resources->NumResources(), 0);
+}
+
+TEST(GrpcServerTest, KernelErrorOnTheServerReachesTheClient) {
+  LocalCluster cluster;
+  Builder b;
+  b.Const("three", Tensor::Vec<float>({1, 2, 3}), "/job:ps/task:0");
+  b.Const("shape", Tensor::Vec<int32_t>({2, 2}), "/job:ps/task:0");
+  tensorflow::NodeDef* bad = b.Node("bad", "Reshape", {"three", "shape"}, "/job:ps/task:0");
+  SetAttr(bad, "T", DT_FLOAT);
+  SetAttr(bad, "Tshape", DT_INT32);
+  b.Binary("after", "Mul", "bad", "bad", "/job:worker/task:1");
+  tensorflow::ConfigProto config;
+  config.set_operation_timeout_in_ms(30000);
+  auto session = cluster.NewSession(config);
+  ASSERT_TRUE(session->Create(b.def()).ok());
+  const absl::Time start = absl::Now();
+  std::vector<Tensor> out;
+  absl::Status s = session->Run({}, {"after"}, {}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(Msg(s), HasSubstr("bad"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  // The cluster serves the next good request.
+  ASSERT_TRUE(session->Extend(PsWorkerGraph()).ok());
+  ASSERT_TRUE(session->Run({}, {}, {"init"}, nullptr).ok());
+}
+
+TEST(GrpcServerTest, BadRequestsGetClearErrorsAndTheServerStaysUp) {
+  LocalCluster cluster;
+  std::unique_ptr<MasterInterface> master = NewGrpcRemoteMaster(cluster.worker0_target());
+  const CallOptions opts = CallOptions::WithTimeout(absl::Seconds(10));
+  // Unknown session handle.
+  tensorflow::RunStepRequest run;
+  run.set_session_handle("no-such-session");
+  run.add_fetch("y:0");
+  tensorflow::RunStepResponse ran;
+  absl::Status s = master->RunStep(run, &ran, opts);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  EXPECT_THAT(Msg(s), HasSubstr("no-such-session"));
+  // A node pinned to a task the cluster lacks.
+  Builder b;
+  b.Const("c", Tensor::Scalar(1.0f), "/job:ps/task:9");
+  tensorflow::CreateSessionRequest create;
+  *create.mutable_graph_def() = b.def();
+  tensorflow::CreateSessionResponse created;
+  s = master->CreateSession(create, &created, opts);
+  ASSERT_TRUE(s.ok()) << s;
+  run.set_session_handle(created.session_handle());
+  run.clear_fetch();
+  run.add_fetch("c:0");
+  s = master->RunStep(run, &ran, opts);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(Msg(s), HasSubstr("/job:ps/task:9"));
+  // An op no kernel implements.
+  Builder unknown;
+  unknown.Node("u", "NoSuchOp", {}, "/job:worker/task:0");
+  *create.mutable_graph_def() = unknown.def();
+  s = master->CreateSession(create, &created, opts);
+  if (s.ok()) {
+    run.set_session_handle(created.session_handle());
+    run.clear_fetch();
+    run.add_target("u");
+    s = master->RunStep(run, &ran, opts);
+  }
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(Msg(s), HasSubstr("NoSuchOp"));
+  // The server still serves a good session.
+  auto session = cluster.NewSession();
+  ASSERT_TRUE(session->Create(PsWorkerGraph()).ok());
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({}, {}, {"init"}, nullptr).ok());
+  s = session->Run({{"two", Tensor::Scalar(1.0f)}}, {"y"}, {}, &out);
+  EXPECT_TRUE(s.ok()) << s;
+}
+
+TEST(GrpcServerTest, DeadPsIsReportedAsUnavailableNamingTheTask) {
+  LocalCluster cluster;
+  tensorflow::ConfigProto config;
+  config.set_operation_timeout_in_ms(5000);
+  auto session = cluster.NewSession(config);
+  ASSERT_TRUE(session->Create(PsWorkerGraph()).ok());
+  ASSERT_TRUE(session->Run({}, {}, {"init"}, nullptr).ok());
+  cluster.Kill(kPs);
+  const absl::Time start = absl::Now();
+  std::vector<Tensor> out;
+  absl::Status s = session->Run({}, {"y"}, {}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_THAT(Msg(s), HasSubstr("/job:ps/replica:0/task:0"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(8));
+}
+
+TEST(GrpcServerTest, CreateAndStartCheckTheirInput) {
+  ClusterSpec spec;
+  ASSERT_TRUE(spec.AddTask("worker", 0, "127.0.0.1:0").ok());
+  auto s = GrpcServer::Create(ServerDefFor(spec, "ps", 0));
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Msg(s.status()), HasSubstr("'ps'"));
+  s = GrpcServer::Create(ServerDefFor(spec, "worker", 3));
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+
+  auto first = GrpcServer::Create(ServerDefFor(spec, "worker", 0));
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE((*first)->Start().ok());
+  EXPECT_EQ((*first)->Start().code(), absl::StatusCode::kFailedPrecondition);
+  // A second server on the port the first holds.
+  ClusterSpec taken;
+  ASSERT_TRUE(taken.AddTask("worker", 0, absl::StrCat("127.0.0.1:", (*first)->bound_port())).ok());
+  auto second = GrpcServer::Create(ServerDefFor(taken, "worker", 0));
+  ASSERT_TRUE(second.ok());
+  absl::Status started = (*second)->Start();
+  EXPECT_EQ(started.code(), absl::StatusCode::kUnavailable) << started;
+  EXPECT_THAT(Msg(started), HasSubstr(absl::StrCat((*first)->bound_port())));
+  (*first)->Stop();
+  (*first)->Join();  // Returns once stopped.
+}
+
+TEST(GrpcServerTest, UnknownTargetIsAnError) {
+  SessionOptions options;
+  options.target = "tcp://127.0.0.1:1";
+  auto session = NewSession(options);
+  EXPECT_EQ(session.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Msg(session.status()), HasSubstr("tcp://127.0.0.1:1"));
+}
+
+}  // namespace
+}  // namespace dflow
