@@ -31,13 +31,39 @@ void StepRendezvous::RecvLocalAsync(const ParsedKey& key, DoneCallback done) {
   local_.RecvAsync(key, std::move(done));
 }
 
-void StepRendezvous::StartAbort(const absl::Status& status) { local_.StartAbort(status); }
+void StepRendezvous::StartAbort(const absl::Status& status) {
+  local_.StartAbort(status);
+  std::vector<DoneCallback> answered;
+  absl::Status first;
+  {
+    absl::MutexLock l(&in_flight_->mu);
+    if (in_flight_->aborted.ok()) in_flight_->aborted = status;
+    first = in_flight_->aborted;
+    for (auto& [id, recv] : in_flight_->recvs) answered.push_back(std::move(recv.done));
+    in_flight_->recvs.clear();
+  }
+  for (DoneCallback& done : answered) done(first, Tensor(), false);
+}
+
+absl::Status StepRendezvous::aborted() const {
+  absl::MutexLock l(&in_flight_->mu);
+  return in_flight_->aborted;
+}
+
+StepRendezvous::DoneCallback StepRendezvous::InFlight::Take(uint64_t id) {
+  absl::MutexLock l(&mu);
+  auto it = recvs.find(id);
+  if (it == recvs.end()) return nullptr;
+  DoneCallback done = std::move(it->second.done);
+  recvs.erase(it);
+  return done;
+}
 
 std::vector<std::string> StepRendezvous::PendingRecvKeys() const {
   std::vector<std::string> out = local_.PendingRecvKeys();
   {
     absl::MutexLock l(&in_flight_->mu);
-    out.insert(out.end(), in_flight_->keys.begin(), in_flight_->keys.end());
+    for (const auto& [id, recv] : in_flight_->recvs) out.push_back(recv.pending);
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -71,19 +97,25 @@ void StepRendezvous::RecvRemoteAsync(const ParsedKey& key, DoneCallback done) {
     // it still awaited; the remote call then ends soon after.
     opts.deadline = deadline_ + absl::Seconds(1);
   }
-  const std::string pending = absl::StrCat(key.full_key, " (from ", task, ")");
+  uint64_t id = 0;
+  absl::Status aborted;
   {
     absl::MutexLock l(&in_flight_->mu);
-    in_flight_->keys.insert(pending);
+    aborted = in_flight_->aborted;
+    if (aborted.ok()) {
+      id = in_flight_->next_id++;
+      in_flight_->recvs[id] = {absl::StrCat(key.full_key, " (from ", task, ")"), std::move(done)};
+    }
+  }
+  if (!aborted.ok()) {
+    done(aborted, Tensor(), false);
+    return;
   }
   worker->RecvTensorAsync(
       opts, &call->req, &call->resp,
-      [call, task, pending, in_flight = in_flight_, done = std::move(done)](const absl::Status& s) {
-        {
-          absl::MutexLock l(&in_flight->mu);
-          auto it = in_flight->keys.find(pending);
-          if (it != in_flight->keys.end()) in_flight->keys.erase(it);
-        }
+      [call, task, id, in_flight = in_flight_](const absl::Status& s) {
+        DoneCallback done = in_flight->Take(id);
+        if (done == nullptr) return;  // The step was aborted meanwhile.
         if (!s.ok()) {
           done(absl::Status(s.code(), absl::StrCat("RecvTensor from ", task, ": ", s.message())),
                Tensor(), false);

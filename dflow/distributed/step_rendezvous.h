@@ -8,10 +8,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "dflow/distributed/worker_interface.h"
@@ -34,7 +34,12 @@ class StepRendezvous : public Rendezvous {
   void RecvAsync(const ParsedKey& key, DoneCallback done) override;
   // Always from the local table (what a RecvTensor caller or a fetch reads).
   void RecvLocalAsync(const ParsedKey& key, DoneCallback done);
+  // Fails pending and later receives, local and remote, with `status` (the
+  // first abort wins); a remote receive in flight is answered at once, its
+  // late reply dropped.
   void StartAbort(const absl::Status& status) override;
+  // OK until StartAbort, then its status.
+  absl::Status aborted() const;
 
   // Remote receives started from now on carry the earliest deadline given
   // (plus one second of grace).
@@ -54,11 +59,19 @@ class StepRendezvous : public Rendezvous {
   LocalRendezvous local_;
   mutable absl::Mutex mu_;
   absl::Time deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
-  // Remote receives in flight; shared with their callbacks, which may run
-  // after this rendezvous is gone.
+  // Remote receives in flight, by call id; shared with their callbacks,
+  // which may run after this rendezvous is gone.
   struct InFlight {
+    struct Recv {
+      std::string pending;  // "<key> (from <task>)"
+      DoneCallback done;
+    };
     absl::Mutex mu;
-    std::multiset<std::string> keys ABSL_GUARDED_BY(mu);
+    absl::Status aborted ABSL_GUARDED_BY(mu);
+    uint64_t next_id ABSL_GUARDED_BY(mu) = 0;
+    absl::flat_hash_map<uint64_t, Recv> recvs ABSL_GUARDED_BY(mu);
+    // Removes call `id`; its callback, or nullptr once abort answered it.
+    DoneCallback Take(uint64_t id);
   };
   std::shared_ptr<InFlight> in_flight_ = std::make_shared<InFlight>();
 };

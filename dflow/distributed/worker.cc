@@ -242,12 +242,20 @@ void Worker::DeregisterGraphAsync(const CallOptions&, const tensorflow::Deregist
 // --- steps -------------------------------------------------------------------------------
 
 std::shared_ptr<StepRendezvous> Worker::FindOrCreateStep(int64_t step_id) {
-  absl::MutexLock l(&mu_);
-  std::shared_ptr<StepRendezvous>& r = steps_[step_id];
-  if (r == nullptr) {
-    r = std::make_shared<StepRendezvous>(step_id, task_name_, options_.worker_for_task);
+  {
+    absl::MutexLock l(&mu_);
+    if (!cleaned_steps_.contains(step_id)) {
+      std::shared_ptr<StepRendezvous>& r = steps_[step_id];
+      if (r == nullptr) {
+        r = std::make_shared<StepRendezvous>(step_id, task_name_, options_.worker_for_task);
+      }
+      return r;
+    }
   }
-  return r;
+  auto over = std::make_shared<StepRendezvous>(step_id, task_name_, options_.worker_for_task);
+  over->StartAbort(MarkDerived(absl::AbortedError(
+      absl::StrCat("[Worker] step ", step_id, " was already cleaned up on ", task_name_))));
+  return over;
 }
 
 absl::Status Worker::FeedSends(const tensorflow::RunGraphRequest& req, StepRendezvous* rendez) {
@@ -319,6 +327,10 @@ void Worker::RunGraphAsync(const CallOptions& opts, const tensorflow::RunGraphRe
     return;
   }
   std::shared_ptr<StepRendezvous> rendez = FindOrCreateStep(req->step_id());
+  if (absl::Status over = rendez->aborted(); !over.ok()) {
+    fail(Prefixed("RunGraph", over));
+    return;
+  }
   rendez->SetDeadline(opts.deadline);
   if (absl::Status s = FeedSends(*req, rendez.get()); !s.ok()) {
     rendez->StartAbort(MarkDerived(s));
@@ -403,6 +415,13 @@ void Worker::CleanupGraphAsync(const CallOptions&, const tensorflow::CleanupGrap
     if (it != steps_.end()) {
       gone = std::move(it->second);
       steps_.erase(it);
+    }
+    if (cleaned_steps_.insert(req->step_id()).second) {
+      cleaned_order_.push_back(req->step_id());
+      if (cleaned_order_.size() > kRememberedSteps) {
+        cleaned_steps_.erase(cleaned_order_.front());
+        cleaned_order_.pop_front();
+      }
     }
   }
   if (gone != nullptr) {

@@ -24,11 +24,13 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "dflow/distributed/worker_interface.h"
 #include "dflow/framework/thread_pool.h"
@@ -139,6 +141,12 @@ class Worker : public WorkerInterface {
   std::shared_ptr<Session> default_session_;
   absl::flat_hash_map<std::string, std::shared_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int64_t, std::shared_ptr<StepRendezvous>> steps_ ABSL_GUARDED_BY(mu_);
+  // The latest cleaned-up steps (at most kRememberedSteps): a RunGraph or
+  // RecvTensor arriving after its step's CleanupGraph (an aborted step's
+  // straggler) fails at once instead of waiting for a step that is over.
+  static constexpr size_t kRememberedSteps = 1 << 16;
+  absl::flat_hash_set<int64_t> cleaned_steps_ ABSL_GUARDED_BY(mu_);
+  std::deque<int64_t> cleaned_order_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace dflow

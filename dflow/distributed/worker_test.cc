@@ -414,6 +414,71 @@ TEST(WorkerTest, StalledRemoteRecvNamesTaskAndKey) {
   EXPECT_EQ(c.worker->worker->NumLiveSteps(), 0);
 }
 
+// A master aborting a step cleans it up everywhere: the worker's receive in
+// flight to the ps ends at once, and a straggling RunGraph or RecvTensor of
+// that step fails instead of waiting for a step that is over.
+TEST(WorkerTest, CleanupEndsRemoteRecvsAndRefusesStragglers) {
+  TwoTasks c;
+  const std::string w0 = c.worker->Cpu(0);
+  worker_test::PsWorkerGraphs graphs = worker_test::DoubleOnWorker(*c.ps, *c.worker);
+  absl::StatusOr<std::string> hp = Register(c.ps->worker.get(), graphs.ps);
+  absl::StatusOr<std::string> hw = Register(c.worker->worker.get(), graphs.worker);
+  ASSERT_TRUE(hp.ok() && hw.ok());
+  tensorflow::RunGraphRequest wreq;
+  wreq.set_graph_handle(*hw);
+  wreq.set_step_id(31);
+  tensorflow::RunGraphResponse wresp;
+  absl::Notification wdone;
+  absl::Status wstatus;
+  const absl::Time start = absl::Now();
+  c.worker->worker->RunGraphAsync(CallOptions::WithTimeout(absl::Seconds(30)), &wreq, &wresp,
+                                  [&](const absl::Status& s) {
+                                    wstatus = s;
+                                    wdone.Notify();
+                                  });
+  // The worker's RecvTensor now waits on the ps, which never runs step 31.
+  for (int i = 0; i < 200 && c.ps->worker->NumLiveSteps() == 0; ++i) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  tensorflow::CleanupGraphRequest cleanup;
+  cleanup.set_step_id(31);
+  tensorflow::CleanupGraphResponse cresp;
+  ASSERT_TRUE(c.worker->worker->CleanupGraph(cleanup, &cresp).ok());
+  ASSERT_TRUE(wdone.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  EXPECT_EQ(wstatus.code(), absl::StatusCode::kCancelled) << wstatus;
+  EXPECT_THAT(Msg(wstatus), HasSubstr("cleaned up"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+
+  // Stragglers of step 31 on the ps, after its cleanup.
+  ASSERT_TRUE(c.ps->worker->CleanupGraph(cleanup, &cresp).ok());
+  tensorflow::RunGraphRequest preq;
+  preq.set_graph_handle(*hp);
+  preq.set_step_id(31);
+  tensorflow::RunGraphResponse presp;
+  absl::Status s = c.ps->worker->RunGraph(preq, &presp, CallOptions::WithTimeout(absl::Seconds(30)));
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  EXPECT_THAT(Msg(s), HasSubstr("step 31 was already cleaned up"));
+  tensorflow::RecvTensorRequest rreq;
+  rreq.set_step_id(31);
+  rreq.set_rendezvous_key(c.ps->Key(0, w0, "edge_v"));
+  RecvTensorResult rresp;
+  s = c.ps->worker->RecvTensor(rreq, &rresp, CallOptions::WithTimeout(absl::Seconds(30)));
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  EXPECT_EQ(c.ps->worker->NumLiveSteps(), 0);
+  // A new step runs as usual.
+  wreq.set_step_id(32);
+  preq.set_step_id(32);
+  absl::Notification again;
+  c.worker->worker->RunGraphAsync(CallOptions::WithTimeout(absl::Seconds(30)), &wreq, &wresp,
+                                  [&](const absl::Status& st) {
+                                    wstatus = st;
+                                    again.Notify();
+                                  });
+  ASSERT_TRUE(c.ps->worker->RunGraph(preq, &presp).ok());
+  ASSERT_TRUE(again.WaitForNotificationWithTimeout(absl::Seconds(30)));
+  EXPECT_TRUE(wstatus.ok()) << wstatus;
+}
+
 TEST(WorkerTest, RemoteRecvReportsStaleIncarnation) {
   TwoTasks c;
   const std::string w0 = c.worker->Cpu(0);
