@@ -20,11 +20,18 @@ done
 
 if ((${#missing[@]} == 0)); then
   echo "setup: all ${#packages[@]} packages present"
-  exit 0
+else
+  SUDO=""
+  if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-SUDO=""
-if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
-echo "setup: installing ${missing[*]}"
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# TensorFlow's Python client, the reference for the interop tests (they are
+# skipped, saying why, where it cannot be installed). DFLOW_NO_TF=1 skips it.
+if [[ -z "${DFLOW_NO_TF:-}" ]] && ! python3 -c "import tensorflow" 2>/dev/null; then
+  echo "setup: installing tensorflow-cpu with pip (for the interop tests)"
+  python3 -m pip install -q --disable-pip-version-check tensorflow-cpu ||
+    echo "setup: tensorflow-cpu could not be installed; the interop tests will be skipped"
+fi

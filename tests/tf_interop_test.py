@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Interop: TensorFlow's own Python client drives a dflow cluster.
+
+A graph with variables on /job:ps/task:0 and compute on /job:worker/task:0
+runs its initializer and 10 assign_add steps through
+tf.compat.v1.Session("grpc://<dflow worker>") against real `dflow server`
+processes (1 ps, 1 worker); the values must equal TensorFlow running the same
+graph locally. Reference (VariableV2) and resource variables both.
+
+Exits 77 (skipped, reason printed) only where TensorFlow cannot be imported.
+Usage: tf_interop_test.py path/to/dflow
+"""
+import os
+import signal
+import sys
+import tempfile
+
+from dflow_cluster import start_cluster
+
+try:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import numpy as np
+    import tensorflow as tf
+except ImportError as e:
+    print(f"SKIP: TensorFlow cannot be imported here ({e}); "
+          "install it with `python3 -m pip install tensorflow-cpu`")
+    sys.exit(77)
+
+tf.compat.v1.disable_eager_execution()
+STEPS = 10
+
+
+def build(use_resource, ps_device, worker_device):
+    """Returns (graph, init op, step op, fetches)."""
+    graph = tf.Graph()
+    with graph.as_default():
+        with tf.device(ps_device):
+            v = tf.compat.v1.get_variable(
+                "v", initializer=tf.constant([1.0, -2.0, 3.5]), use_resource=use_resource)
+            w = tf.compat.v1.get_variable(
+                "w", shape=[3, 3], initializer=tf.compat.v1.random_normal_initializer(seed=7),
+                use_resource=use_resource)
+            count = tf.compat.v1.get_variable(
+                "count", initializer=tf.constant(0, tf.int64), use_resource=use_resource)
+        with tf.device(worker_device):
+            # The update is computed on the worker from the ps's variables.
+            delta = tf.tanh(tf.linalg.matvec(w, v)) * 0.25 + 0.5
+        with tf.control_dependencies([delta]):
+            update_v = tf.compat.v1.assign_add(v, delta)
+            update_count = tf.compat.v1.assign_add(count, tf.constant(1, tf.int64))
+        step = tf.group(update_v, update_count)
+        init = tf.compat.v1.global_variables_initializer()
+        with tf.device(worker_device):
+            fetch = [tf.identity(v), tf.identity(count), tf.reduce_sum(w)]
+    return graph, init, step, fetch
+
+
+def trajectory(target, use_resource, ps_device="", worker_device=""):
+    graph, init, step, fetch = build(use_resource, ps_device, worker_device)
+    values = []
+    with tf.compat.v1.Session(target, graph=graph) as sess:
+        sess.run(init)
+        for _ in range(STEPS):
+            sess.run(step)
+            values.append(sess.run(fetch))
+    return values
+
+
+def main():
+    dflow = sys.argv[1]
+    tmp = tempfile.mkdtemp(prefix="dflow_tf_interop_")
+    _, ports, servers = start_cluster(dflow, tmp, {"ps": 1, "worker": 1})
+    target = f"grpc://127.0.0.1:{ports['worker'][0]}"
+    failed = 0
+    try:
+        for use_resource in (False, True):
+            kind = "resource" if use_resource else "reference"
+            want = trajectory("", use_resource)
+            got = trajectory(target, use_resource, "/job:ps/task:0", "/job:worker/task:0")
+            ok = all(
+                np.allclose(g, w, rtol=1e-6, atol=1e-6) for gs, ws in zip(got, want)
+                for g, w in zip(gs, ws))
+            print(f"{'ok  ' if ok else 'FAIL'} {kind} variables: {STEPS} assign_add steps; "
+                  f"v after the last: dflow {got[-1][0]}, TensorFlow {want[-1][0]}, "
+                  f"count {got[-1][1]}")
+            failed += not ok
+            # The variables live on the ps: its own master, seeing only the ps,
+            # reads them after the worker's session has closed.
+            graph, _, _, fetch = build(use_resource, "/job:ps/task:0", "/job:ps/task:0")
+            config = tf.compat.v1.ConfigProto(device_filters=["/job:ps"])
+            ps_target = f"grpc://127.0.0.1:{ports['ps'][0]}"
+            with tf.compat.v1.Session(ps_target, graph=graph, config=config) as sess:
+                on_ps = sess.run(fetch)
+            ok = np.allclose(on_ps[0], got[-1][0]) and on_ps[1] == STEPS
+            print(f"{'ok  ' if ok else 'FAIL'} {kind} variables are on the ps: {on_ps[0]}")
+            failed += not ok
+    except Exception as e:  # A TensorFlow error from the remote session.
+        print(f"FAIL: {type(e).__name__}: {e}")
+        failed += 1
+    finally:
+        for group in servers.values():
+            for s in group:
+                s.stop(signal.SIGKILL)
+        if failed:
+            for group in servers.values():
+                for s in group:
+                    print(f"--- {s.name} log ---\n{s.output()}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
