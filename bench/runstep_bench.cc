@@ -1,0 +1,195 @@
+// Empty-step latency: RunStep on a dflow server in another process against a
+// bare gRPC unary call to that process, measured in the same run and
+// interleaved (a plain main printing a table).
+//
+// The parent forks a child before touching gRPC. The child runs a one-task
+// GrpcServer ("/job:worker/task:0", master and worker on one port) and a
+// second gRPC server whose only method echoes its request bytes; both ports
+// come back through a pipe. The parent opens a grpc:// session with a graph
+// of a NoOp and a scalar Const, then per sample times, in turn:
+//   bare    one echo call of 16 bytes (GenericStub, the channel settings the
+//           runtime uses);
+//   empty   Session::Run with target "noop" (a RunStep: the master runs the
+//           registered partition on its own worker and answers);
+//   scalar  Session::Run fetching the Const (one tensor back).
+// Reported: p50 and p99 in microseconds and each step's p50 over bare's.
+//
+//   build/bench/runstep_bench [--quick]
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "dflow/distributed/rpc/grpc_server.h"
+#include "dflow/distributed/rpc/grpc_util.h"
+#include "dflow/framework/attr_util.h"
+#include "dflow/runtime/session_factory.h"
+#include "grpcpp/generic/async_generic_service.h"
+#include "grpcpp/generic/generic_stub.h"
+
+namespace dflow {
+namespace {
+
+void Die(const char* what) {
+  std::fprintf(stderr, "runstep_bench: %s\n", what);
+  std::exit(1);
+}
+
+// Answers every call with its request bytes.
+class Echo final : public grpc::CallbackGenericService {
+  grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext*) override {
+    class Reactor final : public grpc::ServerGenericBidiReactor {
+     public:
+      Reactor() { StartRead(&message_); }
+      void OnReadDone(bool ok) override {
+        if (!ok) {
+          Finish(grpc::Status::OK);
+          return;
+        }
+        StartWrite(&message_);
+      }
+      void OnWriteDone(bool ok) override {
+        if (!ok) {
+          Finish(grpc::Status::OK);
+          return;
+        }
+        StartRead(&message_);
+      }
+      void OnDone() override { delete this; }
+
+     private:
+      grpc::ByteBuffer message_;
+    };
+    return new Reactor;
+  }
+};
+
+[[noreturn]] void RunChild(int report_fd) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);  // Never outlive the parent.
+  ClusterSpec cluster;
+  if (!cluster.AddTask("worker", 0, "127.0.0.1:0").ok()) Die("cluster");
+  tensorflow::ServerDef def;
+  *def.mutable_cluster() = cluster.ToClusterDef();
+  def.set_job_name("worker");
+  def.set_protocol("grpc");
+  auto server = GrpcServer::Create(def);
+  if (!server.ok() || !(*server)->Start().ok()) Die("dflow server");
+  Echo echo;
+  grpc::ServerBuilder builder;
+  ConfigureServerBuilder(&builder);
+  int ports[2] = {(*server)->bound_port(), 0};
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &ports[1]);
+  builder.RegisterCallbackGenericService(&echo);
+  std::unique_ptr<grpc::Server> bare = builder.BuildAndStart();
+  if (bare == nullptr || write(report_fd, ports, sizeof(ports)) != sizeof(ports)) Die("echo");
+  (*server)->Join();  // Killed by the parent.
+  std::exit(0);
+}
+
+tensorflow::GraphDef Graph() {
+  tensorflow::GraphDef g;
+  tensorflow::NodeDef* noop = g.add_node();
+  noop->set_name("noop");
+  noop->set_op("NoOp");
+  tensorflow::NodeDef* c = g.add_node();
+  c->set_name("c");
+  c->set_op("Const");
+  SetAttr(c, "dtype", DT_FLOAT);
+  SetAttr(c, "value", Tensor::Scalar(1.0f));
+  return g;
+}
+
+struct Percentiles {
+  double p50, p99;
+};
+
+Percentiles Summarize(std::vector<double> us) {
+  std::sort(us.begin(), us.end());
+  auto at = [&](double q) { return us[static_cast<size_t>(q * (us.size() - 1))]; };
+  return {at(0.5), at(0.99)};
+}
+
+int Main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  const int samples = quick ? 300 : 3000;
+  int pipe_fds[2];
+  if (pipe(pipe_fds) != 0) Die("pipe");
+  const pid_t child = fork();
+  if (child == 0) RunChild(pipe_fds[1]);
+  int ports[2];
+  if (read(pipe_fds[0], ports, sizeof(ports)) != sizeof(ports)) Die("child did not start");
+
+  SessionOptions options;
+  options.target = "grpc://127.0.0.1:" + std::to_string(ports[0]);
+  auto session = NewSession(options);
+  if (!session.ok() || !(*session)->Create(Graph()).ok()) Die("session");
+  grpc::GenericStub echo(NewGrpcChannel("127.0.0.1:" + std::to_string(ports[1])));
+  const std::string payload(16, 'x');
+
+  auto bare_call = [&] {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    grpc::Slice slice(payload);
+    grpc::ByteBuffer request(&slice, 1), response;
+    absl::Notification done;
+    grpc::Status status;
+    echo.UnaryCall(&ctx, "/bench.Echo/Echo", grpc::StubOptions(), &request, &response,
+                   [&](grpc::Status s) {
+                     status = std::move(s);
+                     done.Notify();
+                   });
+    done.WaitForNotification();
+    if (!status.ok()) Die("echo call failed");
+  };
+  auto empty_step = [&] {
+    if (!(*session)->Run({}, {}, {"noop"}, nullptr).ok()) Die("empty step failed");
+  };
+  std::vector<Tensor> out;
+  auto scalar_step = [&] {
+    if (!(*session)->Run({}, {"c:0"}, {}, &out).ok()) Die("scalar step failed");
+  };
+  struct Series {
+    const char* name;
+    std::function<void()> run;
+    std::vector<double> us;
+  };
+  std::vector<Series> series = {
+      {"bare gRPC unary", bare_call, {}}, {"RunStep empty", empty_step, {}},
+      {"RunStep 1 fetch", scalar_step, {}}};
+  for (int i = 0; i < samples / 10; ++i) {  // Warm up connections and caches.
+    for (Series& s : series) s.run();
+  }
+  for (int i = 0; i < samples; ++i) {
+    for (Series& s : series) {
+      const absl::Time start = absl::Now();
+      s.run();
+      s.us.push_back(absl::ToDoubleMicroseconds(absl::Now() - start));
+    }
+  }
+  std::printf("Empty-step latency over 127.0.0.1, %d samples each, interleaved\n", samples);
+  std::printf("%-18s %10s %10s %12s\n", "call", "p50 us", "p99 us", "p50 / bare");
+  const double bare_p50 = Summarize(series[0].us).p50;
+  for (Series& s : series) {
+    Percentiles p = Summarize(s.us);
+    std::printf("%-18s %10.1f %10.1f %12.2f\n", s.name, p.p50, p.p99, p.p50 / bare_p50);
+  }
+  (*session)->Close().IgnoreError();
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  return 0;
+}
+
+}  // namespace
+}  // namespace dflow
+
+int main(int argc, char** argv) { return dflow::Main(argc, argv); }
