@@ -1,17 +1,21 @@
 #include "dflow/distributed/rpc/grpc_server.h"
 
 #include <map>
+#include <random>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "dflow/distributed/remote_session.h"
 #include "dflow/distributed/rpc/grpc_remote_master.h"
+#include "dflow/distributed/rpc/grpc_util.h"
 #include "dflow/distributed/worker_test_util.h"
 #include "dflow/framework/attr_util.h"
 #include "dflow/runtime/session_factory.h"
 #include "gmock/gmock.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "gtest/gtest.h"
 
 namespace dflow {
@@ -185,6 +189,50 @@ TEST(GrpcServerTest, BadRequestsGetClearErrorsAndTheServerStaysUp) {
   ASSERT_TRUE(session->Run({}, {}, {"init"}, nullptr).ok());
   s = session->Run({{"two", Tensor::Scalar(1.0f)}}, {"y"}, {}, &out);
   EXPECT_TRUE(s.ok()) << s;
+}
+
+TEST(GrpcServerTest, GarbageToEveryMasterMethodIsRefused) {
+  LocalCluster cluster;
+  grpc::GenericStub stub(NewGrpcChannel(cluster.worker0_target()));
+  std::mt19937 rng(5);
+  for (const char* method :
+       {"CreateSession", "ExtendSession", "PartialRunSetup", "RunStep", "CloseSession",
+        "ListDevices", "Reset", "MakeCallable", "RunCallable", "ReleaseCallable"}) {
+    std::string garbage(64, '\0');
+    for (char& c : garbage) c = static_cast<char>(rng());
+    garbage[0] = '\xff';  // Field 31, wire type 7: never valid.
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    grpc::Slice slice(garbage);
+    grpc::ByteBuffer request(&slice, 1), response;
+    absl::Notification done;
+    grpc::Status status;
+    stub.UnaryCall(&ctx, absl::StrCat("/tensorflow.MasterService/", method), grpc::StubOptions(),
+                   &request, &response, [&](grpc::Status st) {
+                     status = std::move(st);
+                     done.Notify();
+                   });
+    done.WaitForNotification();
+    EXPECT_FALSE(status.ok()) << method;
+    EXPECT_NE(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << method;
+  }
+  // A feed claiming a huge tensor with no bytes behind it.
+  auto session = cluster.NewSession();
+  ASSERT_TRUE(session->Create(PsWorkerGraph()).ok());
+  tensorflow::RunStepRequest run;
+  run.set_session_handle(dynamic_cast<RemoteSession*>(session.get())->handle());
+  run.add_fetch("y:0");
+  tensorflow::NamedTensorProto* feed = run.add_feed();
+  feed->set_name("two:0");
+  feed->mutable_tensor()->set_dtype(tensorflow::DT_FLOAT);
+  feed->mutable_tensor()->mutable_tensor_shape()->add_dim()->set_size(int64_t{1} << 40);
+  tensorflow::RunStepResponse ran;
+  std::unique_ptr<MasterInterface> master = NewGrpcRemoteMaster(cluster.worker0_target());
+  absl::Status s = master->RunStep(run, &ran, CallOptions::WithTimeout(absl::Seconds(10)));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(Msg(s), HasSubstr("two"));
+  // The server still serves.
+  ASSERT_TRUE(session->Run({}, {}, {"init"}, nullptr).ok());
 }
 
 TEST(GrpcServerTest, DeadPsIsReportedAsUnavailableNamingTheTask) {
