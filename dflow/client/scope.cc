@@ -16,6 +16,7 @@ struct Scope::Graph {
     DataTypeVector output_types;
     std::vector<PartialShape> output_shapes;
     std::optional<Tensor> value;  // For Const nodes: used by shape functions.
+    std::string device;           // As requested when the node was added.
   };
 
   mutable absl::Mutex mu;
@@ -97,6 +98,8 @@ Scope Scope::WithNoControlDependencies() const {
 Scope Scope::ColocateWith(const Operation& op) const {
   Scope s = *this;
   s.colocate_with_.push_back(op.name());
+  s.device_.clear();  // As TensorFlow's colocate_with: the op's device decides.
+  s.device_fn_ = nullptr;
   return s;
 }
 
@@ -205,6 +208,13 @@ Operation Scope::AddNode(tensorflow::NodeDef node, const std::vector<Input>& inp
   }
   if (node.device().empty()) node.set_device(device_);
   if (device_fn_) node.set_device(device_fn_(node));
+  for (const std::string& c : colocate_with_) {  // The first colocation op with a device wins.
+    auto it = graph_->nodes.find(c);
+    if (it != graph_->nodes.end() && !it->second.device.empty()) {
+      node.set_device(it->second.device);
+      break;
+    }
+  }
 
   AddDefaultAttrs(op, &node);
   DataTypeVector expected_in, out_types;
@@ -233,7 +243,7 @@ Operation Scope::AddNode(tensorflow::NodeDef node, const std::vector<Input>& inp
     return Operation();
   }
 
-  Graph::NodeInfo info{out_types, out_shapes, std::nullopt};
+  Graph::NodeInfo info{out_types, out_shapes, std::nullopt, node.device()};
   if (node.op() == "Const") {
     Tensor t;
     if (GetNodeAttr(node, "value", &t).ok()) info.value = t;

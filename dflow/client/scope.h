@@ -113,7 +113,9 @@ class Scope {
     return WithControlDependencies(std::vector<Operation>{dep.op()});
   }
   Scope WithNoControlDependencies() const;
-  // Ops added are colocated with `op` (the `_class: loc:@op` attr).
+  // Ops added are colocated with `op` (the `_class: loc:@op` attr) and take
+  // its device; device scopes and functions set before do not apply (as
+  // TensorFlow's colocate_with).
   Scope ColocateWith(const Operation& op) const;
   Scope ColocateWith(const Output& o) const { return ColocateWith(o.op()); }
   // A device function: called with each new op's NodeDef (after name scopes)
