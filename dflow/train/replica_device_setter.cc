@@ -85,9 +85,9 @@ std::string ReplicaDeviceSetter::DeviceFor(const tensorflow::NodeDef& node) {
   // What the scope already set; unparsable specs are left for the placer to report.
   absl::StatusOr<DeviceName> current = DeviceName::Parse(node.device());
   if (!current.ok()) return node.device();
-  const bool ps_op = options_.ps_tasks > 0 && !options_.ps_device.empty() &&
-                     std::find(options_.ps_ops.begin(), options_.ps_ops.end(), node.op()) !=
-                         options_.ps_ops.end();
+  const bool ps_op =
+      options_.ps_tasks > 0 && !options_.ps_device.empty() &&
+      std::find(options_.ps_ops.begin(), options_.ps_ops.end(), node.op()) != options_.ps_ops.end();
   absl::StatusOr<DeviceName> device =
       DeviceName::Parse(ps_op ? options_.ps_device : options_.worker_device);
   if (!device.ok()) return node.device();

@@ -105,8 +105,7 @@ TEST(ReplicaDeviceSetterTest, SlotsFollowTheirVariableAndComputeStaysOnTheWorker
   auto tasks = setter->task_of_variable();
   ASSERT_FALSE(tasks.empty());
   for (const auto& [name, device] : dev) {
-    const auto& node = *std::find_if(root.graph_def().node().begin(),
-                                     root.graph_def().node().end(),
+    const auto& node = *std::find_if(root.graph_def().node().begin(), root.graph_def().node().end(),
                                      [&](const auto& n) { return n.name() == name; });
     if (node.op() == "VarHandleOp" || node.op() == "VariableV2") {
       EXPECT_THAT(device, ::testing::StartsWith("/job:ps/task:")) << name;
@@ -150,8 +149,8 @@ void ExpectBalanced(const std::vector<int64_t>& bytes, int64_t largest_variable)
     total += b;
     fullest = std::max(fullest, b);
   }
-  const double best = std::max(static_cast<double>(total) / bytes.size(),
-                               static_cast<double>(largest_variable));
+  const double best =
+      std::max(static_cast<double>(total) / bytes.size(), static_cast<double>(largest_variable));
   EXPECT_LE(static_cast<double>(fullest), 1.10 * best);
 }
 
@@ -164,9 +163,9 @@ TEST(ReplicaDeviceSetterTest, GreedyByBytesIsWithinTenPercentOfEven) {
     auto setter = std::make_shared<ReplicaDeviceSetter>(Options(3, strategy));
     Scope s = WithSetter(root, setter);
     for (int64_t n : {1000, 900, 800, 700, 600, 500, 400, 300}) {
-      ASSERT_TRUE(MakeVariable(s, absl::StrCat("v", n), TensorShape({n}), DT_FLOAT,
-                               ZerosInitializer())
-                      .ok());
+      ASSERT_TRUE(
+          MakeVariable(s, absl::StrCat("v", n), TensorShape({n}), DT_FLOAT, ZerosInitializer())
+              .ok());
     }
     (strategy == PsStrategy::kGreedyByBytes ? greedy : rr) = setter->bytes_per_task();
   }

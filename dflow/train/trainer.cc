@@ -14,33 +14,43 @@
 #include "dflow/client/scope.h"
 #include "dflow/framework/status.h"
 #include "dflow/train/batch_iterator.h"
+#include "dflow/train/cluster_trainer.h"
 #include "dflow/train/dataset.h"
 #include "dflow/train/models.h"
 #include "dflow/train/optimizer.h"
+#include "dflow/train/trainer_internal.h"
 #include "dflow/train/variables.h"
 
 namespace dflow {
-namespace {
-
-using Clock = std::chrono::steady_clock;
+namespace train_internal {
 
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+namespace {
+
 absl::Status CheckMember(const std::string& flag, const std::string& value,
                          const std::vector<std::string>& allowed) {
   if (std::find(allowed.begin(), allowed.end(), value) != allowed.end()) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("[train] --", flag, " '", value,
-                                                 "' is not one of: ", absl::StrJoin(allowed, ", ")));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "[train] --", flag, " '", value, "' is not one of: ", absl::StrJoin(allowed, ", ")));
 }
+
+std::string FormatDuration(double seconds) {
+  const int64_t s = static_cast<int64_t>(std::max(0.0, seconds) + 0.5);
+  return s >= 60 ? absl::StrFormat("%dm%02ds", s / 60, s % 60) : absl::StrFormat("%ds", s);
+}
+
+}  // namespace
 
 absl::Status CheckOptions(const TrainOptions& o) {
   RETURN_IF_ERROR(CheckMember("model", o.model, TrainModels()));
   RETURN_IF_ERROR(CheckMember("optimizer", o.optimizer, TrainOptimizers()));
   RETURN_IF_ERROR(CheckMember("data", o.data, TrainDataSources()));
   if (o.epochs < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("[train] --epochs must be >= 1, got ", o.epochs));
+    return absl::InvalidArgumentError(
+        absl::StrCat("[train] --epochs must be >= 1, got ", o.epochs));
   }
   if (o.batch_size < 1) {
     return absl::InvalidArgumentError(
@@ -50,8 +60,8 @@ absl::Status CheckOptions(const TrainOptions& o) {
     return absl::InvalidArgumentError("[train] --learning-rate must be a finite number");
   }
   if (o.data == "synthetic" && o.synthetic_examples < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "[train] synthetic_examples must be >= 1, got ", o.synthetic_examples));
+    return absl::InvalidArgumentError(
+        absl::StrCat("[train] synthetic_examples must be >= 1, got ", o.synthetic_examples));
   }
   return absl::OkStatus();
 }
@@ -71,12 +81,6 @@ std::unique_ptr<Optimizer> MakeOptimizer(const std::string& name, float lr) {
   return std::make_unique<AdamOptimizer>(AdamOptions{.learning_rate = lr});
 }
 
-struct Data {
-  Dataset train;
-  Dataset test;
-};
-
-// Rows [begin, end) of `data`.
 Dataset Rows(const Dataset& data, int64_t begin, int64_t end) {
   std::vector<int64_t> idx(end - begin);
   std::iota(idx.begin(), idx.end(), begin);
@@ -99,65 +103,55 @@ absl::StatusOr<Data> LoadData(const TrainOptions& o) {
   return Data{std::move(train), std::move(test)};
 }
 
-std::string FormatDuration(double seconds) {
-  const int64_t s = static_cast<int64_t>(std::max(0.0, seconds) + 0.5);
-  return s >= 60 ? absl::StrFormat("%dm%02ds", s / 60, s % 60) : absl::StrFormat("%ds", s);
+absl::StatusOr<Model> BuildModel(const Scope& scope, const TrainOptions& o) {
+  ModelOptions model_options{.seed = o.seed};
+  return o.model == "cnn" ? BuildCnn(scope, model_options) : BuildMlp(scope, model_options);
 }
 
-// Tracks and prints the live progress line.
-class Progress {
- public:
-  Progress(std::ostream& out, const TrainOptions& o, int64_t steps_per_epoch)
-      : out_(out), o_(o), steps_per_epoch_(steps_per_epoch),
-        total_(steps_per_epoch * o.epochs), start_(Clock::now()), last_print_(start_) {}
+Progress::Progress(std::ostream& out, const TrainOptions& o, int64_t steps_per_epoch)
+    : out_(out),
+      o_(o),
+      steps_per_epoch_(steps_per_epoch),
+      total_(steps_per_epoch * o.epochs),
+      start_(Clock::now()),
+      last_print_(start_) {}
 
-  void Step(int64_t step, int64_t examples, double loss) {
-    window_loss_ += loss;
-    ++window_steps_;
-    examples_ += examples;
-    const int64_t done = step + 1;
-    const bool last = done == total_;
-    const bool due = o_.tty ? std::chrono::duration<double>(Clock::now() - last_print_).count() >= 0.25
-                            : done % std::max<int64_t>(1, o_.log_every) == 0;
-    if (due || last) Print(done, last);
+void Progress::Step(int64_t step, int64_t examples, double loss) {
+  window_loss_ += loss;
+  ++window_steps_;
+  examples_ += examples;
+  const int64_t done = step + 1;
+  const bool last = done == total_;
+  const bool due = o_.tty
+                       ? std::chrono::duration<double>(Clock::now() - last_print_).count() >= 0.25
+                       : done % std::max<int64_t>(1, o_.log_every) == 0;
+  if (due || last) Print(done, last);
+}
+
+void Progress::Print(int64_t done, bool last) {
+  const double elapsed = SecondsSince(start_);
+  const double rate = elapsed > 0 ? examples_ / elapsed : 0;
+  const double eta = done > 0 ? elapsed / done * (total_ - done) : 0;
+  const std::string line = absl::StrFormat(
+      "step %d/%d  epoch %d/%d  loss %.4f  %.0f examples/s  ETA %s", done, total_,
+      (done - 1) / steps_per_epoch_ + 1, o_.epochs,
+      window_loss_ / std::max<int64_t>(1, window_steps_), rate, FormatDuration(eta));
+  if (o_.tty) {
+    out_ << "\r" << line << "\033[K";
+    if (last) out_ << "\n";
+  } else {
+    out_ << line << "\n";
   }
-
- private:
-  void Print(int64_t done, bool last) {
-    const double elapsed = SecondsSince(start_);
-    const double rate = elapsed > 0 ? examples_ / elapsed : 0;
-    const double eta = done > 0 ? elapsed / done * (total_ - done) : 0;
-    const std::string line = absl::StrFormat(
-        "step %d/%d  epoch %d/%d  loss %.4f  %.0f examples/s  ETA %s", done, total_,
-        (done - 1) / steps_per_epoch_ + 1, o_.epochs, window_loss_ / std::max<int64_t>(1, window_steps_),
-        rate, FormatDuration(eta));
-    if (o_.tty) {
-      out_ << "\r" << line << "\033[K";
-      if (last) out_ << "\n";
-    } else {
-      out_ << line << "\n";
-    }
-    out_.flush();
-    window_loss_ = 0;
-    window_steps_ = 0;
-    last_print_ = Clock::now();
-  }
-
-  std::ostream& out_;
-  const TrainOptions& o_;
-  const int64_t steps_per_epoch_;
-  const int64_t total_;
-  const Clock::time_point start_;
-  Clock::time_point last_print_;
-  double window_loss_ = 0;
-  int64_t window_steps_ = 0;
-  int64_t examples_ = 0;
-};
+  out_.flush();
+  window_loss_ = 0;
+  window_steps_ = 0;
+  last_print_ = Clock::now();
+}
 
 absl::StatusOr<double> Evaluate(const ClientSession& session, const Model& model,
                                 const Dataset& test) {
-  ASSIGN_OR_RETURN(auto it, BatchIterator::Create(test, {.batch_size = 1000, .shuffle = false,
-                                                         .num_epochs = 1}));
+  ASSIGN_OR_RETURN(auto it, BatchIterator::Create(
+                                test, {.batch_size = 1000, .shuffle = false, .num_epochs = 1}));
   double correct = 0;
   while (true) {
     absl::StatusOr<Batch> batch = it->Next();
@@ -179,7 +173,9 @@ absl::Status WriteMetrics(const std::string& path, const TrainMetrics& m) {
   return absl::OkStatus();
 }
 
-}  // namespace
+}  // namespace train_internal
+
+using namespace train_internal;  // NOLINT: this file defines them.
 
 const std::vector<std::string>& TrainModels() {
   static const auto* v = new std::vector<std::string>{"mlp", "cnn"};
@@ -196,31 +192,42 @@ const std::vector<std::string>& TrainDataSources() {
 }
 
 std::string MetricsJson(const TrainMetrics& m) {
-  return absl::StrFormat(
+  std::string json = absl::StrFormat(
       "{\"model\": \"%s\", \"optimizer\": \"%s\", \"data\": \"%s\", \"batch_size\": %d, "
       "\"epochs\": %d, \"learning_rate\": %.6g, \"steps\": %d, \"final_loss\": %.6f, "
       "\"test_accuracy\": %.4f, \"examples_per_sec\": %.1f, \"train_seconds\": %.3f, "
-      "\"wall_seconds\": %.3f}",
-      m.model, m.optimizer, m.data, m.batch_size, m.epochs, m.learning_rate, m.steps,
-      m.final_loss, m.test_accuracy, m.examples_per_sec, m.train_seconds, m.wall_seconds);
+      "\"wall_seconds\": %.3f",
+      m.model, m.optimizer, m.data, m.batch_size, m.epochs, m.learning_rate, m.steps, m.final_loss,
+      m.test_accuracy, m.examples_per_sec, m.train_seconds, m.wall_seconds);
+  if (!m.mode.empty()) {
+    absl::StrAppendFormat(&json,
+                          ", \"mode\": \"%s\", \"workers\": %d, \"local_steps\": %d, "
+                          "\"local_examples_per_sec\": %.1f, \"stale_gradients\": %d",
+                          m.mode, m.workers, m.local_steps, m.local_examples_per_sec,
+                          m.stale_gradients);
+  }
+  return json + "}";
 }
 
 absl::StatusOr<TrainMetrics> Train(const TrainOptions& o, std::ostream& progress) {
+  if (!o.cluster.empty()) return TrainOnCluster(o, progress);
   const Clock::time_point wall_start = Clock::now();
   RETURN_IF_ERROR(CheckOptions(o));
   ASSIGN_OR_RETURN(Data data, LoadData(o));
 
-  TrainMetrics m{.model = o.model, .optimizer = o.optimizer, .data = o.data,
-                 .batch_size = o.batch_size, .epochs = o.epochs};
+  TrainMetrics m{.model = o.model,
+                 .optimizer = o.optimizer,
+                 .data = o.data,
+                 .batch_size = o.batch_size,
+                 .epochs = o.epochs};
   m.learning_rate = o.learning_rate > 0 ? o.learning_rate : DefaultLearningRate(o.optimizer);
 
   Scope root = Scope::NewRootScope();
-  ModelOptions model_options{.seed = o.seed};
-  ASSIGN_OR_RETURN(Model model,
-                   o.model == "cnn" ? BuildCnn(root, model_options) : BuildMlp(root, model_options));
+  ASSIGN_OR_RETURN(Model model, BuildModel(root, o));
   ASSIGN_OR_RETURN(Variable global_step, CreateGlobalStep(root));
   std::unique_ptr<Optimizer> opt = MakeOptimizer(o.optimizer, static_cast<float>(m.learning_rate));
-  ASSIGN_OR_RETURN(Operation train_op, opt->Minimize(root, model.loss, model.variables, &global_step));
+  ASSIGN_OR_RETURN(Operation train_op,
+                   opt->Minimize(root, model.loss, model.variables, &global_step));
   Operation init = GlobalVariablesInitializer(root);
   RETURN_IF_ERROR(root.status());
 

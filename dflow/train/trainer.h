@@ -22,21 +22,34 @@
 namespace dflow {
 
 struct TrainOptions {
-  std::string model = "mlp";          // mlp | cnn
+  std::string model = "mlp";  // mlp | cnn
   int64_t epochs = 3;
   int64_t batch_size = 128;
-  std::string optimizer = "adam";     // sgd | momentum | adam | adagrad | rmsprop
+  std::string optimizer = "adam";  // sgd | momentum | adam | adagrad | rmsprop
   // <= 0: the optimizer's default (sgd 0.1, momentum 0.05 with momentum 0.9,
   // adam 0.001, adagrad 0.05, rmsprop 0.001).
   double learning_rate = 0;
   int64_t seed = 1;
-  std::string data = "fashion-mnist"; // fashion-mnist | synthetic
-  std::string metrics_out;            // "": no metrics file.
-  std::string data_dir;               // "": kFashionMnistDir.
+  std::string data = "fashion-mnist";  // fashion-mnist | synthetic
+  std::string metrics_out;             // "": no metrics file.
+  std::string data_dir;                // "": kFashionMnistDir.
   // Synthetic data: examples for training; a fifth as many for testing.
   int64_t synthetic_examples = 8192;
-  bool tty = false;                   // Update one line in place.
-  int64_t log_every = 100;            // Steps between lines when !tty.
+  bool tty = false;         // Update one line in place.
+  int64_t log_every = 100;  // Steps between lines when !tty.
+
+  // Training as one worker of a cluster (see cluster_trainer.h) when
+  // `cluster` (JSON or @file) is set.
+  std::string cluster;
+  std::string job = "worker";
+  int task = 0;
+  // between-async | between-sync | in-graph-async | in-graph-sync
+  std::string mode = "between-async";
+  int replicas_to_aggregate = 0;          // between-sync: 0 means every worker.
+  std::string ps_strategy = "bytes";      // bytes | round-robin
+  std::string session_target;             // This task's own server: "grpc://host:port".
+  int64_t max_steps = 0;                  // > 0: stop at this global step.
+  int64_t startup_timeout_seconds = 120;  // Waiting for the ps and the chief's init.
 };
 
 // The allowed values of TrainOptions' enumerated fields.
@@ -52,11 +65,17 @@ struct TrainMetrics {
   int64_t epochs = 0;
   double learning_rate = 0;
   int64_t steps = 0;
-  double final_loss = 0;         // Mean training loss over the last epoch.
+  double final_loss = 0;  // Mean training loss over the last epoch.
   double test_accuracy = 0;
-  double examples_per_sec = 0;   // Training examples over training time.
-  double train_seconds = 0;      // The training loop only.
-  double wall_seconds = 0;       // Everything: loading, building, training, evaluation.
+  double examples_per_sec = 0;  // Training examples over training time.
+  double train_seconds = 0;     // The training loop only.
+  double wall_seconds = 0;      // Everything: loading, building, training, evaluation.
+  // On a cluster: this task, the workers, and what its own steps did.
+  std::string mode;
+  int workers = 1;
+  int64_t local_steps = 0;
+  double local_examples_per_sec = 0;
+  int64_t stale_gradients = 0;  // between-sync: gradients of this worker dropped as stale.
 };
 
 // InvalidArgument listing the allowed values for a bad option; the data

@@ -2,11 +2,18 @@
 #ifndef DFLOW_TOOLS_DFLOW_COMMANDS_H_
 #define DFLOW_TOOLS_DFLOW_COMMANDS_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "dflow/distributed/cluster_spec.h"
 #include "dflow/train/trainer.h"
+
+namespace dflow {
+class GrpcServer;
+}  // namespace dflow
 
 namespace dflow::cli {
 
@@ -15,8 +22,8 @@ struct RunGraphFlags {
   std::vector<std::string> fetches;  // "name:0"
   std::vector<std::string> feeds;    // "name=JSON"
   std::vector<std::string> targets;
-  std::string config_path;           // ConfigProto in text format
-  std::string session_target;        // "" (in-process) or grpc://host:port
+  std::string config_path;     // ConfigProto in text format
+  std::string session_target;  // "" (in-process) or grpc://host:port
 };
 
 // Prints one JSON object per fetched tensor on stdout:
@@ -34,11 +41,31 @@ struct ServerFlags {
 // until SIGTERM or SIGINT; prints its target and devices on stdout.
 absl::Status ServerCommand(const ServerFlags& flags);
 
+// Starts task `job`/`task` of `cluster` and logs its target and devices;
+// SIGTERM and SIGINT from now on go to ServeUntilSignal.
+absl::StatusOr<std::unique_ptr<GrpcServer>> StartTaskServer(const ClusterSpec& cluster,
+                                                            const std::string& job, int task,
+                                                            int cpus);
+// Serves until SIGTERM or SIGINT, then stops the server.
+void ServeUntilSignal(GrpcServer* server);
+
+struct ClusterFlags {
+  int ps = 1;
+  int workers = 2;
+  std::string mode = "between-sync";
+  std::vector<std::string> train_args;  // Passed to every task's `dflow train`.
+};
+
+// Runs a training cluster as local processes (see cluster_command.cc).
+absl::Status ClusterCommand(const ClusterFlags& flags);
+
 // Lists registered ops and the device types and dtypes of their kernels.
 absl::Status ListOps(bool as_json);
 
 // Trains a model (see dflow/train/trainer.h), printing live progress on
-// stderr and a summary on stdout.
+// stderr and a summary on stdout. With a cluster it first starts its task's
+// server: a ps task then only serves (until SIGTERM), a worker trains
+// through it (dflow/train/cluster_trainer.h).
 absl::Status TrainCommand(const TrainOptions& options);
 
 }  // namespace dflow::cli

@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "CLI/CLI.hpp"
+#include "dflow/train/cluster_trainer.h"
 #include "tools/dflow/commands.h"
 
 int main(int argc, char** argv) {
@@ -43,6 +44,21 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--data", train.data, "Training data")
       ->check(CLI::IsMember(dflow::TrainDataSources()))->capture_default_str();
   train_cmd->add_option("--metrics-out", train.metrics_out, "Write metrics JSON to this file");
+  train_cmd->add_option("--cluster", train.cluster,
+                        "Train on a cluster: JSON {\"ps\":[...],\"worker\":[...]} or @file");
+  train_cmd->add_option("--job", train.job, "This task's job (ps serves, workers train)")
+      ->check(CLI::IsMember({"ps", "worker"}))->capture_default_str();
+  train_cmd->add_option("--task", train.task, "This task's index in its job")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  train_cmd->add_option("--mode", train.mode, "Replication mode")
+      ->check(CLI::IsMember(dflow::TrainModes()))->capture_default_str();
+  train_cmd->add_option("--replicas-to-aggregate", train.replicas_to_aggregate,
+                        "between-sync: gradients averaged per step (default: every worker)")
+      ->check(CLI::PositiveNumber);
+  train_cmd->add_option("--ps-strategy", train.ps_strategy, "Placement of variables on ps tasks")
+      ->check(CLI::IsMember({"bytes", "round-robin"}))->capture_default_str();
+  train_cmd->add_option("--max-steps", train.max_steps, "Stop at this global step")
+      ->check(CLI::PositiveNumber);
 
   dflow::cli::ServerFlags server;
   CLI::App* server_cmd =
@@ -55,6 +71,18 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   server_cmd->add_option("--cpus", server.cpus, "CPU devices of this task")
       ->check(CLI::PositiveNumber)->capture_default_str();
+
+  dflow::cli::ClusterFlags cluster;
+  CLI::App* cluster_cmd = app.add_subcommand(
+      "cluster", "Train on a local cluster: ps and worker processes on 127.0.0.1");
+  cluster_cmd->add_option("--ps", cluster.ps, "Parameter server tasks")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  cluster_cmd->add_option("--workers", cluster.workers, "Worker tasks")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  cluster_cmd->add_option("--mode", cluster.mode, "Replication mode")
+      ->check(CLI::IsMember(dflow::TrainModes()))->capture_default_str();
+  cluster_cmd->add_option("train_args", cluster.train_args,
+                          "After --: flags for every task's `dflow train`");
 
   CLI11_PARSE(app, argc, argv);
 
@@ -75,6 +103,8 @@ int main(int argc, char** argv) {
     status = dflow::cli::ServerCommand(server);
   } else if (*train_cmd) {
     status = dflow::cli::TrainCommand(train);
+  } else if (*cluster_cmd) {
+    status = dflow::cli::ClusterCommand(cluster);
   }
   if (!status.ok()) {
     std::cerr << "dflow: " << status << "\n";

@@ -1,10 +1,4 @@
 // `dflow server`: runs one task of a cluster until SIGTERM or SIGINT.
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <csignal>
-#include <cstdio>
 #include <iostream>
 #include <thread>
 
@@ -13,30 +7,11 @@
 #include "dflow/distributed/rpc/grpc_server.h"
 #include "dflow/framework/status.h"
 #include "tools/dflow/commands.h"
+#include "tools/dflow/signals.h"
 
 namespace dflow::cli {
 
 namespace {
-
-// SIGTERM and SIGINT may land on any thread (OpenBLAS starts its threads when
-// the library loads, before main), so the handler only writes the signal
-// number to a pipe that one thread waits on.
-int signal_pipe[2] = {-1, -1};
-
-void OnSignal(int sig) {
-  const char byte = static_cast<char>(sig);
-  [[maybe_unused]] ssize_t n = write(signal_pipe[1], &byte, 1);
-}
-
-absl::Status InstallSignalPipe() {
-  if (pipe2(signal_pipe, O_CLOEXEC) != 0) return absl::InternalError("cannot create a pipe");
-  struct sigaction action = {};
-  action.sa_handler = OnSignal;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGTERM, &action, nullptr);
-  sigaction(SIGINT, &action, nullptr);
-  return absl::OkStatus();
-}
 
 // The cluster and this task: from the flags, else from TF_CONFIG.
 absl::StatusOr<TfConfig> ResolveTask(const ServerFlags& flags) {
@@ -63,16 +38,16 @@ absl::StatusOr<TfConfig> ResolveTask(const ServerFlags& flags) {
 
 }  // namespace
 
-absl::Status ServerCommand(const ServerFlags& flags) {
-  ASSIGN_OR_RETURN(TfConfig task, ResolveTask(flags));
-  RETURN_IF_ERROR(InstallSignalPipe());
-
+absl::StatusOr<std::unique_ptr<GrpcServer>> StartTaskServer(const ClusterSpec& cluster,
+                                                            const std::string& job, int task,
+                                                            int cpus) {
+  RETURN_IF_ERROR(ShutdownSignalFd().status());
   tensorflow::ServerDef def;
-  *def.mutable_cluster() = task.cluster.ToClusterDef();
-  def.set_job_name(task.task.job);
-  def.set_task_index(task.task.index);
+  *def.mutable_cluster() = cluster.ToClusterDef();
+  def.set_job_name(job);
+  def.set_task_index(task);
   def.set_protocol("grpc");
-  (*def.mutable_default_session_config()->mutable_device_count())["CPU"] = flags.cpus;
+  (*def.mutable_default_session_config()->mutable_device_count())["CPU"] = cpus;
   ASSIGN_OR_RETURN(std::unique_ptr<GrpcServer> server, GrpcServer::Create(def));
   RETURN_IF_ERROR(server->Start());
   std::cout << "dflow server: " << server->task_name() << " serving " << server->target()
@@ -81,17 +56,25 @@ absl::Status ServerCommand(const ServerFlags& flags) {
     std::cout << "dflow server: device " << d->name() << " (incarnation " << d->incarnation() << ")"
               << std::endl;
   }
+  return server;
+}
+
+void ServeUntilSignal(GrpcServer* server) {
   std::thread waiter([&] {
-    char sig = 0;
-    while (read(signal_pipe[0], &sig, 1) < 0 && errno == EINTR) {
-    }
-    std::cout << "dflow server: " << (sig == SIGTERM ? "SIGTERM" : "SIGINT") << ", shutting down"
-              << std::endl;
+    const int sig = WaitForShutdownSignal(*ShutdownSignalFd());
+    std::cout << "dflow server: " << SignalName(sig) << ", shutting down" << std::endl;
     server->Stop();
   });
   server->Join();
   waiter.join();
   std::cout << "dflow server: stopped" << std::endl;
+}
+
+absl::Status ServerCommand(const ServerFlags& flags) {
+  ASSIGN_OR_RETURN(TfConfig task, ResolveTask(flags));
+  ASSIGN_OR_RETURN(std::unique_ptr<GrpcServer> server,
+                   StartTaskServer(task.cluster, task.task.job, task.task.index, flags.cpus));
+  ServeUntilSignal(server.get());
   return absl::OkStatus();
 }
 

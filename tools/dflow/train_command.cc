@@ -2,25 +2,60 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
+#include <memory>
+#include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "dflow/distributed/rpc/grpc_server.h"
+#include "dflow/framework/status.h"
 #include "tools/dflow/commands.h"
+#include "tools/dflow/signals.h"
 
 namespace dflow::cli {
 
 absl::Status TrainCommand(const TrainOptions& flags) {
   TrainOptions options = flags;
   options.tty = isatty(fileno(stderr)) != 0;
+  std::unique_ptr<GrpcServer> server;
+  if (!options.cluster.empty()) {
+    ASSIGN_OR_RETURN(ClusterSpec cluster, ClusterSpec::FromJsonOrFile(options.cluster));
+    if (!cluster.HasJob(options.job)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--job '", options.job, "' is not a job of the cluster ", cluster.ToJson()));
+    }
+    ASSIGN_OR_RETURN(server, StartTaskServer(cluster, options.job, options.task, 1));
+    if (options.job == "ps") {
+      ServeUntilSignal(server.get());
+      return absl::OkStatus();
+    }
+    options.session_target = server->target();
+    // A worker stops at once on SIGTERM/SIGINT; its steps are not resumable.
+    std::thread([] {
+      const int sig = WaitForShutdownSignal(*ShutdownSignalFd());
+      std::cerr << "dflow train: " << SignalName(sig) << ", stopping" << std::endl;
+      std::_Exit(128 + sig);
+    }).detach();
+  }
   absl::StatusOr<TrainMetrics> metrics = Train(options, std::cerr);
   if (!metrics.ok()) return metrics.status();
+  if (!metrics->mode.empty()) {
+    std::cout << absl::StrFormat(
+        "worker %d of %d (%s): %d local steps, %.0f examples/s here; %d stale gradients\n",
+        options.task, metrics->workers, metrics->mode, metrics->local_steps,
+        metrics->local_examples_per_sec, metrics->stale_gradients);
+    if (options.task != 0) return absl::OkStatus();  // The chief reports the rest.
+  }
   std::cout << absl::StrFormat(
       "%s (%s, lr %g, batch %d): %d steps, %d epochs in %.1fs (train %.1fs, %.0f examples/s); "
       "final loss %.4f; test accuracy %.4f\n",
       metrics->model, metrics->optimizer, metrics->learning_rate, metrics->batch_size,
       metrics->steps, metrics->epochs, metrics->wall_seconds, metrics->train_seconds,
       metrics->examples_per_sec, metrics->final_loss, metrics->test_accuracy);
-  if (!options.metrics_out.empty()) std::cout << "metrics written to " << options.metrics_out << "\n";
+  if (!options.metrics_out.empty())
+    std::cout << "metrics written to " << options.metrics_out << "\n";
   return absl::OkStatus();
 }
 

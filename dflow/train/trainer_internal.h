@@ -1,0 +1,66 @@
+// Pieces shared by the single-process trainer (trainer.cc) and the cluster
+// trainer (cluster_trainer.cc). Not part of the public API.
+#ifndef DFLOW_TRAIN_TRAINER_INTERNAL_H_
+#define DFLOW_TRAIN_TRAINER_INTERNAL_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "dflow/client/client_session.h"
+#include "dflow/train/dataset.h"
+#include "dflow/train/models.h"
+#include "dflow/train/optimizer.h"
+#include "dflow/train/trainer.h"
+
+namespace dflow::train_internal {
+
+using Clock = std::chrono::steady_clock;
+double SecondsSince(Clock::time_point start);
+
+// Checks the single-process options (model, optimizer, data, sizes).
+absl::Status CheckOptions(const TrainOptions& o);
+double DefaultLearningRate(const std::string& optimizer);
+std::unique_ptr<Optimizer> MakeOptimizer(const std::string& name, float lr);
+
+struct Data {
+  Dataset train;
+  Dataset test;
+};
+absl::StatusOr<Data> LoadData(const TrainOptions& o);
+// Rows [begin, end) of `data`.
+Dataset Rows(const Dataset& data, int64_t begin, int64_t end);
+absl::StatusOr<Model> BuildModel(const Scope& scope, const TrainOptions& o);
+
+// The live progress line: step, epoch, loss, examples/s, ETA.
+class Progress {
+ public:
+  Progress(std::ostream& out, const TrainOptions& o, int64_t steps_per_epoch);
+  // Step `step` (0-based, of steps_per_epoch * epochs) trained `examples` at `loss`.
+  void Step(int64_t step, int64_t examples, double loss);
+
+ private:
+  void Print(int64_t done, bool last);
+
+  std::ostream& out_;
+  const TrainOptions& o_;
+  const int64_t steps_per_epoch_;
+  const int64_t total_;
+  const Clock::time_point start_;
+  Clock::time_point last_print_;
+  double window_loss_ = 0;
+  int64_t window_steps_ = 0;
+  int64_t examples_ = 0;
+};
+
+// Test accuracy of `model` over `test`, in batches of 1000.
+absl::StatusOr<double> Evaluate(const ClientSession& session, const Model& model,
+                                const Dataset& test);
+absl::Status WriteMetrics(const std::string& path, const TrainMetrics& m);
+
+}  // namespace dflow::train_internal
+
+#endif  // DFLOW_TRAIN_TRAINER_INTERNAL_H_

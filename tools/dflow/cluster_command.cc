@@ -1,0 +1,209 @@
+// `dflow cluster`: a whole training cluster as local processes.
+//
+// Starts P ps tasks and W worker tasks of `dflow train --cluster ...` on
+// 127.0.0.1 (ports chosen by the kernel), prefixes each line they print with
+// the task ("[worker0] step 100/702 ..."), and waits for the workers. When
+// they are done (or one fails) the rest are stopped with SIGTERM, then
+// SIGKILL after a grace period; SIGINT/SIGTERM to this command does the same.
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "dflow/framework/status.h"
+#include "tools/dflow/commands.h"
+#include "tools/dflow/signals.h"
+
+namespace dflow::cli {
+
+namespace {
+
+// A free port on 127.0.0.1, held open (so the next pick differs) until closed.
+absl::StatusOr<std::pair<int, int>> HoldFreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    if (fd >= 0) close(fd);
+    return absl::UnavailableError("cannot find a free port on 127.0.0.1");
+  }
+  return std::make_pair(fd, static_cast<int>(ntohs(addr.sin_port)));
+}
+
+struct Child {
+  std::string name;  // "ps0", "worker1"
+  bool worker = false;
+  pid_t pid = -1;
+  int out_fd = -1;
+  std::thread reader;
+  int exit_code = -1;  // Once reaped.
+};
+
+std::mutex print_mu;
+
+// Copies the child's output to stdout, line by line, prefixed with its name.
+void ForwardLines(Child* child) {
+  std::string pending;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = read(child->out_fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    pending.append(buf, n);
+    size_t start = 0, end;
+    while ((end = pending.find_first_of("\n\r", start)) != std::string::npos) {
+      if (end > start) {
+        std::lock_guard<std::mutex> l(print_mu);
+        std::cout << "[" << child->name << "] " << pending.substr(start, end - start) << "\n"
+                  << std::flush;
+      }
+      start = end + 1;
+    }
+    pending.erase(0, start);
+  }
+  if (!pending.empty()) {
+    std::lock_guard<std::mutex> l(print_mu);
+    std::cout << "[" << child->name << "] " << pending << "\n" << std::flush;
+  }
+  close(child->out_fd);
+}
+
+absl::Status Spawn(const std::vector<std::string>& args, Child* child) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return absl::InternalError("cannot create a pipe");
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) return absl::InternalError("fork failed");
+  if (pid == 0) {
+    dup2(fds[1], STDOUT_FILENO);
+    dup2(fds[1], STDERR_FILENO);
+    execv("/proc/self/exe", argv.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  child->pid = pid;
+  child->out_fd = fds[0];
+  child->reader = std::thread(ForwardLines, child);
+  return absl::OkStatus();
+}
+
+// Reaps every child that has exited; true when `child` is done.
+bool Reap(std::vector<Child>& children) {
+  bool any = false;
+  for (Child& c : children) {
+    if (c.exit_code >= 0) continue;
+    int status = 0;
+    if (waitpid(c.pid, &status, WNOHANG) == c.pid) {
+      c.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      any = true;
+    }
+  }
+  return any;
+}
+
+// SIGTERM to every running child, SIGKILL to those still running after `grace`.
+void StopAll(std::vector<Child>& children, std::chrono::seconds grace) {
+  for (Child& c : children) {
+    if (c.exit_code < 0) kill(c.pid, SIGTERM);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  while (std::chrono::steady_clock::now() < deadline) {
+    Reap(children);
+    bool running = false;
+    for (Child& c : children) running |= c.exit_code < 0;
+    if (!running) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  for (Child& c : children) {
+    if (c.exit_code < 0) {
+      kill(c.pid, SIGKILL);
+      int status = 0;
+      waitpid(c.pid, &status, 0);
+      c.exit_code = 128 + SIGKILL;
+    }
+  }
+}
+
+}  // namespace
+
+absl::Status ClusterCommand(const ClusterFlags& flags) {
+  if (flags.ps < 1 || flags.workers < 1) {
+    return absl::InvalidArgumentError("--ps and --workers must be >= 1");
+  }
+  ASSIGN_OR_RETURN(int signal_fd, ShutdownSignalFd());
+  // Ports, held until the tasks start so that no two picks collide.
+  std::vector<std::pair<int, int>> held;
+  std::vector<std::string> ps, workers;
+  for (int i = 0; i < flags.ps + flags.workers; ++i) {
+    ASSIGN_OR_RETURN(auto port, HoldFreePort());
+    held.push_back(port);
+    (i < flags.ps ? ps : workers).push_back(absl::StrCat("\"127.0.0.1:", port.second, "\""));
+  }
+  const std::string cluster = absl::StrCat("{\"ps\":[", absl::StrJoin(ps, ","), "],\"worker\":[",
+                                           absl::StrJoin(workers, ","), "]}");
+  std::cout << "dflow cluster: " << cluster << ", mode " << flags.mode << std::endl;
+  for (const auto& [fd, port] : held) close(fd);
+
+  std::vector<Child> children(flags.ps + flags.workers);
+  for (int i = 0; i < flags.ps + flags.workers; ++i) {
+    Child& c = children[i];
+    c.worker = i >= flags.ps;
+    const int task = c.worker ? i - flags.ps : i;
+    c.name = absl::StrCat(c.worker ? "worker" : "ps", task);
+    std::vector<std::string> args = {"dflow",     "train",
+                                     "--cluster", cluster,
+                                     "--job",     c.worker ? "worker" : "ps",
+                                     "--task",    std::to_string(task),
+                                     "--mode",    flags.mode};
+    args.insert(args.end(), flags.train_args.begin(), flags.train_args.end());
+    if (absl::Status s = Spawn(args, &c); !s.ok()) {
+      StopAll(children, std::chrono::seconds(5));
+      return s;
+    }
+  }
+
+  // Until the workers are done, one fails, or we are told to stop.
+  absl::Status status;
+  for (;;) {
+    Reap(children);
+    bool workers_running = false;
+    for (const Child& c : children) {
+      // A worker that fails, or a ps that exits at all, ends the run.
+      if ((c.worker ? c.exit_code > 0 : c.exit_code >= 0) && status.ok()) {
+        status = absl::AbortedError(
+            absl::StrCat(c.name, " exited with status ", c.exit_code, "; stopping the cluster"));
+      }
+      workers_running |= c.worker && c.exit_code < 0;
+    }
+    if (!workers_running || !status.ok()) break;
+    pollfd p{signal_fd, POLLIN, 0};
+    if (poll(&p, 1, 100) > 0) {
+      const int sig = WaitForShutdownSignal(signal_fd);
+      status = absl::CancelledError(absl::StrCat(SignalName(sig), "; stopping the cluster"));
+      break;
+    }
+  }
+  StopAll(children, std::chrono::seconds(10));
+  for (Child& c : children) c.reader.join();
+  return status;
+}
+
+}  // namespace dflow::cli
