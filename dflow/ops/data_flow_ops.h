@@ -1,0 +1,189 @@
+// Queues and gradient accumulators (TensorFlow's data_flow_ops): the
+// resources behind FIFOQueueV2 / Queue*V2 and (Resource)ConditionalAccumulator
+// / (Resource)Accumulator*, as SyncReplicasOptimizer uses them (a token queue
+// as the replicas' barrier, one accumulator per variable on the ps).
+//
+// Both live in a device's ResourceMgr under (container, shared_name), or the
+// node name when shared_name is empty, so every session on that device (every
+// replica talking to one ps task) sees the same queue or accumulator.
+//
+// Operations that must wait never block a thread: they are queued inside the
+// resource and finish through their callback when another operation (an
+// enqueue, a dequeue, a close, an applied gradient) lets them, or when the
+// step's CancellationManager cancels them (DeadlineExceeded once the step's
+// deadline has passed, Cancelled otherwise). Sessions and workers cancel a
+// step at its deadline, so every wait is bounded by it.
+//
+//   queue->Dequeue(Waiter{ctx->cancellation_manager(), ctx->deadline()},
+//                  [](absl::Status s, FIFOQueue::Tuple t) { ... });
+//
+// Thread-safe. Callbacks run on the thread that made them ready, never
+// under the resource's lock (they may call back into it).
+#ifndef DFLOW_OPS_DATA_FLOW_OPS_H_
+#define DFLOW_OPS_DATA_FLOW_OPS_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "dflow/framework/cancellation.h"
+#include "dflow/framework/resource_mgr.h"
+#include "dflow/framework/shape_inference.h"
+#include "dflow/framework/tensor.h"
+
+namespace dflow {
+
+// How a queued operation may be ended early: by `cm` (may be null) cancelling
+// the step; the error is DeadlineExceeded when `deadline` has passed by then.
+struct Waiter {
+  CancellationManager* cm = nullptr;  // not owned; must outlive the wait
+  absl::Time deadline = absl::InfiniteFuture();
+};
+
+// A bounded FIFO of tuples, one tensor per component.
+class FIFOQueue : public ResourceBase, public std::enable_shared_from_this<FIFOQueue> {
+ public:
+  static constexpr char kTypeName[] = "FIFOQueue";
+  using Tuple = std::vector<Tensor>;
+  // Called exactly once: the dequeued components (batched for DequeueMany),
+  // empty for the other operations.
+  using DoneCallback = std::function<void(absl::Status, Tuple)>;
+
+  // `shapes`: empty (any shape) or one shape per component. `capacity` < 0:
+  // unbounded. Create through std::make_shared (callbacks hold the queue).
+  FIFOQueue(std::string name, std::vector<DataType> types, std::vector<TensorShape> shapes,
+            int64_t capacity);
+  // Fails operations still waiting (only those without a CancellationManager
+  // can be: a registered wait keeps the queue alive) with Cancelled.
+  ~FIFOQueue() override;
+  FIFOQueue(const FIFOQueue&) = delete;
+  FIFOQueue& operator=(const FIFOQueue&) = delete;
+
+  // InvalidArgument when a node sharing this queue asks for other types,
+  // shapes or capacity.
+  absl::Status MatchesAttrs(const std::vector<DataType>& types,
+                            const std::vector<TensorShape>& shapes, int64_t capacity) const;
+
+  // Waits while full. Cancelled "FIFOQueue 'q' is closed." once closed;
+  // InvalidArgument for a tuple of the wrong arity, types or shapes.
+  void Enqueue(Tuple tuple, const Waiter& waiter, DoneCallback done);
+  // Enqueues the rows of `batch` (every component's dimension 0) in order,
+  // as room allows.
+  void EnqueueMany(Tuple batch, const Waiter& waiter, DoneCallback done);
+  // Waits while empty. OutOfRange once closed with too few elements.
+  void Dequeue(const Waiter& waiter, DoneCallback done);
+  // Waits for `n` elements and returns them stacked. Needs component shapes.
+  void DequeueMany(int64_t n, const Waiter& waiter, DoneCallback done);
+  // With `cancel_pending_enqueues`, closes now and fails waiting enqueues;
+  // otherwise closes after them (waiting, as TensorFlow does). Cancelled
+  // "Queue 'q' is already closed." for a second plain close.
+  void Close(bool cancel_pending_enqueues, const Waiter& waiter, DoneCallback done);
+
+  int64_t Size() const;
+  bool IsClosed() const;
+  const std::string& name() const { return name_; }
+  const std::vector<DataType>& component_types() const { return types_; }
+  std::string DebugString() const override;
+
+ private:
+  struct Attempt;
+  enum class Progress { kNone, kSome, kComplete };
+
+  void Submit(std::unique_ptr<Attempt> attempt, bool is_enqueue, const Waiter& waiter);
+  // Makes a cancellation of `cm` abort pending attempt `id`.
+  void Arm(int64_t id, CancellationManager* cm);
+  void Abort(int64_t id);
+  Attempt* FindLocked(int64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Serves waiting operations; returns those finished, to Finish() outside
+  // the lock.
+  std::vector<std::unique_ptr<Attempt>> RunLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Finish(std::unique_ptr<Attempt> a) const;
+  Progress RunEnqueueLocked(Attempt* a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Progress RunDequeueLocked(Attempt* a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::unique_ptr<Attempt> RemoveLocked(int64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckTuple(const Tuple& tuple, bool batched) const;
+
+  const std::string name_;
+  const std::vector<DataType> types_;
+  const std::vector<TensorShape> shapes_;
+  const int64_t capacity_;
+
+  mutable absl::Mutex mu_;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
+  std::deque<Tuple> elements_ ABSL_GUARDED_BY(mu_);
+  // Waiting operations, served in order; only the first of each list can
+  // hold part of its work (rows enqueued, elements taken).
+  std::deque<std::unique_ptr<Attempt>> enqueues_ ABSL_GUARDED_BY(mu_);  // and closes
+  std::deque<std::unique_ptr<Attempt>> dequeues_ ABSL_GUARDED_BY(mu_);
+};
+
+// Sums gradients for one variable across replicas. Gradients computed at a
+// step older than the accumulator's global step are dropped (and counted);
+// TakeGradient waits for enough of them, returns their mean (or sum), resets,
+// and advances the global step.
+class ConditionalAccumulator : public ResourceBase,
+                               public std::enable_shared_from_this<ConditionalAccumulator> {
+ public:
+  static constexpr char kTypeName[] = "ConditionalAccumulator";
+  using TakeCallback = std::function<void(absl::Status, Tensor)>;
+
+  // `mean`: reduction_type MEAN (else SUM). Create through std::make_shared.
+  ConditionalAccumulator(std::string name, DataType dtype, PartialShape shape, bool mean);
+  // As ~FIFOQueue: fails takes still waiting with Cancelled.
+  ~ConditionalAccumulator() override;
+  ConditionalAccumulator(const ConditionalAccumulator&) = delete;
+  ConditionalAccumulator& operator=(const ConditionalAccumulator&) = delete;
+
+  // InvalidArgument when a node sharing this accumulator asks for another
+  // dtype, shape or reduction.
+  absl::Status MatchesAttrs(DataType dtype, const PartialShape& shape, bool mean) const;
+
+  // Adds `grad` when local_step >= global_step(); drops it otherwise (OK,
+  // counted by num_dropped_stale()). InvalidArgument naming the accumulator
+  // for a gradient of the wrong dtype or shape.
+  absl::Status ApplyGradient(int64_t local_step, const Tensor& grad);
+  // Waits until `num_required` (>= 1) gradients are accumulated.
+  void TakeGradient(int64_t num_required, const Waiter& waiter, TakeCallback done);
+  void SetGlobalStep(int64_t step);
+
+  int64_t num_accumulated() const;
+  int64_t global_step() const;
+  // Stale gradients dropped so far.
+  int64_t num_dropped_stale() const;
+  DataType dtype() const { return dtype_; }
+  const std::string& name() const { return name_; }
+  std::string DebugString() const override;
+
+ private:
+  struct Take;
+  void Arm(int64_t id, CancellationManager* cm);
+  void Abort(int64_t id);
+  // Serves waiting takes; returns those finished, to call outside the lock.
+  std::vector<std::pair<std::unique_ptr<Take>, Tensor>> RunLocked()
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static void Finish(std::vector<std::pair<std::unique_ptr<Take>, Tensor>> done);
+
+  const std::string name_;
+  const DataType dtype_;
+  const PartialShape shape_;
+  const bool mean_;
+
+  mutable absl::Mutex mu_;
+  Tensor sum_ ABSL_GUARDED_BY(mu_);  // meaningful (and exclusive) while counter_ > 0
+  int64_t counter_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t global_step_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t dropped_stale_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
+  std::deque<std::unique_ptr<Take>> takes_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace dflow
+
+#endif  // DFLOW_OPS_DATA_FLOW_OPS_H_
