@@ -103,8 +103,15 @@ Scope Scope::ColocateWith(const Operation& op) const {
   return s;
 }
 
-Scope Scope::WithDeviceFunction(
-    std::function<std::string(const tensorflow::NodeDef&)> fn) const {
+Scope Scope::WithoutPlacement() const {
+  Scope s = *this;
+  s.colocate_with_.clear();
+  s.device_.clear();
+  s.device_fn_ = nullptr;
+  return s;
+}
+
+Scope Scope::WithDeviceFunction(std::function<std::string(const tensorflow::NodeDef&)> fn) const {
   Scope s = *this;
   s.device_fn_ = std::move(fn);
   return s;
@@ -190,7 +197,8 @@ Operation Scope::AddNode(tensorflow::NodeDef node, const std::vector<Input>& inp
   DataTypeVector in_types;
   for (const Output& o : in_outputs) {
     auto it = graph_->nodes.find(o.node_name());
-    if (it == graph_->nodes.end() || o.index() >= static_cast<int>(it->second.output_types.size())) {
+    if (it == graph_->nodes.end() ||
+        o.index() >= static_cast<int>(it->second.output_types.size())) {
       graph_->status = absl::InvalidArgumentError(absl::StrCat(
           "[", node.op(), " '", node.name(), "'] input ", o.name(), " is not in this graph"));
       return Operation();
@@ -230,8 +238,8 @@ Operation Scope::AddNode(tensorflow::NodeDef node, const std::vector<Input>& inp
   }
   std::vector<PartialShape> out_shapes(out_types.size());
   if (s.ok()) {
-    auto inferred = InferShapes(node, op, shapes, values, expected_in,
-                                static_cast<int>(out_types.size()));
+    auto inferred =
+        InferShapes(node, op, shapes, values, expected_in, static_cast<int>(out_types.size()));
     if (inferred.ok()) {
       out_shapes = *std::move(inferred);
     } else {

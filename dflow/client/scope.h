@@ -118,6 +118,10 @@ class Scope {
   // TensorFlow's colocate_with).
   Scope ColocateWith(const Operation& op) const;
   Scope ColocateWith(const Output& o) const { return ColocateWith(o.op()); }
+  // No colocation, device or device function (TensorFlow's
+  // colocate_with(None, ignore_existing=True)): ops added go where their
+  // inputs take them, e.g. a variable read beside its variable.
+  Scope WithoutPlacement() const;
   // A device function: called with each new op's NodeDef (after name scopes)
   // to choose its device; replica_device_setter is one.
   Scope WithDeviceFunction(std::function<std::string(const tensorflow::NodeDef&)> fn) const;

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "dflow/client/op_builder.h"
+#include "dflow/client/data_flow_ops_wrappers.h"
 #include "dflow/client/ops.h"
 #include "dflow/framework/status.h"
 
@@ -12,21 +12,8 @@ namespace dflow {
 
 namespace {
 
-Output Accumulator(const Scope& s, const Variable& var) {
-  return OpBuilder(s, "ConditionalAccumulator")
-      .Attr("dtype", var.dtype())
-      .Attr("shape", var.shape())
-      .Attr("shared_name", var.name() + "/grad_accum")
-      .Attr("reduction_type", "MEAN")
-      .Finish();
-}
-
 Output Fill(const Scope& s, int count, const Output& value) {
   return ops::Fill(s, Tensor::Vec<int32_t>({count}), value);
-}
-
-Operation EnqueueMany(const Scope& s, const Output& queue, const Output& tokens) {
-  return OpBuilder(s, "QueueEnqueueManyV2").Input(queue).InputList({tokens}).FinishOp();
 }
 
 }  // namespace
@@ -61,43 +48,34 @@ absl::StatusOr<Operation> SyncReplicasOptimizer::Minimize(const Scope& scope, co
   // Each gradient goes to its variable's accumulator, tagged with the local step.
   std::vector<Operation> applies, set_steps;
   std::vector<GradAndVar> aggregated;
+  const Output global_step_now = global_step->Read(at_step.WithOpName("global_step_now"));
   for (const GradAndVar& gv : grads) {
     if (!gv.grad.valid()) continue;
     Scope at_var = s.NewSubScope(gv.var.name()).ColocateWith(gv.var.op());
-    Output accumulator = Accumulator(at_var.WithOpName("grad_accum"), gv.var);
-    applies.push_back(OpBuilder(at_var.WithControlDependencies(
-                                    {global_step_before_.op(), local_step_before_.op()}),
-                                "AccumulatorApplyGradient")
-                          .Input(accumulator)
-                          .Input(local_step_before_)
-                          .Input(gv.grad)
-                          .Attr("dtype", gv.var.dtype())
-                          .FinishOp());
-    Output taken = OpBuilder(at_var, "AccumulatorTakeGradient")
-                       .Input(accumulator)
-                       .Input(Tensor::Scalar<int32_t>(options_.replicas_to_aggregate))
-                       .Attr("dtype", gv.var.dtype())
-                       .Finish();
-    aggregated.push_back({taken, gv.var});
-    set_steps.push_back(OpBuilder(at_var, "AccumulatorSetGlobalStep")
-                            .Input(accumulator)
-                            .Input(global_step->Read(at_var))
-                            .FinishOp());
+    Output accumulator = ops::ResourceConditionalAccumulator(
+        at_var.WithOpName("grad_accum"), gv.var.dtype(),
+        PartialShape(std::vector<int64_t>(gv.var.shape().dim_sizes().begin(),
+                                          gv.var.shape().dim_sizes().end())),
+        {.shared_name = gv.var.name() + "/grad_accum"});
+    applies.push_back(ops::ResourceAccumulatorApplyGradient(
+        at_var.WithControlDependencies({global_step_before_.op(), local_step_before_.op()}),
+        accumulator, local_step_before_, gv.grad));
+    aggregated.push_back(
+        {ops::ResourceAccumulatorTakeGradient(
+             at_var, accumulator, Tensor::Scalar<int32_t>(options_.replicas_to_aggregate),
+             gv.var.dtype()),
+         gv.var});
+    set_steps.push_back(
+        ops::ResourceAccumulatorSetGlobalStep(at_var, accumulator, global_step_now));
   }
   if (applies.empty()) {
     return absl::InvalidArgumentError("[SyncReplicasOptimizer] no variable has a gradient");
   }
 
   // The token queue beside the global step: the barrier between steps.
-  Output queue = OpBuilder(at_step.WithOpName("sync_token_q"), "FIFOQueueV2")
-                     .Attr("component_types", std::vector<DataType>{DT_INT64})
-                     .Attr("capacity", -1)
-                     .Attr("shared_name", "sync_token_q")
-                     .Finish();
-  Output token = OpBuilder(at_step.WithControlDependencies(applies), "QueueDequeueV2")
-                     .Input(queue)
-                     .Attr("component_types", std::vector<DataType>{DT_INT64})
-                     .Finish();
+  Output queue = ops::FIFOQueue(at_step.WithOpName("sync_token_q"), {DT_INT64},
+                                {.shared_name = "sync_token_q"});
+  Output token = ops::QueueDequeue(at_step.WithControlDependencies(applies), queue, {DT_INT64})[0];
   train_op_ = local_step_.Assign(s.WithOpName("train_op"), token);
 
   // The chief: apply the averages, then hand out the next step's tokens.
@@ -105,19 +83,16 @@ absl::StatusOr<Operation> SyncReplicasOptimizer::Minimize(const Scope& scope, co
   global_step_after_ =
       global_step->Read(at_step.WithOpName("global_step_after").WithControlDependencies({update}));
   const int tokens_per_step = std::max(options_.total_num_replicas, options_.replicas_to_aggregate);
-  sync_op_ = EnqueueMany(at_step.WithOpName("sync_op"), queue,
-                         Fill(at_step, tokens_per_step, global_step_after_));
+  sync_op_ = ops::QueueEnqueueMany(at_step.WithOpName("sync_op"), queue,
+                                   {Fill(at_step, tokens_per_step, global_step_after_)});
   chief_init_ = ops::NoOp(s.WithOpName("chief_init").WithControlDependencies(set_steps));
   const int initial_tokens =
       options_.initial_tokens < 0 ? options_.replicas_to_aggregate : options_.initial_tokens;
   if (initial_tokens > 0) {
-    init_tokens_ = EnqueueMany(at_step.WithOpName("init_tokens"), queue,
-                               Fill(at_step, initial_tokens, global_step->Read(at_step)));
+    init_tokens_ = ops::QueueEnqueueMany(at_step.WithOpName("init_tokens"), queue,
+                                         {Fill(at_step, initial_tokens, global_step_now)});
   }
-  close_queue_ = OpBuilder(at_step.WithOpName("close_token_q"), "QueueCloseV2")
-                     .Input(queue)
-                     .Attr("cancel_pending_enqueues", false)
-                     .FinishOp();
+  close_queue_ = ops::QueueClose(at_step.WithOpName("close_token_q"), queue);
   RETURN_IF_ERROR(scope.status());
   return train_op_;
 }

@@ -63,7 +63,12 @@ class VariableBuilder {
 };
 
 Output Variable::Read(const Scope& s) const {
-  return is_resource_ ? ops::ReadVariableOp(s, handle_, dtype_) : ops::Identity(s, handle_);
+  // As TensorFlow's ResourceVariable.value(): the read ignores the caller's
+  // colocation (an update colocated with another variable on another ps
+  // task) and runs beside its variable.
+  const Scope beside = s.WithoutPlacement();
+  return is_resource_ ? ops::ReadVariableOp(beside, handle_, dtype_)
+                      : ops::Identity(beside, handle_);
 }
 
 Operation Variable::Assign(const Scope& s, Input value) const {

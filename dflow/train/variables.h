@@ -63,7 +63,8 @@ class Variable {
   // Sets the initial value (w/Assign).
   const Operation& initializer() const { return initializer_; }
 
-  // A new read of the current value (ReadVariableOp, or Identity of the ref).
+  // A new read of the current value (ReadVariableOp, or Identity of the ref),
+  // placed beside the variable whatever the colocation of `s`.
   Output Read(const Scope& s) const;
   // Adds `var = value` (AssignVariableOp / Assign) and returns the op.
   Operation Assign(const Scope& s, Input value) const;

@@ -11,6 +11,7 @@
 #include "dflow/distributed/remote_session.h"
 #include "dflow/distributed/rpc/grpc_remote_master.h"
 #include "dflow/distributed/rpc/grpc_util.h"
+#include "dflow/distributed/rpc/local_cluster_test_util.h"
 #include "dflow/distributed/worker_test_util.h"
 #include "dflow/framework/attr_util.h"
 #include "dflow/runtime/session_factory.h"
@@ -30,41 +31,12 @@ std::string Msg(const absl::Status& s) { return std::string(s.message()); }
 
 const char kPs[] = "/job:ps/replica:0/task:0";
 
-tensorflow::ServerDef ServerDefFor(const ClusterSpec& cluster, const std::string& job, int task) {
-  tensorflow::ServerDef def;
-  *def.mutable_cluster() = cluster.ToClusterDef();
-  def.set_job_name(job);
-  def.set_task_index(task);
-  def.set_protocol("grpc");
-  (*def.mutable_default_session_config()->mutable_device_count())["CPU"] = 2;
-  return def;
-}
-
-// 1 ps and 2 workers, each a GrpcServer on 127.0.0.1 port 0, told each
-// other's bound ports once all have started.
-class LocalCluster {
+// 1 ps and 2 workers; sessions through worker 0's master.
+class PsAndTwoWorkers : public LocalCluster {
  public:
-  LocalCluster() {
-    ClusterSpec spec;
-    for (auto [job, n] : {std::pair{"ps", 1}, std::pair{"worker", 2}}) {
-      for (int i = 0; i < n; ++i) EXPECT_TRUE(spec.AddTask(job, i, "127.0.0.1:0").ok());
-    }
-    ClusterSpec bound;
-    for (const TaskId& t : spec.AllTasks()) {
-      auto server = GrpcServer::Create(ServerDefFor(spec, t.job, t.index));
-      EXPECT_TRUE(server.ok()) << server.status();
-      EXPECT_TRUE((*server)->Start().ok());
-      EXPECT_TRUE(
-          bound.AddTask(t.job, t.index, absl::StrCat("127.0.0.1:", (*server)->bound_port())).ok());
-      servers_[ClusterSpec::TaskName(t.job, t.index)] = std::move(server).value();
-    }
-    for (auto& [name, server] : servers_) EXPECT_TRUE(server->UpdateCluster(bound).ok());
-    spec_ = bound;
-  }
+  PsAndTwoWorkers() : LocalCluster({{"ps", 1}, {"worker", 2}}) {}
 
-  GrpcServer& server(const std::string& task) { return *servers_.at(task); }
-  std::string worker0_target() { return server("/job:worker/replica:0/task:0").target(); }
-  const ClusterSpec& spec() const { return spec_; }
+  std::string worker0_target() { return target("worker", 0); }
 
   std::unique_ptr<Session> NewSession(tensorflow::ConfigProto config = {}) {
     SessionOptions options;
@@ -74,17 +46,10 @@ class LocalCluster {
     EXPECT_TRUE(session.ok()) << session.status();
     return std::move(session).value();
   }
-
-  // Stops a task's server and forgets it, as if its process had died.
-  void Kill(const std::string& task) { servers_.erase(task); }
-
- private:
-  std::map<std::string, std::unique_ptr<GrpcServer>> servers_;
-  ClusterSpec spec_;
 };
 
 TEST(GrpcServerTest, SessionOverGrpcRunsOpsWhereTheyArePinned) {
-  LocalCluster cluster;
+  PsAndTwoWorkers cluster;
   EXPECT_THAT(cluster.worker0_target(), ::testing::StartsWith("grpc://127.0.0.1:"));
   auto session = cluster.NewSession();
   absl::Status s = session->Create(PsWorkerGraph());
@@ -106,7 +71,7 @@ TEST(GrpcServerTest, SessionOverGrpcRunsOpsWhereTheyArePinned) {
 }
 
 TEST(GrpcServerTest, ResetOverGrpcFreesVariablesOnThePs) {
-  LocalCluster cluster;
+  PsAndTwoWorkers cluster;
   auto session = cluster.NewSession();
   ASSERT_TRUE(session->Create(PsWorkerGraph()).ok());
   ASSERT_TRUE(session->Run({}, {}, {"init"}, nullptr).ok());
@@ -120,7 +85,7 @@ TEST(GrpcServerTest, ResetOverGrpcFreesVariablesOnThePs) {
 }
 
 TEST(GrpcServerTest, KernelErrorOnTheServerReachesTheClient) {
-  LocalCluster cluster;
+  PsAndTwoWorkers cluster;
   Builder b;
   b.Const("three", Tensor::Vec<float>({1, 2, 3}), "/job:ps/task:0");
   b.Const("shape", Tensor::Vec<int32_t>({2, 2}), "/job:ps/task:0");
@@ -144,7 +109,7 @@ TEST(GrpcServerTest, KernelErrorOnTheServerReachesTheClient) {
 }
 
 TEST(GrpcServerTest, BadRequestsGetClearErrorsAndTheServerStaysUp) {
-  LocalCluster cluster;
+  PsAndTwoWorkers cluster;
   std::unique_ptr<MasterInterface> master = NewGrpcRemoteMaster(cluster.worker0_target());
   const CallOptions opts = CallOptions::WithTimeout(absl::Seconds(10));
   // Unknown session handle.
@@ -192,7 +157,7 @@ TEST(GrpcServerTest, BadRequestsGetClearErrorsAndTheServerStaysUp) {
 }
 
 TEST(GrpcServerTest, GarbageToEveryMasterMethodIsRefused) {
-  LocalCluster cluster;
+  PsAndTwoWorkers cluster;
   grpc::GenericStub stub(NewGrpcChannel(cluster.worker0_target()));
   std::mt19937 rng(5);
   for (const char* method :
@@ -236,7 +201,7 @@ TEST(GrpcServerTest, GarbageToEveryMasterMethodIsRefused) {
 }
 
 TEST(GrpcServerTest, DeadPsIsReportedAsUnavailableNamingTheTask) {
-  LocalCluster cluster;
+  PsAndTwoWorkers cluster;
   tensorflow::ConfigProto config;
   config.set_operation_timeout_in_ms(5000);
   auto session = cluster.NewSession(config);
