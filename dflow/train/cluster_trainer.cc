@@ -1,12 +1,14 @@
 #include "dflow/train/cluster_trainer.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "dflow/client/ops.h"
 #include "dflow/client/training_ops_wrappers.h"
@@ -30,8 +32,13 @@ absl::Status CheckClusterOptions(const TrainOptions& o, const ClusterSpec& clust
     return absl::InvalidArgumentError(
         absl::StrCat("[train] --mode '", o.mode, "' is not one of: ", absl::StrJoin(modes, ", ")));
   }
-  if (o.mode.rfind("in-graph", 0) == 0) {
-    return absl::UnimplementedError(absl::StrCat("[train] --mode ", o.mode, " is not built yet"));
+  if (o.mode.rfind("in-graph", 0) == 0 && o.task != 0) {
+    return absl::InvalidArgumentError(
+        "[train] in-graph replication has one client, worker 0; other workers only serve");
+  }
+  if (o.towers < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("[train] --towers must be >= 1, got ", o.towers));
   }
   if (o.job != "worker") {
     return absl::InvalidArgumentError(
@@ -56,49 +63,72 @@ absl::Status CheckClusterOptions(const TrainOptions& o, const ClusterSpec& clust
   return ParsePsStrategy(o.ps_strategy).status();
 }
 
-// Worker `task`'s slice of each global batch of `workers` x `batch_size` rows.
+// Slices of a seeded sequence of global batches of `global_batch` rows:
+// Next() returns, for the next global batch, `count` consecutive slices of
+// `batch_size` rows starting at slice `first`.
 class ShardedBatches {
  public:
   static absl::StatusOr<std::unique_ptr<ShardedBatches>> Create(const Dataset& train,
                                                                 const TrainOptions& o,
-                                                                int workers) {
+                                                                int64_t global_batch, int first,
+                                                                int count) {
     ASSIGN_OR_RETURN(auto inner,
-                     BatchIterator::Create(train, {.batch_size = o.batch_size * workers,
+                     BatchIterator::Create(train, {.batch_size = global_batch,
                                                    .seed = static_cast<uint64_t>(o.seed),
                                                    .drop_remainder = true,
                                                    .num_epochs = 0}));
     return std::unique_ptr<ShardedBatches>(
-        new ShardedBatches(std::move(inner), o.batch_size, o.task));
+        new ShardedBatches(std::move(inner), o.batch_size, first, count));
   }
 
-  absl::StatusOr<Batch> Next() {
+  // One (features, labels) per slice.
+  absl::StatusOr<std::vector<std::pair<Tensor, Tensor>>> Next() {
     ASSIGN_OR_RETURN(Batch global, input_.Next());
-    Batch mine;
-    mine.features = Rows(global.features);
-    mine.labels = Rows(global.labels);
-    mine.epoch = global.epoch;
-    mine.step = global.step;
-    return mine;
+    std::vector<std::pair<Tensor, Tensor>> slices;
+    for (int i = first_; i < first_ + count_; ++i) {
+      slices.emplace_back(Rows(global.features, i), Rows(global.labels, i));
+    }
+    return slices;
   }
 
  private:
-  ShardedBatches(std::unique_ptr<BatchIterator> inner, int64_t batch_size, int task)
-      : input_(std::move(inner)), batch_size_(batch_size), task_(task) {}
+  ShardedBatches(std::unique_ptr<BatchIterator> inner, int64_t batch_size, int first, int count)
+      : input_(std::move(inner)), batch_size_(batch_size), first_(first), count_(count) {}
 
-  // Rows [task * batch_size, (task + 1) * batch_size) of `t`.
-  Tensor Rows(const Tensor& t) const {
+  // Rows [slice * batch_size, (slice + 1) * batch_size) of `t`.
+  Tensor Rows(const Tensor& t, int slice) const {
     TensorShape shape = t.shape();
     shape.set_dim(0, batch_size_);
     Tensor out = Tensor::ForOverwrite(t.dtype(), shape);
     const size_t bytes = out.TotalBytes();
-    std::memcpy(out.raw_data(), static_cast<const char*>(t.raw_data()) + task_ * bytes, bytes);
+    std::memcpy(out.raw_data(), static_cast<const char*>(t.raw_data()) + slice * bytes, bytes);
     return out;
   }
 
   PrefetchingIterator input_;
   const int64_t batch_size_;
-  const int task_;
+  const int first_;
+  const int count_;
 };
+
+// The mean of the towers' gradients of each variable, computed in `at`
+// (nullopt: beside the variable).
+std::vector<GradAndVar> AverageGradients(const Scope& scope,
+                                         const std::vector<std::vector<GradAndVar>>& towers,
+                                         const std::string& device) {
+  if (towers.size() == 1) return towers[0];
+  std::vector<GradAndVar> mean;
+  Scope s = scope.NewSubScope("average_gradients");
+  for (size_t v = 0; v < towers[0].size(); ++v) {
+    const Variable& var = towers[0][v].var;
+    Scope at = device.empty() ? s.ColocateWith(var.op()) : s.WithDevice(device);
+    std::vector<Input> grads;
+    for (const auto& tower : towers) grads.push_back(tower[v].grad);
+    Output sum = ops::AddN(at, grads);
+    mean.push_back({ops::Mul(at, sum, Tensor::Scalar(1.0f / towers.size())), var});
+  }
+  return mean;
+}
 
 // One bool per variable on a ps task: is it initialized? (What the chief's
 // initializer sets; a worker's own local variables are its business.)
@@ -167,7 +197,8 @@ absl::StatusOr<TrainMetrics> TrainOnCluster(const TrainOptions& o, std::ostream&
   RETURN_IF_ERROR(CheckClusterOptions(o, cluster));
   const int workers = cluster.NumTasks("worker");
   const bool chief = o.task == 0;
-  const bool sync = o.mode == "between-sync";
+  const bool sync = o.mode == "between-sync" || o.mode == "in-graph-sync";
+  const bool in_graph = o.mode.rfind("in-graph", 0) == 0;
   const int replicas = sync && o.replicas_to_aggregate > 0 ? o.replicas_to_aggregate : workers;
   ASSIGN_OR_RETURN(Data data, LoadData(o));
 
@@ -180,28 +211,79 @@ absl::StatusOr<TrainMetrics> TrainOnCluster(const TrainOptions& o, std::ostream&
   m.mode = o.mode;
   m.workers = workers;
 
-  // The graph, as every worker builds it.
+  // Towers: the devices that compute a copy of the model, sharing tower 0's
+  // variables. Between-graph, this worker's CPUs; in-graph, every worker's.
+  const int towers_per_task = static_cast<int>(o.towers);
+  const int first_task = in_graph ? 0 : o.task;
+  const int last_task = in_graph ? workers - 1 : o.task;
+  std::vector<std::string> tower_devices;
+  for (int w = first_task; w <= last_task; ++w) {
+    for (int t = 0; t < towers_per_task; ++t) {
+      tower_devices.push_back(towers_per_task == 1
+                                  ? absl::StrCat("/job:worker/task:", w)
+                                  : absl::StrCat("/job:worker/task:", w, "/device:CPU:", t));
+    }
+  }
   const std::string worker_device = absl::StrCat("/job:worker/task:", o.task);
   ASSIGN_OR_RETURN(ReplicaDeviceSetterOptions setter_options,
                    ReplicaDeviceSetterOptions::FromCluster(cluster, worker_device));
   ASSIGN_OR_RETURN(setter_options.strategy, ParsePsStrategy(o.ps_strategy));
   auto setter = std::make_shared<ReplicaDeviceSetter>(setter_options);
   Scope root = Scope::NewRootScope();
-  Scope s = root.WithDeviceFunction(
-      [setter](const tensorflow::NodeDef& node) { return setter->DeviceFor(node); });
-  ASSIGN_OR_RETURN(Model model, BuildModel(s, o));
-  ASSIGN_OR_RETURN(Variable global_step, CreateGlobalStep(s));
+  // What the replica device setter does for `device`: variables to the ps
+  // tasks, the rest to `device`.
+  auto placed_on = [&](const Scope& scope, const std::string& device) {
+    return scope.WithDeviceFunction([setter, device](const tensorflow::NodeDef& node) {
+      return setter->DeviceFor(node, device);
+    });
+  };
+  Scope s = placed_on(root, worker_device);
   std::unique_ptr<Optimizer> opt = MakeOptimizer(o.optimizer, static_cast<float>(m.learning_rate));
+  std::vector<Model> models;
+  std::vector<std::vector<GradAndVar>> grads;
+  for (size_t t = 0; t < tower_devices.size(); ++t) {
+    Scope tower =
+        placed_on(t == 0 ? root : root.NewSubScope(absl::StrCat("tower_", t)), tower_devices[t]);
+    ASSIGN_OR_RETURN(Model model,
+                     t == 0 ? BuildModel(tower, o) : BuildModel(tower, o, &models[0].variables));
+    ASSIGN_OR_RETURN(auto g, opt->ComputeGradients(tower, model.loss, model.variables));
+    models.push_back(std::move(model));
+    grads.push_back(std::move(g));
+  }
+  ASSIGN_OR_RETURN(Variable global_step, CreateGlobalStep(s));
+
+  // What each driving thread runs: its train op, fed by its towers.
+  struct Group {
+    Operation train_op;
+    int first_tower = 0;
+    int towers = 0;
+  };
+  std::vector<Group> groups;
   std::unique_ptr<SyncReplicasOptimizer> sync_opt;
-  Operation train_op;
-  if (sync) {
-    sync_opt = std::make_unique<SyncReplicasOptimizer>(
-        opt.get(), SyncReplicasOptions{.replicas_to_aggregate = replicas,
-                                       .total_num_replicas = workers,
-                                       .local_device = worker_device});
-    ASSIGN_OR_RETURN(train_op, sync_opt->Minimize(s, model.loss, model.variables, &global_step));
+  if (o.mode == "in-graph-async") {
+    for (int w = 0; w < workers; ++w) {  // One update per worker task, from its towers.
+      const auto first = grads.begin() + w * towers_per_task;
+      std::vector<GradAndVar> mean =
+          AverageGradients(s.NewSubScope(absl::StrCat("worker_", w)),
+                           {first, first + towers_per_task}, absl::StrCat("/job:worker/task:", w));
+      ASSIGN_OR_RETURN(Operation train, opt->ApplyGradients(s, mean, &global_step));
+      groups.push_back({train, w * towers_per_task, towers_per_task});
+    }
   } else {
-    ASSIGN_OR_RETURN(train_op, opt->Minimize(s, model.loss, model.variables, &global_step));
+    // One update from every tower: averaged on this worker between-graph,
+    // beside each variable in-graph.
+    std::vector<GradAndVar> mean = AverageGradients(s, grads, in_graph ? "" : worker_device);
+    Operation train;
+    if (sync && !in_graph) {
+      sync_opt = std::make_unique<SyncReplicasOptimizer>(
+          opt.get(), SyncReplicasOptions{.replicas_to_aggregate = replicas,
+                                         .total_num_replicas = workers,
+                                         .local_device = worker_device});
+      ASSIGN_OR_RETURN(train, sync_opt->ApplyGradients(s, mean, &global_step));
+    } else {
+      ASSIGN_OR_RETURN(train, opt->ApplyGradients(s, mean, &global_step));
+    }
+    groups.push_back({train, 0, static_cast<int>(tower_devices.size())});
   }
   Operation init = GlobalVariablesInitializer(root);
   std::vector<Output> ready = VariablesInitialized(root);
@@ -209,8 +291,10 @@ absl::StatusOr<TrainMetrics> TrainOnCluster(const TrainOptions& o, std::ostream&
 
   SessionOptions session_options;
   session_options.target = o.session_target;
-  session_options.config.add_device_filters("/job:ps");
-  session_options.config.add_device_filters(worker_device);
+  if (!in_graph) {  // A between-graph replica sees the ps tasks and itself only.
+    session_options.config.add_device_filters("/job:ps");
+    session_options.config.add_device_filters(worker_device);
+  }
   session_options.config.set_operation_timeout_in_ms(o.startup_timeout_seconds * 1000);
   ClientSession session(root, session_options);
   const absl::Duration startup = absl::Seconds(o.startup_timeout_seconds);
@@ -220,55 +304,83 @@ absl::StatusOr<TrainMetrics> TrainOnCluster(const TrainOptions& o, std::ostream&
   } else {
     RETURN_IF_ERROR(WaitForChiefInit(session, ready, startup, progress));
   }
-  const int64_t examples_per_step = o.batch_size * (sync ? replicas : 1);
+  const int64_t examples_per_step = o.batch_size * towers_per_task *
+                                    (o.mode == "between-sync"    ? replicas
+                                     : o.mode == "in-graph-sync" ? workers
+                                                                 : 1);
   const int64_t steps_per_epoch = data.train.size() / examples_per_step;
   int64_t total_steps = steps_per_epoch * o.epochs;
   if (o.max_steps > 0) total_steps = std::min(total_steps, o.max_steps);
   std::unique_ptr<SyncReplicasOptimizer::ChiefLoop> chief_loop;
-  if (sync) {
+  if (sync_opt != nullptr) {
     RETURN_IF_ERROR(sync_opt->InitLocalStep(session));
     if (chief) {
       ASSIGN_OR_RETURN(chief_loop, sync_opt->StartChiefLoop(&session, total_steps));
     }
   }
 
-  ASSIGN_OR_RETURN(auto batches, ShardedBatches::Create(data.train, o, workers));
+  // Every global batch holds workers x towers x batch_size rows; a group
+  // takes the slices of its towers (tower k of the cluster: slice k).
+  const int64_t global_batch = o.batch_size * towers_per_task * workers;
+  const int slice_offset = in_graph ? 0 : o.task * towers_per_task;
   TrainOptions progress_options = o;
   progress_options.epochs = (total_steps + steps_per_epoch - 1) / steps_per_epoch;
   Progress live(progress, progress_options, steps_per_epoch);
-  const Clock::time_point train_start = Clock::now();
-  int64_t first_step = -1, last_step = 0;
+  absl::Mutex mu;  // Guards live and the sums below.
+  std::atomic<int64_t> last_step{0};
+  int64_t first_step = -1;
   double loss_sum = 0;
   int64_t loss_steps = 0;
-  while (last_step < total_steps) {
-    ASSIGN_OR_RETURN(Batch batch, batches->Next());
-    std::vector<Tensor> out;
-    const ClientSession::FeedType feeds = {{model.features, batch.features},
-                                           {model.labels, batch.labels}};
-    absl::Status st =
-        sync ? sync_opt->RunTrainStep(session, feeds, {model.loss, global_step.value()}, &out)
-             : session.Run(feeds, {model.loss, global_step.value()}, {train_op}, &out);
-    if (sync && SyncReplicasOptimizer::IsEndOfTraining(st)) break;  // The chief closed the queue.
-    RETURN_IF_ERROR(st);
-    const double loss = out[0].scalar<float>();
-    last_step = out[1].scalar<int64_t>() + 1;  // Read before this step's update.
-    if (first_step < 0) first_step = last_step - 1;
-    ++m.local_steps;
-    if (last_step > total_steps - steps_per_epoch) loss_sum += loss, ++loss_steps;
-    live.Step(std::min(last_step, total_steps) - 1, o.batch_size, loss);
+  auto drive = [&](const Group& g) -> absl::Status {
+    ASSIGN_OR_RETURN(auto batches, ShardedBatches::Create(data.train, o, global_batch,
+                                                          slice_offset + g.first_tower, g.towers));
+    while (last_step.load() < total_steps) {
+      ASSIGN_OR_RETURN(auto slices, batches->Next());
+      ClientSession::FeedType feeds;
+      for (int t = 0; t < g.towers; ++t) {
+        feeds.push_back({models[g.first_tower + t].features, slices[t].first});
+        feeds.push_back({models[g.first_tower + t].labels, slices[t].second});
+      }
+      const std::vector<Output> fetches = {models[g.first_tower].loss, global_step.value()};
+      std::vector<Tensor> out;
+      absl::Status st = sync_opt != nullptr ? sync_opt->RunTrainStep(session, feeds, fetches, &out)
+                                            : session.Run(feeds, fetches, {g.train_op}, &out);
+      if (sync_opt != nullptr && SyncReplicasOptimizer::IsEndOfTraining(st)) break;
+      RETURN_IF_ERROR(st);
+      const double loss = out[0].scalar<float>();
+      const int64_t step = out[1].scalar<int64_t>() + 1;  // Read before this step's update.
+      absl::MutexLock l(&mu);
+      if (step > last_step.load()) last_step.store(step);
+      if (first_step < 0) first_step = step - 1;
+      ++m.local_steps;
+      if (step > total_steps - steps_per_epoch) loss_sum += loss, ++loss_steps;
+      live.Step(std::min(step, total_steps) - 1, o.batch_size * g.towers, loss);
+    }
+    return absl::OkStatus();
+  };
+  const Clock::time_point train_start = Clock::now();
+  std::vector<absl::Status> group_status(groups.size());
+  {
+    std::vector<std::thread> threads;
+    for (size_t i = 1; i < groups.size(); ++i) {
+      threads.emplace_back([&, i] { group_status[i] = drive(groups[i]); });
+    }
+    group_status[0] = drive(groups[0]);
+    for (std::thread& t : threads) t.join();
   }
   m.train_seconds = SecondsSince(train_start);
+  for (const absl::Status& st : group_status) RETURN_IF_ERROR(st);
   if (chief_loop != nullptr) RETURN_IF_ERROR(chief_loop->Stop());
-  if (sync) m.stale_gradients = sync_opt->stale_gradients();
-  m.steps = last_step;
+  if (sync_opt != nullptr) m.stale_gradients = sync_opt->stale_gradients();
+  m.steps = last_step.load();
   m.local_examples_per_sec =
-      m.train_seconds > 0 ? m.local_steps * o.batch_size / m.train_seconds : 0;
+      m.train_seconds > 0 ? m.local_steps * o.batch_size * towers_per_task / m.train_seconds : 0;
   m.examples_per_sec = m.train_seconds > 0 && first_step >= 0
-                           ? (last_step - first_step) * examples_per_step / m.train_seconds
+                           ? (m.steps - first_step) * examples_per_step / m.train_seconds
                            : 0;
   m.final_loss = loss_steps > 0 ? loss_sum / loss_steps : 0;
   if (chief) {
-    ASSIGN_OR_RETURN(m.test_accuracy, Evaluate(session, model, data.test));
+    ASSIGN_OR_RETURN(m.test_accuracy, Evaluate(session, models[0], data.test));
   }
   m.wall_seconds = SecondsSince(wall_start);
   if (chief && !o.metrics_out.empty()) RETURN_IF_ERROR(WriteMetrics(o.metrics_out, m));

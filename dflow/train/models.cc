@@ -23,15 +23,27 @@ Placeholders MakePlaceholders(const Scope& scope, int64_t input_dim) {
   return p;
 }
 
-// Adds `name`/w (Glorot uniform, seeded) and `name`/b (zeros) to `model`.
+// Adds `name`/w (Glorot uniform, seeded) and `name`/b (zeros) to `model`,
+// or, for another tower, the next two of `reuse`.
 absl::Status AddLayerVariables(const Scope& scope, const std::string& name,
-                               const TensorShape& w_shape, int64_t seed, Model* model) {
+                               const TensorShape& w_shape, int64_t seed, Model* model,
+                               const std::vector<Variable>* reuse) {
+  if (reuse != nullptr) {
+    const size_t next = model->variables.size();
+    if (next + 2 > reuse->size() || (*reuse)[next].shape() != w_shape) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("[models] the variables to reuse do not fit layer '", name, "'"));
+    }
+    model->variables.push_back((*reuse)[next]);
+    model->variables.push_back((*reuse)[next + 1]);
+    return absl::OkStatus();
+  }
   Scope layer = scope.NewSubScope(name);
   ASSIGN_OR_RETURN(Variable w,
                    MakeVariable(layer, "w", w_shape, DT_FLOAT, GlorotUniformInitializer(seed)));
   const int64_t out = w_shape.dim_size(w_shape.dims() - 1);
-  ASSIGN_OR_RETURN(Variable b, MakeVariable(layer, "b", TensorShape({out}), DT_FLOAT,
-                                            ZerosInitializer()));
+  ASSIGN_OR_RETURN(Variable b,
+                   MakeVariable(layer, "b", TensorShape({out}), DT_FLOAT, ZerosInitializer()));
   model->variables.push_back(w);
   model->variables.push_back(b);
   return absl::OkStatus();
@@ -39,8 +51,9 @@ absl::Status AddLayerVariables(const Scope& scope, const std::string& name,
 
 // x @ w + b for the last two variables added, optionally ReLU'd.
 absl::StatusOr<Output> Dense(const Scope& scope, const std::string& name, const Output& x,
-                             int64_t in, int64_t out, int64_t seed, bool relu, Model* model) {
-  RETURN_IF_ERROR(AddLayerVariables(scope, name, TensorShape({in, out}), seed, model));
+                             int64_t in, int64_t out, int64_t seed, bool relu, Model* model,
+                             const std::vector<Variable>* reuse) {
+  RETURN_IF_ERROR(AddLayerVariables(scope, name, TensorShape({in, out}), seed, model, reuse));
   const Variable& w = model->variables[model->variables.size() - 2];
   const Variable& b = model->variables.back();
   Scope layer = scope.NewSubScope(name + "_op");
@@ -51,9 +64,9 @@ absl::StatusOr<Output> Dense(const Scope& scope, const std::string& name, const 
 // conv SAME + bias + ReLU, then 2x2 max pool.
 absl::StatusOr<Output> ConvPool(const Scope& scope, const std::string& name, const Output& x,
                                 int64_t in_channels, int64_t out_channels, int64_t seed,
-                                Model* model) {
+                                Model* model, const std::vector<Variable>* reuse) {
   RETURN_IF_ERROR(AddLayerVariables(scope, name, TensorShape({3, 3, in_channels, out_channels}),
-                                    seed, model));
+                                    seed, model, reuse));
   const Variable& w = model->variables[model->variables.size() - 2];
   const Variable& b = model->variables.back();
   Scope layer = scope.NewSubScope(name + "_op");
@@ -89,11 +102,11 @@ absl::StatusOr<Model> BuildMlp(const Scope& scope, const ModelOptions& options) 
   model.labels = p.labels;
   Scope mlp = scope.NewSubScope("mlp");
   ASSIGN_OR_RETURN(Output h1, Dense(mlp, "hidden1", p.features, options.input_dim, 256,
-                                    options.seed, /*relu=*/true, &model));
-  ASSIGN_OR_RETURN(Output h2,
-                   Dense(mlp, "hidden2", h1, 256, 256, options.seed + 1, /*relu=*/true, &model));
+                                    options.seed, /*relu=*/true, &model, options.reuse));
+  ASSIGN_OR_RETURN(Output h2, Dense(mlp, "hidden2", h1, 256, 256, options.seed + 1,
+                                    /*relu=*/true, &model, options.reuse));
   ASSIGN_OR_RETURN(model.logits, Dense(mlp, "logits", h2, 256, options.num_classes,
-                                       options.seed + 2, /*relu=*/false, &model));
+                                       options.seed + 2, /*relu=*/false, &model, options.reuse));
   return Finish(scope, std::move(model));
 }
 
@@ -109,14 +122,16 @@ absl::StatusOr<Model> BuildCnn(const Scope& scope, const ModelOptions& options) 
   model.labels = p.labels;
   Scope cnn = scope.NewSubScope("cnn");
   Output images = ops::Reshape(cnn, p.features, {-1, 28, 28, 1});
-  ASSIGN_OR_RETURN(Output c1, ConvPool(cnn, "conv1", images, 1, 16, options.seed, &model));
-  ASSIGN_OR_RETURN(Output c2, ConvPool(cnn, "conv2", c1, 16, 32, options.seed + 1, &model));
+  ASSIGN_OR_RETURN(Output c1,
+                   ConvPool(cnn, "conv1", images, 1, 16, options.seed, &model, options.reuse));
+  ASSIGN_OR_RETURN(Output c2,
+                   ConvPool(cnn, "conv2", c1, 16, 32, options.seed + 1, &model, options.reuse));
   constexpr int64_t kFlat = 7 * 7 * 32;
   Output flat = ops::Reshape(cnn, c2, {-1, static_cast<int32_t>(kFlat)});
   ASSIGN_OR_RETURN(Output h, Dense(cnn, "dense", flat, kFlat, 128, options.seed + 2,
-                                   /*relu=*/true, &model));
-  ASSIGN_OR_RETURN(model.logits, Dense(cnn, "logits", h, 128, options.num_classes,
-                                       options.seed + 3, /*relu=*/false, &model));
+                                   /*relu=*/true, &model, options.reuse));
+  ASSIGN_OR_RETURN(model.logits, Dense(cnn, "logits", h, 128, options.num_classes, options.seed + 3,
+                                       /*relu=*/false, &model, options.reuse));
   return Finish(scope, std::move(model));
 }
 

@@ -25,15 +25,19 @@ struct ModelOptions {
   int64_t seed = 1;
   int64_t input_dim = 784;  // The CNN requires 784 (28x28x1).
   int64_t num_classes = 10;
+  // Another tower of an existing model: its `variables` (not owned) are used
+  // instead of new ones (TensorFlow's variable_scope reuse), only the
+  // placeholders and the computation are added.
+  const std::vector<Variable>* reuse = nullptr;
 };
 
 struct Model {
-  Output features;  // Placeholder float [B, input_dim].
-  Output labels;    // Placeholder int32 [B].
-  Output logits;    // float [B, num_classes].
-  Output loss;      // Mean sparse softmax cross-entropy, float scalar.
-  Output accuracy;  // Fraction of argmax(logits) == labels, float scalar.
-  Output correct;   // Number of argmax(logits) == labels, float scalar.
+  Output features;                  // Placeholder float [B, input_dim].
+  Output labels;                    // Placeholder int32 [B].
+  Output logits;                    // float [B, num_classes].
+  Output loss;                      // Mean sparse softmax cross-entropy, float scalar.
+  Output accuracy;                  // Fraction of argmax(logits) == labels, float scalar.
+  Output correct;                   // Number of argmax(logits) == labels, float scalar.
   std::vector<Variable> variables;  // Trainable, in layer order.
 };
 

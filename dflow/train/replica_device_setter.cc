@@ -81,15 +81,15 @@ int ReplicaDeviceSetter::ChooseTask(const tensorflow::NodeDef& node, int64_t byt
   return task;
 }
 
-std::string ReplicaDeviceSetter::DeviceFor(const tensorflow::NodeDef& node) {
+std::string ReplicaDeviceSetter::DeviceFor(const tensorflow::NodeDef& node,
+                                           const std::string& worker_device) {
   // What the scope already set; unparsable specs are left for the placer to report.
   absl::StatusOr<DeviceName> current = DeviceName::Parse(node.device());
   if (!current.ok()) return node.device();
   const bool ps_op =
       options_.ps_tasks > 0 && !options_.ps_device.empty() &&
       std::find(options_.ps_ops.begin(), options_.ps_ops.end(), node.op()) != options_.ps_ops.end();
-  absl::StatusOr<DeviceName> device =
-      DeviceName::Parse(ps_op ? options_.ps_device : options_.worker_device);
+  absl::StatusOr<DeviceName> device = DeviceName::Parse(ps_op ? options_.ps_device : worker_device);
   if (!device.ok()) return node.device();
   if (ps_op && device->has_job && (!current->has_job || current->job == device->job)) {
     device->has_task = true;

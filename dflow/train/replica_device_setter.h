@@ -57,7 +57,11 @@ class ReplicaDeviceSetter {
   explicit ReplicaDeviceSetter(ReplicaDeviceSetterOptions options);
 
   // The device for `node` (its device field holds what the scope set).
-  std::string DeviceFor(const tensorflow::NodeDef& node);
+  std::string DeviceFor(const tensorflow::NodeDef& node) {
+    return DeviceFor(node, options_.worker_device);
+  }
+  // The same with another worker device (one tower's, sharing the strategy).
+  std::string DeviceFor(const tensorflow::NodeDef& node, const std::string& worker_device);
 
   // Bytes of the variables placed by the strategy, per ps task (all tasks).
   std::vector<int64_t> bytes_per_task() const;

@@ -26,6 +26,12 @@ SyncReplicasOptimizer::~SyncReplicasOptimizer() = default;
 absl::StatusOr<Operation> SyncReplicasOptimizer::Minimize(const Scope& scope, const Output& loss,
                                                           const std::vector<Variable>& var_list,
                                                           const Variable* global_step) {
+  ASSIGN_OR_RETURN(std::vector<GradAndVar> grads, opt_->ComputeGradients(scope, loss, var_list));
+  return ApplyGradients(scope, grads, global_step);
+}
+
+absl::StatusOr<Operation> SyncReplicasOptimizer::ApplyGradients(
+    const Scope& scope, const std::vector<GradAndVar>& grads, const Variable* global_step) {
   if (global_step == nullptr) {
     return absl::InvalidArgumentError("[SyncReplicasOptimizer] needs a global step");
   }
@@ -34,7 +40,6 @@ absl::StatusOr<Operation> SyncReplicasOptimizer::Minimize(const Scope& scope, co
         "[SyncReplicasOptimizer] replicas_to_aggregate (", options_.replicas_to_aggregate,
         ") and total_num_replicas (", options_.total_num_replicas, ") must be >= 1"));
   }
-  ASSIGN_OR_RETURN(std::vector<GradAndVar> grads, opt_->ComputeGradients(scope, loss, var_list));
   Scope s = scope.NewSubScope("sync_replicas");
   // This worker's local step lives on the worker (the device function keeps a
   // device of another job), not on the ps where every replica would share it.

@@ -61,6 +61,9 @@ class SyncReplicasOptimizer {
   absl::StatusOr<Operation> Minimize(const Scope& scope, const Output& loss,
                                      const std::vector<Variable>& var_list,
                                      const Variable* global_step);
+  // The same from gradients already computed (e.g. averaged over towers).
+  absl::StatusOr<Operation> ApplyGradients(const Scope& scope, const std::vector<GradAndVar>& grads,
+                                           const Variable* global_step);
 
   // Sets this worker's local step to the global step; run after the
   // variables are initialized, before the first train op.

@@ -103,8 +103,9 @@ absl::StatusOr<Data> LoadData(const TrainOptions& o) {
   return Data{std::move(train), std::move(test)};
 }
 
-absl::StatusOr<Model> BuildModel(const Scope& scope, const TrainOptions& o) {
-  ModelOptions model_options{.seed = o.seed};
+absl::StatusOr<Model> BuildModel(const Scope& scope, const TrainOptions& o,
+                                 const std::vector<Variable>* reuse) {
+  ModelOptions model_options{.seed = o.seed, .reuse = reuse};
   return o.model == "cnn" ? BuildCnn(scope, model_options) : BuildMlp(scope, model_options);
 }
 

@@ -46,6 +46,7 @@ struct TrainOptions {
   // between-async | between-sync | in-graph-async | in-graph-sync
   std::string mode = "between-async";
   int replicas_to_aggregate = 0;          // between-sync: 0 means every worker.
+  int64_t towers = 1;                     // Model copies per worker, one per CPU device.
   std::string ps_strategy = "bytes";      // bytes | round-robin
   std::string session_target;             // This task's own server: "grpc://host:port".
   int64_t max_steps = 0;                  // > 0: stop at this global step.

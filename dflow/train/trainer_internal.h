@@ -33,7 +33,9 @@ struct Data {
 absl::StatusOr<Data> LoadData(const TrainOptions& o);
 // Rows [begin, end) of `data`.
 Dataset Rows(const Dataset& data, int64_t begin, int64_t end);
-absl::StatusOr<Model> BuildModel(const Scope& scope, const TrainOptions& o);
+// The model of `o`; with `reuse`, another tower sharing those variables.
+absl::StatusOr<Model> BuildModel(const Scope& scope, const TrainOptions& o,
+                                 const std::vector<Variable>* reuse = nullptr);
 
 // The live progress line: step, epoch, loss, examples/s, ETA.
 class Progress {

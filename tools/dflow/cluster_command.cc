@@ -2,8 +2,9 @@
 //
 // Starts P ps tasks and W worker tasks of `dflow train --cluster ...` on
 // 127.0.0.1 (ports chosen by the kernel), prefixes each line they print with
-// the task ("[worker0] step 100/702 ..."), and waits for the workers. When
-// they are done (or one fails) the rest are stopped with SIGTERM, then
+// the task ("[worker0] step 100/702 ..."), and waits for the workers that
+// train (in-graph: worker 0, the others only serve). When they are done (or
+// one fails) the rest are stopped with SIGTERM, then
 // SIGKILL after a grace period; SIGINT/SIGTERM to this command does the same.
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -47,8 +48,8 @@ absl::StatusOr<std::pair<int, int>> HoldFreePort() {
 }
 
 struct Child {
-  std::string name;  // "ps0", "worker1"
-  bool worker = false;
+  std::string name;     // "ps0", "worker1"
+  bool trains = false;  // A worker driving training (in-graph: worker 0 only); others serve.
   pid_t pid = -1;
   int out_fd = -1;
   std::thread reader;
@@ -165,12 +166,13 @@ absl::Status ClusterCommand(const ClusterFlags& flags) {
   std::vector<Child> children(flags.ps + flags.workers);
   for (int i = 0; i < flags.ps + flags.workers; ++i) {
     Child& c = children[i];
-    c.worker = i >= flags.ps;
-    const int task = c.worker ? i - flags.ps : i;
-    c.name = absl::StrCat(c.worker ? "worker" : "ps", task);
+    const bool worker = i >= flags.ps;
+    const int task = worker ? i - flags.ps : i;
+    c.trains = worker && (task == 0 || flags.mode.rfind("in-graph", 0) != 0);
+    c.name = absl::StrCat(worker ? "worker" : "ps", task);
     std::vector<std::string> args = {"dflow",     "train",
                                      "--cluster", cluster,
-                                     "--job",     c.worker ? "worker" : "ps",
+                                     "--job",     worker ? "worker" : "ps",
                                      "--task",    std::to_string(task),
                                      "--mode",    flags.mode};
     args.insert(args.end(), flags.train_args.begin(), flags.train_args.end());
@@ -184,16 +186,16 @@ absl::Status ClusterCommand(const ClusterFlags& flags) {
   absl::Status status;
   for (;;) {
     Reap(children);
-    bool workers_running = false;
+    bool training = false;
     for (const Child& c : children) {
-      // A worker that fails, or a ps that exits at all, ends the run.
-      if ((c.worker ? c.exit_code > 0 : c.exit_code >= 0) && status.ok()) {
+      // A trainer that fails, or a server that exits at all, ends the run.
+      if ((c.trains ? c.exit_code > 0 : c.exit_code >= 0) && status.ok()) {
         status = absl::AbortedError(
             absl::StrCat(c.name, " exited with status ", c.exit_code, "; stopping the cluster"));
       }
-      workers_running |= c.worker && c.exit_code < 0;
+      training |= c.trains && c.exit_code < 0;
     }
-    if (!workers_running || !status.ok()) break;
+    if (!training || !status.ok()) break;
     pollfd p{signal_fd, POLLIN, 0};
     if (poll(&p, 1, 100) > 0) {
       const int sig = WaitForShutdownSignal(signal_fd);

@@ -55,6 +55,10 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--replicas-to-aggregate", train.replicas_to_aggregate,
                         "between-sync: gradients averaged per step (default: every worker)")
       ->check(CLI::PositiveNumber);
+  train_cmd->add_option("--towers", train.towers,
+                        "Model copies per worker, each on its own CPU device; their gradients "
+                        "are averaged")
+      ->check(CLI::PositiveNumber)->capture_default_str();
   train_cmd->add_option("--ps-strategy", train.ps_strategy, "Placement of variables on ps tasks")
       ->check(CLI::IsMember({"bytes", "round-robin"}))->capture_default_str();
   train_cmd->add_option("--max-steps", train.max_steps, "Stop at this global step")

@@ -26,8 +26,11 @@ absl::Status TrainCommand(const TrainOptions& flags) {
       return absl::InvalidArgumentError(
           absl::StrCat("--job '", options.job, "' is not a job of the cluster ", cluster.ToJson()));
     }
-    ASSIGN_OR_RETURN(server, StartTaskServer(cluster, options.job, options.task, 1));
-    if (options.job == "ps") {
+    ASSIGN_OR_RETURN(server, StartTaskServer(cluster, options.job, options.task,
+                                             options.job == "ps" ? 1 : options.towers));
+    // A ps, and in-graph every worker but the client (worker 0), only serve.
+    const bool in_graph = options.mode.rfind("in-graph", 0) == 0;
+    if (options.job == "ps" || (in_graph && options.task != 0)) {
       ServeUntilSignal(server.get());
       return absl::OkStatus();
     }
