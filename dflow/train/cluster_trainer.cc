@@ -111,8 +111,8 @@ class ShardedBatches {
   const int count_;
 };
 
-// The mean of the towers' gradients of each variable, computed in `at`
-// (nullopt: beside the variable).
+// The mean of the towers' gradients of each variable, computed on `device`
+// ("": beside the variable).
 std::vector<GradAndVar> AverageGradients(const Scope& scope,
                                          const std::vector<std::vector<GradAndVar>>& towers,
                                          const std::string& device) {
