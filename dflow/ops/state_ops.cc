@@ -33,8 +33,9 @@ absl::Status CheckRefInitialized(const OpKernelContext& ctx, int i) {
 
 Tensor* MutableRefInput(OpKernelContext* ctx, int i) {
   Tensor* t = ctx->mutable_input(i);
-  // The storage itself is one use of the buffer; any other is a snapshot.
-  if (t->BufferUseCount() > 1) *t = t->DeepCopy();
+  // As TensorFlow: a reference variable is updated in place, so its reads
+  // ("v/read") and anything aliasing them see the new value (resource
+  // variables copy on write instead; see Var::MutableTensor).
   return t;
 }
 

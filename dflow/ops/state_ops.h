@@ -7,7 +7,7 @@
 //
 //   RefInputsLock lock(ctx, {0, 1});                 // var and accum
 //   RETURN_IF_ERROR(CheckRefInitialized(*ctx, 0));
-//   Tensor* var = MutableRefInput(ctx, 0);           // exclusive buffer
+//   Tensor* var = MutableRefInput(ctx, 0);           // updated in place
 //   ...update var in place...
 //   ForwardRefInput(ctx, 0, 0);                      // output 0 = the var
 //
@@ -31,9 +31,9 @@ namespace dflow {
 // value yet. REQUIRES: ctx.input_is_ref(i), and its mutex held.
 absl::Status CheckRefInitialized(const OpKernelContext& ctx, int i);
 
-// The storage of ref input `i`, with a buffer no snapshot shares (copied
-// first when one does). REQUIRES: ctx->input_is_ref(i), its mutex held
-// exclusively, and the value initialized.
+// The storage of ref input `i`, to update in place: as in TensorFlow, reads
+// of the variable that alias its buffer see the update. REQUIRES:
+// ctx->input_is_ref(i), its mutex held exclusively, and the value initialized.
 Tensor* MutableRefInput(OpKernelContext* ctx, int i);
 
 // Sets ref output `out` to the variable of ref input `in`.

@@ -184,11 +184,15 @@ TEST_F(StateOpsTest, AssignAddAndSubUpdateInPlace) {
   ExpectTensorEq<int64_t>(i.tensor, {7, -10}, TensorShape({2}));
 }
 
-TEST_F(StateOpsTest, AssignAddLeavesSnapshotsAlone) {
+// As in TensorFlow, a reference variable is updated in place: a read of it
+// ("v/read", an Identity of the ref) aliases the buffer and sees the update
+// (TF 2.21: fetching v/read and assign_add(v, 1) in one step gives the new
+// value for both; SyncReplicasOptimizer's tokens rely on it).
+TEST_F(StateOpsTest, AssignAddUpdatesInPlaceAsTensorFlowDoes) {
   TestRef v(Tensor::Vec<float>({1, 2}));
-  Tensor snapshot = v.tensor;
+  Tensor read = v.tensor;
   ASSERT_TRUE(Update("AssignAdd", v.value(), Tensor::Vec<float>({1, 1})).ok());
-  ExpectTensorEq<float>(snapshot, {1, 2}, TensorShape({2}));
+  ExpectTensorEq<float>(read, {2, 3}, TensorShape({2}));
   ExpectTensorEq<float>(v.tensor, {2, 3}, TensorShape({2}));
 }
 
