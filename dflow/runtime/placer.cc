@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iostream>
 #include <map>
 #include <numeric>
 #include <string>
@@ -153,10 +154,27 @@ absl::Status Placer::MergeRequest(Group* g, Node* n, const DeviceName& request) 
   return absl::OkStatus();
 }
 
+// True when `n` reads a resource or ref input: it must run beside that
+// variable, whatever it requested.
+bool ConsumesResourceOrRef(const Node* n) {
+  for (const Edge* e : n->in_edges()) {
+    if (e->IsControlEdge()) continue;
+    const DataType t = n->input_type(e->dst_input);
+    if (t == DT_RESOURCE || IsRefType(t)) return true;
+  }
+  return false;
+}
+
 absl::Status Placer::BuildGroups() {
   UnionFind uf(graph_->num_node_ids());
   RETURN_IF_ERROR(Colocate(&uf));
   std::map<int, int> group_of_root;
+  // Requests of resource/ref consumers merge last; one that conflicts with
+  // its variable's is ignored, as TensorFlow's placer does ("the input edge
+  // is a reference connection and already has a device field set"): e.g.
+  // replica_device_setter puts VarIsInitializedOp on the worker, its variable
+  // on a ps.
+  std::vector<std::tuple<int, Node*, DeviceName>> consumers;
   for (Node* n : graph_->nodes()) {
     auto [it, added] = group_of_root.emplace(uf.Find(n->id()), groups_.size());
     if (added) groups_.emplace_back();
@@ -171,7 +189,18 @@ absl::Status Placer::BuildGroups() {
                                                      " has a malformed device: ",
                                                      request.status().message()));
     }
+    if (ConsumesResourceOrRef(n)) {
+      consumers.emplace_back(it->second, n, *request);
+      continue;
+    }
     RETURN_IF_ERROR(MergeRequest(&g, n, *request));
+  }
+  for (auto& [group, n, request] : consumers) {
+    if (absl::Status s = MergeRequest(&groups_[group], n, request);
+        !s.ok() && opts_.log_device_placement) {
+      std::cerr << "[Placer] ignoring the device requested by " << Label(n)
+                << ": it reads a variable placed elsewhere (" << s.message() << ")\n";
+    }
   }
   return absl::OkStatus();
 }
