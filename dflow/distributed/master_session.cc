@@ -145,12 +145,28 @@ absl::Status MasterSession::Extend(const tensorflow::ExtendSessionRequest& req,
 }
 
 absl::Status MasterSession::Close(absl::Time deadline) {
+  std::vector<std::shared_ptr<Step>> running;
   {
     absl::MutexLock l(&mu_);
     if (closed_) return absl::OkStatus();
     closed_ = true;
     plans_.clear();
     graph_.reset();
+    for (const auto& [id, weak] : in_flight_) {
+      if (std::shared_ptr<Step> step = weak.lock()) running.push_back(std::move(step));
+    }
+  }
+  for (const std::shared_ptr<Step>& step : running) {
+    bool abort = false;
+    {
+      absl::MutexLock l(&step->mu);
+      if (!step->aborting) {
+        step->status = absl::CancelledError(
+            absl::StrCat("[Master] the session was closed while step ", step->step_id, " ran"));
+        step->aborting = abort = true;
+      }
+    }
+    if (abort) CleanupStep(*step->plan, step->step_id);
   }
   absl::Status status;
   for (const std::string& task : Tasks()) {
@@ -401,6 +417,15 @@ void MasterSession::RunAsync(absl::Time deadline, const Feeds& feeds,
   // 3. Fan out. The first error aborts the other parts' steps.
   step->done = std::move(done);
   {
+    absl::MutexLock l(&mu_);
+    if (closed_) {
+      std::vector<tensorflow::TensorProto*> none;
+      step->done(Closed(), none);
+      return;
+    }
+    in_flight_[step->step_id] = step;
+  }
+  {
     absl::MutexLock l(&step->mu);
     step->pending = static_cast<int>(p.parts.size()) + 1;  // +1 until all are started.
   }
@@ -439,6 +464,10 @@ void MasterSession::RunAsync(absl::Time deadline, const Feeds& feeds,
 
 void MasterSession::FinishStep(const std::shared_ptr<Step>& step) {
   CleanupStep(*step->plan, step->step_id);
+  {
+    absl::MutexLock l(&mu_);
+    in_flight_.erase(step->step_id);
+  }
   absl::Status status;
   {
     absl::MutexLock l(&step->mu);

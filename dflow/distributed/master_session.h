@@ -114,6 +114,9 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
   tensorflow::GraphDef graph_def_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<const Graph> graph_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::shared_ptr<const Plan>> plans_ ABSL_GUARDED_BY(mu_);
+  // Steps running now, which Close aborts (a step may wait on a queue for
+  // ever; TensorFlow's master cancels them too).
+  absl::flat_hash_map<int64_t, std::weak_ptr<Step>> in_flight_ ABSL_GUARDED_BY(mu_);
   // Stateful node name -> the device it was first placed on.
   absl::flat_hash_map<std::string, std::string> stateful_placements_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int64_t, tensorflow::CallableOptions> callables_ ABSL_GUARDED_BY(mu_);

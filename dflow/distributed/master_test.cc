@@ -3,8 +3,10 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "dflow/distributed/remote_session.h"
 #include "dflow/distributed/worker_test_util.h"
@@ -229,6 +231,38 @@ TEST(MasterTest, UnknownSessionAndUnreachableTask) {
   s = lonely.CreateSession(create, &created, CallOptions::WithTimeout(absl::Seconds(5)));
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(Msg(s), HasSubstr("/job:ps/replica:0/task:7"));
+}
+
+// A step waiting on an empty queue on the ps ends when its session is
+// closed, instead of holding Close (and the client) until its deadline.
+TEST(MasterTest, CloseCancelsStepsInFlight) {
+  InProcessCluster cluster;
+  Builder b;
+  tensorflow::NodeDef* q = b.Node("q", "FIFOQueueV2", {}, "/job:ps/task:0");
+  SetAttr(q, "component_types", std::vector<DataType>{DT_FLOAT});
+  tensorflow::NodeDef* deq = b.Node("deq", "QueueDequeueV2", {"q"}, "/job:ps/task:0");
+  SetAttr(deq, "component_types", std::vector<DataType>{DT_FLOAT});
+  b.Binary("twice", "Add", "deq", "deq", "/job:worker/task:1");
+  tensorflow::ConfigProto config;
+  config.set_operation_timeout_in_ms(30000);
+  auto session = cluster.NewSession(config);
+  ASSERT_TRUE(session->Create(b.def()).ok());
+  absl::Status run_status;
+  absl::Notification ran;
+  std::thread runner([&] {
+    std::vector<Tensor> out;
+    run_status = session->Run({}, {"twice"}, {}, &out);
+    ran.Notify();
+  });
+  absl::SleepFor(absl::Milliseconds(200));  // The step is now waiting on the queue.
+  EXPECT_FALSE(ran.HasBeenNotified());
+  const absl::Time start = absl::Now();
+  EXPECT_TRUE(session->Close().ok());
+  EXPECT_TRUE(ran.WaitForNotificationWithTimeout(absl::Seconds(5)));
+  runner.join();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_EQ(run_status.code(), absl::StatusCode::kCancelled) << run_status;
+  EXPECT_THAT(Msg(run_status), HasSubstr("closed"));
 }
 
 TEST(MasterTest, CallablesRunTheirSignature) {

@@ -43,6 +43,8 @@ void StepRendezvous::StartAbort(const absl::Status& status) {
     in_flight_->recvs.clear();
   }
   for (DoneCallback& done : answered) done(first, Tensor(), false);
+  // Last, so that receivers report the abort's status, not a bare cancel.
+  cancellation_.StartCancel();
 }
 
 absl::Status StepRendezvous::aborted() const {

@@ -15,6 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "dflow/distributed/worker_interface.h"
+#include "dflow/framework/cancellation.h"
 #include "dflow/runtime/rendezvous_local.h"
 
 namespace dflow {
@@ -36,8 +37,11 @@ class StepRendezvous : public Rendezvous {
   void RecvLocalAsync(const ParsedKey& key, DoneCallback done);
   // Fails pending and later receives, local and remote, with `status` (the
   // first abort wins); a remote receive in flight is answered at once, its
-  // late reply dropped.
+  // late reply dropped. Cancels the step's kernels (cancellation()).
   void StartAbort(const absl::Status& status) override;
+  // The step's cancellation: what its waiting kernels (queues,
+  // accumulators) register with; cancelled by StartAbort.
+  CancellationManager* cancellation() { return &cancellation_; }
   // OK until StartAbort, then its status.
   absl::Status aborted() const;
 
@@ -57,6 +61,7 @@ class StepRendezvous : public Rendezvous {
   const std::string task_name_;
   const WorkerLookup lookup_;
   LocalRendezvous local_;
+  CancellationManager cancellation_;
   mutable absl::Mutex mu_;
   absl::Time deadline_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   // Remote receives in flight, by call id; shared with their callbacks,

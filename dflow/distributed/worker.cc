@@ -36,7 +36,6 @@ struct Worker::RunState {
   StatusCallback done;
   std::shared_ptr<const GraphItem> graph;
   std::shared_ptr<StepRendezvous> rendez;
-  CancellationManager cancellation;
   DeadlineTimer::Id timer = DeadlineTimer::kNone;
 
   absl::Mutex mu;
@@ -365,13 +364,12 @@ void Worker::RunGraphAsync(const CallOptions& opts, const tensorflow::RunGraphRe
       absl::MutexLock l(&r->mu);
       r->status = timeout;  // The deadline is the root cause of what follows.
     }
-    r->cancellation.StartCancel();
     r->rendez->StartAbort(MarkDerived(timeout));
   });
   Executor::Args args;
   args.step_id = req->step_id();
   args.rendezvous = run->rendez.get();
-  args.cancellation_manager = &run->cancellation;
+  args.cancellation_manager = run->rendez->cancellation();
   args.deadline = opts.deadline;
   ThreadPool* pool = pool_;
   args.runner = [pool](std::function<void()> fn) { pool->Schedule(std::move(fn)); };
