@@ -1,15 +1,21 @@
 // RecvTensor between two processes on 127.0.0.1 against a raw TCP stream of
 // the same bytes, measured in the same run (a plain main printing a table;
-// Google Benchmark's per-function timing does not pair two transports).
+// Google Benchmark's per-function timing does not pair transports).
 //
 // The parent forks a child before touching gRPC. The child serves a Worker
-// ("/job:ps/replica:0/task:0") through GrpcWorkerService and a raw TCP
-// sender: for each 8-byte request (a size) it writes that many bytes from
-// one buffer. Both ports come back through a pipe. The parent registers, per
-// size, a graph Const(size bytes) -> _Send on the child; per sample it runs
-// the step, then times one RecvTensor (gRPC, decoded into a fresh tensor)
-// and, interleaved, one raw request of the same size (read into a reused
-// buffer). Reported: median GB/s of each and their ratio.
+// ("/job:ps/replica:0/task:0") through GrpcWorkerService, its tensor data
+// plane (tensor_data_plane.h, offered over gRPC) and a raw TCP sender: for
+// each 8-byte request (a size) it writes that many bytes from one buffer.
+// Both ports come back through a pipe. The parent registers, per size, a
+// graph Const(size bytes) -> _Send on the child; per sample, interleaved, it
+// times one raw request of the size (read into a reused buffer), one
+// RecvTensor over gRPC only (GrpcRemoteWorker with the data plane off: decoded
+// into a fresh tensor) and one over the data plane (GrpcRemoteWorker with it
+// on: received straight into a fresh tensor), each after running its step.
+// Reported: median GB/s of each, and each transport's ratio to raw TCP as the
+// median over samples of raw time / transport time (a sample's three
+// transfers run back to back, so pairing them cancels most of the drift of a
+// shared machine's load).
 //
 //   build/bench/rpc_bench [--quick]
 #include <arpa/inet.h>
@@ -33,6 +39,7 @@
 #include "dflow/distributed/rpc/grpc_remote_worker.h"
 #include "dflow/distributed/rpc/grpc_util.h"
 #include "dflow/distributed/rpc/grpc_worker_service.h"
+#include "dflow/distributed/rpc/tensor_data_plane.h"
 #include "dflow/distributed/worker.h"
 #include "dflow/framework/attr_util.h"
 #include "dflow/framework/rendezvous.h"
@@ -119,6 +126,9 @@ void ServeRaw(int listen_fd) {
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &ports[0]);
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  DataPlaneServer data_plane(&worker);
+  if (!data_plane.Start("127.0.0.1").ok()) Die("data plane");
+  service.set_data_plane_port(data_plane.port());
   int raw_fd = Listen(&ports[1]);
   if (::write(report_fd, ports, sizeof(ports)) != sizeof(ports)) Die("report ports");
   ::close(report_fd);
@@ -127,8 +137,9 @@ void ServeRaw(int listen_fd) {
 }
 
 struct Remote {
-  std::unique_ptr<WorkerInterface> worker;
-  std::string src;  // The child's CPU:0.
+  std::unique_ptr<GrpcRemoteWorker> worker;      // gRPC only; also runs the steps.
+  std::unique_ptr<GrpcRemoteWorker> data_plane;  // RecvTensor over the data plane.
+  std::string src;                               // The child's CPU:0.
   uint64_t incarnation = 0;
 };
 
@@ -155,7 +166,8 @@ std::string RegisterSource(const Remote& r, size_t bytes) {
   SetAttr(s, "recv_device", kDst);
   SetAttr(s, "client_terminated", false);
   tensorflow::RegisterGraphResponse resp;
-  absl::Status st = r.worker->RegisterGraph(req, &resp, CallOptions::WithTimeout(absl::Seconds(120)));
+  absl::Status st =
+      r.worker->RegisterGraph(req, &resp, CallOptions::WithTimeout(absl::Seconds(120)));
   if (!st.ok()) {
     std::fprintf(stderr, "RegisterGraph: %s\n", std::string(st.message()).c_str());
     std::exit(1);
@@ -163,8 +175,9 @@ std::string RegisterSource(const Remote& r, size_t bytes) {
   return resp.graph_handle();
 }
 
-// One RecvTensor of the step's tensor; returns seconds, or -1 on error.
-double TimedRecvTensor(const Remote& r, const std::string& handle, size_t bytes, int64_t step) {
+// One RecvTensor of the step's tensor through `via`; returns seconds, or -1 on error.
+double TimedRecvTensor(const Remote& r, WorkerInterface* via, const std::string& handle,
+                       size_t bytes, int64_t step) {
   const CallOptions opts = CallOptions::WithTimeout(absl::Seconds(60));
   tensorflow::RunGraphRequest run;
   run.set_graph_handle(handle);
@@ -177,7 +190,7 @@ double TimedRecvTensor(const Remote& r, const std::string& handle, size_t bytes,
       Rendezvous::CreateKey(r.src, r.incarnation, kDst, "edge_" + std::to_string(bytes)));
   RecvTensorResult result;
   const absl::Time start = absl::Now();
-  absl::Status s = r.worker->RecvTensor(req, &result, opts);
+  absl::Status s = via->RecvTensor(req, &result, opts);
   const double secs = absl::ToDoubleSeconds(absl::Now() - start);
   tensorflow::CleanupGraphRequest cleanup;
   cleanup.set_step_id(step);
@@ -208,7 +221,10 @@ double Median(std::vector<double> v) {
 int RunParent(int grpc_port, int raw_port, bool quick) {
   Remote r;
   const std::string address = "127.0.0.1:" + std::to_string(grpc_port);
-  r.worker = NewGrpcRemoteWorker(address, "/job:ps/replica:0/task:0");
+  std::shared_ptr<grpc::Channel> channel = GrpcChannelCache::Global().FindOrCreate(address);
+  const std::string name = "/job:ps/replica:0/task:0 (" + address + ")";
+  r.worker = std::make_unique<GrpcRemoteWorker>(channel, name, /*use_data_plane=*/false);
+  r.data_plane = std::make_unique<GrpcRemoteWorker>(channel, name, /*use_data_plane=*/true);
   tensorflow::GetStatusResponse status;
   if (!r.worker->GetStatus({}, &status, CallOptions::WithTimeout(absl::Seconds(30))).ok() ||
       status.device_attributes_size() == 0) {
@@ -229,27 +245,37 @@ int RunParent(int grpc_port, int raw_port, bool quick) {
 
   double loadavg[3] = {0, 0, 0};
   getloadavg(loadavg, 3);
-  std::printf("RecvTensor vs raw TCP, two processes on 127.0.0.1, load average %.2f\n",
-              loadavg[0]);
-  std::printf("%10s %8s %14s %14s %8s\n", "bytes", "samples", "raw TCP GB/s",
-              "RecvTensor GB/s", "ratio");
+  std::printf("RecvTensor vs raw TCP, two processes on 127.0.0.1, load average %.2f\n", loadavg[0]);
+  std::printf("%10s %8s %13s %13s %7s %13s %7s\n", "bytes", "samples", "raw TCP GB/s", "gRPC GB/s",
+              "ratio", "data pl. GB/s", "ratio");
   const size_t sizes[] = {4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20};
   int64_t step = 1;
   for (size_t bytes : sizes) {
     const std::string handle = RegisterSource(r, bytes);
     const size_t budget = (quick ? size_t{64} : size_t{768}) << 20;
-    const int samples = static_cast<int>(std::clamp<size_t>(budget / bytes, 5, quick ? 50 : 300));
-    std::vector<double> raw_s, rpc_s;
-    for (int i = -1; i < samples; ++i) {  // Sample -1 warms both paths up.
+    const int samples =
+        static_cast<int>(std::clamp<size_t>(budget / bytes, quick ? 5 : 11, quick ? 50 : 300));
+    std::vector<double> raw_s, rpc_s, dp_s;
+    for (int i = -1; i < samples; ++i) {  // Sample -1 warms the paths up (and negotiates).
       const double a = TimedRaw(raw, &buf, bytes);
-      const double b = TimedRecvTensor(r, handle, bytes, step++);
-      if (a < 0 || b < 0) return 1;
-      if (i >= 0) raw_s.push_back(a), rpc_s.push_back(b);
+      const double b = TimedRecvTensor(r, r.worker.get(), handle, bytes, step++);
+      const double c = TimedRecvTensor(r, r.data_plane.get(), handle, bytes, step++);
+      if (a < 0 || b < 0 || c < 0) return 1;
+      if (i >= 0) raw_s.push_back(a), rpc_s.push_back(b), dp_s.push_back(c);
+    }
+    if (!r.data_plane->data_plane_ready()) {
+      std::fprintf(stderr, "the data plane was not negotiated; its column is gRPC\n");
     }
     const double raw_gbs = bytes / Median(raw_s) / 1e9;
     const double rpc_gbs = bytes / Median(rpc_s) / 1e9;
-    std::printf("%10zu %8d %14.3f %14.3f %8.2f\n", bytes, samples, raw_gbs, rpc_gbs,
-                rpc_gbs / raw_gbs);
+    const double dp_gbs = bytes / Median(dp_s) / 1e9;
+    std::vector<double> rpc_ratio, dp_ratio;
+    for (size_t i = 0; i < raw_s.size(); ++i) {
+      rpc_ratio.push_back(raw_s[i] / rpc_s[i]);
+      dp_ratio.push_back(raw_s[i] / dp_s[i]);
+    }
+    std::printf("%10zu %8d %13.3f %13.3f %7.2f %13.3f %7.2f\n", bytes, samples, raw_gbs, rpc_gbs,
+                Median(rpc_ratio), dp_gbs, Median(dp_ratio));
     std::fflush(stdout);
     tensorflow::DeregisterGraphRequest dereg;
     dereg.set_graph_handle(handle);

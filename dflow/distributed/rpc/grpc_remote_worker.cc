@@ -16,11 +16,13 @@ absl::Status Annotate(const grpc::Status& s, const char* method, const std::stri
 
 }  // namespace
 
-GrpcRemoteWorker::GrpcRemoteWorker(std::shared_ptr<grpc::Channel> channel, std::string name)
+GrpcRemoteWorker::GrpcRemoteWorker(std::shared_ptr<grpc::Channel> channel, std::string name,
+                                   bool use_data_plane)
     : channel_(std::move(channel)),
       stub_(tensorflow::WorkerService::NewStub(channel_)),
-      raw_stub_(channel_),
-      name_(std::move(name)) {}
+      raw_stub_(std::make_shared<grpc::GenericStub>(channel_)),
+      name_(std::move(name)),
+      data_plane_(std::make_shared<DataPlaneClient>(name_, use_data_plane)) {}
 
 template <typename Req, typename Resp>
 void GrpcRemoteWorker::Call(const char* method_name, Method<Req, Resp> method,
@@ -89,6 +91,20 @@ void GrpcRemoteWorker::CleanupAllAsync(const CallOptions& opts,
 void GrpcRemoteWorker::RecvTensorAsync(const CallOptions& opts,
                                        const tensorflow::RecvTensorRequest* req,
                                        RecvTensorResult* resp, StatusCallback done) {
+  // The data plane when negotiated; its connection failing falls back to gRPC.
+  auto fallback = [opts, req, resp, done, stub = raw_stub_, name = name_, dp = data_plane_] {
+    RecvTensorOverGrpc(stub, name, dp, opts, req, resp, done);
+  };
+  if (data_plane_->TryRecvTensorAsync(opts, req, resp, done, std::move(fallback))) return;
+  RecvTensorOverGrpc(raw_stub_, name_, data_plane_, opts, req, resp, std::move(done));
+}
+
+void GrpcRemoteWorker::RecvTensorOverGrpc(const std::shared_ptr<grpc::GenericStub>& stub,
+                                          const std::string& name,
+                                          const std::shared_ptr<DataPlaneClient>& data_plane,
+                                          const CallOptions& opts,
+                                          const tensorflow::RecvTensorRequest* req,
+                                          RecvTensorResult* resp, StatusCallback done) {
   static const std::string* const kMethod = new std::string("/tensorflow.WorkerService/RecvTensor");
   struct RawCall {
     grpc::ClientContext ctx;
@@ -99,22 +115,33 @@ void GrpcRemoteWorker::RecvTensorAsync(const CallOptions& opts,
   if (opts.deadline != absl::InfiniteFuture()) {
     call->ctx.set_deadline(ToGrpcDeadline(opts.deadline));
   }
-  call->request = SerializeToByteBuffer(*req);
-  raw_stub_.UnaryCall(&call->ctx, *kMethod, grpc::StubOptions(), &call->request, &call->response,
-                      [call, resp, name = name_, done = std::move(done)](grpc::Status s) {
-                        if (!s.ok()) {
-                          done(Annotate(s, "RecvTensor", name));
-                          return;
-                        }
-                        absl::Status decoded = DecodeRecvTensorResponse(call->response, resp);
-                        call->response.Clear();
-                        if (!decoded.ok()) {
-                          decoded =
-                              absl::Status(decoded.code(),
-                                           absl::StrCat(decoded.message(), " (from ", name, ")"));
-                        }
-                        done(decoded);
-                      });
+  const bool query = data_plane->ShouldQuery();
+  if (query) {  // Ask a dflow peer for its data port (TensorFlow ignores the field).
+    tensorflow::RecvTensorRequest asking = *req;
+    asking.mutable_transport_options()->set_type_url(kDataPlaneQueryTypeUrl);
+    call->request = SerializeToByteBuffer(asking);
+  } else {
+    call->request = SerializeToByteBuffer(*req);
+  }
+  stub->UnaryCall(&call->ctx, *kMethod, grpc::StubOptions(), &call->request, &call->response,
+                  [call, resp, name, query, data_plane, done = std::move(done)](grpc::Status s) {
+                    if (query && s.ok()) {
+                      data_plane->OnNegotiated(HostOfGrpcPeer(call->ctx.peer()),
+                                               FindDataPlanePort(call->response));
+                    }
+                    if (!s.ok()) {
+                      done(Annotate(s, "RecvTensor", name));
+                      return;
+                    }
+                    absl::Status decoded = DecodeRecvTensorResponse(call->response, resp);
+                    call->response.Clear();
+                    if (!decoded.ok()) {
+                      decoded =
+                          absl::Status(decoded.code(),
+                                       absl::StrCat(decoded.message(), " (from ", name, ")"));
+                    }
+                    done(decoded);
+                  });
 }
 
 std::unique_ptr<WorkerInterface> NewGrpcRemoteWorker(const std::string& address,

@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "dflow/distributed/rpc/tensor_data_plane.h"
 #include "dflow/distributed/worker_interface.h"
 #include "dflow/proto/worker_service.grpc.pb.h"
 #include "grpcpp/generic/generic_stub.h"
@@ -25,7 +26,10 @@ namespace dflow {
 class GrpcRemoteWorker final : public WorkerInterface {
  public:
   // `name` names the peer in errors, e.g. "/job:ps/replica:0/task:0 (host:port)".
-  GrpcRemoteWorker(std::shared_ptr<grpc::Channel> channel, std::string name);
+  // `use_data_plane`: RecvTensor moves tensors over the peer's data plane
+  // (tensor_data_plane.h) once negotiated; false: gRPC only.
+  GrpcRemoteWorker(std::shared_ptr<grpc::Channel> channel, std::string name,
+                   bool use_data_plane = DataPlaneEnabledByEnv());
   GrpcRemoteWorker(const GrpcRemoteWorker&) = delete;
   GrpcRemoteWorker& operator=(const GrpcRemoteWorker&) = delete;
 
@@ -50,13 +54,17 @@ class GrpcRemoteWorker final : public WorkerInterface {
                          tensorflow::CleanupGraphResponse* resp, StatusCallback done) override;
   void CleanupAllAsync(const CallOptions& opts, const tensorflow::CleanupAllRequest* req,
                        tensorflow::CleanupAllResponse* resp, StatusCallback done) override;
-  // The response is decoded by tensor_coding.h straight into a fresh tensor
-  // (one copy from gRPC's buffers); a response that does not decode is
+  // Over the peer's tensor data plane when negotiated (received straight into
+  // a fresh tensor; gRPC when the data connection cannot be made). Over gRPC
+  // the response is decoded by tensor_coding.h straight into a fresh tensor
+  // (one copy from gRPC's buffers). A response that does not decode is
   // InvalidArgument naming the peer.
   void RecvTensorAsync(const CallOptions& opts, const tensorflow::RecvTensorRequest* req,
                        RecvTensorResult* resp, StatusCallback done) override;
 
   const std::string& name() const { return name_; }
+  // Whether RecvTensor uses the peer's data plane now (after negotiation).
+  bool data_plane_ready() const { return data_plane_->ready(); }
 
  private:
   using Async = tensorflow::WorkerService::StubInterface::async_interface;
@@ -69,10 +77,18 @@ class GrpcRemoteWorker final : public WorkerInterface {
   void Call(const char* method_name, Method<Req, Resp> method, const CallOptions& opts,
             const Req* req, Resp* resp, StatusCallback done);
 
+  static void RecvTensorOverGrpc(const std::shared_ptr<grpc::GenericStub>& stub,
+                                 const std::string& name,
+                                 const std::shared_ptr<DataPlaneClient>& data_plane,
+                                 const CallOptions& opts,
+                                 const tensorflow::RecvTensorRequest* req, RecvTensorResult* resp,
+                                 StatusCallback done);
+
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<tensorflow::WorkerService::Stub> stub_;
-  grpc::GenericStub raw_stub_;  // RecvTensor: raw bytes both ways.
+  std::shared_ptr<grpc::GenericStub> raw_stub_;  // RecvTensor: raw bytes both ways.
   const std::string name_;
+  std::shared_ptr<DataPlaneClient> data_plane_;
 };
 
 // A remote worker on the cached channel to `address` ("host:port" or

@@ -12,6 +12,7 @@
 #include "dflow/distributed/rpc/grpc_remote_worker.h"
 #include "dflow/distributed/rpc/grpc_util.h"
 #include "dflow/distributed/rpc/grpc_worker_service.h"
+#include "dflow/distributed/rpc/tensor_data_plane.h"
 #include "dflow/framework/status.h"
 #include "grpcpp/grpcpp.h"
 
@@ -114,6 +115,13 @@ absl::Status GrpcServer::Start() {
                                                "; is the port already in use?"));
   }
   bound_port_ = bound;
+  if (DataPlaneEnabledByEnv()) {
+    auto data_plane = std::make_unique<DataPlaneServer>(worker_.get());
+    if (data_plane->Start(IsLoopback(host_) ? "127.0.0.1" : "0.0.0.0").ok()) {
+      worker_service_->set_data_plane_port(data_plane->port());
+      data_plane_ = std::move(data_plane);
+    }  // Else RecvTensor stays on gRPC.
+  }
   return absl::OkStatus();
 }
 
@@ -124,6 +132,7 @@ void GrpcServer::Stop() {
   if (server_ != nullptr) {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   }
+  if (data_plane_ != nullptr) data_plane_->Stop();
 }
 
 void GrpcServer::Join() {

@@ -31,6 +31,7 @@ class Server;
 
 namespace dflow {
 
+class DataPlaneServer;
 class GrpcMasterService;
 class GrpcWorkerService;
 
@@ -46,8 +47,10 @@ class GrpcServer {
 
   // Binds the task's port (ServerDef.port when set, else the port of its
   // address; loopback hosts bind 127.0.0.1, others every interface) and
-  // serves. Unavailable naming the address when it cannot be bound (e.g. the
-  // port is taken); FailedPrecondition when already started.
+  // serves. Unless DFLOW_DATA_PLANE=0, also serves RecvTensor's data plane
+  // (tensor_data_plane.h) on a kernel-chosen port of the same interface
+  // (gRPC only if that fails). Unavailable naming the address when it cannot
+  // be bound (e.g. the port is taken); FailedPrecondition when already started.
   absl::Status Start();
   // Stops serving (calls in flight end with CANCELLED) and wakes Join.
   // Idempotent.
@@ -90,6 +93,7 @@ class GrpcServer {
   absl::flat_hash_map<std::string, std::unique_ptr<WorkerInterface>> remote_workers_
       ABSL_GUARDED_BY(mu_);
   std::unique_ptr<grpc::Server> server_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<DataPlaneServer> data_plane_ ABSL_GUARDED_BY(mu_);
   int bound_port_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
 };

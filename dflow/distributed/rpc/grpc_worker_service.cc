@@ -6,6 +6,7 @@
 #include "absl/synchronization/mutex.h"
 #include "dflow/distributed/rpc/grpc_util.h"
 #include "dflow/distributed/rpc/tensor_coding.h"
+#include "dflow/distributed/rpc/tensor_data_plane.h"
 
 namespace dflow {
 
@@ -35,8 +36,9 @@ class RecvTensorReactor final : public grpc::ServerUnaryReactor {
     RecvTensorResult result;
   };
 
-  RecvTensorReactor(tensorflow::RecvTensorRequest req, grpc::ByteBuffer* out)
-      : state_(std::make_shared<State>()), out_(out) {
+  // `data_plane_port` > 0: the response offers it (the request asked).
+  RecvTensorReactor(tensorflow::RecvTensorRequest req, grpc::ByteBuffer* out, int data_plane_port)
+      : state_(std::make_shared<State>()), out_(out), data_plane_port_(data_plane_port) {
     state_->req = std::move(req);
   }
 
@@ -65,11 +67,13 @@ class RecvTensorReactor final : public grpc::ServerUnaryReactor {
     absl::Status status = s;
     // The encoded bytes hold their own reference to the tensor's buffer.
     if (status.ok()) status = EncodeRecvTensorResponse(state.result, out_);
+    if (status.ok() && data_plane_port_ > 0) AppendDataPlanePort(data_plane_port_, out_);
     Finish(ToGrpcStatus(status));
   }
 
   std::shared_ptr<State> state_;
   grpc::ByteBuffer* const out_;  // Owned by gRPC until OnDone.
+  const int data_plane_port_;
 };
 
 }  // namespace
@@ -141,7 +145,11 @@ grpc::ServerUnaryReactor* GrpcWorkerService::RecvTensor(Ctx* ctx, const Bytes* r
   absl::Status parsed =
       ParseFromByteBuffer(*req, "[WorkerService.RecvTensor] request", &request);
   if (!parsed.ok()) return FinishNow(ctx, parsed);
-  auto* reactor = new RecvTensorReactor(std::move(request), resp);
+  const int offer = request.has_transport_options() &&
+                            request.transport_options().type_url() == kDataPlaneQueryTypeUrl
+                        ? data_plane_port_.load()
+                        : 0;
+  auto* reactor = new RecvTensorReactor(std::move(request), resp, offer);
   reactor->Start(worker_, OptionsFrom(ctx));
   return reactor;
 }

@@ -20,6 +20,8 @@
 #ifndef DFLOW_DISTRIBUTED_RPC_GRPC_WORKER_SERVICE_H_
 #define DFLOW_DISTRIBUTED_RPC_GRPC_WORKER_SERVICE_H_
 
+#include <atomic>
+
 #include "dflow/distributed/worker_interface.h"
 #include "dflow/proto/worker_service.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -58,6 +60,10 @@ class GrpcWorkerService final : public internal::RawWorkerService {
   grpc::ServerUnaryReactor* CleanupAll(Ctx* ctx, const Bytes* req, Bytes* resp) override;
   grpc::ServerUnaryReactor* RecvTensor(Ctx* ctx, const Bytes* req, Bytes* resp) override;
 
+  // The port of this task's tensor data plane (tensor_data_plane.h), offered
+  // to receivers that ask for it in RecvTensorRequest.transport_options; 0: none.
+  void set_data_plane_port(int port) { data_plane_port_.store(port); }
+
  private:
   template <typename Req, typename Resp>
   using Method = void (WorkerInterface::*)(const CallOptions&, const Req*, Resp*, StatusCallback);
@@ -69,6 +75,7 @@ class GrpcWorkerService final : public internal::RawWorkerService {
                                     Method<Req, Resp> method);
 
   WorkerInterface* const worker_;  // Not owned.
+  std::atomic<int> data_plane_port_{0};
 };
 
 }  // namespace dflow

@@ -1,0 +1,167 @@
+// The RecvTensor data plane: tensors move over plain TCP connections beside
+// gRPC, written by the sender straight from the tensor's buffer and received
+// straight into the destination tensor (no HTTP/2 framing, no protobuf, no 2
+// GiB cap). gRPC stays the control plane and the fallback, as TensorFlow's
+// verbs/gdr/mpi transports did.
+//
+// Negotiation (over gRPC, compatible with TensorFlow peers):
+//   - the receiver (GrpcRemoteWorker) sends its first RecvTensor to a peer over
+//     gRPC with RecvTensorRequest.transport_options = Any{type_url
+//     kDataPlaneQueryTypeUrl, value ""}. TensorFlow ignores the field.
+//   - a dflow sender with a data plane appends RecvTensorResponse.transport_options
+//     (field 4) = Any{type_url kDataPlanePortTypeUrl, value = DataPlanePort{uint32
+//     port = 1}} to that response. No answer (a TensorFlow peer, or
+//     DFLOW_DATA_PLANE=0 there) means gRPC only, for good.
+//   - the receiver then connects to <the gRPC peer's IP address>:<port>. When the
+//     connection cannot be made (nothing sent yet), that call goes over gRPC and
+//     the next gRPC call asks again (after 3 failures in a row: gRPC only).
+//
+// Frames on a data connection (all integers little-endian; one call at a time
+// per connection, connections are pooled and reused):
+//   request:  u32 magic 'DFRQ' | u32 request_bytes (<= 1 MiB) | u64 timeout_us
+//             (UINT64_MAX: no deadline) | RecvTensorRequest bytes
+//   response: u32 magic 'DFRS' | u32 kind | i64 send_start_micros | u32 a | u32 b | u64 bytes
+//             kind 0 status: a = absl code, b = 0, then `bytes` (<= 1 MiB) of message
+//             kind 1 tensor: a = dtype (fixed-size), b = dims (<= 64), then b x i64 dims,
+//                            then `bytes` (= elements x dtype size) of raw content
+//             kind 2 dead:   a = b = bytes = 0
+//             kind 3 proto:  (string / resource tensors) `bytes` of TensorProto
+// A request the sender cannot frame (bad magic, oversized) closes the
+// connection; one that does not parse gets a status frame. The sender waits
+// for the tensor until the frame's timeout, the receiver closing the
+// connection, or Stop. Connections use TCP keepalive (a vanished host fails
+// a parked call within about a minute); a receiver that reads nothing for 60 s
+// mid-tensor loses its connection.
+//
+//   DataPlaneServer dp(&worker);
+//   RETURN_IF_ERROR(dp.Start("127.0.0.1"));                // sender, port dp.port()
+//   DataPlaneClient client("/job:ps/replica:0/task:0 (127.0.0.1:2222)", true);
+//   client.OnNegotiated("127.0.0.1", dp.port());          // receiver
+//   client.TryRecvTensorAsync(opts, &req, &result, done, fallback);
+#ifndef DFLOW_DISTRIBUTED_RPC_TENSOR_DATA_PLANE_H_
+#define DFLOW_DISTRIBUTED_RPC_TENSOR_DATA_PLANE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "dflow/distributed/worker_interface.h"
+
+namespace grpc {
+class ByteBuffer;
+}  // namespace grpc
+
+namespace dflow {
+
+inline constexpr char kDataPlaneQueryTypeUrl[] = "type.googleapis.com/dflow.DataPlaneQuery";
+inline constexpr char kDataPlanePortTypeUrl[] = "type.googleapis.com/dflow.DataPlanePort";
+
+// False when the environment sets DFLOW_DATA_PLANE=0 (gRPC only, both sides).
+bool DataPlaneEnabledByEnv();
+
+// Negotiation helpers on gRPC's raw bytes.
+// Appends transport_options = Any{kDataPlanePortTypeUrl, DataPlanePort{port}}
+// (field 4) to an encoded RecvTensorResponse.
+void AppendDataPlanePort(int port, grpc::ByteBuffer* response);
+// The port named by a RecvTensorResponse's transport_options; 0 when none.
+int FindDataPlanePort(const grpc::ByteBuffer& response);
+// The address of a gRPC peer string: "ipv4:127.0.0.1:5" -> "127.0.0.1",
+// "ipv6:[::1]:5" -> "::1"; "" for other forms.
+std::string HostOfGrpcPeer(const std::string& peer);
+
+namespace data_plane {
+inline constexpr uint32_t kRequestMagic = 0x51524644;   // "DFRQ"
+inline constexpr uint32_t kResponseMagic = 0x53524644;  // "DFRS"
+inline constexpr uint32_t kMaxRequestBytes = 1 << 20;
+inline constexpr uint32_t kMaxMessageBytes = 1 << 20;
+inline constexpr uint32_t kMaxDims = 64;
+enum Kind : uint32_t { kStatus = 0, kTensor = 1, kDead = 2, kProto = 3 };
+struct RequestHeader {
+  uint32_t magic;
+  uint32_t request_bytes;
+  uint64_t timeout_us;
+};
+struct ResponseHeader {
+  uint32_t magic;
+  uint32_t kind;
+  int64_t send_start_micros;
+  uint32_t a;
+  uint32_t b;
+  uint64_t bytes;
+};
+static_assert(sizeof(RequestHeader) == 16 && sizeof(ResponseHeader) == 32);
+}  // namespace data_plane
+
+// Sender side: serves RecvTensor of `worker` on its own TCP port. One thread
+// per connection (at most max_connections; more are closed at once).
+class DataPlaneServer {
+ public:
+  explicit DataPlaneServer(WorkerInterface* worker, int max_connections = 512);
+  ~DataPlaneServer();  // Stops.
+  DataPlaneServer(const DataPlaneServer&) = delete;
+  DataPlaneServer& operator=(const DataPlaneServer&) = delete;
+
+  // Listens on `bind_host` ("127.0.0.1", "0.0.0.0"), kernel-chosen port.
+  absl::Status Start(const std::string& bind_host);
+  int port() const { return port_; }
+  // Closes the listener and every connection (parked calls are abandoned),
+  // joins all threads. Idempotent.
+  void Stop();
+
+ private:
+  void AcceptLoop();
+  void ServeConnection(int fd);
+  void ReapFinished() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  WorkerInterface* const worker_;
+  const int max_connections_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::thread accept_thread_;
+  absl::Mutex mu_;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  absl::flat_hash_map<int, std::thread> connections_ ABSL_GUARDED_BY(mu_);  // By fd.
+  std::vector<std::thread> finished_ ABSL_GUARDED_BY(mu_);
+};
+
+// Receiver side, one per peer: the negotiation state and a pool of idle
+// connections. Thread-safe. Calls block a data-plane thread (a process-wide
+// cached pool), never the caller; at most kMaxInFlight calls per peer, more
+// go over gRPC.
+class DataPlaneClient {
+ public:
+  static constexpr int kMaxInFlight = 32;
+  static constexpr int kMaxIdleConnections = 4;
+
+  // `peer_name` names the peer in errors; `enabled` false: never used.
+  DataPlaneClient(std::string peer_name, bool enabled);
+  ~DataPlaneClient();
+
+  // Whether the next gRPC RecvTensor should carry the query.
+  bool ShouldQuery() const;
+  // The peer answered: `port` 0 means it has no data plane.
+  void OnNegotiated(const std::string& host, int port);
+  bool ready() const;
+
+  // When ready and not too busy, runs the call on the data plane and returns
+  // true: `done` gets its status (errors name the peer like the gRPC path),
+  // or, when no connection could be made (nothing was sent), `fallback` runs
+  // instead. Returns false and does nothing otherwise.
+  bool TryRecvTensorAsync(const CallOptions& opts, const tensorflow::RecvTensorRequest* req,
+                          RecvTensorResult* resp, StatusCallback done,
+                          std::function<void()> fallback);
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace dflow
+
+#endif  // DFLOW_DISTRIBUTED_RPC_TENSOR_DATA_PLANE_H_

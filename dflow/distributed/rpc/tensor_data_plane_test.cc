@@ -1,0 +1,537 @@
+#include "dflow/distributed/rpc/tensor_data_plane.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "dflow/distributed/cluster_spec.h"
+#include "dflow/distributed/rpc/grpc_remote_worker.h"
+#include "dflow/distributed/rpc/grpc_server.h"
+#include "dflow/distributed/rpc/grpc_util.h"
+#include "dflow/distributed/rpc/grpc_worker_service.h"
+#include "dflow/distributed/worker.h"
+#include "dflow/distributed/worker_test_util.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace dflow {
+namespace {
+
+using ::testing::HasSubstr;
+using worker_test::Builder;
+using worker_test::RandomBits;
+using worker_test::SameBytes;
+using worker_test::Task;
+
+constexpr char kDst[] = "/job:worker/replica:0/task:0/device:CPU:0";
+constexpr char kPeer[] = "/job:ps/replica:0/task:0 (data plane test)";
+
+CallOptions Timeout(absl::Duration d) { return CallOptions::WithTimeout(d); }
+
+// A task whose graph forwards the fed "x" to "edge" (bound for kDst), served
+// by a data plane on 127.0.0.1; `client` is negotiated to it.
+struct DataPlaneTask {
+  DataPlaneTask() : task("ps", 0, 1), server(task.worker.get()), client(kPeer, true) {
+    EXPECT_TRUE(server.Start("127.0.0.1").ok());
+    client.OnNegotiated("127.0.0.1", server.port());
+    const std::string c0 = task.Cpu(0);
+    Builder b;
+    b.Recv("x", "x", c0, task.Incarnation(0), c0, true, c0);
+    b.Send("send", "x", "edge", c0, task.Incarnation(0), kDst, false, c0);
+    absl::StatusOr<std::string> h =
+        worker_test::Register(task.worker.get(), b.def(), Timeout(absl::Seconds(30)));
+    EXPECT_TRUE(h.ok()) << h.status();
+    handle = h.value_or("");
+  }
+  absl::Status Feed(int64_t step, const Tensor& value) {
+    tensorflow::RunGraphRequest req;
+    req.set_graph_handle(handle);
+    req.set_step_id(step);
+    *req.add_send() = worker_test::Named(task.Key(0, task.Cpu(0), "x"), value);
+    tensorflow::RunGraphResponse resp;
+    return task.worker->RunGraph(req, &resp, Timeout(absl::Seconds(30)));
+  }
+  tensorflow::RecvTensorRequest Request(int64_t step) const {
+    tensorflow::RecvTensorRequest req;
+    req.set_step_id(step);
+    req.set_rendezvous_key(task.Key(0, kDst, "edge"));
+    return req;
+  }
+
+  Task task;
+  DataPlaneServer server;
+  DataPlaneClient client;
+  std::string handle;
+};
+
+// An asynchronous receive through `client`; `fell_back` is set when the
+// client gave the call to the fallback.
+struct PendingRecv {
+  PendingRecv(DataPlaneClient* client, tensorflow::RecvTensorRequest request,
+              const CallOptions& opts)
+      : req(std::move(request)) {
+    const bool started = client->TryRecvTensorAsync(
+        opts, &req, &result,
+        [this](const absl::Status& s) {
+          status = s;
+          done.Notify();
+        },
+        [this] {
+          fell_back = true;
+          done.Notify();
+        });
+    EXPECT_TRUE(started);
+    if (!started) done.Notify();
+  }
+  ~PendingRecv() { done.WaitForNotificationWithTimeout(absl::Seconds(30)); }
+  bool Wait(absl::Duration d = absl::Seconds(30)) { return done.WaitForNotificationWithTimeout(d); }
+
+  tensorflow::RecvTensorRequest req;
+  RecvTensorResult result;
+  absl::Status status;
+  bool fell_back = false;
+  absl::Notification done;
+};
+
+TEST(TensorDataPlaneTest, RandomTensorsRoundTripBitExact) {
+  DataPlaneTask t;
+  int64_t step = 1;
+  for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{1000}, int64_t{1} << 20, int64_t{3} << 20}) {
+    const Tensor value = RandomBits(n, static_cast<uint32_t>(n + 7));
+    ASSERT_TRUE(t.Feed(step, value).ok());
+    PendingRecv r(&t.client, t.Request(step), Timeout(absl::Seconds(30)));
+    ASSERT_TRUE(r.Wait());
+    ASSERT_FALSE(r.fell_back);
+    ASSERT_TRUE(r.status.ok()) << n << ": " << r.status;
+    EXPECT_FALSE(r.result.is_dead);
+    EXPECT_GT(r.result.send_start_micros, 0);
+    EXPECT_EQ(r.result.tensor.shape(), value.shape());
+    EXPECT_TRUE(SameBytes(r.result.tensor, value)) << n;
+    ++step;
+  }
+}
+
+TEST(TensorDataPlaneTest, ARecvParksUntilTheSendHappens) {
+  DataPlaneTask t;
+  PendingRecv r(&t.client, t.Request(9), Timeout(absl::Seconds(30)));
+  EXPECT_FALSE(r.Wait(absl::Milliseconds(300)));
+  const Tensor value = RandomBits(1 << 18, 3);
+  ASSERT_TRUE(t.Feed(9, value).ok());
+  ASSERT_TRUE(r.Wait());
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_TRUE(SameBytes(r.result.tensor, value));
+}
+
+TEST(TensorDataPlaneTest, APassedDeadlineEndsTheCallQuickly) {
+  DataPlaneTask t;
+  const absl::Time start = absl::Now();
+  PendingRecv r(&t.client, t.Request(4), Timeout(absl::Milliseconds(500)));
+  ASSERT_TRUE(r.Wait(absl::Seconds(10)));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kDeadlineExceeded) << r.status;
+  EXPECT_THAT(std::string(r.status.message()), HasSubstr(kPeer));
+  // The connection still serves.
+  const Tensor value = RandomBits(100, 5);
+  ASSERT_TRUE(t.Feed(5, value).ok());
+  PendingRecv ok(&t.client, t.Request(5), Timeout(absl::Seconds(30)));
+  ASSERT_TRUE(ok.Wait());
+  ASSERT_TRUE(ok.status.ok()) << ok.status;
+  EXPECT_TRUE(SameBytes(ok.result.tensor, value));
+}
+
+TEST(TensorDataPlaneTest, StoppingTheServerMidCallIsUnavailableNamingThePeer) {
+  DataPlaneTask t;
+  PendingRecv r(&t.client, t.Request(6), {});  // No deadline.
+  EXPECT_FALSE(r.Wait(absl::Milliseconds(300)));
+  const absl::Time start = absl::Now();
+  t.server.Stop();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  ASSERT_TRUE(r.Wait(absl::Seconds(10)));
+  EXPECT_FALSE(r.fell_back);
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kUnavailable) << r.status;
+  EXPECT_THAT(std::string(r.status.message()),
+              HasSubstr(std::string("[WorkerService.RecvTensor to ") + kPeer + "]"));
+  // A new call cannot connect: it goes to the fallback (gRPC).
+  PendingRecv again(&t.client, t.Request(7), Timeout(absl::Seconds(10)));
+  ASSERT_TRUE(again.Wait());
+  EXPECT_TRUE(again.fell_back);
+}
+
+int ConnectTo(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  return fd;
+}
+
+// Whether the peer closes `fd` within `d` (after any bytes it sends).
+bool ClosedWithin(int fd, absl::Duration d) {
+  const absl::Time end = absl::Now() + d;
+  char buf[256];
+  while (absl::Now() < end) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    if (::recv(fd, buf, sizeof(buf), 0) <= 0) return true;
+  }
+  return false;
+}
+
+TEST(TensorDataPlaneTest, GarbageClosesTheConnectionAndTheServerServesOn) {
+  DataPlaneTask t;
+  for (const std::string& garbage :
+       {std::string("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), std::string(64, '\xff')}) {
+    int fd = ConnectTo(t.server.port());
+    ASSERT_EQ(::send(fd, garbage.data(), garbage.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(garbage.size()));
+    EXPECT_TRUE(ClosedWithin(fd, absl::Seconds(5)));
+    ::close(fd);
+  }
+  // A well-framed request that does not parse gets a status.
+  {
+    int fd = ConnectTo(t.server.port());
+    const std::string body = "\x12\x7fkey";
+    data_plane::RequestHeader h{data_plane::kRequestMagic, static_cast<uint32_t>(body.size()),
+                                1000000};
+    std::string frame(reinterpret_cast<const char*>(&h), sizeof(h));
+    frame += body;
+    ASSERT_EQ(::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(frame.size()));
+    data_plane::ResponseHeader rh{};
+    ASSERT_EQ(::recv(fd, &rh, sizeof(rh), MSG_WAITALL), static_cast<ssize_t>(sizeof(rh)));
+    EXPECT_EQ(rh.kind, data_plane::kStatus);
+    EXPECT_EQ(rh.a, static_cast<uint32_t>(absl::StatusCode::kInvalidArgument));
+    ::close(fd);
+  }
+  const Tensor value = RandomBits(1 << 18, 11);
+  ASSERT_TRUE(t.Feed(5, value).ok());
+  PendingRecv r(&t.client, t.Request(5), Timeout(absl::Seconds(30)));
+  ASSERT_TRUE(r.Wait());
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_TRUE(SameBytes(r.result.tensor, value));
+}
+
+// A fake sender: answers one request on each connection with `reply`, then
+// waits for the receiver to hang up (or, with `die`, hangs up at once, as a
+// killed process would).
+class FakeSender {
+ public:
+  explicit FakeSender(std::string reply, bool die = false) : reply_(std::move(reply)) {
+    listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    EXPECT_EQ(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    EXPECT_EQ(::listen(listen_fd_, 4), 0);
+    getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this, die] {
+      while (!stop_) {
+        pollfd p{listen_fd_, POLLIN, 0};
+        if (::poll(&p, 1, 50) <= 0) continue;
+        int fd = ::accept(listen_fd_, nullptr, nullptr);
+        if (fd < 0) continue;
+        data_plane::RequestHeader h;
+        if (::recv(fd, &h, sizeof(h), MSG_WAITALL) == sizeof(h)) {
+          std::string body(h.request_bytes, '\0');
+          if (!body.empty()) ::recv(fd, body.data(), body.size(), MSG_WAITALL);
+          ::send(fd, reply_.data(), reply_.size(), MSG_NOSIGNAL);
+        }
+        if (!die) ClosedWithin(fd, absl::Seconds(5));  // Until the receiver hangs up.
+        ::close(fd);
+      }
+    });
+  }
+  ~FakeSender() {
+    stop_ = true;
+    thread_.join();
+    ::close(listen_fd_);
+  }
+  int port() const { return port_; }
+
+ private:
+  std::string reply_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+std::string TensorReply(uint32_t dtype, std::vector<int64_t> dims, uint64_t bytes,
+                        size_t body_bytes) {
+  data_plane::ResponseHeader h{data_plane::kResponseMagic,
+                               data_plane::kTensor,
+                               1,
+                               dtype,
+                               static_cast<uint32_t>(dims.size()),
+                               bytes};
+  std::string out(reinterpret_cast<const char*>(&h), sizeof(h));
+  out.append(reinterpret_cast<const char*>(dims.data()), dims.size() * sizeof(int64_t));
+  out.append(body_bytes, 'z');
+  return out;
+}
+
+TEST(TensorDataPlaneTest, LyingHeadersAreInvalidArgument) {
+  struct Case {
+    const char* what;
+    std::string reply;
+  };
+  const Case cases[] = {
+      {"size mismatch", TensorReply(DT_FLOAT, {10}, 8, 8)},
+      {"absurd size", TensorReply(DT_FLOAT, {int64_t{1} << 50}, uint64_t{4} << 50, 16)},
+      {"overflowing shape", TensorReply(DT_FLOAT, {1 << 30, 1 << 30, 1 << 30}, 16, 16)},
+      {"negative dim", TensorReply(DT_FLOAT, {-4}, 16, 16)},
+      {"bad dtype", TensorReply(999, {4}, 16, 16)},
+      {"string dtype raw", TensorReply(DT_STRING, {1}, 32, 32)},
+      {"too many dims", TensorReply(DT_FLOAT, std::vector<int64_t>(65, 1), 4, 4)},
+      {"bad magic", std::string(64, 'q')},
+  };
+  for (const Case& c : cases) {
+    FakeSender fake(c.reply);
+    DataPlaneClient client(kPeer, true);
+    client.OnNegotiated("127.0.0.1", fake.port());
+    tensorflow::RecvTensorRequest req;
+    req.set_step_id(1);
+    PendingRecv r(&client, req, Timeout(absl::Seconds(10)));
+    ASSERT_TRUE(r.Wait()) << c.what;
+    EXPECT_EQ(r.status.code(), absl::StatusCode::kInvalidArgument) << c.what << ": " << r.status;
+    EXPECT_THAT(std::string(r.status.message()), HasSubstr(kPeer)) << c.what;
+  }
+}
+
+TEST(TensorDataPlaneTest, ASenderDyingMidTensorIsUnavailableNamingThePeer) {
+  FakeSender fake(TensorReply(DT_FLOAT, {1000}, 4000, 1000), /*die=*/true);
+  DataPlaneClient client(kPeer, true);
+  client.OnNegotiated("127.0.0.1", fake.port());
+  tensorflow::RecvTensorRequest req;
+  const absl::Time start = absl::Now();
+  PendingRecv r(&client, req, {});  // No deadline: the hang-up alone ends it.
+  ASSERT_TRUE(r.Wait(absl::Seconds(10)));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kUnavailable) << r.status;
+  EXPECT_THAT(std::string(r.status.message()),
+              HasSubstr(std::string("[WorkerService.RecvTensor to ") + kPeer + "]"));
+}
+
+TEST(TensorDataPlaneTest, ConcurrentParkedRecvsAllArrive) {
+  DataPlaneTask t;
+  std::vector<std::unique_ptr<PendingRecv>> pending;
+  for (int64_t step = 1; step <= 8; ++step) {
+    pending.push_back(
+        std::make_unique<PendingRecv>(&t.client, t.Request(step), Timeout(absl::Seconds(30))));
+  }
+  std::vector<Tensor> values;
+  for (int64_t step = 8; step >= 1; --step) {  // In reverse order.
+    values.insert(values.begin(), RandomBits(1000 * step, step));
+    ASSERT_TRUE(t.Feed(step, values.front()).ok());
+  }
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_TRUE(pending[i]->Wait());
+    ASSERT_TRUE(pending[i]->status.ok()) << pending[i]->status;
+    EXPECT_TRUE(SameBytes(pending[i]->result.tensor, values[i])) << i;
+  }
+}
+
+// Answers every RecvTensor with `result` (other methods are never called).
+class FixedRecvWorker final : public WorkerInterface {
+ public:
+  explicit FixedRecvWorker(RecvTensorResult result) : result_(std::move(result)) {}
+  void RecvTensorAsync(const CallOptions&, const tensorflow::RecvTensorRequest*,
+                       RecvTensorResult* resp, StatusCallback done) override {
+    *resp = result_;
+    done(absl::OkStatus());
+  }
+#define DFLOW_UNUSED_METHOD(Name)                                               \
+  void Name##Async(const CallOptions&, const tensorflow::Name##Request*,        \
+                   tensorflow::Name##Response*, StatusCallback done) override { \
+    done(absl::UnimplementedError(#Name));                                      \
+  }
+  DFLOW_UNUSED_METHOD(GetStatus)
+  DFLOW_UNUSED_METHOD(CreateWorkerSession)
+  DFLOW_UNUSED_METHOD(DeleteWorkerSession)
+  DFLOW_UNUSED_METHOD(RegisterGraph)
+  DFLOW_UNUSED_METHOD(DeregisterGraph)
+  DFLOW_UNUSED_METHOD(RunGraph)
+  DFLOW_UNUSED_METHOD(CleanupGraph)
+  DFLOW_UNUSED_METHOD(CleanupAll)
+#undef DFLOW_UNUSED_METHOD
+
+ private:
+  const RecvTensorResult result_;
+};
+
+TEST(TensorDataPlaneTest, DeadStringAndBoolTensorsCrossTheDataPlane) {
+  RecvTensorResult dead;
+  dead.is_dead = true;
+  RecvTensorResult text;
+  text.tensor = Tensor::Vec<std::string>({"", std::string(3000, 'z'), "x\ty"});
+  RecvTensorResult flags;
+  flags.tensor = Tensor::Vec<bool>({true, false, true});
+  for (const RecvTensorResult* want : {&dead, &text, &flags}) {
+    FixedRecvWorker worker(*want);
+    DataPlaneServer server(&worker);
+    ASSERT_TRUE(server.Start("127.0.0.1").ok());
+    DataPlaneClient client(kPeer, true);
+    client.OnNegotiated("127.0.0.1", server.port());
+    PendingRecv r(&client, {}, Timeout(absl::Seconds(10)));
+    ASSERT_TRUE(r.Wait());
+    ASSERT_TRUE(r.status.ok()) << r.status;
+    EXPECT_EQ(r.result.is_dead, want->is_dead);
+    if (want->is_dead) continue;
+    ASSERT_EQ(r.result.tensor.dtype(), want->tensor.dtype());
+    EXPECT_EQ(r.result.tensor.DebugString(10), want->tensor.DebugString(10));
+  }
+}
+
+TEST(TensorDataPlaneTest, AClientWithoutANegotiatedPortDoesNothing) {
+  DataPlaneClient off("x", false);
+  off.OnNegotiated("127.0.0.1", 1234);
+  EXPECT_FALSE(off.ready());
+  EXPECT_FALSE(off.ShouldQuery());
+  DataPlaneClient none("x", true);
+  EXPECT_TRUE(none.ShouldQuery());
+  none.OnNegotiated("127.0.0.1", 0);  // A peer without a data plane.
+  EXPECT_FALSE(none.ShouldQuery());
+  EXPECT_FALSE(none.ready());
+  tensorflow::RecvTensorRequest req;
+  RecvTensorResult result;
+  EXPECT_FALSE(none.TryRecvTensorAsync(
+      {}, &req, &result, [](const absl::Status&) {}, [] {}));
+}
+
+TEST(TensorDataPlaneTest, NegotiationHelpers) {
+  EXPECT_EQ(HostOfGrpcPeer("ipv4:127.0.0.1:5555"), "127.0.0.1");
+  EXPECT_EQ(HostOfGrpcPeer("ipv6:[::1]:5555"), "::1");
+  EXPECT_EQ(HostOfGrpcPeer("ipv6:%5B::1%5D:5555"), "::1");
+  EXPECT_EQ(HostOfGrpcPeer("unix:/tmp/x"), "");
+  tensorflow::RecvTensorResponse resp;
+  resp.set_is_dead(true);
+  resp.set_send_start_micros(77);
+  grpc::ByteBuffer bytes = SerializeToByteBuffer(resp);
+  EXPECT_EQ(FindDataPlanePort(bytes), 0);
+  AppendDataPlanePort(40001, &bytes);
+  EXPECT_EQ(FindDataPlanePort(bytes), 40001);
+  tensorflow::RecvTensorResponse parsed;  // Still a RecvTensorResponse to protobuf.
+  ASSERT_TRUE(ParseFromByteBuffer(bytes, "response", &parsed).ok());
+  EXPECT_EQ(parsed.send_start_micros(), 77);
+  EXPECT_EQ(parsed.transport_options().type_url(), kDataPlanePortTypeUrl);
+}
+
+// The whole path: GrpcRemoteWorker asks over gRPC, then uses the data plane.
+struct ServedWithDataPlane {
+  explicit ServedWithDataPlane(bool offer) : dp(t.task.worker.get()), service(t.task.worker.get()) {
+    if (offer) service.set_data_plane_port(t.server.port());
+    grpc::ServerBuilder builder;
+    ConfigureServerBuilder(&builder);
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(&service);
+    server = builder.BuildAndStart();
+    address = "127.0.0.1:" + std::to_string(port);
+  }
+  ~ServedWithDataPlane() {
+    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  }
+  DataPlaneTask t;
+  DataPlaneServer dp;  // Unused; `t.server` is the offered one.
+  GrpcWorkerService service;
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+  std::string address;
+};
+
+TEST(TensorDataPlaneTest, GrpcRemoteWorkerNegotiatesAndUsesTheDataPlane) {
+  ServedWithDataPlane s(/*offer=*/true);
+  GrpcRemoteWorker remote(NewGrpcChannel(s.address), "/job:ps (" + s.address + ")", true);
+  GrpcRemoteWorker grpc_only(NewGrpcChannel(s.address), "/job:ps (" + s.address + ")", false);
+  EXPECT_FALSE(remote.data_plane_ready());
+  for (int64_t step = 1; step <= 4; ++step) {
+    const Tensor value = RandomBits((step % 2 == 0 ? 1 << 20 : 3) + step, step);
+    ASSERT_TRUE(s.t.Feed(step, value).ok());
+    RecvTensorResult got;
+    WorkerInterface* w = step == 4 ? &grpc_only : &remote;
+    absl::Status st = w->RecvTensor(s.t.Request(step), &got, Timeout(absl::Seconds(30)));
+    ASSERT_TRUE(st.ok()) << step << ": " << st;
+    EXPECT_TRUE(SameBytes(got.tensor, value)) << step;
+    EXPECT_TRUE(remote.data_plane_ready()) << step;  // Learned from the first answer.
+  }
+  EXPECT_FALSE(grpc_only.data_plane_ready());
+  // Errors from the data plane read like gRPC's.
+  RecvTensorResult got;
+  tensorflow::RecvTensorRequest bad;
+  bad.set_rendezvous_key("no;such;key");
+  absl::Status st = remote.RecvTensor(bad, &got, Timeout(absl::Seconds(10)));
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+}
+
+TEST(TensorDataPlaneTest, APeerWithoutADataPlaneStaysOnGrpc) {
+  ServedWithDataPlane s(/*offer=*/false);  // As a TensorFlow worker would answer.
+  GrpcRemoteWorker remote(NewGrpcChannel(s.address), "/job:ps (" + s.address + ")", true);
+  for (int64_t step = 1; step <= 2; ++step) {
+    const Tensor value = RandomBits(1000, step);
+    ASSERT_TRUE(s.t.Feed(step, value).ok());
+    RecvTensorResult got;
+    absl::Status st = remote.RecvTensor(s.t.Request(step), &got, Timeout(absl::Seconds(30)));
+    ASSERT_TRUE(st.ok()) << st;
+    EXPECT_TRUE(SameBytes(got.tensor, value));
+    EXPECT_FALSE(remote.data_plane_ready());
+  }
+}
+
+// A GrpcServer offers its data plane; a remote worker finds and uses it.
+TEST(TensorDataPlaneTest, AGrpcServerServesItsDataPlane) {
+  ClusterSpec spec;
+  ASSERT_TRUE(spec.AddTask("ps", 0, "127.0.0.1:0").ok());
+  tensorflow::ServerDef def;
+  *def.mutable_cluster() = spec.ToClusterDef();
+  def.set_job_name("ps");
+  def.set_task_index(0);
+  def.set_protocol("grpc");
+  absl::StatusOr<std::unique_ptr<GrpcServer>> server = GrpcServer::Create(def);
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE((*server)->Start().ok());
+  WorkerInterface* local = (*server)->worker();
+  const std::string c0 = (*server)->device_mgr()->ListDevices()[0]->name();
+  const uint64_t inc = (*server)->device_mgr()->ListDevices()[0]->incarnation();
+  Builder b;
+  b.Recv("x", "x", c0, inc, c0, true, c0);
+  b.Send("send", "x", "edge", c0, inc, kDst, false, c0);
+  absl::StatusOr<std::string> h = worker_test::Register(local, b.def(), Timeout(absl::Seconds(30)));
+  ASSERT_TRUE(h.ok()) << h.status();
+  const std::string address = "127.0.0.1:" + std::to_string((*server)->bound_port());
+  GrpcRemoteWorker remote(NewGrpcChannel(address), "/job:ps/replica:0/task:0 (" + address + ")",
+                          true);
+  for (int64_t step = 1; step <= 3; ++step) {
+    const Tensor value = RandomBits(100000 + step, step);
+    tensorflow::RunGraphRequest run;
+    run.set_graph_handle(*h);
+    run.set_step_id(step);
+    *run.add_send() = worker_test::Named(Rendezvous::CreateKey(c0, inc, c0, "x"), value);
+    tensorflow::RunGraphResponse run_resp;
+    ASSERT_TRUE(local->RunGraph(run, &run_resp, Timeout(absl::Seconds(30))).ok());
+    tensorflow::RecvTensorRequest req;
+    req.set_step_id(step);
+    req.set_rendezvous_key(Rendezvous::CreateKey(c0, inc, kDst, "edge"));
+    RecvTensorResult got;
+    absl::Status st = remote.RecvTensor(req, &got, Timeout(absl::Seconds(30)));
+    ASSERT_TRUE(st.ok()) << st;
+    EXPECT_TRUE(SameBytes(got.tensor, value));
+    EXPECT_TRUE(remote.data_plane_ready());
+  }
+  (*server)->Stop();  // Closes the data plane too, without hanging.
+}
+
+}  // namespace
+}  // namespace dflow
