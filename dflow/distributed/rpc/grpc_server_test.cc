@@ -181,9 +181,11 @@ TEST(GrpcServerTest, GarbageToEveryMasterMethodIsRefused) {
     EXPECT_FALSE(status.ok()) << method;
     EXPECT_NE(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << method;
   }
-  // A feed claiming a huge tensor with no bytes behind it.
+  // A feed claiming a huge tensor with no bytes behind it (v initialized
+  // first, so the feed is the only thing wrong).
   auto session = cluster.NewSession();
   ASSERT_TRUE(session->Create(PsWorkerGraph()).ok());
+  ASSERT_TRUE(session->Run({}, {}, {"init"}, nullptr).ok());
   tensorflow::RunStepRequest run;
   run.set_session_handle(dynamic_cast<RemoteSession*>(session.get())->handle());
   run.add_fetch("y:0");
