@@ -1,0 +1,375 @@
+// Ops TensorFlow 1.x's Python client puts in every training graph, so a
+// graph built by tf.compat.v1 (MonitoredTrainingSession, Saver,
+// report_uninitialized_variables, SyncReplicasOptimizer) can be created on a
+// dflow master:
+//
+//   Where                 coordinates of the true (non-zero) elements
+//   Select                v1 select (condition scalar, same shape, or a
+//                         vector over the first dimension)
+//   StringJoin            element-wise string concatenation
+//   ShardedFilename       "<basename>-%05d-of-%05d"
+//   StaticRegexFullMatch  full match of each string against a pattern attr
+//   SaveV2, RestoreV2, MergeV2Checkpoints
+//                         registered with TensorFlow's OpDefs so Saver graphs
+//                         load; their kernels fail with Unimplemented (dflow
+//                         does not write TensorFlow's tensor-bundle format).
+//
+// OpDefs are TensorFlow's (tf.compat.v1 op_def_registry); the error texts
+// follow TensorFlow's kernels.
+#include <cstdint>
+#include <cstdio>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "dflow/framework/gradient.h"
+#include "dflow/framework/kernel.h"
+#include "dflow/framework/shape_inference.h"
+#include "dflow/ops/cwise_ops.h"
+
+namespace dflow {
+namespace {
+
+// --- Where -----------------------------------------------------------------------
+
+// Output: int64 [num_true, rank], the row-major coordinates of each element
+// of the input that is true (non-zero). Rank 1 to 8, as TensorFlow's kernel.
+template <typename T>
+class WhereOp : public OpKernel {
+ public:
+  explicit WhereOp(OpKernelConstruction* c) : OpKernel(c) {}
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& input = ctx->input(0);
+    const TensorShape& shape = input.shape();
+    const int rank = shape.dims();
+    if (rank < 1 || rank > 8) {  // TensorFlow's CPU kernel handles ranks 1 to 8.
+      return ctx->InvalidArgument("WhereOp : Unhandled input dimensions: ", rank);
+    }
+    auto in = input.flat<T>();
+    const int64_t n = static_cast<int64_t>(in.size());
+    int64_t num_true = 0;
+    for (int64_t i = 0; i < n; ++i) num_true += in[i] != T() ? 1 : 0;
+    Tensor* out = ctx->allocate_output_for_overwrite(0, TensorShape({num_true, rank}));
+    int64_t* o = out->flat<int64_t>().data();
+    std::vector<int64_t> strides(rank, 1);
+    for (int d = rank - 2; d >= 0; --d) strides[d] = strides[d + 1] * shape.dim_size(d + 1);
+    for (int64_t i = 0; i < n; ++i) {
+      if (in[i] == T()) continue;
+      int64_t rest = i;
+      for (int d = 0; d < rank; ++d) {
+        *o++ = rest / strides[d];
+        rest %= strides[d];
+      }
+    }
+    return absl::OkStatus();
+  }
+};
+
+absl::Status WhereShape(InferenceContext* c) {
+  const PartialShape& in = c->input(0);
+  c->set_output(0, in.rank_known() ? PartialShape({kUnknownDim, in.rank()})
+                                   : PartialShape::UnknownDims(2));
+  return absl::OkStatus();
+}
+
+REGISTER_OP("Where")
+    .Input("input: T")
+    .Output("index: int64")
+    .Attr("T: {float, double, int32, uint8, int16, int8, complex64, int64, qint8, quint8, "
+          "qint32, bfloat16, qint16, quint16, uint16, complex128, half, uint32, uint64, "
+          "bool} = DT_BOOL")
+    .SetShapeFn(WhereShape);
+CpuKernels<WhereOp, float, double, int32_t, int64_t, uint8_t, bool> where_kernels("Where");
+REGISTER_NO_GRADIENT("Where");
+
+// --- Select (v1) -------------------------------------------------------------------
+
+template <typename T>
+class SelectOp : public OpKernel {
+ public:
+  explicit SelectOp(OpKernelConstruction* c) : OpKernel(c) {}
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& cond = ctx->input(0);
+    const Tensor& t = ctx->input(1);
+    const Tensor& e = ctx->input(2);
+    if (t.shape() != e.shape()) {
+      return ctx->InvalidArgument("'then' and 'else' must have the same size.  but received: ",
+                                  t.shape().DebugString(), " vs. ", e.shape().DebugString());
+    }
+    const bool* c = cond.flat<bool>().data();
+    const T* tv = t.flat<T>().data();
+    const T* ev = e.flat<T>().data();
+    const int64_t n = t.shape().num_elements();
+    if (cond.shape().dims() == 0) {
+      ctx->set_output(0, c[0] ? t : e);
+      return absl::OkStatus();
+    }
+    int64_t inner = 1;  // Elements of t per element of cond.
+    if (cond.shape().dims() == 1 && t.shape().dims() > 1) {
+      if (cond.shape().dim_size(0) != t.shape().dim_size(0)) {
+        return ctx->InvalidArgument(
+            "Number of batches of 'then' must match size of 'cond', but saw: ",
+            t.shape().dim_size(0), " vs. ", cond.shape().dim_size(0));
+      }
+      inner = t.shape().dim_size(0) == 0 ? 0 : n / t.shape().dim_size(0);
+    } else if (cond.shape() != t.shape()) {
+      return ctx->InvalidArgument(
+          "'condition' and 'then' must have the same size.  but received: ",
+          cond.shape().DebugString(), " vs. ", t.shape().DebugString());
+    }
+    Tensor* out = ctx->allocate_output_for_overwrite(0, t.shape());
+    T* o = out->flat<T>().data();
+    for (int64_t i = 0; i < n; ++i) o[i] = c[inner == 0 ? 0 : i / inner] ? tv[i] : ev[i];
+    return absl::OkStatus();
+  }
+};
+
+absl::Status SelectShape(InferenceContext* c) {
+  absl::StatusOr<PartialShape> te = PartialShape::Merge(c->input(1), c->input(2));
+  if (!te.ok()) {
+    return c->Error(absl::StrCat("'then' ", c->input(1).DebugString(), " and 'else' ",
+                                 c->input(2).DebugString(), " must have the same shape"));
+  }
+  const PartialShape& cond = c->input(0);
+  if (cond.rank_known() && te->rank_known() && cond.rank() != 0 &&
+      !(cond.rank() == 1 && te->rank() > 1)) {
+    absl::StatusOr<PartialShape> all = PartialShape::Merge(cond, *te);
+    if (!all.ok()) {
+      return c->Error(absl::StrCat("'condition' ", cond.DebugString(), " and 'then' ",
+                                   te->DebugString(), " must have the same shape"));
+    }
+    te = all;
+  }
+  c->set_output(0, *te);
+  return absl::OkStatus();
+}
+
+REGISTER_OP("Select")
+    .Input("condition: bool")
+    .Input("t: T")
+    .Input("e: T")
+    .Output("output: T")
+    .Attr("T: type")
+    .SetShapeFn(SelectShape);
+CpuKernels<SelectOp, float, double, int32_t, int64_t, uint8_t, bool, std::string> select_kernels(
+    "Select");
+
+// --- StringJoin ----------------------------------------------------------------------
+
+class StringJoinOp : public OpKernel {
+ public:
+  explicit StringJoinOp(OpKernelConstruction* c) : OpKernel(c) {
+    c->GetAttr("separator", &separator_).IgnoreError();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    TensorShape shape;
+    bool have_shape = false;
+    for (int i = 0; i < ctx->num_inputs(); ++i) {
+      const Tensor& in = ctx->input(i);
+      if (in.shape().dims() == 0) continue;
+      if (!have_shape) {
+        shape = in.shape();
+        have_shape = true;
+      } else if (in.shape() != shape) {
+        return ctx->InvalidArgument("Input shapes do not match: ", shape.DebugString(), " vs. ",
+                                    in.shape().DebugString());
+      }
+    }
+    Tensor* out = ctx->allocate_output(0, shape);
+    auto o = out->flat<std::string>();
+    for (int64_t j = 0; j < static_cast<int64_t>(o.size()); ++j) {
+      std::string s;
+      for (int i = 0; i < ctx->num_inputs(); ++i) {
+        const Tensor& in = ctx->input(i);
+        if (i > 0) s += separator_;
+        s += in.shape().dims() == 0 ? in.scalar<std::string>() : in.flat<std::string>()[j];
+      }
+      o[j] = std::move(s);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  std::string separator_;
+};
+
+absl::Status StringJoinShape(InferenceContext* c) {
+  PartialShape out = PartialShape::Scalar();
+  bool all_scalar = true;
+  for (int i = 0; i < c->num_inputs(); ++i) {
+    const PartialShape& s = c->input(i);
+    if (s.rank_known() && s.rank() == 0) continue;
+    if (!s.rank_known()) {
+      out = all_scalar ? PartialShape::Unknown() : out;
+      all_scalar = false;
+      continue;
+    }
+    if (all_scalar || !out.rank_known()) {
+      out = s;
+    } else {
+      absl::StatusOr<PartialShape> m = PartialShape::Merge(out, s);
+      if (!m.ok()) {
+        return c->Error(absl::StrCat("Input shapes do not match: ", out.DebugString(), " vs. ",
+                                     s.DebugString()));
+      }
+      out = *m;
+    }
+    all_scalar = false;
+  }
+  c->set_output(0, out);
+  return absl::OkStatus();
+}
+
+REGISTER_OP("StringJoin")
+    .Input("inputs: N * string")
+    .Output("output: string")
+    .Attr("N: int >= 0")
+    .Attr("separator: string = ''")
+    .SetShapeFn(StringJoinShape);
+REGISTER_KERNEL(KernelDefBuilder("StringJoin").Device(kDeviceCPU), StringJoinOp);
+REGISTER_NO_GRADIENT("StringJoin");
+
+// --- ShardedFilename ----------------------------------------------------------------
+
+class ShardedFilenameOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    for (int i = 0; i < 3; ++i) {
+      if (ctx->input(i).shape().dims() != 0) {
+        return ctx->InvalidArgument("Input ", i, " must be a scalar, got shape ",
+                                    ctx->input(i).shape().DebugString());
+      }
+    }
+    char suffix[64];
+    std::snprintf(suffix, sizeof(suffix), "-%05d-of-%05d", ctx->input(1).scalar<int32_t>(),
+                  ctx->input(2).scalar<int32_t>());
+    Tensor* out = ctx->allocate_output(0, TensorShape());
+    out->scalar<std::string>() = absl::StrCat(ctx->input(0).scalar<std::string>(), suffix);
+    return absl::OkStatus();
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+absl::Status ScalarShape(InferenceContext* c) {
+  c->set_output(0, PartialShape::Scalar());
+  return absl::OkStatus();
+}
+
+REGISTER_OP("ShardedFilename")
+    .Input("basename: string")
+    .Input("shard: int32")
+    .Input("num_shards: int32")
+    .Output("filename: string")
+    .SetShapeFn(ScalarShape);
+REGISTER_KERNEL(KernelDefBuilder("ShardedFilename").Device(kDeviceCPU), ShardedFilenameOp);
+REGISTER_NO_GRADIENT("ShardedFilename");
+
+// --- StaticRegexFullMatch -------------------------------------------------------------
+
+// The pattern is RE2 syntax in TensorFlow; std::regex (ECMAScript) agrees on
+// the patterns tf.compat.v1 emits (e.g. the Saver's "^s3://.*").
+class StaticRegexFullMatchOp : public OpKernel {
+ public:
+  explicit StaticRegexFullMatchOp(OpKernelConstruction* c) : OpKernel(c) {
+    c->GetAttr("pattern", &pattern_).IgnoreError();
+    try {
+      regex_ = std::regex(pattern_, std::regex::ECMAScript);
+      valid_ = true;
+    } catch (const std::regex_error& e) {
+      error_ = e.what();
+    }
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    if (!valid_) {
+      return ctx->InvalidArgument("Invalid pattern: ", pattern_, ", error: ", error_);
+    }
+    const Tensor& in = ctx->input(0);
+    Tensor* out = ctx->allocate_output(0, in.shape());
+    auto s = in.flat<std::string>();
+    auto o = out->flat<bool>();
+    for (int64_t i = 0; i < static_cast<int64_t>(s.size()); ++i) {
+      o[i] = std::regex_match(s[i], regex_);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  std::string pattern_;
+  std::regex regex_;
+  bool valid_ = false;
+  std::string error_;
+};
+
+absl::Status SameShape(InferenceContext* c) {
+  c->set_output(0, c->input(0));
+  return absl::OkStatus();
+}
+
+REGISTER_OP("StaticRegexFullMatch")
+    .Input("input: string")
+    .Output("output: bool")
+    .Attr("pattern: string")
+    .SetShapeFn(SameShape);
+REGISTER_KERNEL(KernelDefBuilder("StaticRegexFullMatch").Device(kDeviceCPU),
+                StaticRegexFullMatchOp);
+REGISTER_NO_GRADIENT("StaticRegexFullMatch");
+
+// --- SaveV2, RestoreV2, MergeV2Checkpoints ---------------------------------------------
+
+class CheckpointUnimplementedOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    return absl::UnimplementedError(
+        absl::StrCat(ctx->Prefix(),
+                     "TensorFlow checkpoints (the tensor-bundle format) are not implemented "
+                     "by dflow; run without saving or restoring checkpoints"));
+  }
+};
+
+absl::Status NoOutputs(InferenceContext*) { return absl::OkStatus(); }
+
+absl::Status RestoreV2Shape(InferenceContext* c) {
+  for (int i = 0; i < c->num_outputs(); ++i) c->set_output(i, PartialShape::Unknown());
+  return absl::OkStatus();
+}
+
+REGISTER_OP("SaveV2")
+    .Input("prefix: string")
+    .Input("tensor_names: string")
+    .Input("shape_and_slices: string")
+    .Input("tensors: dtypes")
+    .Attr("dtypes: list(type) >= 1")
+    .SetIsStateful()
+    .SetShapeFn(NoOutputs);
+REGISTER_KERNEL(KernelDefBuilder("SaveV2").Device(kDeviceCPU), CheckpointUnimplementedOp);
+
+REGISTER_OP("RestoreV2")
+    .Input("prefix: string")
+    .Input("tensor_names: string")
+    .Input("shape_and_slices: string")
+    .Output("tensors: dtypes")
+    .Attr("dtypes: list(type) >= 1")
+    .SetIsStateful()
+    .SetShapeFn(RestoreV2Shape);
+REGISTER_KERNEL(KernelDefBuilder("RestoreV2").Device(kDeviceCPU), CheckpointUnimplementedOp);
+
+REGISTER_OP("MergeV2Checkpoints")
+    .Input("checkpoint_prefixes: string")
+    .Input("destination_prefix: string")
+    .Attr("delete_old_dirs: bool = true")
+    .Attr("allow_missing_files: bool = false")
+    .SetIsStateful()
+    .SetShapeFn(NoOutputs);
+REGISTER_KERNEL(KernelDefBuilder("MergeV2Checkpoints").Device(kDeviceCPU),
+                CheckpointUnimplementedOp);
+
+}  // namespace
+}  // namespace dflow
