@@ -121,6 +121,44 @@ TEST(TensorDataPlaneTest, RandomTensorsRoundTripBitExact) {
   }
 }
 
+// A tensor over 2 GiB (gRPC's and protobuf's limit) crosses the data plane
+// whole: 600M floats made by Fill on the sender.
+TEST(TensorDataPlaneTest, ATensorOverTwoGibCrosses) {
+  constexpr int64_t kElements = 600'000'000;  // 2.4 GB
+  Task task("ps", 0, 1);
+  DataPlaneServer server(task.worker.get());
+  ASSERT_TRUE(server.Start("127.0.0.1").ok());
+  DataPlaneClient client(kPeer, true);
+  client.OnNegotiated("127.0.0.1", server.port());
+  const std::string c0 = task.Cpu(0);
+  Builder b;
+  b.Const("dims", Tensor::Vec<int64_t>({kElements}), c0);
+  b.Const("value", Tensor::Scalar(1.5f), c0);
+  tensorflow::NodeDef* fill = b.Node("big", "Fill", {"dims", "value"}, c0);
+  SetAttr(fill, "T", DT_FLOAT);
+  SetAttr(fill, "index_type", DT_INT64);
+  b.Send("send", "big", "edge", c0, task.Incarnation(0), kDst, false, c0);
+  auto handle = worker_test::Register(task.worker.get(), b.def(), Timeout(absl::Seconds(60)));
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  tensorflow::RunGraphRequest run;
+  run.set_graph_handle(*handle);
+  run.set_step_id(99);
+  tensorflow::RunGraphResponse ran;
+  ASSERT_TRUE(task.worker->RunGraph(run, &ran, Timeout(absl::Seconds(60))).ok());
+  tensorflow::RecvTensorRequest req;
+  req.set_step_id(99);
+  req.set_rendezvous_key(task.Key(0, kDst, "edge"));
+  PendingRecv r(&client, req, Timeout(absl::Seconds(120)));
+  ASSERT_TRUE(r.Wait(absl::Seconds(120)));
+  ASSERT_FALSE(r.fell_back);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  ASSERT_EQ(r.result.tensor.NumElements(), kElements);
+  auto f = r.result.tensor.flat<float>();
+  for (int64_t i : {int64_t{0}, kElements / 2, (int64_t{1} << 29) + 3, kElements - 1}) {
+    EXPECT_EQ(f[i], 1.5f) << i;
+  }
+}
+
 TEST(TensorDataPlaneTest, ARecvParksUntilTheSendHappens) {
   DataPlaneTask t;
   PendingRecv r(&t.client, t.Request(9), Timeout(absl::Seconds(30)));
