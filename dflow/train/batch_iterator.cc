@@ -157,9 +157,10 @@ void PrefetchingIterator::Produce() {
     absl::StatusOr<Batch> batch = inner_->Next();  // Built outside the lock.
     const bool last = !batch.ok();
     absl::MutexLock lock(&mu_);
-    if (stop_) return;
+    // Queued even when stopping: the inner iterator has moved past it, and a
+    // SetOrder that fails restarts from here (one that succeeds clears it).
     queue_.push_back(std::move(batch));
-    if (last) return;  // The error stays queued for every later Next().
+    if (last || stop_) return;  // An error stays queued for every later Next().
   }
 }
 
