@@ -5,10 +5,9 @@
 #include <algorithm>
 #include <atomic>
 #include <thread>
-#include <utility>
-
 #include <unsupported/Eigen/CXX11/Tensor>
 #include <unsupported/Eigen/CXX11/ThreadPool>
+#include <utility>
 
 #include "absl/synchronization/blocking_counter.h"
 #include "absl/synchronization/mutex.h"
@@ -112,6 +111,13 @@ ThreadPool* IntraOpPool() {
     intra_op_pool = new ThreadPool("intra_op", std::max(1, n));
   }
   return intra_op_pool;
+}
+
+ThreadPool* InterOpPool() {
+  // Never destroyed: kernels may still run during static destruction.
+  static ThreadPool* pool = new ThreadPool(
+      "inter_op", std::max(2, static_cast<int>(std::thread::hardware_concurrency())));
+  return pool;
 }
 
 void SetIntraOpThreads(int num_threads) {

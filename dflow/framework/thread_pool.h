@@ -46,6 +46,11 @@ class ThreadPool {
 ThreadPool* IntraOpPool();
 void SetIntraOpThreads(int num_threads);
 
+// The process-wide inter-op pool, where executors run kernels: shared by
+// every session and server of the process that does not ask for its own
+// (DESIGN §4), one thread per core (at least two).
+ThreadPool* InterOpPool();
+
 }  // namespace dflow
 
 #endif  // DFLOW_FRAMEWORK_THREAD_POOL_H_

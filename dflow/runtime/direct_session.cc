@@ -60,12 +60,6 @@ struct StepState {
   absl::Notification done;
 };
 
-ThreadPool* SharedInterOpPool() {
-  static ThreadPool* pool = new ThreadPool(
-      "inter_op", std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
-  return pool;
-}
-
 }  // namespace
 
 // --- creation ---------------------------------------------------------------------
@@ -93,7 +87,7 @@ DirectSession::DirectSession(const SessionOptions& options, std::unique_ptr<Devi
     own_pool_ = std::make_unique<ThreadPool>("inter_op", threads);
     inter_op_pool_ = own_pool_.get();
   } else {
-    inter_op_pool_ = threads == 0 ? SharedInterOpPool() : nullptr;
+    inter_op_pool_ = threads == 0 ? InterOpPool() : nullptr;
   }
 }
 

@@ -20,13 +20,6 @@ namespace dflow {
 
 namespace {
 
-// Kernels of every server in the process run here.
-ThreadPool* SharedWorkerPool() {
-  static ThreadPool* pool =
-      new ThreadPool("worker", std::max(2, static_cast<int>(std::thread::hardware_concurrency())));
-  return pool;
-}
-
 // "host:port" -> host and port (ValidateAddress has checked the form).
 void SplitAddress(const std::string& address, std::string* host, int* port) {
   const size_t colon = address.rfind(':');
@@ -64,7 +57,7 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(const tensorflow:
   auto worker_for_task = [self](const std::string& task) { return self->WorkerFor(task); };
   WorkerOptions wopts;
   wopts.worker_for_task = worker_for_task;
-  wopts.inter_op_pool = SharedWorkerPool();
+  wopts.inter_op_pool = InterOpPool();
   server->worker_ = std::make_unique<Worker>(server->devices_.get(), std::move(wopts));
   MasterEnv env;
   env.task_name = server->task_name_;
