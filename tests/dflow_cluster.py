@@ -5,6 +5,7 @@ every task must know the others' addresses before it starts.
 """
 import json
 import os
+import sys
 import signal
 import socket
 import subprocess
@@ -66,3 +67,16 @@ def start_cluster(dflow, log_dir, tasks_per_job):
                 s.stop(signal.SIGKILL)
         raise
     return cluster, ports, servers
+
+
+def import_tensorflow_or_skip():
+    """(numpy, tensorflow), or exit 77 (ctest's skip) saying why."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    try:
+        import numpy
+        import tensorflow
+    except ImportError as e:
+        print(f"SKIP: TensorFlow cannot be imported here ({e}); "
+              "install it with `python3 -m pip install tensorflow-cpu`")
+        sys.exit(77)
+    return numpy, tensorflow

@@ -45,14 +45,9 @@ import sys
 import tempfile
 import time
 
-try:
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import numpy as np
-    import tensorflow as tf
-except ImportError as e:
-    print(f"SKIP: TensorFlow cannot be imported here ({e}); "
-          "install it with `python3 -m pip install tensorflow-cpu`")
-    sys.exit(77)
+from dflow_cluster import import_tensorflow_or_skip
+
+np, tf = import_tensorflow_or_skip()
 
 LAST_STEP = 20
 REPLICAS = 2

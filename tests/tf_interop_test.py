@@ -10,21 +10,13 @@ graph locally. Reference (VariableV2) and resource variables both.
 Exits 77 (skipped, reason printed) only where TensorFlow cannot be imported.
 Usage: tf_interop_test.py path/to/dflow
 """
-import os
 import signal
 import sys
 import tempfile
 
-from dflow_cluster import start_cluster
+from dflow_cluster import start_cluster, import_tensorflow_or_skip
 
-try:
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import numpy as np
-    import tensorflow as tf
-except ImportError as e:
-    print(f"SKIP: TensorFlow cannot be imported here ({e}); "
-          "install it with `python3 -m pip install tensorflow-cpu`")
-    sys.exit(77)
+np, tf = import_tensorflow_or_skip()
 
 tf.compat.v1.disable_eager_execution()
 STEPS = 10

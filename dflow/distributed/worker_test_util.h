@@ -163,6 +163,19 @@ inline tensorflow::GraphDef PsWorkerGraph() {
   return b.def();
 }
 
+// A Reshape on the ps that fails ("bad": 3 values into [2, 2]) and "after" on
+// worker 1, which waits for it.
+inline tensorflow::GraphDef KernelErrorGraph() {
+  Builder b;
+  b.Const("three", Tensor::Vec<float>({1, 2, 3}), "/job:ps/task:0");
+  b.Const("shape", Tensor::Vec<int32_t>({2, 2}), "/job:ps/task:0");
+  tensorflow::NodeDef* bad = b.Node("bad", "Reshape", {"three", "shape"}, "/job:ps/task:0");
+  SetAttr(bad, "T", DT_FLOAT);
+  SetAttr(bad, "Tshape", DT_INT32);
+  b.Binary("after", "Mul", "bad", "bad", "/job:worker/task:1");
+  return b.def();
+}
+
 // A float tensor of `n` random bit patterns (NaNs and denormals included).
 inline Tensor RandomBits(int64_t n, uint32_t seed) {
   Tensor t(DT_FLOAT, TensorShape({n}));

@@ -202,12 +202,7 @@ absl::StatusOr<TrainMetrics> TrainOnCluster(const TrainOptions& o, std::ostream&
   const int replicas = sync && o.replicas_to_aggregate > 0 ? o.replicas_to_aggregate : workers;
   ASSIGN_OR_RETURN(Data data, LoadData(o));
 
-  TrainMetrics m{.model = o.model,
-                 .optimizer = o.optimizer,
-                 .data = o.data,
-                 .batch_size = o.batch_size,
-                 .epochs = o.epochs};
-  m.learning_rate = o.learning_rate > 0 ? o.learning_rate : DefaultLearningRate(o.optimizer);
+  TrainMetrics m = InitialMetrics(o);
   m.mode = o.mode;
   m.workers = workers;
 

@@ -73,6 +73,16 @@ double DefaultLearningRate(const std::string& optimizer) {
   return 0.001;  // adam, rmsprop
 }
 
+TrainMetrics InitialMetrics(const TrainOptions& o) {
+  TrainMetrics m{.model = o.model,
+                 .optimizer = o.optimizer,
+                 .data = o.data,
+                 .batch_size = o.batch_size,
+                 .epochs = o.epochs};
+  m.learning_rate = o.learning_rate > 0 ? o.learning_rate : DefaultLearningRate(o.optimizer);
+  return m;
+}
+
 std::unique_ptr<Optimizer> MakeOptimizer(const std::string& name, float lr) {
   if (name == "sgd") return std::make_unique<GradientDescentOptimizer>(lr);
   if (name == "momentum") return std::make_unique<MomentumOptimizer>(lr, 0.9f);
@@ -216,12 +226,7 @@ absl::StatusOr<TrainMetrics> Train(const TrainOptions& o, std::ostream& progress
   RETURN_IF_ERROR(CheckOptions(o));
   ASSIGN_OR_RETURN(Data data, LoadData(o));
 
-  TrainMetrics m{.model = o.model,
-                 .optimizer = o.optimizer,
-                 .data = o.data,
-                 .batch_size = o.batch_size,
-                 .epochs = o.epochs};
-  m.learning_rate = o.learning_rate > 0 ? o.learning_rate : DefaultLearningRate(o.optimizer);
+  TrainMetrics m = InitialMetrics(o);
 
   Scope root = Scope::NewRootScope();
   ASSIGN_OR_RETURN(Model model, BuildModel(root, o));

@@ -24,6 +24,9 @@ double SecondsSince(Clock::time_point start);
 // Checks the single-process options (model, optimizer, data, sizes).
 absl::Status CheckOptions(const TrainOptions& o);
 double DefaultLearningRate(const std::string& optimizer);
+// The metrics of a run of `o` before it starts: its settings, the learning
+// rate it will use.
+TrainMetrics InitialMetrics(const TrainOptions& o);
 std::unique_ptr<Optimizer> MakeOptimizer(const std::string& name, float lr);
 
 struct Data {

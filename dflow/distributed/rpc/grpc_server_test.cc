@@ -86,17 +86,10 @@ TEST(GrpcServerTest, ResetOverGrpcFreesVariablesOnThePs) {
 
 TEST(GrpcServerTest, KernelErrorOnTheServerReachesTheClient) {
   PsAndTwoWorkers cluster;
-  Builder b;
-  b.Const("three", Tensor::Vec<float>({1, 2, 3}), "/job:ps/task:0");
-  b.Const("shape", Tensor::Vec<int32_t>({2, 2}), "/job:ps/task:0");
-  tensorflow::NodeDef* bad = b.Node("bad", "Reshape", {"three", "shape"}, "/job:ps/task:0");
-  SetAttr(bad, "T", DT_FLOAT);
-  SetAttr(bad, "Tshape", DT_INT32);
-  b.Binary("after", "Mul", "bad", "bad", "/job:worker/task:1");
   tensorflow::ConfigProto config;
   config.set_operation_timeout_in_ms(30000);
   auto session = cluster.NewSession(config);
-  ASSERT_TRUE(session->Create(b.def()).ok());
+  ASSERT_TRUE(session->Create(worker_test::KernelErrorGraph()).ok());
   const absl::Time start = absl::Now();
   std::vector<Tensor> out;
   absl::Status s = session->Run({}, {"after"}, {}, &out);
