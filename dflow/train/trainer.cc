@@ -252,7 +252,7 @@ absl::StatusOr<TrainMetrics> Train(const TrainOptions& o, std::ostream& progress
   int64_t examples = 0;
   double epoch_loss = 0;
   int64_t epoch_steps = 0;
-  for (int64_t step = 0;; ++step) {
+  for (int64_t step = 0; o.max_steps <= 0 || step < o.max_steps; ++step) {
     absl::StatusOr<Batch> batch = input.Next();
     if (absl::IsOutOfRange(batch.status())) break;
     RETURN_IF_ERROR(batch.status());

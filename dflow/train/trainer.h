@@ -49,7 +49,7 @@ struct TrainOptions {
   int64_t towers = 1;                     // Model copies per worker, one per CPU device.
   std::string ps_strategy = "bytes";      // bytes | round-robin
   std::string session_target;             // This task's own server: "grpc://host:port".
-  int64_t max_steps = 0;                  // > 0: stop at this global step.
+  int64_t max_steps = 0;                  // > 0: stop after this many (global) steps.
   int64_t startup_timeout_seconds = 120;  // Waiting for the ps and the chief's init.
 };
 
