@@ -28,14 +28,11 @@
 #include <string>
 #include <vector>
 
-#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "dflow/distributed/rpc/echo_service.h"
 #include "dflow/distributed/rpc/grpc_server.h"
-#include "dflow/distributed/rpc/grpc_util.h"
 #include "dflow/framework/attr_util.h"
 #include "dflow/runtime/session_factory.h"
-#include "grpcpp/generic/async_generic_service.h"
-#include "grpcpp/generic/generic_stub.h"
 
 namespace dflow {
 namespace {
@@ -44,35 +41,6 @@ void Die(const char* what) {
   std::fprintf(stderr, "runstep_bench: %s\n", what);
   std::exit(1);
 }
-
-// Answers every call with its request bytes.
-class Echo final : public grpc::CallbackGenericService {
-  grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext*) override {
-    class Reactor final : public grpc::ServerGenericBidiReactor {
-     public:
-      Reactor() { StartRead(&message_); }
-      void OnReadDone(bool ok) override {
-        if (!ok) {
-          Finish(grpc::Status::OK);
-          return;
-        }
-        StartWrite(&message_);
-      }
-      void OnWriteDone(bool ok) override {
-        if (!ok) {
-          Finish(grpc::Status::OK);
-          return;
-        }
-        StartRead(&message_);
-      }
-      void OnDone() override { delete this; }
-
-     private:
-      grpc::ByteBuffer message_;
-    };
-    return new Reactor;
-  }
-};
 
 [[noreturn]] void RunChild(int report_fd) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // Never outlive the parent.
@@ -84,14 +52,10 @@ class Echo final : public grpc::CallbackGenericService {
   def.set_protocol("grpc");
   auto server = GrpcServer::Create(def);
   if (!server.ok() || !(*server)->Start().ok()) Die("dflow server");
-  Echo echo;
-  grpc::ServerBuilder builder;
-  ConfigureServerBuilder(&builder);
-  int ports[2] = {(*server)->bound_port(), 0};
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &ports[1]);
-  builder.RegisterCallbackGenericService(&echo);
-  std::unique_ptr<grpc::Server> bare = builder.BuildAndStart();
-  if (bare == nullptr || write(report_fd, ports, sizeof(ports)) != sizeof(ports)) Die("echo");
+  auto echo = EchoServer::Start();
+  if (!echo.ok()) Die("echo server");
+  int ports[2] = {(*server)->bound_port(), (*echo)->port()};
+  if (write(report_fd, ports, sizeof(ports)) != sizeof(ports)) Die("report");
   (*server)->Join();  // Killed by the parent.
   std::exit(0);
 }
@@ -133,23 +97,10 @@ int Main(int argc, char** argv) {
   options.target = "grpc://127.0.0.1:" + std::to_string(ports[0]);
   auto session = NewSession(options);
   if (!session.ok() || !(*session)->Create(Graph()).ok()) Die("session");
-  grpc::GenericStub echo(NewGrpcChannel("127.0.0.1:" + std::to_string(ports[1])));
+  EchoClient echo("127.0.0.1:" + std::to_string(ports[1]));
   const std::string payload(16, 'x');
-
   auto bare_call = [&] {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    grpc::Slice slice(payload);
-    grpc::ByteBuffer request(&slice, 1), response;
-    absl::Notification done;
-    grpc::Status status;
-    echo.UnaryCall(&ctx, "/bench.Echo/Echo", grpc::StubOptions(), &request, &response,
-                   [&](grpc::Status s) {
-                     status = std::move(s);
-                     done.Notify();
-                   });
-    done.WaitForNotification();
-    if (!status.ok()) Die("echo call failed");
+    if (!echo.Call(payload).ok()) Die("echo call failed");
   };
   auto empty_step = [&] {
     if (!(*session)->Run({}, {}, {"noop"}, nullptr).ok()) Die("empty step failed");
@@ -163,9 +114,9 @@ int Main(int argc, char** argv) {
     std::function<void()> run;
     std::vector<double> us;
   };
-  std::vector<Series> series = {
-      {"bare gRPC unary", bare_call, {}}, {"RunStep empty", empty_step, {}},
-      {"RunStep 1 fetch", scalar_step, {}}};
+  std::vector<Series> series = {{"bare gRPC unary", bare_call, {}},
+                                {"RunStep empty", empty_step, {}},
+                                {"RunStep 1 fetch", scalar_step, {}}};
   for (int i = 0; i < samples / 10; ++i) {  // Warm up connections and caches.
     for (Series& s : series) s.run();
   }
