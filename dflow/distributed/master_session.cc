@@ -11,6 +11,7 @@
 #include "dflow/framework/status.h"
 #include "dflow/framework/tensor.h"
 #include "dflow/runtime/executor.h"
+#include "dflow/runtime/function.h"
 #include "dflow/runtime/partition.h"
 #include "dflow/runtime/session_util.h"
 #include "dflow/runtime/subgraph.h"
@@ -123,7 +124,7 @@ absl::Status MasterSession::Create(const tensorflow::GraphDef& graph, absl::Time
 absl::Status MasterSession::MergeGraph(const tensorflow::GraphDef& graph) {
   tensorflow::GraphDef merged = graph_def_;
   RETURN_IF_ERROR(ExtendGraphDef(&merged, graph));
-  ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, Graph::FromGraphDef(merged));
+  ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, GraphFromGraphDef(merged));
   graph_def_ = std::move(merged);
   graph_ = std::move(g);
   return absl::OkStatus();

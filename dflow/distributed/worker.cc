@@ -13,6 +13,7 @@
 #include "dflow/framework/cancellation.h"
 #include "dflow/framework/status.h"
 #include "dflow/runtime/executor.h"
+#include "dflow/runtime/function.h"
 #include "dflow/runtime/graph.h"
 #include "dflow/runtime/partition.h"
 
@@ -156,7 +157,7 @@ absl::StatusOr<std::shared_ptr<const Worker::GraphItem>> Worker::FindGraph(
 
 absl::StatusOr<std::shared_ptr<Worker::GraphItem>> Worker::BuildGraph(
     const tensorflow::GraphDef& def) {
-  ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, Graph::FromGraphDef(def));
+  ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, GraphFromGraphDef(def));
   for (Node* n : g->nodes()) {
     Device* device = devices_->HostCPU();
     if (!n->requested_device().empty()) {

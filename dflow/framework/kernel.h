@@ -171,6 +171,8 @@ class OpKernelContext {
   int num_inputs() const { return static_cast<int>(params_->inputs.size()); }
   // The value of input i (for ref inputs, the current value of the variable).
   const Tensor& input(int i) const { return *params_->inputs[i].tensor; }
+  // False only for a Merge input that is not the live one.
+  bool has_input(int i) const { return params_->inputs[i].tensor != nullptr; }
   DataType input_dtype(int i) const { return op_kernel().input_type(i); }
   bool input_is_ref(int i) const { return params_->inputs[i].is_ref(); }
   // REQUIRES: input_is_ref(i). The variable's storage and its lock.

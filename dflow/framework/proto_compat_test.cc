@@ -35,11 +35,13 @@
 #include "dflow/proto/device_attributes.pb.h"
 #include "dflow/proto/error_codes.pb.h"
 #include "dflow/proto/full_type.pb.h"
+#include "dflow/proto/function.pb.h"
 #include "dflow/proto/graph.pb.h"
 #include "dflow/proto/master.pb.h"
 #include "dflow/proto/master_service.pb.h"
 #include "dflow/proto/named_tensor.pb.h"
 #include "dflow/proto/node_def.pb.h"
+#include "dflow/proto/op_def.pb.h"
 #include "dflow/proto/resource_handle.pb.h"
 #include "dflow/proto/tensor.pb.h"
 #include "dflow/proto/tensor_shape.pb.h"
@@ -91,11 +93,13 @@ std::vector<const FileDescriptor*> OurFiles() {
       DeviceAttributes::descriptor()->file(),
       error::Code_descriptor()->file(),
       FullTypeDef::descriptor()->file(),
+      FunctionDefLibrary::descriptor()->file(),
       GraphDef::descriptor()->file(),
       RunStepRequest::descriptor()->file(),
       ServiceFile(descriptor_table_dflow_2fproto_2fmaster_5fservice_2eproto),
       NamedTensorProto::descriptor()->file(),
       NodeDef::descriptor()->file(),
+      OpDef::descriptor()->file(),
       ResourceHandleProto::descriptor()->file(),
       TensorProto::descriptor()->file(),
       TensorShapeProto::descriptor()->file(),

@@ -15,6 +15,7 @@
 #include "dflow/framework/shape_inference.h"
 #include "dflow/framework/status.h"
 #include "dflow/runtime/call_frame.h"
+#include "dflow/runtime/function.h"
 #include "dflow/runtime/partition.h"
 #include "dflow/runtime/placer.h"
 #include "dflow/runtime/rendezvous_local.h"
@@ -112,7 +113,7 @@ absl::Status DirectSession::Extend(const tensorflow::GraphDef& graph) {
 absl::Status DirectSession::ExtendLocked(const tensorflow::GraphDef& graph) {
   tensorflow::GraphDef merged = graph_def_;
   RETURN_IF_ERROR(ExtendGraphDef(&merged, graph));
-  ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, Graph::FromGraphDef(merged));
+  ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, GraphFromGraphDef(merged));
   graph_def_ = std::move(merged);
   graph_ = std::move(g);
   return absl::OkStatus();

@@ -27,6 +27,13 @@ struct Executor::NodeItem {
   AsyncOpKernel* async = nullptr;  // kernel->AsAsync()
   bool expensive = false;
   bool is_send = false;  // Runs even with dead inputs, to pass deadness on.
+  // Switch: leaves the output its predicate did not pick unset, which makes
+  // that output's edges dead.
+  bool is_switch = false;
+  // Merge: runs on its first live data input once its control inputs have
+  // arrived, or dead once every data input arrived dead.
+  bool is_merge = false;
+  int num_control_inputs = 0;
   int input_start = 0;   // First input entry.
   int num_inputs = 0;
   int out_start = 0;  // First OutEdge.
@@ -124,6 +131,11 @@ class ExecutorState {
   struct NodeState {
     std::atomic<int32_t> pending{0};
     std::atomic<bool> dead{false};
+    // Merge nodes only, guarded by merge_mu_.
+    int merge_controls = 0;     // Control inputs still to arrive.
+    int merge_dead = 0;         // Data inputs that arrived dead.
+    int merge_live = -1;        // The data input it forwards.
+    bool merge_fired = false;   // Scheduled: later inputs are ignored.
   };
   // An async kernel in flight. `phase` bit 1: ComputeAsync returned; bit 2:
   // done was called. Whoever sets the second bit completes the node.
@@ -148,9 +160,13 @@ class ExecutorState {
   void Finish();
 
   void InitParams(Params* params);
-  absl::Status PrepareInputs(const Item& item, bool dead, Params* params);
+  absl::Status PrepareInputs(int id, bool dead, Params* params);
   absl::Status PropagateOutputs(const Item& item, OpKernelContext* ctx, ReadyList* ready);
   void PropagateDead(const Item& item, ReadyList* ready);
+  // Delivers one edge to a Merge; `value` is null for a control edge.
+  void ActivateMerge(const Executor::OutEdge& e, bool dead, TensorValue* value,
+                     ReadyList* ready);
+  void SetEntry(const Executor::OutEdge& e, TensorValue* value);
   void Decrement(int dst, ReadyList* ready) {
     if (nodes_[dst].pending.fetch_sub(1, std::memory_order_acq_rel) == 1) ready->push_back(dst);
   }
@@ -167,6 +183,8 @@ class ExecutorState {
   std::unique_ptr<NodeState[]> nodes_;
   std::atomic<int64_t> outstanding_{0};  // Nodes ready or running.
   std::atomic<bool> aborted_{false};
+
+  absl::Mutex merge_mu_;  // Guards the merge_* fields of nodes_.
 
   absl::Mutex mu_;
   absl::Status status_ ABSL_GUARDED_BY(mu_);  // The first error.
@@ -188,6 +206,7 @@ ExecutorState::ExecutorState(const Executor* exec, const Executor::Args& args,
   }
   for (size_t i = 0; i < exec->items_.size(); ++i) {
     nodes_[i].pending.store(exec->items_[i].initial_pending, std::memory_order_relaxed);
+    nodes_[i].merge_controls = exec->items_[i].num_control_inputs;
   }
 }
 
@@ -256,7 +275,7 @@ bool ExecutorState::RunNode(int id, Params* params, ReadyQueue* inline_ready) {
     PropagateDead(item, &ready);
     return ScheduleReady(ready, inline_ready);
   }
-  absl::Status s = PrepareInputs(item, dead, params);
+  absl::Status s = PrepareInputs(id, dead, params);
   if (!s.ok()) return Complete(id, s, nullptr, inline_ready);
   if (item.async != nullptr) return StartAsync(id, *params, inline_ready);
   OpKernelContext ctx(params);
@@ -291,12 +310,18 @@ bool ExecutorState::Complete(int id, absl::Status s, OpKernelContext* ctx,
   return ScheduleReady(ready, inline_ready);
 }
 
-absl::Status ExecutorState::PrepareInputs(const Item& item, bool dead, Params* params) {
+absl::Status ExecutorState::PrepareInputs(int id, bool dead, Params* params) {
+  const Item& item = exec_->items_[id];
   params->op_kernel = item.kernel;
   params->is_input_dead = dead;
   params->inputs.clear();
+  const int live = item.is_merge ? nodes_[id].merge_live : -1;
   for (int i = 0; i < item.num_inputs; ++i) {
     Entry& e = entries_[item.input_start + i];
+    if (item.is_merge && i != live) {
+      params->inputs.push_back(TensorValue{});
+      continue;
+    }
     if (item.input_is_ref[i]) {
       if (e.ref == nullptr && !dead) {
         return absl::InternalError(absl::StrCat("input ", i, " expects a reference"));
@@ -322,12 +347,12 @@ absl::Status ExecutorState::PrepareInputs(const Item& item, bool dead, Params* p
 
 absl::Status ExecutorState::PropagateOutputs(const Item& item, OpKernelContext* ctx,
                                              ReadyList* ready) {
-  const bool dead = ctx->is_output_dead();
+  const bool node_dead = ctx->is_output_dead();
   absl::InlinedVector<TensorValue, 4> outs(item.kernel->num_outputs());
-  if (!dead) {
+  if (!node_dead) {
     for (size_t i = 0; i < outs.size(); ++i) {
       outs[i] = ctx->release_output(static_cast<int>(i));
-      if (outs[i].tensor == nullptr && item.output_consumed[i]) {
+      if (outs[i].tensor == nullptr && item.output_consumed[i] && !item.is_switch) {
         return absl::InternalError(absl::StrCat("kernel did not set output ", i));
       }
     }
@@ -335,30 +360,67 @@ absl::Status ExecutorState::PropagateOutputs(const Item& item, OpKernelContext* 
   const Executor::OutEdge* edges = exec_->out_edges_.data() + item.out_start;
   for (int k = 0; k < item.num_out; ++k) {
     const Executor::OutEdge& e = edges[k];
+    // A control edge is dead with its node; a data edge also when its
+    // output was left unset (the branch a Switch did not take).
+    TensorValue* value = node_dead || e.dst_entry < 0 ? nullptr : &outs[e.src_output];
+    const bool dead = node_dead || (value != nullptr && value->tensor == nullptr);
+    if (exec_->items_[e.dst].is_merge) {
+      ActivateMerge(e, dead, value, ready);
+      continue;
+    }
     if (dead) {
       nodes_[e.dst].dead.store(true, std::memory_order_relaxed);
     } else if (e.dst_entry >= 0) {
-      Entry& entry = entries_[e.dst_entry];
-      TensorValue& v = outs[e.src_output];
-      if (v.is_ref()) {
-        entry.ref = v.tensor;
-        entry.ref_mu = v.mutex;
-      } else if (e.last_use) {
-        entry.val = std::move(*v.tensor);
-      } else {
-        entry.val = *v.tensor;
-      }
+      SetEntry(e, value);
     }
     Decrement(e.dst, ready);
   }
   return absl::OkStatus();
 }
 
+void ExecutorState::SetEntry(const Executor::OutEdge& e, TensorValue* value) {
+  Entry& entry = entries_[e.dst_entry];
+  if (value->is_ref()) {
+    entry.ref = value->tensor;
+    entry.ref_mu = value->mutex;
+  } else if (e.last_use) {
+    entry.val = std::move(*value->tensor);
+  } else {
+    entry.val = *value->tensor;
+  }
+}
+
+void ExecutorState::ActivateMerge(const Executor::OutEdge& e, bool dead, TensorValue* value,
+                                  ReadyList* ready) {
+  const Item& dst = exec_->items_[e.dst];
+  NodeState& node = nodes_[e.dst];
+  absl::MutexLock l(&merge_mu_);
+  if (node.merge_fired) return;  // A later live input (only in loops) is dropped.
+  if (e.dst_entry < 0) {
+    --node.merge_controls;  // Live or dead, a control input only counts down.
+  } else if (dead) {
+    ++node.merge_dead;
+  } else if (node.merge_live < 0) {
+    node.merge_live = e.dst_entry - dst.input_start;
+    SetEntry(e, value);
+  }
+  if (node.merge_controls > 0) return;
+  if (node.merge_live < 0 && node.merge_dead < dst.num_inputs) return;
+  node.merge_fired = true;
+  if (node.merge_live < 0) node.dead.store(true, std::memory_order_relaxed);
+  ready->push_back(e.dst);
+}
+
 void ExecutorState::PropagateDead(const Item& item, ReadyList* ready) {
   const Executor::OutEdge* edges = exec_->out_edges_.data() + item.out_start;
   for (int k = 0; k < item.num_out; ++k) {
-    nodes_[edges[k].dst].dead.store(true, std::memory_order_relaxed);
-    Decrement(edges[k].dst, ready);
+    const Executor::OutEdge& e = edges[k];
+    if (exec_->items_[e.dst].is_merge) {
+      ActivateMerge(e, /*dead=*/true, nullptr, ready);
+      continue;
+    }
+    nodes_[e.dst].dead.store(true, std::memory_order_relaxed);
+    Decrement(e.dst, ready);
   }
 }
 
@@ -472,6 +534,9 @@ absl::Status Executor::InitializeNode(const Node* node, NodeItem* item) {
   item->async = item->kernel->AsAsync();
   item->expensive = item->kernel->IsExpensive();
   item->is_send = node->IsSend();
+  item->is_switch = node->type_string() == "Switch" || node->type_string() == "RefSwitch";
+  item->is_merge = node->type_string() == "Merge" || node->type_string() == "RefMerge";
+  for (const Edge* e : node->in_edges()) item->num_control_inputs += e->IsControlEdge();
   item->num_inputs = item->kernel->num_inputs();
   item->prefix = absl::StrCat("[", node->type_string(), " '", node->name(), "'] ");
   for (int i = 0; i < item->num_inputs; ++i) {

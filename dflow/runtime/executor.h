@@ -4,9 +4,13 @@
 // graph by pending-input counts. Cheap kernels run inline on the thread that
 // made them ready, expensive ones go to Args::runner (the inter-op pool), and
 // asynchronous kernels (Recv) finish through a callback, so no thread blocks
-// waiting for a tensor. The first error aborts the step: nodes not yet started
-// are skipped, the step's cancellation manager is cancelled and its rendezvous
-// aborted, and `done` receives that error prefixed with "[node 'x' (Op)] ".
+// waiting for a tensor. Control flow follows TensorFlow's deadness: the output
+// a Switch did not take is dead, a node with a dead input is skipped and its
+// outputs are dead (a Send still runs, to pass deadness to its peer), and a
+// Merge runs on its first live input, or is dead when all its inputs are.
+// The first error aborts the step: nodes not yet started are skipped, the
+// step's cancellation manager is cancelled and its rendezvous aborted, and
+// `done` receives that error prefixed with "[node 'x' (Op)] ".
 //
 //   ASSIGN_OR_RETURN(std::unique_ptr<Executor> exec,
 //                    Executor::Create(std::move(graph), device));

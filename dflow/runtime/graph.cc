@@ -29,12 +29,6 @@ std::string InputString(const Edge& e) {
   return absl::StrCat(e.src->name(), ":", e.src_output);
 }
 
-// A producer's output may feed a consumer's input when the types are equal,
-// or when a ref output feeds a plain input of its base type.
-bool TypesCompatible(DataType out, DataType in) {
-  return out == in || (IsRefType(out) && !IsRefType(in) && BaseType(out) == in);
-}
-
 // Within nodes that cannot be ordered, walks back along in-edges from `start`
 // until a node repeats: that node lies on a cycle.
 const Node* NodeOnCycle(const Node* start, const std::vector<int>& pending) {
@@ -283,6 +277,10 @@ absl::Status ConnectInputs(Graph* g, Node* dst, const tensorflow::NodeDef& def) 
 }
 
 }  // namespace
+
+bool TypesCompatible(DataType out, DataType in) {
+  return out == in || (IsRefType(out) && !IsRefType(in) && BaseType(out) == in);
+}
 
 absl::StatusOr<std::unique_ptr<Graph>> Graph::FromGraphDef(const tensorflow::GraphDef& def) {
   auto g = std::make_unique<Graph>();

@@ -130,6 +130,10 @@ class Graph {
   tensorflow::VersionDef versions_;
 };
 
+// A producer's output may feed a consumer's input when the types are equal,
+// or when a ref output feeds a plain input of its base type.
+bool TypesCompatible(DataType out, DataType in);
+
 // Splits "name", "name:2" and "^name" into node name, output index
 // (kControlSlot for "^") ; InvalidArgument on malformed text.
 absl::Status ParseTensorName(const std::string& text, std::string* node, int* index);

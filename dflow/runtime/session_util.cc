@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "dflow/framework/attr_util.h"
 #include "dflow/framework/status.h"
+#include "google/protobuf/util/message_differencer.h"
 
 namespace dflow {
 
@@ -45,7 +47,25 @@ absl::Status ExtendGraphDef(tensorflow::GraphDef* graph, const tensorflow::Graph
           absl::StrCat("[Session] Extend: node '", n.name(), "' already exists in the graph"));
     }
   }
+  absl::flat_hash_map<std::string, const tensorflow::FunctionDef*> functions;
+  for (const tensorflow::FunctionDef& f : graph->library().function()) {
+    functions[f.signature().name()] = &f;
+  }
+  std::vector<const tensorflow::FunctionDef*> new_functions;
+  for (const tensorflow::FunctionDef& f : extension.library().function()) {
+    auto it = functions.find(f.signature().name());
+    if (it == functions.end()) {
+      new_functions.push_back(&f);
+    } else if (!google::protobuf::util::MessageDifferencer::Equals(*it->second, f)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("[Session] Extend: function '", f.signature().name(),
+                       "' already exists in the library with a different definition"));
+    }
+  }
   for (const tensorflow::NodeDef& n : extension.node()) *graph->add_node() = n;
+  for (const tensorflow::FunctionDef* f : new_functions) {
+    *graph->mutable_library()->add_function() = *f;
+  }
   if (extension.has_versions()) *graph->mutable_versions() = extension.versions();
   return absl::OkStatus();
 }

@@ -29,9 +29,9 @@ std::string SignatureKey(const std::vector<std::string>& feeds,
                          const std::vector<std::string>& fetches,
                          const std::vector<std::string>& targets);
 
-// Appends `extension`'s nodes to *graph (versions too, when given).
-// InvalidArgument naming a node that is already there; *graph is unchanged
-// on error.
+// Appends `extension`'s nodes and library functions to *graph (versions
+// too, when given). InvalidArgument naming a node that is already there, or
+// a function already there with another body; *graph is unchanged on error.
 absl::Status ExtendGraphDef(tensorflow::GraphDef* graph, const tensorflow::GraphDef& extension);
 
 // What a fed tensor must look like: its dtype and, for placeholders, the

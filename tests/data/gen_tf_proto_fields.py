@@ -42,9 +42,10 @@ from google.protobuf import descriptor_pb2
 from google.protobuf import descriptor_pool
 from google.protobuf import message_factory
 from tensorflow.core.framework import (attr_value_pb2, cost_graph_pb2,  # noqa: F401
-                                       full_type_pb2,
+                                       full_type_pb2, function_pb2,
                                        device_attributes_pb2, graph_pb2,
-                                       node_def_pb2, resource_handle_pb2,
+                                       node_def_pb2, op_def_pb2,
+                                       resource_handle_pb2,
                                        step_stats_pb2, tensor_pb2,
                                        tensor_shape_pb2, types_pb2,
                                        versions_pb2)

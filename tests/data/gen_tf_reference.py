@@ -8,7 +8,8 @@ Writes, beside this script:
   golden/<name>.json   the steps to run on each graph (feeds, fetches, targets) and the
                        values TensorFlow computed.
 
-Run: python3 tests/data/gen_tf_reference.py   (needs `pip install tensorflow-cpu`)
+Run: python3 tests/data/gen_tf_reference.py [--op-defs-only]
+     (needs `pip install tensorflow-cpu`)
 """
 import json
 import os
@@ -36,7 +37,10 @@ VariableV2 Assign AssignAdd AssignSub IsVariableInitialized
 ApplyGradientDescent ApplyMomentum ApplyAdam ApplyAdagrad ApplyRMSProp
 ResourceApplyGradientDescent ResourceApplyMomentum ResourceApplyAdam ResourceApplyAdagrad
 ResourceApplyRMSProp ReluGrad BiasAddGrad Conv2DBackpropInput Conv2DBackpropFilter
-MaxPoolGrad""".split()
+MaxPoolGrad Switch RefSwitch Merge RefMerge""".split()
+# Functional ops: dflow lowers them into Switch/Merge and inlined bodies before
+# placement (dflow/runtime/function.h), so they have no kernel.
+LOWERED_OPS = "If StatelessIf PartitionedCall StatefulPartitionedCall".split()
 
 
 def arg_json(arg):
@@ -67,7 +71,7 @@ def attr_json(attr):
 
 def write_op_defs():
     defs = {}
-    for name in OPS:
+    for name in OPS + LOWERED_OPS:
         op = op_def_registry.get(name)
         defs[name] = {
             "inputs": [arg_json(a) for a in op.input_arg],
@@ -75,6 +79,8 @@ def write_op_defs():
             "attrs": [attr_json(a) for a in op.attr],
             "is_stateful": op.is_stateful,
         }
+        if name in LOWERED_OPS:
+            defs[name]["lowered"] = True
     with open(os.path.join(HERE, "tf_op_defs.json"), "w") as f:
         json.dump(defs, f, indent=1, sort_keys=True)
 
@@ -273,7 +279,10 @@ def multi_device():
 
 
 if __name__ == "__main__":
+    import sys
     write_op_defs()
+    if sys.argv[1:] == ["--op-defs-only"]:
+        sys.exit(0)
     for make in (mlp_forward, math_ops, array_ops, conv_net, variables, random_ops,
                  multi_device):
         make()

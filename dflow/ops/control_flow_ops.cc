@@ -1,0 +1,167 @@
+// Control flow: Switch, RefSwitch, Merge, RefMerge (TensorFlow 1.x tf.cond),
+// and the functional ops If, StatelessIf, PartitionedCall and
+// StatefulPartitionedCall (tf.cond and tf.function in TensorFlow 2 graphs),
+// which sessions lower into Switch/Merge and inlined bodies before
+// placement (dflow/runtime/function.h); they have no kernel.
+//
+// Deadness: Switch sets only the output its predicate selects; the executor
+// marks the other output's edges dead, deadness spreads through every node
+// it reaches, and Merge forwards whichever of its inputs is alive.
+#include "absl/strings/str_cat.h"
+#include "dflow/framework/kernel.h"
+#include "dflow/framework/op_def.h"
+#include "dflow/framework/shape_inference.h"
+
+namespace dflow {
+namespace {
+
+absl::Status SwitchShape(InferenceContext* c) {
+  PartialShape pred;
+  RETURN_IF_ERROR(c->WithRank(c->input(1), 0, &pred));
+  c->set_output(0, c->input(0));
+  c->set_output(1, c->input(0));
+  return absl::OkStatus();
+}
+
+REGISTER_OP("Switch")
+    .Input("data: T")
+    .Input("pred: bool")
+    .Output("output_false: T")
+    .Output("output_true: T")
+    .Attr("T: type")
+    .SetShapeFn(SwitchShape);
+
+REGISTER_OP("RefSwitch")
+    .Input("data: Ref(T)")
+    .Input("pred: bool")
+    .Output("output_false: Ref(T)")
+    .Output("output_true: Ref(T)")
+    .Attr("T: type")
+    .SetShapeFn(SwitchShape);
+
+class SwitchOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& pred = ctx->input(1);
+    if (pred.dtype() != DT_BOOL || pred.dims() != 0) {
+      return ctx->InvalidArgument("pred must be a bool scalar, got ",
+                                  DataTypeString(pred.dtype()), " of shape ",
+                                  pred.shape().DebugString());
+    }
+    const int taken = pred.scalar<bool>() ? 1 : 0;
+    if (ctx->input_is_ref(0)) {
+      ctx->set_output_ref(taken, ctx->input_ref_mutex(0), ctx->mutable_input(0));
+    } else {
+      ctx->set_output(taken, ctx->input(0));
+    }
+    return absl::OkStatus();
+  }
+  bool IsExpensive() const override { return false; }
+};
+REGISTER_KERNEL(KernelDefBuilder("Switch").Device(kDeviceCPU), SwitchOp);
+REGISTER_KERNEL(KernelDefBuilder("RefSwitch").Device(kDeviceCPU), SwitchOp);
+
+absl::Status MergeShape(InferenceContext* c) {
+  PartialShape out = c->input(0);
+  for (int i = 1; i < c->num_inputs(); ++i) {
+    if (!(c->input(i) == out)) out = PartialShape();  // Branches disagree: unknown.
+  }
+  c->set_output(0, out);
+  c->set_output(1, PartialShape::Scalar());
+  return absl::OkStatus();
+}
+
+REGISTER_OP("Merge")
+    .Input("inputs: N * T")
+    .Output("output: T")
+    .Output("value_index: int32")
+    .Attr("T: type")
+    .Attr("N: int >= 1")
+    .SetShapeFn(MergeShape);
+
+REGISTER_OP("RefMerge")
+    .Input("inputs: Ref(N * T)")
+    .Output("output: Ref(T)")
+    .Output("value_index: int32")
+    .Attr("T: type")
+    .Attr("N: int >= 1")
+    .SetShapeFn(MergeShape);
+
+// Runs once one input is alive (the executor hands it only that one) or,
+// when all are dead, not at all: its outputs are then dead.
+class MergeOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    for (int i = 0; i < ctx->num_inputs(); ++i) {
+      if (!ctx->has_input(i)) continue;
+      if (ctx->input_is_ref(i)) {
+        ctx->set_output_ref(0, ctx->input_ref_mutex(i), ctx->mutable_input(i));
+      } else {
+        ctx->set_output(0, ctx->input(i));
+      }
+      Tensor index(DT_INT32, TensorShape({}));
+      index.scalar<int32_t>() = i;
+      ctx->set_output(1, std::move(index));
+      return absl::OkStatus();
+    }
+    return ctx->InvalidArgument("no input is alive");
+  }
+  bool IsExpensive() const override { return false; }
+};
+REGISTER_KERNEL(KernelDefBuilder("Merge").Device(kDeviceCPU), MergeOp);
+REGISTER_KERNEL(KernelDefBuilder("RefMerge").Device(kDeviceCPU), MergeOp);
+
+// --- functional ops: lowered before placement, never executed ----------------
+
+REGISTER_OP("If")
+    .Input("cond: Tcond")
+    .Input("input: Tin")
+    .Output("output: Tout")
+    .Attr("Tcond: type")
+    .Attr("Tin: list(type) >= 0")
+    .Attr("Tout: list(type) >= 0")
+    .Attr("then_branch: func")
+    .Attr("else_branch: func")
+    .Attr("output_shapes: list(shape) = []")
+    .SetIsStateful()
+    .SetShapeFn(UnknownShape);
+
+REGISTER_OP("StatelessIf")
+    .Input("cond: Tcond")
+    .Input("input: Tin")
+    .Output("output: Tout")
+    .Attr("Tcond: type")
+    .Attr("Tin: list(type) >= 0")
+    .Attr("Tout: list(type) >= 0")
+    .Attr("then_branch: func")
+    .Attr("else_branch: func")
+    .Attr("output_shapes: list(shape) = []")
+    .SetShapeFn(UnknownShape);
+
+REGISTER_OP("PartitionedCall")
+    .Input("args: Tin")
+    .Output("output: Tout")
+    .Attr("Tin: list(type) >= 0")
+    .Attr("Tout: list(type) >= 0")
+    .Attr("f: func")
+    .Attr("config: string = ''")
+    .Attr("config_proto: string = ''")
+    .Attr("executor_type: string = ''")
+    .SetShapeFn(UnknownShape);
+
+REGISTER_OP("StatefulPartitionedCall")
+    .Input("args: Tin")
+    .Output("output: Tout")
+    .Attr("Tin: list(type) >= 0")
+    .Attr("Tout: list(type) >= 0")
+    .Attr("f: func")
+    .Attr("config: string = ''")
+    .Attr("config_proto: string = ''")
+    .Attr("executor_type: string = ''")
+    .SetIsStateful()
+    .SetShapeFn(UnknownShape);
+
+}  // namespace
+}  // namespace dflow

@@ -1,0 +1,381 @@
+// Control flow and functions: Switch/Merge deadness in the executor, and the
+// lowering of If / StatelessIf / PartitionedCall from a GraphDef's library.
+// Golden cases replay graphs TensorFlow wrote and the values it computed
+// (tests/data/control_flow, from gen_control_flow_reference.py).
+#include "dflow/runtime/function.h"
+
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "dflow/framework/attr_util.h"
+#include "dflow/framework/status.h"
+#include "dflow/runtime/direct_session.h"
+#include "dflow/runtime/session_util.h"
+#include "google/protobuf/text_format.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace dflow {
+namespace {
+
+const std::string kDir = std::string(DFLOW_TEST_DATA_DIR) + "/control_flow/";
+
+tensorflow::GraphDef ParseGraph(const std::string& text) {
+  tensorflow::GraphDef g;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &g)) << text;
+  return g;
+}
+
+std::unique_ptr<DirectSession> NewSession() {
+  absl::StatusOr<std::unique_ptr<DirectSession>> s = DirectSession::New(SessionOptions());
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? *std::move(s) : nullptr;
+}
+
+// --- golden: TensorFlow's graphs, TensorFlow's values ---------------------------
+
+Tensor FromJson(const nlohmann::json& j) {
+  std::vector<int64_t> dims = j["shape"].get<std::vector<int64_t>>();
+  const std::string dtype = j["dtype"];
+  const nlohmann::json& v = j["values"];
+  if (dtype == "float") return Tensor::FromVector(v.get<std::vector<float>>(), TensorShape(dims));
+  if (dtype == "int64") {
+    return Tensor::FromVector(v.get<std::vector<int64_t>>(), TensorShape(dims));
+  }
+  if (dtype == "int32") {
+    return Tensor::FromVector(v.get<std::vector<int32_t>>(), TensorShape(dims));
+  }
+  Tensor t(DT_BOOL, TensorShape(dims));
+  for (size_t i = 0; i < v.size(); ++i) t.flat<bool>()[i] = v[i].get<bool>();
+  return t;
+}
+
+void ExpectEqual(const Tensor& want, const Tensor& got, const std::string& what) {
+  ASSERT_EQ(want.dtype(), got.dtype()) << what;
+  ASSERT_EQ(want.shape(), got.shape()) << what;
+  for (int64_t i = 0; i < want.NumElements(); ++i) {
+    switch (want.dtype()) {
+      case DT_FLOAT:
+        EXPECT_FLOAT_EQ(want.flat<float>()[i], got.flat<float>()[i]) << what << " [" << i << "]";
+        break;
+      case DT_INT64:
+        EXPECT_EQ(want.flat<int64_t>()[i], got.flat<int64_t>()[i]) << what << " [" << i << "]";
+        break;
+      case DT_INT32:
+        EXPECT_EQ(want.flat<int32_t>()[i], got.flat<int32_t>()[i]) << what << " [" << i << "]";
+        break;
+      default:
+        EXPECT_EQ(want.flat<bool>()[i], got.flat<bool>()[i]) << what << " [" << i << "]";
+    }
+  }
+}
+
+nlohmann::json GoldenCases() {
+  std::ifstream in(kDir + "cases.json");
+  EXPECT_TRUE(in.good()) << "missing tests/data/control_flow/cases.json";
+  return in.good() ? nlohmann::json::parse(in)["cases"] : nlohmann::json::array();
+}
+
+class ControlFlowGoldenTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ControlFlowGoldenTest, ReplaysTensorFlowsRuns) {
+  for (const nlohmann::json& c : GoldenCases()) {
+    if (c["name"] != GetParam()) continue;
+    std::ifstream in(kDir + c["graph"].get<std::string>());
+    std::stringstream text;
+    text << in.rdbuf();
+    std::unique_ptr<DirectSession> s = NewSession();
+    ASSERT_TRUE(s->Create(ParseGraph(text.str())).ok());
+    for (const std::string& op : c["init"]) ASSERT_TRUE(s->Run({}, {}, {op}, nullptr).ok()) << op;
+    int k = 0;
+    for (const nlohmann::json& run : c["runs"]) {
+      std::vector<std::pair<std::string, Tensor>> feeds;
+      for (const auto& [name, value] : run["feeds"].items()) feeds.emplace_back(name, FromJson(value));
+      std::vector<std::string> fetches = run["fetches"];
+      std::vector<std::string> targets = run["targets"];
+      std::vector<Tensor> out;
+      absl::Status st = s->Run(feeds, fetches, targets, &out);
+      ASSERT_TRUE(st.ok()) << GetParam() << " run " << k << ": " << st;
+      for (size_t i = 0; i < fetches.size(); ++i) {
+        ExpectEqual(FromJson(run["expected"][i]), out[i],
+                    absl::StrCat(GetParam(), " run ", k, " ", fetches[i]));
+      }
+      ++k;
+    }
+    EXPECT_GT(k, 0);
+    return;
+  }
+  FAIL() << "no golden case " << GetParam();
+}
+
+INSTANTIATE_TEST_SUITE_P(TensorFlowGraphs, ControlFlowGoldenTest,
+                         ::testing::Values("cond_v1", "cond_v2", "cond_v2_resource",
+                                           "function_call", "global_step_read_ref",
+                                           "global_step_read_resource"));
+
+// --- Switch / Merge in the executor ---------------------------------------------
+
+// pred ? x * 2 : x + 10 as TensorFlow 1.x writes it, with a counter bumped
+// by a node with no data input on the true side (it runs only there, through
+// the pivot's control edge), and the merge's value_index.
+constexpr char kSwitchMerge[] = R"pb(
+  node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+  node { name: "pred" op: "Placeholder" attr { key: "dtype" value { type: DT_BOOL } } }
+  node { name: "two" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+         attr { key: "value" value { tensor { dtype: DT_FLOAT float_val: 2 } } } }
+  node { name: "ten" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+         attr { key: "value" value { tensor { dtype: DT_FLOAT float_val: 10 } } } }
+  node { name: "sw" op: "Switch" input: "x" input: "pred"
+         attr { key: "T" value { type: DT_FLOAT } } }
+  node { name: "sp" op: "Switch" input: "pred" input: "pred"
+         attr { key: "T" value { type: DT_BOOL } } }
+  node { name: "pivot_t" op: "Identity" input: "sp:1" attr { key: "T" value { type: DT_BOOL } } }
+  node { name: "t" op: "Mul" input: "sw:1" input: "two" attr { key: "T" value { type: DT_FLOAT } } }
+  node { name: "f" op: "AddV2" input: "sw:0" input: "ten" attr { key: "T" value { type: DT_FLOAT } } }
+  node { name: "m" op: "Merge" input: "f" input: "t"
+         attr { key: "T" value { type: DT_FLOAT } } attr { key: "N" value { i: 2 } } }
+  node { name: "v" op: "VariableV2" attr { key: "dtype" value { type: DT_FLOAT } }
+         attr { key: "shape" value { shape {} } } }
+  node { name: "zero" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+         attr { key: "value" value { tensor { dtype: DT_FLOAT float_val: 0 } } } }
+  node { name: "init" op: "Assign" input: "v" input: "zero"
+         attr { key: "T" value { type: DT_FLOAT } } }
+  node { name: "one" op: "Const" input: "^pivot_t" attr { key: "dtype" value { type: DT_FLOAT } }
+         attr { key: "value" value { tensor { dtype: DT_FLOAT float_val: 1 } } } }
+  node { name: "bump" op: "AssignAdd" input: "v" input: "one"
+         attr { key: "T" value { type: DT_FLOAT } } }
+  node { name: "f_side" op: "Cast" input: "sp:0"
+         attr { key: "SrcT" value { type: DT_BOOL } } attr { key: "DstT" value { type: DT_FLOAT } } }
+  node { name: "done" op: "Merge" input: "f_side" input: "bump"
+         attr { key: "T" value { type: DT_FLOAT } } attr { key: "N" value { i: 2 } } }
+)pb";
+
+TEST(SwitchMergeTest, TakenBranchRunsUntakenIsDead) {
+  std::unique_ptr<DirectSession> s = NewSession();
+  ASSERT_TRUE(s->Create(ParseGraph(kSwitchMerge)).ok());
+  ASSERT_TRUE(s->Run({}, {}, {"init"}, nullptr).ok());
+  const Tensor x = Tensor::Vec<float>({1, 2, 3});
+  for (bool p : {true, false, true}) {
+    std::vector<Tensor> out;
+    absl::Status st = s->Run({{"x", x}, {"pred", Tensor::Scalar(p)}}, {"m:0", "m:1", "done:1"},
+                             {}, &out);
+    ASSERT_TRUE(st.ok()) << st;
+    ExpectEqual(p ? Tensor::Vec<float>({2, 4, 6}) : Tensor::Vec<float>({11, 12, 13}), out[0],
+                "m:0");
+    EXPECT_EQ(out[1].scalar<int32_t>(), p ? 1 : 0);
+    EXPECT_EQ(out[2].scalar<int32_t>(), p ? 1 : 0);
+  }
+  std::vector<Tensor> v;
+  ASSERT_TRUE(s->Run({}, {"v:0"}, {}, &v).ok());
+  EXPECT_EQ(v[0].scalar<float>(), 2.0f) << "the bump ran once per true step only";
+}
+
+TEST(SwitchMergeTest, FetchingADeadTensorIsAnError) {
+  std::unique_ptr<DirectSession> s = NewSession();
+  tensorflow::GraphDef g = ParseGraph(kSwitchMerge);
+  g.mutable_node()->RemoveLast();  // done
+  g.mutable_node()->RemoveLast();  // f_side
+  ASSERT_TRUE(s->Create(g).ok());
+  std::vector<Tensor> out;
+  absl::Status st = s->Run({{"x", Tensor::Vec<float>({1})}, {"pred", Tensor::Scalar(false)}},
+                           {"t:0"}, {}, &out);
+  EXPECT_FALSE(st.ok());
+  // The step still finishes, and the live side is fine.
+  ASSERT_TRUE(s->Run({{"x", Tensor::Vec<float>({1})}, {"pred", Tensor::Scalar(false)}}, {"f:0"},
+                     {}, &out)
+                  .ok());
+  EXPECT_EQ(out[0].flat<float>()[0], 11.0f);
+}
+
+TEST(SwitchMergeTest, PredicateMustBeAScalar) {
+  std::unique_ptr<DirectSession> s = NewSession();
+  tensorflow::GraphDef g = ParseGraph(kSwitchMerge);
+  g.mutable_node()->RemoveLast();
+  g.mutable_node()->RemoveLast();
+  ASSERT_TRUE(s->Create(g).ok());
+  std::vector<Tensor> out;
+  Tensor pred(DT_BOOL, TensorShape({2}));
+  absl::Status st = s->Run({{"x", Tensor::Vec<float>({1})}, {"pred", pred}}, {"m:0"}, {}, &out);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_TRUE(absl::StrContains(st.message(), "'sw'")) << st;
+}
+
+// --- lowering -------------------------------------------------------------------
+
+// out = If(pred, x) with then: x * 3 (a Const inside, no inputs), else: x.
+constexpr char kIf[] = R"pb(
+  node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+  node { name: "pred" op: "Placeholder" attr { key: "dtype" value { type: DT_BOOL } } }
+  node { name: "cond" op: "StatelessIf" input: "pred" input: "x"
+         attr { key: "Tcond" value { type: DT_BOOL } }
+         attr { key: "Tin" value { list { type: DT_FLOAT } } }
+         attr { key: "Tout" value { list { type: DT_FLOAT } } }
+         attr { key: "then_branch" value { func { name: "times3" } } }
+         attr { key: "else_branch" value { func { name: "same" } } } }
+  node { name: "out" op: "Identity" input: "cond" attr { key: "T" value { type: DT_FLOAT } } }
+  library {
+    function {
+      signature { name: "times3" input_arg { name: "a" type: DT_FLOAT }
+                  output_arg { name: "r" type: DT_FLOAT } }
+      node_def { name: "three" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+                 attr { key: "value" value { tensor { dtype: DT_FLOAT float_val: 3 } } } }
+      node_def { name: "mul" op: "Mul" input: "a" input: "three:output:0"
+                 attr { key: "T" value { type: DT_FLOAT } } }
+      ret { key: "r" value: "mul:z:0" }
+    }
+    function {
+      signature { name: "same" input_arg { name: "a" type: DT_FLOAT }
+                  output_arg { name: "r" type: DT_FLOAT } }
+      ret { key: "r" value: "a" }
+    }
+  }
+)pb";
+
+absl::StatusOr<std::vector<Tensor>> RunIf(const tensorflow::GraphDef& g, bool pred,
+                                          const std::string& fetch = "out:0") {
+  std::unique_ptr<DirectSession> s = NewSession();
+  RETURN_IF_ERROR(s->Create(g));
+  std::vector<Tensor> out;
+  RETURN_IF_ERROR(s->Run({{"x", Tensor::Vec<float>({1, 2})}, {"pred", Tensor::Scalar(pred)}},
+                         {fetch}, {}, &out));
+  return out;
+}
+
+TEST(LowerFunctionalOpsTest, IfRunsTheSelectedBranch) {
+  const tensorflow::GraphDef g = ParseGraph(kIf);
+  absl::StatusOr<std::vector<Tensor>> t = RunIf(g, true);
+  ASSERT_TRUE(t.ok()) << t.status();
+  ExpectEqual(Tensor::Vec<float>({3, 6}), (*t)[0], "true");
+  absl::StatusOr<std::vector<Tensor>> f = RunIf(g, false);
+  ASSERT_TRUE(f.ok()) << f.status();
+  ExpectEqual(Tensor::Vec<float>({1, 2}), (*f)[0], "false");
+  // The If's own name still answers fetches.
+  absl::StatusOr<std::vector<Tensor>> by_name = RunIf(g, true, "cond:0");
+  ASSERT_TRUE(by_name.ok()) << by_name.status();
+  ExpectEqual(Tensor::Vec<float>({3, 6}), (*by_name)[0], "cond:0");
+}
+
+TEST(LowerFunctionalOpsTest, LoweredGraphHasSwitchesMergesAndNoIf) {
+  absl::StatusOr<std::unique_ptr<Graph>> g = GraphFromGraphDef(ParseGraph(kIf));
+  ASSERT_TRUE(g.ok()) << g.status();
+  int switches = 0, merges = 0;
+  for (Node* n : (*g)->nodes()) {
+    EXPECT_NE(n->type_string(), "StatelessIf");
+    switches += n->type_string() == "Switch";
+    merges += n->type_string() == "Merge";
+  }
+  EXPECT_EQ(switches, 2);  // the predicate and x
+  EXPECT_EQ(merges, 2);    // the output and branch_executed
+  ASSERT_NE((*g)->FindNode("cond/then/mul"), nullptr);
+  EXPECT_EQ((*g)->FindNode("cond")->type_string(), "IdentityN");
+}
+
+// Edits the first function's body or the call, then expects `code` with
+// every `words` in the message.
+void ExpectLoweringError(const std::function<void(tensorflow::GraphDef*)>& edit,
+                         absl::StatusCode code, std::vector<std::string> words) {
+  tensorflow::GraphDef g = ParseGraph(kIf);
+  edit(&g);
+  absl::StatusOr<std::unique_ptr<Graph>> lowered = GraphFromGraphDef(g);
+  ASSERT_FALSE(lowered.ok());
+  EXPECT_EQ(lowered.status().code(), code) << lowered.status();
+  for (const std::string& w : words) {
+    EXPECT_TRUE(absl::StrContains(lowered.status().message(), w)) << lowered.status();
+  }
+}
+
+tensorflow::NodeDef* CondNode(tensorflow::GraphDef* g) { return g->mutable_node(2); }
+
+TEST(LowerFunctionalOpsTest, BadCallsAreNamed) {
+  ExpectLoweringError(
+      [](tensorflow::GraphDef* g) {
+        (*CondNode(g)->mutable_attr())["then_branch"].mutable_func()->set_name("nowhere");
+      },
+      absl::StatusCode::kNotFound, {"[StatelessIf 'cond']", "'nowhere'", "library"});
+  ExpectLoweringError(
+      [](tensorflow::GraphDef* g) {
+        g->mutable_library()->mutable_function(0)->mutable_signature()->add_input_arg()->set_name(
+            "extra");
+      },
+      absl::StatusCode::kInvalidArgument, {"'cond'", "'times3' takes 2", "passes 1"});
+  ExpectLoweringError(
+      [](tensorflow::GraphDef* g) {
+        g->mutable_library()->mutable_function(0)->mutable_node_def(1)->set_input(1, "ghost:y:0");
+      },
+      absl::StatusCode::kInvalidArgument, {"'cond'", "'ghost:y:0'"});
+  ExpectLoweringError(
+      [](tensorflow::GraphDef* g) {
+        (*g->mutable_library()->mutable_function(0)->mutable_ret())["r"] = "three:output:0";
+        SetAttr(g->mutable_library()->mutable_function(0)->mutable_node_def(0), "dtype",
+                DT_INT32);
+        tensorflow::TensorProto* v = (*g->mutable_library()
+                                           ->mutable_function(0)
+                                           ->mutable_node_def(0)
+                                           ->mutable_attr())["value"]
+                                         .mutable_tensor();
+        v->set_dtype(DT_INT32);
+        v->clear_float_val();
+        v->add_int_val(3);
+      },
+      absl::StatusCode::kInvalidArgument, {"'cond'", "int32", "float"});
+  ExpectLoweringError(
+      [](tensorflow::GraphDef* g) {
+        // Both branches take (a, p); then_branch returns the same If again.
+        tensorflow::NodeDef* cond = CondNode(g);
+        cond->add_input("pred");
+        (*cond->mutable_attr())["Tin"].mutable_list()->add_type(DT_BOOL);
+        for (int i = 0; i < 2; ++i) {
+          tensorflow::OpDef::ArgDef* p =
+              g->mutable_library()->mutable_function(i)->mutable_signature()->add_input_arg();
+          p->set_name("p");
+          p->set_type(DT_BOOL);
+        }
+        tensorflow::FunctionDef* f = g->mutable_library()->mutable_function(0);
+        tensorflow::NodeDef* again = f->add_node_def();
+        *again = *cond;
+        again->set_name("again");
+        again->clear_input();
+        for (const char* in : {"p", "a", "p"}) again->add_input(in);
+        (*f->mutable_ret())["r"] = "again:output:0";
+      },
+      absl::StatusCode::kInvalidArgument, {"deeper than 32"});
+}
+
+TEST(LowerFunctionalOpsTest, ConditionMustBeBool) {
+  tensorflow::GraphDef g = ParseGraph(kIf);
+  for (tensorflow::NodeDef& n : *g.mutable_node()) {
+    if (n.name() == "pred") SetAttr(&n, "dtype", DT_INT32);
+    if (n.name() == "cond") SetAttr(&n, "Tcond", DT_INT32);
+  }
+  absl::StatusOr<std::unique_ptr<Graph>> lowered = GraphFromGraphDef(g);
+  ASSERT_FALSE(lowered.ok());
+  EXPECT_TRUE(absl::StrContains(lowered.status().message(), "only bool")) << lowered.status();
+}
+
+TEST(LowerFunctionalOpsTest, ExtendMergesLibrariesAndRejectsConflicts) {
+  tensorflow::GraphDef base = ParseGraph(kIf);
+  tensorflow::GraphDef ext;
+  *ext.mutable_library()->add_function() = base.library().function(0);  // same: fine
+  tensorflow::FunctionDef* extra = ext.mutable_library()->add_function();
+  extra->mutable_signature()->set_name("extra");
+  tensorflow::GraphDef merged = base;
+  absl::Status extended = ExtendGraphDef(&merged, ext);
+  ASSERT_TRUE(extended.ok()) << extended;
+  EXPECT_EQ(merged.library().function_size(), 3);
+  tensorflow::GraphDef conflict;
+  *conflict.mutable_library()->add_function() = base.library().function(0);
+  conflict.mutable_library()->mutable_function(0)->mutable_ret()->at("r") = "a";
+  absl::Status st = ExtendGraphDef(&merged, conflict);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(st.message(), "'times3'")) << st;
+  EXPECT_EQ(merged.library().function_size(), 3);
+}
+
+}  // namespace
+}  // namespace dflow

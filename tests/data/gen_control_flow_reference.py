@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Records TensorFlow graphs that branch and call functions, and what they compute.
+
+Writes, under control_flow/ beside this script, one GraphDef per case (text format)
+and control_flow/cases.json: for each case its graph file, the ops to run first
+(initializers) and a sequence of Session.run calls (feeds, fetches, targets) with the
+values TensorFlow returned. dflow's function_golden_test replays the same runs in one
+session and compares.
+
+Cases:
+  cond_v1            tf.cond with TensorFlow 1.x control flow (Switch / Merge), a
+                     reference variable incremented only in the true branch;
+  cond_v2            the same with TensorFlow 2 control flow (StatelessIf / If and a
+                     function library), the counter a resource variable;
+  cond_v2_resource   If over a resource variable: one branch reads, the other adds;
+                     a cond nested in a branch;
+  function_call      tf.function called in a graph: (Stateful)PartitionedCall with a
+                     cond inside;
+  global_step_read_{ref,resource}
+                     the read of the global step that MonitoredTrainingSession's
+                     StopAtStepHook builds (tf.cond on is_variable_initialized).
+
+Run: python3 tests/data/gen_control_flow_reference.py   (needs tensorflow)
+"""
+import json
+import os
+
+import numpy as np
+import tensorflow as tf
+from google.protobuf import text_format
+from tensorflow.python.ops import control_flow_v2_toggles
+from tensorflow.python.training import training_util
+
+tf1 = tf.compat.v1
+tf1.disable_eager_execution()
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "control_flow")
+X = np.array([1.0, 2.0, 3.0], np.float32)
+
+
+def value(v):
+    a = np.asarray(v)
+    dtype = {np.dtype(np.float32): "float", np.dtype(np.int64): "int64",
+             np.dtype(np.int32): "int32", np.dtype(np.bool_): "bool"}[a.dtype]
+    return {"dtype": dtype, "shape": list(a.shape), "values": a.ravel().tolist()}
+
+
+def record(name, g, init, runs):
+    """Runs `runs` ([(feeds, fetches, targets)]) in a fresh session of `g`."""
+    with open(os.path.join(HERE, name + ".pbtxt"), "w") as f:
+        f.write(text_format.MessageToString(g.as_graph_def()))
+    out = []
+    with tf1.Session(graph=g) as s:
+        for op in init:
+            s.run(op)
+        for feeds, fetches, targets in runs:
+            got = s.run(fetches + targets, feed_dict=feeds)[:len(fetches)]
+            out.append({"feeds": {k: value(v) for k, v in feeds.items()},
+                        "fetches": fetches, "targets": targets,
+                        "expected": [value(v) for v in got]})
+    return {"name": name, "graph": name + ".pbtxt", "init": init, "runs": out}
+
+
+def cond_graph(v2):
+    (control_flow_v2_toggles.enable_control_flow_v2 if v2
+     else control_flow_v2_toggles.disable_control_flow_v2)()
+    tf1.disable_resource_variables()
+    g = tf.Graph()
+    with g.as_default():
+        x = tf1.placeholder(tf.float32, [3], name="x")
+        pred = tf1.placeholder(tf.bool, [], name="pred")
+        # TensorFlow 2 branches cannot assign a reference variable they capture.
+        counter = tf1.get_variable("counter", [], initializer=tf1.zeros_initializer(),
+                                   use_resource=v2)
+        y = tf.cond(pred, lambda: x * 2.0, lambda: x + 10.0, name="y")
+        tf.identity(y, name="y_out")
+        count = tf.cond(pred, lambda: tf1.assign_add(counter, 1.0),
+                        lambda: tf.identity(counter.read_value()), name="count")
+        tf.identity(count, name="count_out")
+        tf1.global_variables_initializer()
+    runs = []
+    for p in (True, False, True):
+        runs.append(({"x:0": X, "pred:0": p}, ["y_out:0"], ["count_out"]))
+    runs.append(({}, ["counter:0" if not v2 else "counter/Read/ReadVariableOp:0"], []))
+    return g, runs
+
+
+def cond_v2_resource():
+    control_flow_v2_toggles.enable_control_flow_v2()
+    tf1.enable_resource_variables()
+    g = tf.Graph()
+    with g.as_default():
+        pred = tf1.placeholder(tf.bool, [], name="pred")
+        inner = tf1.placeholder(tf.bool, [], name="inner")
+        v = tf1.get_variable("v", [2], initializer=tf1.ones_initializer())
+
+        def add():
+            with tf.control_dependencies([v.assign_add([1.0, 2.0])]):
+                return tf.cond(inner, lambda: v.read_value() * 3.0,
+                               lambda: v.read_value() - 1.0)
+
+        out = tf.cond(pred, add, lambda: v.read_value(), name="branch")
+        tf.identity(out, name="out")
+        tf1.global_variables_initializer()
+    runs = []
+    for p, q in ((False, False), (True, True), (True, False), (False, True)):
+        runs.append(({"pred:0": p, "inner:0": q}, ["out:0"], []))
+    return g, runs
+
+
+def function_call():
+    control_flow_v2_toggles.enable_control_flow_v2()
+    tf1.enable_resource_variables()
+    g = tf.Graph()
+    with g.as_default():
+        x = tf1.placeholder(tf.float32, [3], name="x")
+        v = tf1.get_variable("w", [3], initializer=tf1.ones_initializer())
+
+        @tf.function
+        def scale(a, b):
+            return tf.cond(tf.reduce_sum(a) > 7.0, lambda: a * b, lambda: a + b)
+
+        @tf.function
+        def bump():
+            v.assign_add([0.5, 0.5, 0.5])
+            return v.read_value()
+
+        tf.identity(scale(x, 2.0), name="scaled")
+        tf.identity(bump(), name="bumped")
+        tf1.global_variables_initializer()
+    big = X * 3.0
+    runs = [({"x:0": X}, ["scaled:0"], []), ({"x:0": big}, ["scaled:0"], []),
+            ({}, ["bumped:0"], []), ({}, ["bumped:0"], [])]
+    return g, runs
+
+
+def global_step_read(resource):
+    control_flow_v2_toggles.enable_control_flow_v2()
+    (tf1.enable_resource_variables if resource else tf1.disable_resource_variables)()
+    g = tf.Graph()
+    with g.as_default():
+        gs = tf1.train.get_or_create_global_step()
+        read = training_util._get_or_create_global_step_read()
+        tf.identity(read, name="step_read")
+        tf.group(tf1.assign_add(gs, 5), name="bump")
+        tf1.global_variables_initializer()
+    runs = [({}, ["step_read:0"], []), ({}, [], ["bump"]), ({}, ["step_read:0"], [])]
+    return g, runs
+
+
+def main():
+    os.makedirs(HERE, exist_ok=True)
+    cases = []
+    for name, (g, runs) in (("cond_v1", cond_graph(False)), ("cond_v2", cond_graph(True)),
+                            ("cond_v2_resource", cond_v2_resource()),
+                            ("function_call", function_call()),
+                            ("global_step_read_ref", global_step_read(False)),
+                            ("global_step_read_resource", global_step_read(True))):
+        cases.append(record(name, g, ["init"], runs))
+    with open(os.path.join(HERE, "cases.json"), "w") as f:
+        json.dump({"cases": cases}, f, indent=1)
+    for c in cases:
+        with open(os.path.join(HERE, c["graph"])) as f:
+            gd = text_format.Parse(f.read(), tf1.GraphDef())
+        ops = {n.op for n in gd.node} | {n.op for f in gd.library.function for n in f.node_def}
+        print(c["name"], len(c["runs"]), "runs;", " ".join(sorted(ops)))
+
+
+if __name__ == "__main__":
+    main()
