@@ -22,13 +22,10 @@ Checks: both clients exit 0; the global step read from the ps afterwards is 20
 initial one, and each replica's loss trajectory goes down. Every wait is
 bounded; the servers are killed at the end.
 
-One client-side workaround for a dflow gap (WORKAROUND_GLOBAL_STEP_READ;
-drop it once dflow runs functional control flow): StopAtStepHook reads the
-global step through tf.cond (a functional `If` op with a function library);
-dflow has neither `If` nor Switch/Merge, and the master rejects a graph
-holding an unregistered op. A plain read is put in the collection the hook
-reuses. (Two earlier workarounds are gone: dflow's placer now lets a resource
-consumer follow its variable, and CloseSession cancels steps in flight.)
+The client script is unmodified TensorFlow: StopAtStepHook reads the global
+step through tf.cond, which TensorFlow 2 writes as a functional If /
+StatelessIf with a function library; dflow's master lowers it to Switch/Merge
+like TensorFlow's own runtime does.
 
 Exits 77 (skipped, reason printed) only where TensorFlow cannot be imported.
 Usage: tf_between_graph_test.py path/to/dflow [--variables resource|reference]...
@@ -58,9 +55,6 @@ CLIENT_TIMEOUT_S = 120
 # reference variables (TF1's VariableV2).
 VARIABLE_KINDS = ("resource", "reference")
 DEFAULT_KINDS = ("resource", "reference")
-# See replica(): dflow has no `If` (functional control flow) yet.
-WORKAROUND_GLOBAL_STEP_READ = True
-GLOBAL_STEP_READ_KEY = "global_step_read_op_cache"  # training_util.GLOBAL_STEP_READ_KEY
 
 
 def dataset():
@@ -152,15 +146,6 @@ def replica(index, cluster_json, out_path, kind):
             tf.compat.v1.train.GradientDescentOptimizer(LEARNING_RATE),
             replicas_to_aggregate=REPLICAS, total_num_replicas=REPLICAS)
         train_op = opt.minimize(loss, global_step=global_step)
-    if WORKAROUND_GLOBAL_STEP_READ:
-        # StopAtStepHook reads the global step through
-        # training_util._get_or_create_global_step_read(), which builds
-        # tf.cond(is_variable_initialized(global_step), read, initial_value):
-        # a functional `If` op (or Switch/Merge with control flow v1), neither
-        # of which dflow implements. The function reuses a read tensor already
-        # in this collection, so a plain read stands in for the cond.
-        with tf.compat.v1.device(global_step.device), tf.name_scope("global_step_read"):
-            tf.compat.v1.add_to_collection(GLOBAL_STEP_READ_KEY, global_step.read_value() + 0)
     # No initial tokens: every global step then needs a gradient from each
     # replica (lock-step), so neither can train alone while the other starts.
     hooks = [opt.make_session_run_hook(is_chief=is_chief, num_tokens=0),

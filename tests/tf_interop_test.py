@@ -7,6 +7,11 @@ tf.compat.v1.Session("grpc://<dflow worker>") against real `dflow server`
 processes (1 ps, 1 worker); the values must equal TensorFlow running the same
 graph locally. Reference (VariableV2) and resource variables both.
 
+Then tf.cond on the worker over a ps variable (one branch adds to it, the
+other reads it), written with TensorFlow 1.x control flow (Switch/Merge) and
+with TensorFlow 2's (If + function library, which dflow's master lowers): the
+values of a fixed sequence of predicates must equal TensorFlow's.
+
 Exits 77 (skipped, reason printed) only where TensorFlow cannot be imported.
 Usage: tf_interop_test.py path/to/dflow
 """
@@ -17,6 +22,7 @@ import tempfile
 from dflow_cluster import start_cluster, import_tensorflow_or_skip
 
 np, tf = import_tensorflow_or_skip()
+from tensorflow.python.ops import control_flow_v2_toggles  # noqa: E402
 
 tf.compat.v1.disable_eager_execution()
 STEPS = 10
@@ -58,6 +64,43 @@ def trajectory(target, use_resource, ps_device="", worker_device=""):
     return values
 
 
+PREDICATES = (True, False, True, True, False)
+
+
+def cond_trajectory(target, control_flow_v2, ps_device="", worker_device=""):
+    """Values of tf.cond(pred, v += 1, v * 2) for PREDICATES."""
+    if control_flow_v2:
+        control_flow_v2_toggles.enable_control_flow_v2()
+    else:
+        control_flow_v2_toggles.disable_control_flow_v2()
+    graph = tf.Graph()
+    with graph.as_default():
+        with tf.device(ps_device):
+            v = tf.compat.v1.get_variable("v", initializer=tf.constant([1.0, -2.0]),
+                                          use_resource=True)
+        pred = tf.compat.v1.placeholder(tf.bool, [], name="pred")
+        with tf.device(worker_device):
+            out = tf.cond(pred, lambda: v.assign_add([1.0, 1.0]), lambda: v.read_value() * 2.0)
+        init = tf.compat.v1.global_variables_initializer()
+    ops = {n.op for n in graph.as_graph_def().node}
+    with tf.compat.v1.Session(target, graph=graph) as sess:
+        sess.run(init)
+        return [sess.run(out, {pred: p}) for p in PREDICATES], ops
+
+
+def check_cond(target):
+    failed = 0
+    for v2 in (False, True):
+        want, _ = cond_trajectory("", v2)
+        got, ops = cond_trajectory(target, v2, "/job:ps/task:0", "/job:worker/task:0")
+        ok = all(np.allclose(g, w, rtol=1e-6) for g, w in zip(got, want))
+        written = ", ".join(sorted(ops & {"If", "StatelessIf", "Switch", "Merge"}))
+        print(f"{'ok  ' if ok else 'FAIL'} tf.cond written as {written}: "
+              f"dflow {[g.tolist() for g in got]}, TensorFlow {[w.tolist() for w in want]}")
+        failed += not ok
+    return failed
+
+
 def main():
     dflow = sys.argv[1]
     tmp = tempfile.mkdtemp(prefix="dflow_tf_interop_")
@@ -86,6 +129,7 @@ def main():
             ok = np.allclose(on_ps[0], got[-1][0]) and on_ps[1] == STEPS
             print(f"{'ok  ' if ok else 'FAIL'} {kind} variables are on the ps: {on_ps[0]}")
             failed += not ok
+        failed += check_cond(target)
     except Exception as e:  # A TensorFlow error from the remote session.
         print(f"FAIL: {type(e).__name__}: {e}")
         failed += 1
