@@ -261,6 +261,31 @@ TEST(LowerFunctionalOpsTest, IfRunsTheSelectedBranch) {
   ExpectEqual(Tensor::Vec<float>({3, 6}), (*by_name)[0], "cond:0");
 }
 
+// The then-branch's body runs on another device: on the false side its dead
+// input crosses to CPU:1 and its dead result crosses back to the Merge.
+TEST(LowerFunctionalOpsTest, DeadBranchCrossesDevices) {
+  tensorflow::GraphDef g = ParseGraph(kIf);
+  for (tensorflow::NodeDef& n : *g.mutable_node()) n.set_device("/device:CPU:0");
+  g.mutable_library()->mutable_function(0)->mutable_node_def(1)->set_device("/device:CPU:1");
+  SessionOptions opts;
+  (*opts.config.mutable_device_count())["CPU"] = 2;
+  absl::StatusOr<std::unique_ptr<DirectSession>> s = DirectSession::New(opts);
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_TRUE((*s)->Create(g).ok());
+  tensorflow::RunOptions run_opts;
+  run_opts.set_output_partition_graphs(true);
+  for (bool pred : {false, true, false}) {
+    std::vector<Tensor> out;
+    tensorflow::RunMetadata meta;
+    absl::Status st = (*s)->Run(run_opts, {{"x", Tensor::Vec<float>({1, 2})},
+                                           {"pred", Tensor::Scalar(pred)}},
+                                {"out:0"}, {}, &out, &meta);
+    ASSERT_TRUE(st.ok()) << st;
+    ExpectEqual(pred ? Tensor::Vec<float>({3, 6}) : Tensor::Vec<float>({1, 2}), out[0], "out");
+    EXPECT_EQ(meta.partition_graphs_size(), 2);
+  }
+}
+
 TEST(LowerFunctionalOpsTest, LoweredGraphHasSwitchesMergesAndNoIf) {
   absl::StatusOr<std::unique_ptr<Graph>> g = GraphFromGraphDef(ParseGraph(kIf));
   ASSERT_TRUE(g.ok()) << g.status();
