@@ -105,10 +105,17 @@ ThreadPool* intra_op_pool ABSL_GUARDED_BY(intra_op_mu) = nullptr;
 ThreadPool* IntraOpPool() {
   absl::MutexLock l(&intra_op_mu);
   if (intra_op_pool == nullptr) {
-    int n = intra_op_threads;
-    if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
+    // Unsized: the inter-op pool's threads also run kernels' shards, so the
+    // process never has more busy threads than cores. (Two pools of one
+    // thread per core each made a 2-core VM run four: a split MatMul's
+    // helper competed with the sibling kernel the inter-op pool was running,
+    // and the MLP step ran at 0.76-0.84 of the hand-written loop's speed
+    // instead of 0.87-1.0; bench/train_bench.cc, BM_DflowOverHandWritten.)
+    // Kernels split work only through ParallelFor, whose caller runs every
+    // shard no helper has started, so sharing cannot deadlock.
     // Never destroyed: kernels may still run during static destruction.
-    intra_op_pool = new ThreadPool("intra_op", std::max(1, n));
+    intra_op_pool = intra_op_threads > 0 ? new ThreadPool("intra_op", intra_op_threads)
+                                         : InterOpPool();
   }
   return intra_op_pool;
 }

@@ -41,8 +41,11 @@ class ThreadPool {
 };
 
 // The process-wide intra-op pool (one budget per process, shared by every
-// device, session and server). Sized by SetIntraOpThreads() before first use,
-// else by the number of cores.
+// device, session and server), where kernels run the shards of a
+// ParallelFor. Unless SetIntraOpThreads() sized it before first use, it is
+// the inter-op pool itself: kernels and their shards share one thread per
+// core. Its eigen_device() blocks the calling thread until every shard is
+// done, so use it only from threads outside the pool.
 ThreadPool* IntraOpPool();
 void SetIntraOpThreads(int num_threads);
 
