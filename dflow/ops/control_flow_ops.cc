@@ -115,53 +115,39 @@ REGISTER_KERNEL(KernelDefBuilder("RefMerge").Device(kDeviceCPU), MergeOp);
 
 // --- functional ops: lowered before placement, never executed ----------------
 
-REGISTER_OP("If")
-    .Input("cond: Tcond")
-    .Input("input: Tin")
-    .Output("output: Tout")
-    .Attr("Tcond: type")
-    .Attr("Tin: list(type) >= 0")
-    .Attr("Tout: list(type) >= 0")
-    .Attr("then_branch: func")
-    .Attr("else_branch: func")
-    .Attr("output_shapes: list(shape) = []")
-    .SetIsStateful()
-    .SetShapeFn(UnknownShape);
+// The stateful and stateless variants differ only in the flag; TensorFlow
+// picks the stateless one when no body node is stateful.
+OpDefBuilder IfSpec(const char* name) {
+  return OpDefBuilder(name)
+      .Input("cond: Tcond")
+      .Input("input: Tin")
+      .Output("output: Tout")
+      .Attr("Tcond: type")
+      .Attr("Tin: list(type) >= 0")
+      .Attr("Tout: list(type) >= 0")
+      .Attr("then_branch: func")
+      .Attr("else_branch: func")
+      .Attr("output_shapes: list(shape) = []")
+      .SetShapeFn(UnknownShape);
+}
 
-REGISTER_OP("StatelessIf")
-    .Input("cond: Tcond")
-    .Input("input: Tin")
-    .Output("output: Tout")
-    .Attr("Tcond: type")
-    .Attr("Tin: list(type) >= 0")
-    .Attr("Tout: list(type) >= 0")
-    .Attr("then_branch: func")
-    .Attr("else_branch: func")
-    .Attr("output_shapes: list(shape) = []")
-    .SetShapeFn(UnknownShape);
+OpDefBuilder CallSpec(const char* name) {
+  return OpDefBuilder(name)
+      .Input("args: Tin")
+      .Output("output: Tout")
+      .Attr("Tin: list(type) >= 0")
+      .Attr("Tout: list(type) >= 0")
+      .Attr("f: func")
+      .Attr("config: string = ''")
+      .Attr("config_proto: string = ''")
+      .Attr("executor_type: string = ''")
+      .SetShapeFn(UnknownShape);
+}
 
-REGISTER_OP("PartitionedCall")
-    .Input("args: Tin")
-    .Output("output: Tout")
-    .Attr("Tin: list(type) >= 0")
-    .Attr("Tout: list(type) >= 0")
-    .Attr("f: func")
-    .Attr("config: string = ''")
-    .Attr("config_proto: string = ''")
-    .Attr("executor_type: string = ''")
-    .SetShapeFn(UnknownShape);
-
-REGISTER_OP("StatefulPartitionedCall")
-    .Input("args: Tin")
-    .Output("output: Tout")
-    .Attr("Tin: list(type) >= 0")
-    .Attr("Tout: list(type) >= 0")
-    .Attr("f: func")
-    .Attr("config: string = ''")
-    .Attr("config_proto: string = ''")
-    .Attr("executor_type: string = ''")
-    .SetIsStateful()
-    .SetShapeFn(UnknownShape);
+const OpDefBuilderReceiver kIf = IfSpec("If").SetIsStateful();
+const OpDefBuilderReceiver kStatelessIf = IfSpec("StatelessIf");
+const OpDefBuilderReceiver kStatefulCall = CallSpec("StatefulPartitionedCall").SetIsStateful();
+const OpDefBuilderReceiver kCall = CallSpec("PartitionedCall");
 
 }  // namespace
 }  // namespace dflow
