@@ -44,8 +44,8 @@ class DflowMlp {
   DflowMlp()
       : root_(Scope::NewRootScope()),
         model_(*BuildMlp(root_, {.seed = 1})),
-        train_(*GradientDescentOptimizer(kLearningRate).Minimize(root_, model_.loss,
-                                                                  model_.variables)),
+        train_(*GradientDescentOptimizer(kLearningRate)
+                    .Minimize(root_, model_.loss, model_.variables)),
         init_(GlobalVariablesInitializer(root_)),
         session_(root_),
         batch_(MakeBatch()) {}

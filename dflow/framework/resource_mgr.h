@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "dflow/framework/resource_handle.h"
+#include "dflow/framework/tensor.h"
 
 namespace dflow {
 
@@ -88,6 +89,16 @@ ResourceHandle MakeResourceHandle(const std::string& device, const std::string& 
   h.hash_code = ResourceTypeHash<T>();
   h.maybe_type_name = ResourceTypeName<T>();
   return h;
+}
+
+// What a handle op (VarHandleOp, FIFOQueueV2, ...) outputs: a DT_RESOURCE
+// scalar holding MakeResourceHandle<T>(device, container, name).
+template <typename T>
+Tensor ResourceHandleTensor(const std::string& device, const std::string& container,
+                            const std::string& name) {
+  Tensor t(DT_RESOURCE);
+  t.scalar<ResourceHandle>() = MakeResourceHandle<T>(device, container, name);
+  return t;
 }
 
 // --- template implementation ------------------------------------------------

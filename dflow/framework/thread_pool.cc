@@ -114,8 +114,8 @@ ThreadPool* IntraOpPool() {
     // Kernels split work only through ParallelFor, whose caller runs every
     // shard no helper has started, so sharing cannot deadlock.
     // Never destroyed: kernels may still run during static destruction.
-    intra_op_pool = intra_op_threads > 0 ? new ThreadPool("intra_op", intra_op_threads)
-                                         : InterOpPool();
+    intra_op_pool =
+        intra_op_threads > 0 ? new ThreadPool("intra_op", intra_op_threads) : InterOpPool();
   }
   return intra_op_pool;
 }

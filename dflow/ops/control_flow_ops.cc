@@ -45,9 +45,8 @@ class SwitchOp : public OpKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& pred = ctx->input(1);
     if (pred.dtype() != DT_BOOL || pred.dims() != 0) {
-      return ctx->InvalidArgument("pred must be a bool scalar, got ",
-                                  DataTypeString(pred.dtype()), " of shape ",
-                                  pred.shape().DebugString());
+      return ctx->InvalidArgument("pred must be a bool scalar, got ", DataTypeString(pred.dtype()),
+                                  " of shape ", pred.shape().DebugString());
     }
     const int taken = pred.scalar<bool>() ? 1 : 0;
     if (ctx->input_is_ref(0)) {

@@ -672,6 +672,21 @@ std::string ContainerOr(const OpKernelContext& ctx, const std::string& container
   return container.empty() ? ctx.resource_manager()->default_container() : container;
 }
 
+// The resource `name` shared across sessions: created by `make` when absent,
+// else it must agree with this op's attrs (`matches` says how not).
+template <typename T, typename Make, typename Matches>
+absl::StatusOr<std::shared_ptr<T>> LookupOrCreateShared(const OpKernelContext& ctx,
+                                                        const std::string& container,
+                                                        const std::string& name, Make make,
+                                                        Matches matches) {
+  ASSIGN_OR_RETURN(
+      std::shared_ptr<T> r,
+      ctx.resource_manager()->LookupOrCreate<T>(
+          container, name, [&]() -> absl::StatusOr<std::shared_ptr<T>> { return make(); }));
+  if (absl::Status s = matches(*r); !s.ok()) return Prefixed(ctx.Prefix(), s);
+  return r;
+}
+
 // The resource of type T named by the DT_RESOURCE scalar of input `i`.
 template <typename T>
 absl::StatusOr<std::shared_ptr<T>> LookupFromHandle(const OpKernelContext& ctx, int i) {
@@ -757,19 +772,13 @@ class FIFOQueueOp : public OpKernel {
 
   absl::Status Compute(OpKernelContext* ctx) override {
     const std::string container = ContainerOr(*ctx, container_);
-    absl::StatusOr<std::shared_ptr<FIFOQueue>> q =
-        ctx->resource_manager()->LookupOrCreate<FIFOQueue>(
-            container, name_, [this]() -> absl::StatusOr<std::shared_ptr<FIFOQueue>> {
-              return std::make_shared<FIFOQueue>(name_, types_, shapes_, capacity_);
-            });
-    RETURN_IF_ERROR(q.status());
-    if (absl::Status s = (*q)->MatchesAttrs(types_, shapes_, capacity_); !s.ok()) {
-      return Prefixed(ctx->Prefix(), s);
-    }
-    Tensor handle(DT_RESOURCE);
-    handle.scalar<ResourceHandle>() =
-        MakeResourceHandle<FIFOQueue>(ctx->device()->name(), container, name_);
-    ctx->set_output(0, std::move(handle));
+    RETURN_IF_ERROR(
+        LookupOrCreateShared<FIFOQueue>(
+            *ctx, container, name_,
+            [&] { return std::make_shared<FIFOQueue>(name_, types_, shapes_, capacity_); },
+            [&](const FIFOQueue& q) { return q.MatchesAttrs(types_, shapes_, capacity_); })
+            .status());
+    ctx->set_output(0, ResourceHandleTensor<FIFOQueue>(ctx->device()->name(), container, name_));
     return absl::OkStatus();
   }
   bool IsExpensive() const override { return false; }
@@ -900,20 +909,15 @@ class ConditionalAccumulatorOp : public OpKernel {
 
   absl::Status Compute(OpKernelContext* ctx) override {
     const std::string container = ContainerOr(*ctx, container_);
-    absl::StatusOr<std::shared_ptr<ConditionalAccumulator>> acc =
-        ctx->resource_manager()->LookupOrCreate<ConditionalAccumulator>(
-            container, name_, [this]() -> absl::StatusOr<std::shared_ptr<ConditionalAccumulator>> {
-              return std::make_shared<ConditionalAccumulator>(name_, dtype_, shape_, mean_);
-            });
-    RETURN_IF_ERROR(acc.status());
-    if (absl::Status s = (*acc)->MatchesAttrs(dtype_, shape_, mean_); !s.ok()) {
-      return Prefixed(ctx->Prefix(), s);
-    }
+    RETURN_IF_ERROR(
+        LookupOrCreateShared<ConditionalAccumulator>(
+            *ctx, container, name_,
+            [&] { return std::make_shared<ConditionalAccumulator>(name_, dtype_, shape_, mean_); },
+            [&](const ConditionalAccumulator& a) { return a.MatchesAttrs(dtype_, shape_, mean_); })
+            .status());
     if constexpr (kResource) {
-      Tensor handle(DT_RESOURCE);
-      handle.scalar<ResourceHandle>() =
-          MakeResourceHandle<ConditionalAccumulator>(ctx->device()->name(), container, name_);
-      ctx->set_output(0, std::move(handle));
+      ctx->set_output(
+          0, ResourceHandleTensor<ConditionalAccumulator>(ctx->device()->name(), container, name_));
     } else {
       {
         absl::MutexLock l(&mu_);

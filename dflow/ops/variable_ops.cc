@@ -123,10 +123,7 @@ class VarHandleOp : public OpKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     const std::string& container =
         container_.empty() ? ctx->resource_manager()->default_container() : container_;
-    Tensor handle(DT_RESOURCE);
-    handle.scalar<ResourceHandle>() =
-        MakeResourceHandle<Var>(ctx->device()->name(), container, name_);
-    ctx->set_output(0, std::move(handle));
+    ctx->set_output(0, ResourceHandleTensor<Var>(ctx->device()->name(), container, name_));
     return absl::OkStatus();
   }
   bool IsExpensive() const override { return false; }

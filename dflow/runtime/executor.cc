@@ -132,10 +132,10 @@ class ExecutorState {
     std::atomic<int32_t> pending{0};
     std::atomic<bool> dead{false};
     // Merge nodes only, guarded by merge_mu_.
-    int merge_controls = 0;     // Control inputs still to arrive.
-    int merge_dead = 0;         // Data inputs that arrived dead.
-    int merge_live = -1;        // The data input it forwards.
-    bool merge_fired = false;   // Scheduled: later inputs are ignored.
+    int merge_controls = 0;    // Control inputs still to arrive.
+    int merge_dead = 0;        // Data inputs that arrived dead.
+    int merge_live = -1;       // The data input it forwards.
+    bool merge_fired = false;  // Scheduled: later inputs are ignored.
   };
   // An async kernel in flight. `phase` bit 1: ComputeAsync returned; bit 2:
   // done was called. Whoever sets the second bit completes the node.
@@ -164,8 +164,7 @@ class ExecutorState {
   absl::Status PropagateOutputs(const Item& item, OpKernelContext* ctx, ReadyList* ready);
   void PropagateDead(const Item& item, ReadyList* ready);
   // Delivers one edge to a Merge; `value` is null for a control edge.
-  void ActivateMerge(const Executor::OutEdge& e, bool dead, TensorValue* value,
-                     ReadyList* ready);
+  void ActivateMerge(const Executor::OutEdge& e, bool dead, TensorValue* value, ReadyList* ready);
   void SetEntry(const Executor::OutEdge& e, TensorValue* value);
   void Decrement(int dst, ReadyList* ready) {
     if (nodes_[dst].pending.fetch_sub(1, std::memory_order_acq_rel) == 1) ready->push_back(dst);

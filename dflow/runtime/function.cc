@@ -167,9 +167,8 @@ class Lowering {
   // inputs and wait on `pivot` (when set). Returns the tensors of its
   // outputs and the nodes of its control outputs.
   absl::Status InlineBody(const Node& call, const tensorflow::NameAttrList& fn,
-                          const std::string& prefix, const std::vector<Endpoint>& args,
-                          Node* pivot, std::vector<Endpoint>* rets,
-                          std::vector<Node*>* control_rets) {
+                          const std::string& prefix, const std::vector<Endpoint>& args, Node* pivot,
+                          std::vector<Endpoint>* rets, std::vector<Node*>* control_rets) {
     ASSIGN_OR_RETURN(const tensorflow::FunctionDef* f, Find(call, fn));
     const tensorflow::OpDef& sig = f->signature();
     std::map<std::string, std::pair<int, int>> arg_range;  // name -> (first, count)
@@ -193,11 +192,12 @@ class Lowering {
       RETURN_IF_ERROR(Substitute(call, fn, &def));
       absl::StatusOr<Node*> node = graph_->AddNode(std::move(def));
       if (!node.ok()) {
-        return Error(call, absl::StrCat("in function '", fn.name(), "': ", node.status().message()));
+        return Error(call,
+                     absl::StrCat("in function '", fn.name(), "': ", node.status().message()));
       }
       if (!body.emplace(nd.name(), *node).second) {
-        return Error(call, absl::StrCat("function '", fn.name(), "' has two nodes named '",
-                                        nd.name(), "'"));
+        return Error(
+            call, absl::StrCat("function '", fn.name(), "' has two nodes named '", nd.name(), "'"));
       }
     }
 
@@ -241,9 +241,8 @@ class Lowering {
         RETURN_IF_ERROR(Connect(call, src, dst, slot++));
       }
       if (slot != dst->num_inputs()) {
-        return Error(call, absl::StrCat("node '", nd.name(), "' of function '", fn.name(),
-                                        "' has ", slot, " data input(s), its op takes ",
-                                        dst->num_inputs()));
+        return Error(call, absl::StrCat("node '", nd.name(), "' of function '", fn.name(), "' has ",
+                                        slot, " data input(s), its op takes ", dst->num_inputs()));
       }
       // Colocation with another body node follows that node's new name.
       auto cls = dst->mutable_def()->mutable_attr()->find("_class");
@@ -345,7 +344,8 @@ class Lowering {
 
     // The predicate switched on itself: its outputs are alive only on the
     // taken side, and every node of a branch waits on that side's pivot.
-    ASSIGN_OR_RETURN(Node * switch_pred, NewTyped(prefix + "switch_pred", "Switch", device, DT_BOOL));
+    ASSIGN_OR_RETURN(Node * switch_pred,
+                     NewTyped(prefix + "switch_pred", "Switch", device, DT_BOOL));
     RETURN_IF_ERROR(Connect(*n, pred, switch_pred, 0));
     RETURN_IF_ERROR(Connect(*n, pred, switch_pred, 1));
     ASSIGN_OR_RETURN(Node * pivot_t, NewTyped(prefix + "pivot_t", "Identity", device, DT_BOOL));
@@ -377,12 +377,11 @@ class Lowering {
     std::vector<Endpoint> results;
     for (int i = 0; i < n->num_outputs(); ++i) {
       const DataType t = n->output_type(i);
-      ASSIGN_OR_RETURN(Node * merge,
-                       NewNode(absl::StrCat(prefix, "output_", i), "Merge", device,
-                               [t](tensorflow::NodeDef* d) {
-                                 SetAttr(d, "T", t);
-                                 SetAttr(d, "N", 2);
-                               }));
+      ASSIGN_OR_RETURN(Node * merge, NewNode(absl::StrCat(prefix, "output_", i), "Merge", device,
+                                             [t](tensorflow::NodeDef* d) {
+                                               SetAttr(d, "T", t);
+                                               SetAttr(d, "N", 2);
+                                             }));
       RETURN_IF_ERROR(Connect(*n, then_rets[i], merge, 0));
       RETURN_IF_ERROR(Connect(*n, else_rets[i], merge, 1));
       results.push_back({merge, 0});

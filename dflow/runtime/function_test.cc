@@ -96,7 +96,8 @@ TEST_P(ControlFlowGoldenTest, ReplaysTensorFlowsRuns) {
     int k = 0;
     for (const nlohmann::json& run : c["runs"]) {
       std::vector<std::pair<std::string, Tensor>> feeds;
-      for (const auto& [name, value] : run["feeds"].items()) feeds.emplace_back(name, FromJson(value));
+      for (const auto& [name, value] : run["feeds"].items())
+        feeds.emplace_back(name, FromJson(value));
       std::vector<std::string> fetches = run["fetches"];
       std::vector<std::string> targets = run["targets"];
       std::vector<Tensor> out;
@@ -125,35 +126,193 @@ INSTANTIATE_TEST_SUITE_P(TensorFlowGraphs, ControlFlowGoldenTest,
 // by a node with no data input on the true side (it runs only there, through
 // the pivot's control edge), and the merge's value_index.
 constexpr char kSwitchMerge[] = R"pb(
-  node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
-  node { name: "pred" op: "Placeholder" attr { key: "dtype" value { type: DT_BOOL } } }
-  node { name: "two" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
-         attr { key: "value" value { tensor { dtype: DT_FLOAT float_val: 2 } } } }
-  node { name: "ten" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
-         attr { key: "value" value { tensor { dtype: DT_FLOAT float_val: 10 } } } }
-  node { name: "sw" op: "Switch" input: "x" input: "pred"
-         attr { key: "T" value { type: DT_FLOAT } } }
-  node { name: "sp" op: "Switch" input: "pred" input: "pred"
-         attr { key: "T" value { type: DT_BOOL } } }
-  node { name: "pivot_t" op: "Identity" input: "sp:1" attr { key: "T" value { type: DT_BOOL } } }
-  node { name: "t" op: "Mul" input: "sw:1" input: "two" attr { key: "T" value { type: DT_FLOAT } } }
-  node { name: "f" op: "AddV2" input: "sw:0" input: "ten" attr { key: "T" value { type: DT_FLOAT } } }
-  node { name: "m" op: "Merge" input: "f" input: "t"
-         attr { key: "T" value { type: DT_FLOAT } } attr { key: "N" value { i: 2 } } }
-  node { name: "v" op: "VariableV2" attr { key: "dtype" value { type: DT_FLOAT } }
-         attr { key: "shape" value { shape {} } } }
-  node { name: "zero" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
-         attr { key: "value" value { tensor { dtype: DT_FLOAT float_val: 0 } } } }
-  node { name: "init" op: "Assign" input: "v" input: "zero"
-         attr { key: "T" value { type: DT_FLOAT } } }
-  node { name: "one" op: "Const" input: "^pivot_t" attr { key: "dtype" value { type: DT_FLOAT } }
-         attr { key: "value" value { tensor { dtype: DT_FLOAT float_val: 1 } } } }
-  node { name: "bump" op: "AssignAdd" input: "v" input: "one"
-         attr { key: "T" value { type: DT_FLOAT } } }
-  node { name: "f_side" op: "Cast" input: "sp:0"
-         attr { key: "SrcT" value { type: DT_BOOL } } attr { key: "DstT" value { type: DT_FLOAT } } }
-  node { name: "done" op: "Merge" input: "f_side" input: "bump"
-         attr { key: "T" value { type: DT_FLOAT } } attr { key: "N" value { i: 2 } } }
+  node {
+    name: "x"
+    op: "Placeholder"
+    attr {
+      key: "dtype"
+      value { type: DT_FLOAT }
+    }
+  }
+  node {
+    name: "pred"
+    op: "Placeholder"
+    attr {
+      key: "dtype"
+      value { type: DT_BOOL }
+    }
+  }
+  node {
+    name: "two"
+    op: "Const"
+    attr {
+      key: "dtype"
+      value { type: DT_FLOAT }
+    }
+    attr {
+      key: "value"
+      value { tensor { dtype: DT_FLOAT float_val: 2 } }
+    }
+  }
+  node {
+    name: "ten"
+    op: "Const"
+    attr {
+      key: "dtype"
+      value { type: DT_FLOAT }
+    }
+    attr {
+      key: "value"
+      value { tensor { dtype: DT_FLOAT float_val: 10 } }
+    }
+  }
+  node {
+    name: "sw"
+    op: "Switch"
+    input: "x"
+    input: "pred"
+    attr {
+      key: "T"
+      value { type: DT_FLOAT }
+    }
+  }
+  node {
+    name: "sp"
+    op: "Switch"
+    input: "pred"
+    input: "pred"
+    attr {
+      key: "T"
+      value { type: DT_BOOL }
+    }
+  }
+  node {
+    name: "pivot_t"
+    op: "Identity"
+    input: "sp:1"
+    attr {
+      key: "T"
+      value { type: DT_BOOL }
+    }
+  }
+  node {
+    name: "t"
+    op: "Mul"
+    input: "sw:1"
+    input: "two"
+    attr {
+      key: "T"
+      value { type: DT_FLOAT }
+    }
+  }
+  node {
+    name: "f"
+    op: "AddV2"
+    input: "sw:0"
+    input: "ten"
+    attr {
+      key: "T"
+      value { type: DT_FLOAT }
+    }
+  }
+  node {
+    name: "m"
+    op: "Merge"
+    input: "f"
+    input: "t"
+    attr {
+      key: "T"
+      value { type: DT_FLOAT }
+    }
+    attr {
+      key: "N"
+      value { i: 2 }
+    }
+  }
+  node {
+    name: "v"
+    op: "VariableV2"
+    attr {
+      key: "dtype"
+      value { type: DT_FLOAT }
+    }
+    attr {
+      key: "shape"
+      value { shape {} }
+    }
+  }
+  node {
+    name: "zero"
+    op: "Const"
+    attr {
+      key: "dtype"
+      value { type: DT_FLOAT }
+    }
+    attr {
+      key: "value"
+      value { tensor { dtype: DT_FLOAT float_val: 0 } }
+    }
+  }
+  node {
+    name: "init"
+    op: "Assign"
+    input: "v"
+    input: "zero"
+    attr {
+      key: "T"
+      value { type: DT_FLOAT }
+    }
+  }
+  node {
+    name: "one"
+    op: "Const"
+    input: "^pivot_t"
+    attr {
+      key: "dtype"
+      value { type: DT_FLOAT }
+    }
+    attr {
+      key: "value"
+      value { tensor { dtype: DT_FLOAT float_val: 1 } }
+    }
+  }
+  node {
+    name: "bump"
+    op: "AssignAdd"
+    input: "v"
+    input: "one"
+    attr {
+      key: "T"
+      value { type: DT_FLOAT }
+    }
+  }
+  node {
+    name: "f_side"
+    op: "Cast"
+    input: "sp:0"
+    attr {
+      key: "SrcT"
+      value { type: DT_BOOL }
+    }
+    attr {
+      key: "DstT"
+      value { type: DT_FLOAT }
+    }
+  }
+  node {
+    name: "done"
+    op: "Merge"
+    input: "f_side"
+    input: "bump"
+    attr {
+      key: "T"
+      value { type: DT_FLOAT }
+    }
+    attr {
+      key: "N"
+      value { i: 2 }
+    }
+  }
 )pb";
 
 TEST(SwitchMergeTest, TakenBranchRunsUntakenIsDead) {
@@ -163,8 +322,8 @@ TEST(SwitchMergeTest, TakenBranchRunsUntakenIsDead) {
   const Tensor x = Tensor::Vec<float>({1, 2, 3});
   for (bool p : {true, false, true}) {
     std::vector<Tensor> out;
-    absl::Status st = s->Run({{"x", x}, {"pred", Tensor::Scalar(p)}}, {"m:0", "m:1", "done:1"},
-                             {}, &out);
+    absl::Status st =
+        s->Run({{"x", x}, {"pred", Tensor::Scalar(p)}}, {"m:0", "m:1", "done:1"}, {}, &out);
     ASSERT_TRUE(st.ok()) << st;
     ExpectEqual(p ? Tensor::Vec<float>({2, 4, 6}) : Tensor::Vec<float>({11, 12, 13}), out[0],
                 "m:0");
@@ -183,13 +342,13 @@ TEST(SwitchMergeTest, FetchingADeadTensorIsAnError) {
   g.mutable_node()->RemoveLast();  // f_side
   ASSERT_TRUE(s->Create(g).ok());
   std::vector<Tensor> out;
-  absl::Status st = s->Run({{"x", Tensor::Vec<float>({1})}, {"pred", Tensor::Scalar(false)}},
-                           {"t:0"}, {}, &out);
+  absl::Status st =
+      s->Run({{"x", Tensor::Vec<float>({1})}, {"pred", Tensor::Scalar(false)}}, {"t:0"}, {}, &out);
   EXPECT_FALSE(st.ok());
   // The step still finishes, and the live side is fine.
-  ASSERT_TRUE(s->Run({{"x", Tensor::Vec<float>({1})}, {"pred", Tensor::Scalar(false)}}, {"f:0"},
-                     {}, &out)
-                  .ok());
+  ASSERT_TRUE(
+      s->Run({{"x", Tensor::Vec<float>({1})}, {"pred", Tensor::Scalar(false)}}, {"f:0"}, {}, &out)
+          .ok());
   EXPECT_EQ(out[0].flat<float>()[0], 11.0f);
 }
 
@@ -210,28 +369,94 @@ TEST(SwitchMergeTest, PredicateMustBeAScalar) {
 
 // out = If(pred, x) with then: x * 3 (a Const inside, no inputs), else: x.
 constexpr char kIf[] = R"pb(
-  node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
-  node { name: "pred" op: "Placeholder" attr { key: "dtype" value { type: DT_BOOL } } }
-  node { name: "cond" op: "StatelessIf" input: "pred" input: "x"
-         attr { key: "Tcond" value { type: DT_BOOL } }
-         attr { key: "Tin" value { list { type: DT_FLOAT } } }
-         attr { key: "Tout" value { list { type: DT_FLOAT } } }
-         attr { key: "then_branch" value { func { name: "times3" } } }
-         attr { key: "else_branch" value { func { name: "same" } } } }
-  node { name: "out" op: "Identity" input: "cond" attr { key: "T" value { type: DT_FLOAT } } }
+  node {
+    name: "x"
+    op: "Placeholder"
+    attr {
+      key: "dtype"
+      value { type: DT_FLOAT }
+    }
+  }
+  node {
+    name: "pred"
+    op: "Placeholder"
+    attr {
+      key: "dtype"
+      value { type: DT_BOOL }
+    }
+  }
+  node {
+    name: "cond"
+    op: "StatelessIf"
+    input: "pred"
+    input: "x"
+    attr {
+      key: "Tcond"
+      value { type: DT_BOOL }
+    }
+    attr {
+      key: "Tin"
+      value { list { type: DT_FLOAT } }
+    }
+    attr {
+      key: "Tout"
+      value { list { type: DT_FLOAT } }
+    }
+    attr {
+      key: "then_branch"
+      value { func { name: "times3" } }
+    }
+    attr {
+      key: "else_branch"
+      value { func { name: "same" } }
+    }
+  }
+  node {
+    name: "out"
+    op: "Identity"
+    input: "cond"
+    attr {
+      key: "T"
+      value { type: DT_FLOAT }
+    }
+  }
   library {
     function {
-      signature { name: "times3" input_arg { name: "a" type: DT_FLOAT }
-                  output_arg { name: "r" type: DT_FLOAT } }
-      node_def { name: "three" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
-                 attr { key: "value" value { tensor { dtype: DT_FLOAT float_val: 3 } } } }
-      node_def { name: "mul" op: "Mul" input: "a" input: "three:output:0"
-                 attr { key: "T" value { type: DT_FLOAT } } }
+      signature {
+        name: "times3"
+        input_arg { name: "a" type: DT_FLOAT }
+        output_arg { name: "r" type: DT_FLOAT }
+      }
+      node_def {
+        name: "three"
+        op: "Const"
+        attr {
+          key: "dtype"
+          value { type: DT_FLOAT }
+        }
+        attr {
+          key: "value"
+          value { tensor { dtype: DT_FLOAT float_val: 3 } }
+        }
+      }
+      node_def {
+        name: "mul"
+        op: "Mul"
+        input: "a"
+        input: "three:output:0"
+        attr {
+          key: "T"
+          value { type: DT_FLOAT }
+        }
+      }
       ret { key: "r" value: "mul:z:0" }
     }
     function {
-      signature { name: "same" input_arg { name: "a" type: DT_FLOAT }
-                  output_arg { name: "r" type: DT_FLOAT } }
+      signature {
+        name: "same"
+        input_arg { name: "a" type: DT_FLOAT }
+        output_arg { name: "r" type: DT_FLOAT }
+      }
       ret { key: "r" value: "a" }
     }
   }
@@ -277,9 +502,9 @@ TEST(LowerFunctionalOpsTest, DeadBranchCrossesDevices) {
   for (bool pred : {false, true, false}) {
     std::vector<Tensor> out;
     tensorflow::RunMetadata meta;
-    absl::Status st = (*s)->Run(run_opts, {{"x", Tensor::Vec<float>({1, 2})},
-                                           {"pred", Tensor::Scalar(pred)}},
-                                {"out:0"}, {}, &out, &meta);
+    absl::Status st =
+        (*s)->Run(run_opts, {{"x", Tensor::Vec<float>({1, 2})}, {"pred", Tensor::Scalar(pred)}},
+                  {"out:0"}, {}, &out, &meta);
     ASSERT_TRUE(st.ok()) << st;
     ExpectEqual(pred ? Tensor::Vec<float>({3, 6}) : Tensor::Vec<float>({1, 2}), out[0], "out");
     EXPECT_EQ(meta.partition_graphs_size(), 2);
@@ -337,8 +562,7 @@ TEST(LowerFunctionalOpsTest, BadCallsAreNamed) {
   ExpectLoweringError(
       [](tensorflow::GraphDef* g) {
         (*g->mutable_library()->mutable_function(0)->mutable_ret())["r"] = "three:output:0";
-        SetAttr(g->mutable_library()->mutable_function(0)->mutable_node_def(0), "dtype",
-                DT_INT32);
+        SetAttr(g->mutable_library()->mutable_function(0)->mutable_node_def(0), "dtype", DT_INT32);
         tensorflow::TensorProto* v = (*g->mutable_library()
                                            ->mutable_function(0)
                                            ->mutable_node_def(0)
