@@ -1,10 +1,16 @@
 #include "dflow/framework/tensor.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <limits>
 #include <new>
+#include <atomic>
+#include <algorithm>
 
+#include <unistd.h>
+
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
@@ -87,8 +93,74 @@ size_t AllocationBytes(size_t bytes) {
   return (alloc + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
 }
 
-// Largest tensor built from a TensorProto's typed (*_val) fields.
-constexpr uint64_t kMaxProtoTensorBytes = uint64_t{8} << 30;
+// Reads TensorFlow's string list (tensor_content of a string tensor): the
+// varint32 length of every element, then all their bytes. The lengths must
+// add up to exactly the bytes that follow.
+absl::Status DecodeStringContent(absl::string_view content, const TensorShape& shape,
+                                 Tensor* out) {
+  const int64_t n = shape.num_elements();
+  if (static_cast<uint64_t>(n) > content.size()) {  // Every element takes >= 1 byte.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "TensorProto: string tensor_content of ", content.size(), " bytes cannot hold ",
+        shape.DebugString(), " (", n, " elements)"));
+  }
+  std::vector<uint32_t> lengths(n);
+  uint64_t total = 0;
+  size_t pos = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t v = 0;
+    int shift = 0;
+    for (;; shift += 7) {
+      if (pos >= content.size() || shift > 28) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "TensorProto: string tensor_content: bad length of element ", i));
+      }
+      const uint8_t b = static_cast<uint8_t>(content[pos++]);
+      v |= static_cast<uint32_t>(b & 0x7f) << shift;
+      if ((b & 0x80) == 0) break;
+    }
+    lengths[i] = v;
+    total += v;
+  }
+  if (total != content.size() - pos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "TensorProto: string tensor_content: lengths add up to ", total, " bytes but ",
+        content.size() - pos, " follow"));
+  }
+  RETURN_IF_ERROR(CheckTensorBytes(DT_STRING, shape, total));
+  *out = Tensor(DT_STRING, shape);
+  auto strings = out->flat<std::string>();
+  for (int64_t i = 0; i < n; ++i) {
+    strings[i].assign(content.data() + pos, lengths[i]);
+    pos += lengths[i];
+  }
+  return absl::OkStatus();
+}
+
+// The heap bytes of the strings a string_val field makes for `n` elements:
+// a short field repeats its last value, and each repeat counts.
+uint64_t StringFieldBytes(const google::protobuf::RepeatedPtrField<std::string>& field,
+                          int64_t n) {
+  uint64_t bytes = 0;
+  for (const std::string& v : field) bytes += v.size();
+  if (!field.empty() && n > field.size()) {
+    bytes += static_cast<uint64_t>(n - field.size()) * field.rbegin()->size();
+  }
+  return bytes;
+}
+
+std::atomic<uint64_t>& ByteLimit() {
+  static std::atomic<uint64_t> limit{[] {
+    if (const char* env = std::getenv("DFLOW_MAX_TENSOR_BYTES")) {
+      uint64_t bytes = 0;
+      if (absl::SimpleAtoi(env, &bytes) && bytes > 0) return bytes;
+    }
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    const uint64_t physical = pages > 0 && page > 0 ? uint64_t(pages) * page : uint64_t{16} << 30;
+    return std::min<uint64_t>(uint64_t{8} << 30, physical / 2);
+  }()};
+  return limit;
+}
 
 }  // namespace
 
@@ -135,6 +207,25 @@ size_t Tensor::TotalBytes() const {
   return static_cast<size_t>(NumElements()) * ElementBytes(dtype_);
 }
 
+uint64_t TensorByteLimit() { return ByteLimit().load(std::memory_order_relaxed); }
+
+void SetTensorByteLimit(uint64_t bytes) { ByteLimit().store(bytes, std::memory_order_relaxed); }
+
+absl::Status CheckTensorBytes(DataType dtype, const TensorShape& shape, uint64_t extra_bytes) {
+  const uint64_t limit = TensorByteLimit();
+  const uint64_t n = static_cast<uint64_t>(shape.num_elements());
+  const uint64_t element_bytes = std::max<uint64_t>(ElementBytes(dtype), 1);
+  if (n <= limit / element_bytes && extra_bytes <= limit - n * element_bytes) {
+    return absl::OkStatus();
+  }
+  return absl::ResourceExhaustedError(absl::StrFormat(
+      "%s%s would take %u x %u bytes%s, over the %s limit for one tensor "
+      "(SetTensorByteLimit / DFLOW_MAX_TENSOR_BYTES)",
+      DataTypeString(dtype), shape.DebugString(), n, element_bytes,
+      extra_bytes ? absl::StrCat(" + ", extra_bytes, " bytes of strings") : "",
+      limit % (1 << 30) == 0 ? absl::StrCat(limit >> 30, " GiB") : absl::StrCat(limit, " bytes")));
+}
+
 absl::StatusOr<Tensor> Tensor::FromProto(const tensorflow::TensorProto& proto) {
   DataType dtype = proto.dtype();
   if (!IsSupportedDataType(dtype) || IsRefType(dtype)) {
@@ -143,7 +234,12 @@ absl::StatusOr<Tensor> Tensor::FromProto(const tensorflow::TensorProto& proto) {
   }
   ASSIGN_OR_RETURN(TensorShape shape, TensorShape::FromProto(proto.tensor_shape()));
   if (!proto.tensor_content().empty()) {
-    if (dtype == DT_STRING || dtype == DT_RESOURCE) {
+    if (dtype == DT_STRING) {
+      Tensor t;
+      RETURN_IF_ERROR(DecodeStringContent(proto.tensor_content(), shape, &t));
+      return t;
+    }
+    if (dtype == DT_RESOURCE) {
       return absl::InvalidArgumentError(absl::StrCat(
           "TensorProto: tensor_content is not allowed for dtype ", DataTypeString(dtype)));
     }
@@ -166,14 +262,10 @@ absl::StatusOr<Tensor> Tensor::FromProto(const tensorflow::TensorProto& proto) {
   }
   // Typed fields may encode a splat (one value for the whole shape), so the
   // shape alone sizes the allocation: refuse absurd ones instead of dying of
-  // memory exhaustion.
-  const uint64_t element_bytes = std::max(DataTypeSize(dtype), 1);
-  if (static_cast<uint64_t>(shape.num_elements()) > kMaxProtoTensorBytes / element_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "TensorProto: ", DataTypeString(dtype), shape.DebugString(), " would take ",
-        shape.num_elements(), " x ", element_bytes, " bytes, over the ",
-        kMaxProtoTensorBytes >> 30, " GiB limit for a tensor built from typed values"));
-  }
+  // memory exhaustion. Strings count their bytes, each repeat included.
+  RETURN_IF_ERROR(CheckTensorBytes(
+      dtype, shape,
+      dtype == DT_STRING ? StringFieldBytes(proto.string_val(), shape.num_elements()) : 0));
   Tensor t(dtype, shape);
   const int64_t n = t.NumElements();
   if (n == 0) return t;

@@ -78,9 +78,11 @@ class Tensor {
     return t;
   }
 
-  // Parses a TensorProto (tensor_content or typed *_val fields). Fails with a
-  // message naming the problem on an unsupported dtype, a bad shape, or a
-  // content size that does not match the shape.
+  // Parses a TensorProto (tensor_content, for strings TensorFlow's list of
+  // varint32 lengths and then the bytes, or the typed *_val fields). Fails
+  // with a message naming the problem on an unsupported dtype, a bad shape,
+  // a content size that does not match the shape, or a tensor over
+  // TensorByteLimit() (RESOURCE_EXHAUSTED, before allocating).
   static absl::StatusOr<Tensor> FromProto(const tensorflow::TensorProto& proto);
   // Writes tensor_content for fixed-size types, string_val / resource_handle_val otherwise.
   void AsProtoTensorContent(tensorflow::TensorProto* proto) const;
@@ -130,6 +132,20 @@ class Tensor {
   TensorShape shape_;
   std::shared_ptr<TensorBuffer> buf_;
 };
+
+// The one byte limit every tensor built from outside the process obeys (a
+// request's constants and feeds, tensors received from a peer, tensors read
+// from a checkpoint): checked before allocating, strings counted by their
+// bytes. Default: half the physical memory, at most 8 GiB; the environment
+// variable DFLOW_MAX_TENSOR_BYTES overrides it. Thread-safe.
+uint64_t TensorByteLimit();
+void SetTensorByteLimit(uint64_t bytes);
+
+// OK when a tensor of `dtype` and `shape` whose elements own `extra_bytes`
+// more on the heap (the bytes of its strings) fits the limit; else
+// RESOURCE_EXHAUSTED naming the dtype, shape and sizes.
+absl::Status CheckTensorBytes(DataType dtype, const TensorShape& shape,
+                              uint64_t extra_bytes = 0);
 
 }  // namespace dflow
 

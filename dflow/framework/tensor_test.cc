@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 
 namespace dflow {
 namespace {
@@ -235,10 +236,75 @@ TEST(TensorTest, BoolContentNormalisesNonzeroBytes) {
   EXPECT_EQ(static_cast<const uint8_t*>(t->raw_data())[1], 1);
 }
 
-TEST(TensorTest, ContentForStringsFails) {
-  TensorProto p = ProtoOf(DT_STRING, {1});
+// TensorFlow's client sends string feeds in tensor_content: the varint32
+// length of every element, then all their bytes.
+TEST(TensorTest, StringContentDecodesTensorFlowsStringList) {
+  const std::string big(200, 'x');  // Its length takes two varint bytes: c8 01.
+  TensorProto p = ProtoOf(DT_STRING, {2, 2});
+  p.set_tensor_content(absl::StrCat(std::string("\x02\x00\xc8\x01\x09", 5), "ab", big,
+                                    "h\xc3\xa9llo\xe2\x9c\x93"));
+  absl::StatusOr<Tensor> t = Tensor::FromProto(p);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->shape(), TensorShape({2, 2}));
+  EXPECT_THAT(Values<std::string>(*t), ElementsAre("ab", "", big, "héllo✓"));
+
+  p = ProtoOf(DT_STRING, {2});
+  p.set_tensor_content(std::string("\x00\x00", 2));  // Two empty strings.
+  t = Tensor::FromProto(p);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_THAT(Values<std::string>(*t), ElementsAre("", ""));
+}
+
+TEST(TensorTest, BadStringContentFailsNamingTheProblem) {
+  struct Case {
+    std::vector<int64_t> dims;
+    std::string content;
+    std::string error;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{2}, std::string("\x02\x01" "abcd", 6), "lengths add up to 3 bytes but 4 follow"},
+           {{2}, std::string("\x05\x01" "ab", 4), "lengths add up to 6 bytes but 2 follow"},
+           {{1}, std::string("\xff\xff", 2), "bad length of element 0"},
+           {{1}, std::string("\xff\xff\xff\xff\xff\x01", 6), "bad length of element 0"},
+           {{1LL << 33}, "abcd", "cannot hold [8589934592]"},
+       }) {
+    TensorProto p = ProtoOf(DT_STRING, c.dims);
+    p.set_tensor_content(c.content);
+    absl::Status s = Tensor::FromProto(p).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_THAT(s.message(), HasSubstr(c.error));
+  }
+}
+
+TEST(TensorTest, ContentForResourcesFails) {
+  TensorProto p = ProtoOf(DT_RESOURCE, {1});
   p.set_tensor_content("abcd");
   EXPECT_EQ(Tensor::FromProto(p).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// A 50-byte request once killed a server: a string Const of shape [2^33]
+// with no values counted one byte an element and died in std::bad_alloc.
+TEST(TensorTest, HugeStringShapeIsRefusedBeforeAllocating) {
+  absl::Status s = Tensor::FromProto(ProtoOf(DT_STRING, {1LL << 33})).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_THAT(s.message(), HasSubstr("string[8589934592]"));
+}
+
+// A short string_val repeats its last value: every repeat's bytes count.
+TEST(TensorTest, StringSplatCountsEveryRepeatsBytes) {
+  const uint64_t saved = TensorByteLimit();
+  SetTensorByteLimit(uint64_t{64} << 20);
+  TensorProto p = ProtoOf(DT_STRING, {300});
+  p.add_string_val(std::string(1 << 20, 'a'));  // 300 x 1 MiB.
+  absl::Status s = Tensor::FromProto(p).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_THAT(s.message(), HasSubstr("314572800 bytes of strings"));
+  EXPECT_THAT(s.message(), HasSubstr("over the 67108864 bytes limit"));
+  p.mutable_tensor_shape()->mutable_dim(0)->set_size(30);  // 30 MiB fits.
+  absl::StatusOr<Tensor> t = Tensor::FromProto(p);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->flat<std::string>()[29].size(), size_t{1} << 20);
+  SetTensorByteLimit(saved);
 }
 
 TEST(TensorTest, UnsupportedDtypesAndBadShapesFail) {

@@ -349,9 +349,12 @@ absl::Status DecodeRecvTensorResponse(const grpc::ByteBuffer& bytes, RecvTensorR
   SliceReader reader(std::move(slices));
   Scan scan;
   RETURN_IF_ERROR(ScanResponse(&reader, &scan));
-  // Dead tensors, typed *_val fields, zero-element tensors (no content) and
-  // unusual layouts are rare or small: protobuf parses those.
-  if (scan.unusual || scan.is_dead || !scan.has_tensor || !scan.has_content) {
+  // Dead tensors, typed *_val fields, zero-element tensors (no content),
+  // strings (their content is a length list) and unusual layouts are rare or
+  // small: protobuf parses those.
+  const bool fixed_size = scan.dtype <= std::numeric_limits<int32_t>::max() &&
+                          DataTypeSize(static_cast<DataType>(scan.dtype)) > 0;
+  if (scan.unusual || scan.is_dead || !scan.has_tensor || !scan.has_content || !fixed_size) {
     return DecodeWithProtobuf(bytes, result);
   }
   ASSIGN_OR_RETURN(result->tensor, TensorFromScan(scan, reader));

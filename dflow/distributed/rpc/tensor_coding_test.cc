@@ -127,6 +127,27 @@ TEST(TensorCodingTest, SmallDeadStringAndBoolTensorsRoundTrip) {
   EXPECT_EQ(out.tensor.flat<bool>()[1], true);
 }
 
+// A TensorFlow peer may send a string tensor as tensor_content (varint32
+// lengths, then bytes). The fast path once divided by the dtype's size (0).
+TEST(TensorCodingTest, StringTensorContentFromAPeerDecodes) {
+  tensorflow::RecvTensorResponse proto;
+  proto.mutable_tensor()->set_dtype(DT_STRING);
+  proto.mutable_tensor()->mutable_tensor_shape()->add_dim()->set_size(3);
+  proto.mutable_tensor()->set_tensor_content(std::string("\x02\x00\x03" "abxyz", 8));
+  RecvTensorResult out;
+  absl::Status s = DecodeRecvTensorResponse(SerializeToByteBuffer(proto), &out);
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_EQ(out.tensor.dtype(), DT_STRING);
+  EXPECT_EQ(out.tensor.flat<std::string>()[0], "ab");
+  EXPECT_EQ(out.tensor.flat<std::string>()[1], "");
+  EXPECT_EQ(out.tensor.flat<std::string>()[2], "xyz");
+
+  proto.mutable_tensor()->set_tensor_content(std::string("\x09\x00\x03" "abxyz", 8));
+  s = DecodeRecvTensorResponse(SerializeToByteBuffer(proto), &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(Msg(s), HasSubstr("lengths add up to 12 bytes but 5 follow"));
+}
+
 // A response whose header claims `dims` of `dtype` and carries `content`.
 grpc::ByteBuffer Lying(tensorflow::DataType dtype, std::vector<int64_t> dims,
                        const std::string& content) {
