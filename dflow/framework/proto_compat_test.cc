@@ -30,6 +30,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "dflow/proto/attr_value.pb.h"
+#include "dflow/proto/checkpoint_state.pb.h"
 #include "dflow/proto/cluster.pb.h"
 #include "dflow/proto/config.pb.h"
 #include "dflow/proto/device_attributes.pb.h"
@@ -44,6 +45,7 @@
 #include "dflow/proto/op_def.pb.h"
 #include "dflow/proto/resource_handle.pb.h"
 #include "dflow/proto/tensor.pb.h"
+#include "dflow/proto/tensor_bundle.pb.h"
 #include "dflow/proto/tensor_shape.pb.h"
 #include "dflow/proto/tensorflow_server.pb.h"
 #include "dflow/proto/types.pb.h"
@@ -88,6 +90,7 @@ const FileDescriptor* ServiceFile(const ::google::protobuf::internal::Descriptor
 std::vector<const FileDescriptor*> OurFiles() {
   return {
       AttrValue::descriptor()->file(),
+      CheckpointState::descriptor()->file(),
       JobDef::descriptor()->file(),
       ConfigProto::descriptor()->file(),
       DeviceAttributes::descriptor()->file(),
@@ -102,6 +105,7 @@ std::vector<const FileDescriptor*> OurFiles() {
       OpDef::descriptor()->file(),
       ResourceHandleProto::descriptor()->file(),
       TensorProto::descriptor()->file(),
+      BundleEntryProto::descriptor()->file(),
       TensorShapeProto::descriptor()->file(),
       ServerDef::descriptor()->file(),
       DataType_descriptor()->file(),

@@ -9,10 +9,8 @@
 //   StringJoin            element-wise string concatenation
 //   ShardedFilename       "<basename>-%05d-of-%05d"
 //   StaticRegexFullMatch  full match of each string against a pattern attr
-//   SaveV2, RestoreV2, MergeV2Checkpoints
-//                         registered with TensorFlow's OpDefs so Saver graphs
-//                         load; their kernels fail with Unimplemented (dflow
-//                         does not write TensorFlow's tensor-bundle format).
+//
+// The Saver's checkpoint ops are in io_ops.cc.
 //
 // OpDefs are TensorFlow's (tf.compat.v1 op_def_registry); the error texts
 // follow TensorFlow's kernels.
@@ -320,56 +318,6 @@ REGISTER_OP("StaticRegexFullMatch")
 REGISTER_KERNEL(KernelDefBuilder("StaticRegexFullMatch").Device(kDeviceCPU),
                 StaticRegexFullMatchOp);
 REGISTER_NO_GRADIENT("StaticRegexFullMatch");
-
-// --- SaveV2, RestoreV2, MergeV2Checkpoints ---------------------------------------------
-
-class CheckpointUnimplementedOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  absl::Status Compute(OpKernelContext* ctx) override {
-    return absl::UnimplementedError(
-        absl::StrCat(ctx->Prefix(),
-                     "TensorFlow checkpoints (the tensor-bundle format) are not implemented "
-                     "by dflow; run without saving or restoring checkpoints"));
-  }
-};
-
-absl::Status NoOutputs(InferenceContext*) { return absl::OkStatus(); }
-
-absl::Status RestoreV2Shape(InferenceContext* c) {
-  for (int i = 0; i < c->num_outputs(); ++i) c->set_output(i, PartialShape::Unknown());
-  return absl::OkStatus();
-}
-
-REGISTER_OP("SaveV2")
-    .Input("prefix: string")
-    .Input("tensor_names: string")
-    .Input("shape_and_slices: string")
-    .Input("tensors: dtypes")
-    .Attr("dtypes: list(type) >= 1")
-    .SetIsStateful()
-    .SetShapeFn(NoOutputs);
-REGISTER_KERNEL(KernelDefBuilder("SaveV2").Device(kDeviceCPU), CheckpointUnimplementedOp);
-
-REGISTER_OP("RestoreV2")
-    .Input("prefix: string")
-    .Input("tensor_names: string")
-    .Input("shape_and_slices: string")
-    .Output("tensors: dtypes")
-    .Attr("dtypes: list(type) >= 1")
-    .SetIsStateful()
-    .SetShapeFn(RestoreV2Shape);
-REGISTER_KERNEL(KernelDefBuilder("RestoreV2").Device(kDeviceCPU), CheckpointUnimplementedOp);
-
-REGISTER_OP("MergeV2Checkpoints")
-    .Input("checkpoint_prefixes: string")
-    .Input("destination_prefix: string")
-    .Attr("delete_old_dirs: bool = true")
-    .Attr("allow_missing_files: bool = false")
-    .SetIsStateful()
-    .SetShapeFn(NoOutputs);
-REGISTER_KERNEL(KernelDefBuilder("MergeV2Checkpoints").Device(kDeviceCPU),
-                CheckpointUnimplementedOp);
 
 }  // namespace
 }  // namespace dflow

@@ -229,20 +229,5 @@ TEST(StaticRegexFullMatchTest, InvalidPattern) {
   EXPECT_THAT(ErrorOf(t), HasSubstr("Invalid pattern: (unclosed"));
 }
 
-// --- checkpoints -------------------------------------------------------------------------
-
-TEST(CheckpointOpsTest, SaveIsUnimplemented) {
-  OpTest t("SaveV2");
-  t.Attr("dtypes", std::vector<DataType>{DT_FLOAT});
-  t.Input(Tensor::Scalar<std::string>("/tmp/x"));
-  t.Input(Tensor::FromVector<std::string>({"v"}, {1}));
-  t.Input(Tensor::FromVector<std::string>({""}, {1}));
-  t.Input(Tensor::FromVector<float>({1}, {1}));
-  absl::StatusOr<std::vector<Tensor>> out = t.Run();
-  ASSERT_FALSE(out.ok());
-  EXPECT_EQ(out.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(out.status().message(), HasSubstr("checkpoints"));
-}
-
 }  // namespace
 }  // namespace dflow

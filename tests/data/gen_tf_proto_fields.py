@@ -47,11 +47,12 @@ from tensorflow.core.framework import (attr_value_pb2, cost_graph_pb2,  # noqa: 
                                        node_def_pb2, op_def_pb2,
                                        resource_handle_pb2,
                                        step_stats_pb2, tensor_pb2,
-                                       tensor_shape_pb2, types_pb2,
-                                       versions_pb2)
+                                       tensor_shape_pb2, tensor_slice_pb2,
+                                       types_pb2, versions_pb2)
 from tensorflow.core.protobuf import (cluster_pb2, config_pb2, debug_pb2,  # noqa: F401
                                       error_codes_pb2, named_tensor_pb2,
-                                      tensorflow_server_pb2)
+                                      tensor_bundle_pb2, tensorflow_server_pb2)
+from tensorflow.python.training import checkpoint_state_pb2  # noqa: F401
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
