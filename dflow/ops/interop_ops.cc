@@ -7,6 +7,7 @@
 //   Select                v1 select (condition scalar, same shape, or a
 //                         vector over the first dimension)
 //   StringJoin            element-wise string concatenation
+//   StringLength          bytes (or UTF-8 characters) of each string
 //   ShardedFilename       "<basename>-%05d-of-%05d"
 //   StaticRegexFullMatch  full match of each string against a pattern attr
 //
@@ -230,6 +231,52 @@ REGISTER_OP("StringJoin")
     .SetShapeFn(StringJoinShape);
 REGISTER_KERNEL(KernelDefBuilder("StringJoin").Device(kDeviceCPU), StringJoinOp);
 REGISTER_NO_GRADIENT("StringJoin");
+
+// --- StringLength -----------------------------------------------------------------
+
+// The length of each string in bytes, or with unit "UTF8_CHAR" in UTF-8
+// characters (bytes that do not continue a multi-byte sequence).
+class StringLengthOp : public OpKernel {
+ public:
+  explicit StringLengthOp(OpKernelConstruction* c) : OpKernel(c) {
+    std::string unit = "BYTE";
+    c->GetAttr("unit", &unit).IgnoreError();
+    if (unit != "BYTE" && unit != "UTF8_CHAR") {
+      c->SetStatus(absl::InvalidArgumentError(
+          absl::StrCat("StringLength: unit must be BYTE or UTF8_CHAR, got '", unit, "'")));
+    }
+    utf8_ = unit == "UTF8_CHAR";
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    auto in = ctx->input(0).flat<std::string>();
+    auto out = ctx->allocate_output_for_overwrite(0, ctx->input(0).shape())->flat<int32_t>();
+    for (size_t i = 0; i < in.size(); ++i) {
+      int64_t n = static_cast<int64_t>(in[i].size());
+      if (utf8_) {
+        n = 0;
+        for (char c : in[i]) n += (static_cast<uint8_t>(c) & 0xc0) != 0x80;
+      }
+      out[i] = static_cast<int32_t>(n);
+    }
+    return absl::OkStatus();
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  bool utf8_ = false;
+};
+
+REGISTER_OP("StringLength")
+    .Input("input: string")
+    .Output("output: int32")
+    .Attr("unit: {'BYTE', 'UTF8_CHAR'} = 'BYTE'")
+    .SetShapeFn([](InferenceContext* c) {
+      c->set_output(0, c->input(0));
+      return absl::OkStatus();
+    });
+REGISTER_KERNEL(KernelDefBuilder("StringLength").Device(kDeviceCPU), StringLengthOp);
+REGISTER_NO_GRADIENT("StringLength");
 
 // --- ShardedFilename ----------------------------------------------------------------
 

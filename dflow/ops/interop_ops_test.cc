@@ -229,5 +229,19 @@ TEST(StaticRegexFullMatchTest, InvalidPattern) {
   EXPECT_THAT(ErrorOf(t), HasSubstr("Invalid pattern: (unclosed"));
 }
 
+TEST(StringLengthTest, CountsBytesOrUtf8Characters) {
+  const Tensor in = Tensor::FromVector<std::string>({"", "abc", "h\xc3\xa9llo\xe2\x9c\x93"}, {3});
+  OpTest bytes("StringLength");
+  bytes.Input(in);
+  absl::StatusOr<std::vector<Tensor>> out = bytes.Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectTensorEq<int32_t>((*out)[0], {0, 3, 9}, TensorShape({3}));
+  OpTest chars("StringLength");
+  chars.Attr("unit", std::string("UTF8_CHAR")).Input(in);
+  out = chars.Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectTensorEq<int32_t>((*out)[0], {0, 3, 6}, TensorShape({3}));
+}
+
 }  // namespace
 }  // namespace dflow

@@ -22,6 +22,13 @@
 namespace dflow {
 namespace {
 
+// `s` with the kernel's "[Op 'node']" in front.
+absl::Status InKernel(OpKernelContext* ctx, const absl::Status& s) {
+  std::string prefix = ctx->Prefix();
+  while (!prefix.empty() && prefix.back() == ' ') prefix.pop_back();
+  return WithContext(s, prefix);
+}
+
 // Checks that input `i` is a scalar or a vector of `n` elements (n < 0: any).
 absl::Status CheckStrings(OpKernelContext* ctx, int i, const char* name, int64_t n) {
   const Tensor& t = ctx->input(i);
@@ -47,7 +54,7 @@ class SaveV2Op : public OpKernel {
     auto names = ctx->input(1).flat<std::string>();
     auto slices = ctx->input(2).flat<std::string>();
     absl::StatusOr<std::unique_ptr<io::BundleWriter>> writer = io::BundleWriter::Create(prefix);
-    if (!writer.ok()) return WithContext(writer.status(), ctx->Prefix());
+    if (!writer.ok()) return InKernel(ctx, writer.status());
     for (int i = 0; i < n; ++i) {
       const Tensor& t = ctx->input(3 + i);
       absl::StatusOr<std::optional<io::ShapeAndSlice>> spec = io::ParseShapeAndSlice(slices[i]);
@@ -56,9 +63,9 @@ class SaveV2Op : public OpKernel {
       if (s.ok() && spec->has_value()) {
         s = (*writer)->AddSlice(names[i], (**spec).full_shape, (**spec).slice, t);
       }
-      if (!s.ok()) return WithContext(s, absl::StrCat(ctx->Prefix(), "tensor '", names[i], "'"));
+      if (!s.ok()) return InKernel(ctx, WithContext(s, absl::StrCat("tensor '", names[i], "'")));
     }
-    return WithContext((*writer)->Finish(), ctx->Prefix());
+    return InKernel(ctx, (*writer)->Finish());
   }
 };
 
@@ -78,12 +85,12 @@ class RestoreV2Op : public OpKernel {
     auto slices = ctx->input(2).flat<std::string>();
     absl::StatusOr<std::unique_ptr<io::BundleReader>> reader = io::BundleReader::Open(prefix);
     if (!reader.ok()) {
-      return WithContext(reader.status(),
-                         absl::StrCat(ctx->Prefix(), "cannot open checkpoint ", prefix));
+      return InKernel(ctx, WithContext(reader.status(),
+                                       absl::StrCat("cannot open checkpoint ", prefix)));
     }
     for (int i = 0; i < n; ++i) {
       absl::StatusOr<Tensor> t = Restore(reader->get(), names[i], slices[i], dtypes_[i]);
-      if (!t.ok()) return WithContext(t.status(), ctx->Prefix());
+      if (!t.ok()) return InKernel(ctx, t.status());
       ctx->set_output(i, *std::move(t));
     }
     return absl::OkStatus();
@@ -125,9 +132,8 @@ class MergeV2CheckpointsOp : public OpKernel {
     RETURN_IF_ERROR(CheckStrings(ctx, 1, "destination_prefix", 0));
     auto in = ctx->input(0).flat<std::string>();
     const std::vector<std::string> prefixes(in.begin(), in.end());
-    return WithContext(io::MergeBundles(prefixes, ctx->input(1).scalar<std::string>(),
-                                        delete_old_dirs_, allow_missing_files_),
-                       ctx->Prefix());
+    return InKernel(ctx, io::MergeBundles(prefixes, ctx->input(1).scalar<std::string>(),
+                                          delete_old_dirs_, allow_missing_files_));
   }
 
  private:
