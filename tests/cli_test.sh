@@ -23,6 +23,16 @@ out=$("$DFLOW" run-graph "$DATA/mlp_forward.pbtxt" --fetch pred:0 \
   --feed 'x=[[1,0,0,0,0,0],[0,1,0,0,0,0]]' --feed 'labels=[0,1]' 2>"$TMP/err")
 check "feed nested list" grep -q '"name":"pred:0","dtype":"int64","shape":\[2\]' <<<"$out"
 
+# A string that is not UTF-8 prints with U+FFFD in its place (once aborted the CLI).
+cat >"$TMP/bytes.pbtxt" <<'GRAPH'
+node { name: "s" op: "Const" attr { key: "dtype" value { type: DT_STRING } }
+  attr { key: "value" value { tensor { dtype: DT_STRING tensor_shape { dim { size: 2 } }
+    string_val: "ok" string_val: "\377x" } } } }
+GRAPH
+out=$("$DFLOW" run-graph "$TMP/bytes.pbtxt" --fetch s:0 2>"$TMP/err")
+check "non-utf8 string exit 0" test $? -eq 0
+check "non-utf8 string replaced" test "$out" = '{"name":"s:0","dtype":"string","shape":[2],"values":["ok","'$'\xef\xbf\xbd''x"]}'
+
 # Errors go to stderr with exit code 1.
 "$DFLOW" run-graph "$DATA/mlp_forward.pbtxt" --fetch nosuch:0 >"$TMP/out" 2>"$TMP/err"
 check "unknown fetch exit 1" test $? -eq 1

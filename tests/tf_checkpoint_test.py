@@ -834,9 +834,13 @@ def wait_clients(clients, checks, label):
         if not checks.check(code == 0, f"{label}: client {i} exit {code}"):
             tail = [ln for ln in text.splitlines() if ln.strip()][-12:]
             print("    --- client log (tail) ---\n" + "\n".join("      " + ln for ln in tail))
-            errors = [ln for ln in text.splitlines() if "Error" in ln]
+            lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+            errors = [k for k, ln in enumerate(lines) if "Error" in ln and not ln.startswith("^")]
             if errors:
-                checks.failures[-1] += f": {errors[-1].strip()[:400]}"
+                # The exception line and the message lines after it (TensorFlow puts the
+                # message on the next line after "Graph execution error:").
+                message = " | ".join(lines[errors[-1]:errors[-1] + 3])
+                checks.failures[-1] += f": {message[:500]}"
         results.append(code)
     return results
 

@@ -91,7 +91,7 @@ void BatchIterator::Rewind(int64_t epoch, int64_t step) {
   position_ = 0;
 }
 
-absl::StatusOr<Batch> BatchIterator::Next() {
+absl::StatusOr<int64_t> BatchIterator::Advance() {
   const int64_t bs = options_.batch_size;
   auto epoch_end = [&] {
     int64_t n = order_.size();
@@ -106,14 +106,25 @@ absl::StatusOr<Batch> BatchIterator::Next() {
     order_ = EpochOrder(epoch_);
     position_ = 0;
   }
-  Batch batch;
   const int64_t b = std::min<int64_t>(bs, order_.size() - position_);
-  batch.indices.assign(order_.begin() + position_, order_.begin() + position_ + b);
+  position_ += b;
+  ++step_;
+  return b;
+}
+
+absl::StatusOr<Batch> BatchIterator::Next() {
+  ASSIGN_OR_RETURN(const int64_t b, Advance());
+  Batch batch;
+  batch.indices.assign(order_.begin() + position_ - b, order_.begin() + position_);
   data_.Gather(batch.indices, &batch.features, &batch.labels);
   batch.epoch = epoch_;
-  batch.step = step_++;
-  position_ += b;
+  batch.step = step_ - 1;
   return batch;
+}
+
+absl::Status BatchIterator::Skip(int64_t batches) {
+  for (int64_t i = 0; i < batches; ++i) RETURN_IF_ERROR(Advance().status());
+  return absl::OkStatus();
 }
 
 PrefetchingIterator::PrefetchingIterator(std::unique_ptr<BatchIterator> inner, int capacity,

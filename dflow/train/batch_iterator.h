@@ -65,6 +65,9 @@ class BatchIterator : public BatchSource {
   static absl::StatusOr<std::unique_ptr<BatchIterator>> Create(Dataset data, BatchOptions options);
 
   absl::StatusOr<Batch> Next() override;
+  // Moves past the next `batches` batches without building them (resuming
+  // training at a restored step); OutOfRange when the input ends first.
+  absl::Status Skip(int64_t batches);
 
   // Commits `order` (dataset rows; any length, repeats allowed) as the order of
   // every epoch from now on, replacing the shuffle, and restarts the epoch of
@@ -81,6 +84,8 @@ class BatchIterator : public BatchSource {
   friend class PrefetchingIterator;
   BatchIterator(Dataset data, BatchOptions options) : data_(std::move(data)), options_(options) {}
   static absl::Status CheckBatchable(int64_t rows, const BatchOptions& options);
+  // Moves to the next batch's rows: returns how many, now ending at position_.
+  absl::StatusOr<int64_t> Advance();
   // Makes the next batch the first of `epoch` (-1: the first epoch), numbered `step`.
   void Rewind(int64_t epoch, int64_t step);
 

@@ -130,58 +130,6 @@ std::vector<GradAndVar> AverageGradients(const Scope& scope,
   return mean;
 }
 
-// One bool per variable on a ps task: is it initialized? (What the chief's
-// initializer sets; a worker's own local variables are its business.)
-std::vector<Output> VariablesInitialized(const Scope& root) {
-  std::vector<std::pair<std::string, bool>> variables;
-  for (const auto& node : root.graph_def().node()) {
-    if (node.device().rfind("/job:ps", 0) != 0) continue;
-    if (node.op() == "VarHandleOp") variables.emplace_back(node.name(), true);
-    if (node.op() == "VariableV2") variables.emplace_back(node.name(), false);
-  }
-  std::vector<Output> out;
-  Scope s = root.NewSubScope("report_uninitialized_variables");
-  for (const auto& [name, resource] : variables) {
-    Operation var(name, 1);
-    Scope c = s.ColocateWith(var);
-    out.push_back(resource ? ops::VarIsInitializedOp(c, var) : ops::IsVariableInitialized(c, var));
-  }
-  return out;
-}
-
-// Runs `attempt` until it succeeds, fails with something other than
-// UNAVAILABLE (the ps or this task's server not up yet), or `timeout` passes.
-template <typename Attempt>
-absl::Status RetryWhileUnavailable(absl::Duration timeout, Attempt attempt) {
-  const absl::Time deadline = absl::Now() + timeout;
-  for (;;) {
-    absl::Status s = attempt();
-    if (!absl::IsUnavailable(s) || absl::Now() > deadline) return s;
-    absl::SleepFor(absl::Milliseconds(250));
-  }
-}
-
-absl::Status WaitForChiefInit(const ClientSession& session, const std::vector<Output>& ready,
-                              absl::Duration timeout, std::ostream& progress) {
-  const absl::Time deadline = absl::Now() + timeout;
-  for (int round = 0;; ++round) {
-    std::vector<Tensor> out;
-    absl::Status s = session.Run(ready, &out);
-    if (s.ok() &&
-        std::all_of(out.begin(), out.end(), [](const Tensor& t) { return t.scalar<bool>(); })) {
-      return absl::OkStatus();
-    }
-    if (!s.ok() && !absl::IsUnavailable(s)) return s;
-    if (absl::Now() > deadline) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "[train] the chief (worker 0) did not initialize the variables within ",
-          absl::FormatDuration(timeout), s.ok() ? "" : absl::StrCat(": ", s.message())));
-    }
-    if (round % 20 == 0) progress << "waiting for the chief to initialize the variables\n";
-    absl::SleepFor(absl::Milliseconds(250));
-  }
-}
-
 }  // namespace
 
 const std::vector<std::string>& TrainModes() {
@@ -280,8 +228,6 @@ absl::StatusOr<TrainMetrics> TrainOnCluster(const TrainOptions& o, std::ostream&
     }
     groups.push_back({train, 0, static_cast<int>(tower_devices.size())});
   }
-  Operation init = GlobalVariablesInitializer(root);
-  std::vector<Output> ready = VariablesInitialized(root);
   RETURN_IF_ERROR(root.status());
 
   SessionOptions session_options;
@@ -291,14 +237,6 @@ absl::StatusOr<TrainMetrics> TrainOnCluster(const TrainOptions& o, std::ostream&
     session_options.config.add_device_filters(worker_device);
   }
   session_options.config.set_operation_timeout_in_ms(o.startup_timeout_seconds * 1000);
-  ClientSession session(root, session_options);
-  const absl::Duration startup = absl::Seconds(o.startup_timeout_seconds);
-  if (chief) {
-    RETURN_IF_ERROR(
-        RetryWhileUnavailable(startup, [&] { return session.Run({}, {}, {init}, nullptr); }));
-  } else {
-    RETURN_IF_ERROR(WaitForChiefInit(session, ready, startup, progress));
-  }
   const int64_t examples_per_step = o.batch_size * towers_per_task *
                                     (o.mode == "between-sync"    ? replicas
                                      : o.mode == "in-graph-sync" ? workers
@@ -306,12 +244,25 @@ absl::StatusOr<TrainMetrics> TrainOnCluster(const TrainOptions& o, std::ostream&
   const int64_t steps_per_epoch = data.train.size() / examples_per_step;
   int64_t total_steps = steps_per_epoch * o.epochs;
   if (o.max_steps > 0) total_steps = std::min(total_steps, o.max_steps);
-  std::unique_ptr<SyncReplicasOptimizer::ChiefLoop> chief_loop;
+  // The session: the chief restores the latest checkpoint or initializes the
+  // variables on the ps tasks, the others wait for it. A step that fails
+  // because a task died recreates the session (the chief restoring the
+  // latest checkpoint if the ps lost its variables) and runs again; not yet
+  // in sync mode, whose chief loop and tokens belong to one session.
+  MonitoredSessionOptions ms_options{.session = session_options,
+                                     .ready_timeout = absl::Seconds(o.startup_timeout_seconds),
+                                     .max_recoveries = sync ? 0 : 5};
   if (sync_opt != nullptr) {
-    RETURN_IF_ERROR(sync_opt->InitLocalStep(session));
-    if (chief) {
-      ASSIGN_OR_RETURN(chief_loop, sync_opt->StartChiefLoop(&session, total_steps));
-    }
+    ms_options.after_create = [&](const ClientSession& s) { return sync_opt->InitLocalStep(s); };
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<MonitoredSession> ms,
+                   StartMonitoredSession(root, o, global_step, VariablesInitialized(root, "/job:ps"),
+                                         chief, total_steps, std::move(ms_options), progress));
+  m.restored_from = ms->restored_from();
+  m.start_step = ms->global_step();
+  std::unique_ptr<SyncReplicasOptimizer::ChiefLoop> chief_loop;
+  if (sync_opt != nullptr && chief) {
+    ASSIGN_OR_RETURN(chief_loop, sync_opt->StartChiefLoop(&ms->session(), total_steps));
   }
 
   // Every global batch holds workers x towers x batch_size rows; a group
@@ -329,7 +280,7 @@ absl::StatusOr<TrainMetrics> TrainOnCluster(const TrainOptions& o, std::ostream&
   auto drive = [&](const Group& g) -> absl::Status {
     ASSIGN_OR_RETURN(auto batches, ShardedBatches::Create(data.train, o, global_batch,
                                                           slice_offset + g.first_tower, g.towers));
-    while (last_step.load() < total_steps) {
+    while (!ms->ShouldStop() && last_step.load() < total_steps) {
       ASSIGN_OR_RETURN(auto slices, batches->Next());
       ClientSession::FeedType feeds;
       for (int t = 0; t < g.towers; ++t) {
@@ -337,13 +288,24 @@ absl::StatusOr<TrainMetrics> TrainOnCluster(const TrainOptions& o, std::ostream&
         feeds.push_back({models[g.first_tower + t].labels, slices[t].second});
       }
       const std::vector<Output> fetches = {models[g.first_tower].loss, global_step.value()};
-      std::vector<Tensor> out;
-      absl::Status st = sync_opt != nullptr ? sync_opt->RunTrainStep(session, feeds, fetches, &out)
-                                            : session.Run(feeds, fetches, {g.train_op}, &out);
-      if (sync_opt != nullptr && SyncReplicasOptimizer::IsEndOfTraining(st)) break;
-      RETURN_IF_ERROR(st);
-      const double loss = out[0].scalar<float>();
-      const int64_t step = out[1].scalar<int64_t>() + 1;  // Read before this step's update.
+      bool end_of_training = false;
+      double loss = 0;
+      int64_t step = 0;
+      RETURN_IF_ERROR(ms->RunStep([&](const ClientSession& session) -> absl::StatusOr<StepResult> {
+        std::vector<Tensor> out;
+        absl::Status st = sync_opt != nullptr
+                              ? sync_opt->RunTrainStep(session, feeds, fetches, &out)
+                              : session.Run(feeds, fetches, {g.train_op}, &out);
+        if (sync_opt != nullptr && SyncReplicasOptimizer::IsEndOfTraining(st)) {
+          end_of_training = true;
+          return StepResult{.global_step = total_steps};
+        }
+        RETURN_IF_ERROR(st);
+        loss = out[0].scalar<float>();
+        step = out[1].scalar<int64_t>() + 1;  // Read before this step's update.
+        return StepResult{.global_step = step, .loss = loss};
+      }));
+      if (end_of_training) break;
       absl::MutexLock l(&mu);
       if (step > last_step.load()) last_step.store(step);
       if (first_step < 0) first_step = step - 1;
@@ -374,9 +336,11 @@ absl::StatusOr<TrainMetrics> TrainOnCluster(const TrainOptions& o, std::ostream&
                            ? (m.steps - first_step) * examples_per_step / m.train_seconds
                            : 0;
   m.final_loss = loss_steps > 0 ? loss_sum / loss_steps : 0;
+  m.recoveries = ms->recoveries();
   if (chief) {
-    ASSIGN_OR_RETURN(m.test_accuracy, Evaluate(session, models[0], data.test));
+    ASSIGN_OR_RETURN(m.test_accuracy, Evaluate(ms->session(), models[0], data.test));
   }
+  RETURN_IF_ERROR(ms->Close());  // The chief's final checkpoint.
   m.wall_seconds = SecondsSince(wall_start);
   if (chief && !o.metrics_out.empty()) RETURN_IF_ERROR(WriteMetrics(o.metrics_out, m));
   return m;

@@ -7,6 +7,7 @@
 #include <memory>
 #include <numeric>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -19,6 +20,7 @@
 #include "dflow/train/models.h"
 #include "dflow/train/optimizer.h"
 #include "dflow/train/trainer_internal.h"
+#include "dflow/train/saver.h"
 #include "dflow/train/variables.h"
 
 namespace dflow {
@@ -159,6 +161,32 @@ void Progress::Print(int64_t done, bool last) {
   last_print_ = Clock::now();
 }
 
+absl::StatusOr<std::unique_ptr<MonitoredSession>> StartMonitoredSession(
+    const Scope& root, const TrainOptions& o, const Variable& global_step,
+    std::vector<Output> ready, bool chief, int64_t last_step,
+    MonitoredSessionOptions options, std::ostream& log) {
+  SessionGraph graph{.global_step = global_step,
+                     .init = GlobalVariablesInitializer(root),
+                     .ready = std::move(ready)};
+  if (!o.checkpoint_dir.empty()) {
+    ASSIGN_OR_RETURN(std::vector<Variable> variables, GlobalVariables(root));
+    ASSIGN_OR_RETURN(graph.saver,
+                     Saver::Create(root, variables, {.max_to_keep = o.keep_checkpoints}));
+  }
+  RETURN_IF_ERROR(root.status());
+  options.is_chief = chief;
+  options.checkpoint_dir = o.checkpoint_dir;
+  options.log = &log;
+  options.hooks.push_back(std::make_unique<StopAtStepHook>(last_step));
+  options.hooks.push_back(std::make_unique<NanLossHook>());
+  if (chief && !o.checkpoint_dir.empty()) {
+    const bool by_default = o.save_checkpoint_steps <= 0 && o.save_checkpoint_secs <= 0;
+    options.hooks.push_back(std::make_unique<CheckpointSaverHook>(
+        o.checkpoint_dir, o.save_checkpoint_steps, by_default ? 600.0 : o.save_checkpoint_secs));
+  }
+  return MonitoredSession::Create(root, std::move(graph), std::move(options));
+}
+
 absl::StatusOr<double> Evaluate(const ClientSession& session, const Model& model,
                                 const Dataset& test) {
   ASSIGN_OR_RETURN(auto it, BatchIterator::Create(
@@ -210,6 +238,11 @@ std::string MetricsJson(const TrainMetrics& m) {
       "\"wall_seconds\": %.3f",
       m.model, m.optimizer, m.data, m.batch_size, m.epochs, m.learning_rate, m.steps, m.final_loss,
       m.test_accuracy, m.examples_per_sec, m.train_seconds, m.wall_seconds);
+  absl::StrAppendFormat(&json, ", \"start_step\": %d, \"recoveries\": %d", m.start_step,
+                        m.recoveries);
+  if (!m.restored_from.empty()) {
+    absl::StrAppendFormat(&json, ", \"restored_from\": \"%s\"", absl::CEscape(m.restored_from));
+  }
   if (!m.mode.empty()) {
     absl::StrAppendFormat(&json,
                           ", \"mode\": \"%s\", \"workers\": %d, \"local_steps\": %d, "
@@ -234,32 +267,42 @@ absl::StatusOr<TrainMetrics> Train(const TrainOptions& o, std::ostream& progress
   std::unique_ptr<Optimizer> opt = MakeOptimizer(o.optimizer, static_cast<float>(m.learning_rate));
   ASSIGN_OR_RETURN(Operation train_op,
                    opt->Minimize(root, model.loss, model.variables, &global_step));
-  Operation init = GlobalVariablesInitializer(root);
-  RETURN_IF_ERROR(root.status());
-
-  ClientSession session(root);
-  std::vector<Tensor> unused;
-  RETURN_IF_ERROR(session.Run({}, {}, {init}, &unused));
+  const int64_t steps_per_epoch = (data.train.size() + o.batch_size - 1) / o.batch_size;
+  int64_t total_steps = steps_per_epoch * o.epochs;
+  if (o.max_steps > 0) total_steps = std::min(total_steps, o.max_steps);
+  ASSIGN_OR_RETURN(std::unique_ptr<MonitoredSession> ms,
+                   StartMonitoredSession(root, o, global_step, VariablesInitialized(root),
+                                         /*chief=*/true, total_steps, {}, progress));
+  m.restored_from = ms->restored_from();
+  m.start_step = ms->global_step();
 
   ASSIGN_OR_RETURN(auto batches,
                    BatchIterator::Create(data.train, {.batch_size = o.batch_size,
                                                       .seed = static_cast<uint64_t>(o.seed),
                                                       .num_epochs = o.epochs}));
+  // A restored run goes on with the batches it had not trained on yet.
+  const absl::Status skipped = batches->Skip(m.start_step);
+  if (!skipped.ok() && !absl::IsOutOfRange(skipped)) return skipped;
   PrefetchingIterator input(std::move(batches));
-  const int64_t steps_per_epoch = (data.train.size() + o.batch_size - 1) / o.batch_size;
   Progress live(progress, o, steps_per_epoch);
   const Clock::time_point train_start = Clock::now();
   int64_t examples = 0;
   double epoch_loss = 0;
   int64_t epoch_steps = 0;
-  for (int64_t step = 0; o.max_steps <= 0 || step < o.max_steps; ++step) {
+  m.steps = m.start_step;
+  for (int64_t step = m.start_step; !ms->ShouldStop(); ++step) {
     absl::StatusOr<Batch> batch = input.Next();
     if (absl::IsOutOfRange(batch.status())) break;
     RETURN_IF_ERROR(batch.status());
-    std::vector<Tensor> out;
-    RETURN_IF_ERROR(session.Run({{model.features, batch->features}, {model.labels, batch->labels}},
-                                {model.loss}, {train_op}, &out));
-    const double loss = out[0].scalar<float>();
+    double loss = 0;
+    RETURN_IF_ERROR(ms->RunStep([&](const ClientSession& session) -> absl::StatusOr<StepResult> {
+      std::vector<Tensor> out;
+      RETURN_IF_ERROR(session.Run(
+          {{model.features, batch->features}, {model.labels, batch->labels}}, {model.loss},
+          {train_op}, &out));
+      loss = out[0].scalar<float>();
+      return StepResult{.global_step = step + 1, .loss = loss};  // One update a step.
+    }));
     if (batch->step % steps_per_epoch == 0) epoch_loss = 0, epoch_steps = 0;
     epoch_loss += loss;
     ++epoch_steps;
@@ -271,7 +314,9 @@ absl::StatusOr<TrainMetrics> Train(const TrainOptions& o, std::ostream& progress
   m.train_seconds = SecondsSince(train_start);
   m.examples_per_sec = m.train_seconds > 0 ? examples / m.train_seconds : 0;
   m.final_loss = epoch_steps > 0 ? epoch_loss / epoch_steps : 0;
-  ASSIGN_OR_RETURN(m.test_accuracy, Evaluate(session, model, data.test));
+  m.recoveries = ms->recoveries();
+  ASSIGN_OR_RETURN(m.test_accuracy, Evaluate(ms->session(), model, data.test));
+  RETURN_IF_ERROR(ms->Close());  // The final checkpoint.
   m.wall_seconds = SecondsSince(wall_start);
   if (!o.metrics_out.empty()) RETURN_IF_ERROR(WriteMetrics(o.metrics_out, m));
   return m;

@@ -35,6 +35,15 @@ struct TrainOptions {
   std::string data_dir;                // "": kFashionMnistDir.
   // Synthetic data: examples for training; a fifth as many for testing.
   int64_t synthetic_examples = 8192;
+  // Checkpoints in TensorFlow's format: the chief restores the latest one in
+  // this directory (and goes on from its global step), saves every
+  // `save_checkpoint_steps` global steps and/or `save_checkpoint_secs`
+  // seconds (both 0: every 600 s, TensorFlow's default) and at the end, and
+  // keeps the newest `keep_checkpoints`. "": no checkpoints.
+  std::string checkpoint_dir;
+  int64_t save_checkpoint_steps = 0;
+  double save_checkpoint_secs = 0;
+  int keep_checkpoints = 5;
   bool tty = false;         // Update one line in place.
   int64_t log_every = 100;  // Steps between lines when !tty.
 
@@ -77,6 +86,11 @@ struct TrainMetrics {
   int64_t local_steps = 0;
   double local_examples_per_sec = 0;
   int64_t stale_gradients = 0;  // between-sync: gradients of this worker dropped as stale.
+  // Checkpoints: the one restored at the start ("" if none), the global step
+  // training started from, and sessions recreated after a failure.
+  std::string restored_from;
+  int64_t start_step = 0;
+  int recoveries = 0;
 };
 
 // InvalidArgument listing the allowed values for a bad option; the data

@@ -13,6 +13,7 @@
 #include "dflow/client/client_session.h"
 #include "dflow/train/dataset.h"
 #include "dflow/train/models.h"
+#include "dflow/train/monitored_session.h"
 #include "dflow/train/optimizer.h"
 #include "dflow/train/trainer.h"
 
@@ -60,6 +61,16 @@ class Progress {
   int64_t window_steps_ = 0;
   int64_t examples_ = 0;
 };
+
+// The monitored session of a run: the model restored from o.checkpoint_dir
+// or initialized (chief) or waited for (others); hooks stopping at
+// `last_step`, guarding against NaN losses, and on the chief saving
+// checkpoints when o.checkpoint_dir is set. `ready` lists the variables the
+// chief must have initialized.
+absl::StatusOr<std::unique_ptr<MonitoredSession>> StartMonitoredSession(
+    const Scope& root, const TrainOptions& o, const Variable& global_step,
+    std::vector<Output> ready, bool chief, int64_t last_step,
+    MonitoredSessionOptions options, std::ostream& log);
 
 // Test accuracy of `model` over `test`, in batches of 1000.
 absl::StatusOr<double> Evaluate(const ClientSession& session, const Model& model,

@@ -65,6 +65,50 @@ TEST(TrainerTrain, MlpLearnsSyntheticData) {
   EXPECT_GT(m->examples_per_sec, 0);
 }
 
+// A run stopped at step 40 and resumed from its checkpoint ends exactly
+// where an uninterrupted run does: the variables, the optimizer's slots and
+// the global step are restored, and the input goes on with the batches not
+// trained on yet.
+TEST(TrainerTrain, ResumingFromACheckpointEqualsAnUninterruptedRun) {
+  const std::string dir = ::testing::TempDir() + "/dflow_resume_test";
+  std::filesystem::remove_all(dir);
+  TrainOptions o = Synthetic("mlp", 2048, 32);  // 64 steps
+  std::ostringstream progress;
+  absl::StatusOr<TrainMetrics> straight = Train(o, progress);
+  ASSERT_TRUE(straight.ok()) << straight.status();
+
+  o.checkpoint_dir = dir;
+  o.save_checkpoint_steps = 25;
+  o.keep_checkpoints = 2;
+  o.max_steps = 40;
+  absl::StatusOr<TrainMetrics> first = Train(o, progress);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->steps, 40);
+  EXPECT_EQ(first->start_step, 0);
+  EXPECT_TRUE(first->restored_from.empty());
+  // Saved at 0 (the start), 25 and 40 (the end); the two newest are kept.
+  EXPECT_FALSE(std::filesystem::exists(dir + "/model.ckpt-0.index"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/model.ckpt-25.index"));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/model.ckpt-40.index"));
+
+  o.max_steps = 0;
+  absl::StatusOr<TrainMetrics> resumed = Train(o, progress);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(resumed->restored_from, dir + "/model.ckpt-40");
+  EXPECT_EQ(resumed->start_step, 40);
+  EXPECT_EQ(resumed->steps, 64);
+  EXPECT_EQ(resumed->test_accuracy, straight->test_accuracy);
+  EXPECT_THAT(progress.str(), HasSubstr("restored " + dir + "/model.ckpt-40 (global step 40)"));
+
+  // A run whose checkpoint is already at the last step trains nothing more.
+  absl::StatusOr<TrainMetrics> done = Train(o, progress);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->start_step, 64);
+  EXPECT_EQ(done->steps, 64);
+  EXPECT_EQ(done->test_accuracy, straight->test_accuracy);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(TrainerTrain, CnnLearnsSyntheticData) {
   std::ostringstream progress;
   absl::StatusOr<TrainMetrics> m = Train(Synthetic("cnn", 1024, 16), progress);  // 64 steps

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <set>
 #include <vector>
 
 #include "dflow/client/ops.h"
 #include "dflow/client/training_ops_wrappers.h"
 #include "dflow/framework/attr_util.h"
+#include "dflow/framework/status.h"
 
 namespace dflow {
 
@@ -45,6 +47,24 @@ class VariableBuilder {
       v.value_ = ops::Identity(inner.WithOpName("read"), v.handle_);
     }
     RETURN_IF_ERROR(scope.status());
+    return v;
+  }
+
+  // The variable of graph node `n` (a VarHandleOp or VariableV2), as Build made it.
+  static absl::StatusOr<Variable> FromNode(const tensorflow::NodeDef& n,
+                                           const std::set<std::string>& nodes) {
+    Variable v;
+    RETURN_IF_ERROR(GetNodeAttr(n, "dtype", &v.dtype_));
+    tensorflow::TensorShapeProto shape;
+    RETURN_IF_ERROR(GetNodeAttr(n, "shape", &shape));
+    ASSIGN_OR_RETURN(v.shape_, TensorShape::FromProto(shape));
+    v.is_resource_ = n.op() == "VarHandleOp";
+    v.op_ = Operation(n.name(), 1);
+    v.handle_ = Output(v.op_, 0, v.is_resource_ ? DT_RESOURCE : MakeRefType(v.dtype_),
+                       PartialShape::FromProto(shape));
+    const std::string read = n.name() + (v.is_resource_ ? "/Read/ReadVariableOp" : "/read");
+    if (nodes.count(read)) v.value_ = Output(Operation(read, 1), 0, v.dtype_, v.handle_.shape());
+    if (nodes.count(n.name() + "/Assign")) v.initializer_ = Operation(n.name() + "/Assign", 1);
     return v;
   }
 
@@ -120,6 +140,39 @@ Operation GlobalVariablesInitializer(const Scope& scope) {
   std::sort(initializers.begin(), initializers.end(),
             [](const Operation& a, const Operation& b) { return a.name() < b.name(); });
   return ops::NoOp(scope.WithOpName("init").WithControlDependencies(initializers));
+}
+
+absl::StatusOr<std::vector<Variable>> GlobalVariables(const Scope& scope) {
+  tensorflow::GraphDef graph;
+  RETURN_IF_ERROR(scope.ToGraphDef(&graph));
+  std::set<std::string> nodes;
+  for (const tensorflow::NodeDef& n : graph.node()) nodes.insert(n.name());
+  std::vector<Variable> out;
+  for (const tensorflow::NodeDef& n : graph.node()) {
+    if (n.op() != "VariableV2" && n.op() != "VarHandleOp") continue;
+    ASSIGN_OR_RETURN(Variable v, VariableBuilder::FromNode(n, nodes));
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+std::vector<Output> VariablesInitialized(const Scope& root, const std::string& device_prefix) {
+  absl::StatusOr<std::vector<Variable>> variables = GlobalVariables(root);
+  if (!variables.ok()) {
+    root.UpdateStatus(variables.status());
+    return {};
+  }
+  std::map<std::string, std::string> device_of;
+  for (const auto& node : root.graph_def().node()) device_of[node.name()] = node.device();
+  std::vector<Output> out;
+  Scope s = root.NewSubScope("report_uninitialized_variables");
+  for (const Variable& v : *variables) {
+    if (device_of[v.name()].rfind(device_prefix, 0) != 0) continue;
+    Scope c = s.ColocateWith(v.op());
+    out.push_back(v.is_resource() ? ops::VarIsInitializedOp(c, v.handle())
+                                  : ops::IsVariableInitialized(c, v.handle()));
+  }
+  return out;
 }
 
 absl::StatusOr<Variable> CreateGlobalStep(const Scope& scope, bool use_resource) {

@@ -102,6 +102,17 @@ Operation GlobalVariablesInitializer(const Scope& scope);
 // tf.compat.v1.train.get_or_create_global_step builds it (resource by default).
 absl::StatusOr<Variable> CreateGlobalStep(const Scope& scope, bool use_resource = true);
 
+// Every variable of the scope's graph (VarHandleOp and VariableV2 nodes: the
+// model's, the optimizer's slots, the global step), in graph order: what
+// TensorFlow's Saver saves by default.
+absl::StatusOr<std::vector<Variable>> GlobalVariables(const Scope& scope);
+
+// One scalar bool per variable placed on a device starting with
+// `device_prefix` ("" for all, "/job:ps" for the shared ones): is it
+// initialized? Colocated with each variable. What a chief's initialization
+// or restore sets, and what other workers wait for.
+std::vector<Output> VariablesInitialized(const Scope& root, const std::string& device_prefix = "");
+
 // The full name of `scope`'s name prefix, without the trailing '/' ("" for
 // the root). Reserves the name "<prefix>/_" in the graph.
 std::string ScopeName(const Scope& scope);

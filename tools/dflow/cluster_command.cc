@@ -6,6 +6,13 @@
 // train (in-graph: worker 0, the others only serve). When they are done (or
 // one fails) the rest are stopped with SIGTERM, then
 // SIGKILL after a grace period; SIGINT/SIGTERM to this command does the same.
+//
+// Supervision, as a launcher (Kubernetes) does: a task killed by a signal
+// (kill -9, the OOM killer, a crash) is started again with the same flags
+// on the same address, at most --max-restarts times per task; the workers'
+// monitored sessions recover (the chief restoring the latest checkpoint when
+// a ps lost its variables). A task that exits with an error is not
+// restarted: the error would repeat.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -50,10 +57,13 @@ absl::StatusOr<std::pair<int, int>> HoldFreePort() {
 struct Child {
   std::string name;     // "ps0", "worker1"
   bool trains = false;  // A worker driving training (in-graph: worker 0 only); others serve.
+  std::vector<std::string> args;
   pid_t pid = -1;
   int out_fd = -1;
   std::thread reader;
-  int exit_code = -1;  // Once reaped.
+  int exit_code = -1;    // Once reaped.
+  int term_signal = 0;   // The signal that ended it, if one did.
+  int restarts = 0;
 };
 
 std::mutex print_mu;
@@ -114,6 +124,7 @@ bool Reap(std::vector<Child>& children) {
     int status = 0;
     if (waitpid(c.pid, &status, WNOHANG) == c.pid) {
       c.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      c.term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
       any = true;
     }
   }
@@ -170,13 +181,13 @@ absl::Status ClusterCommand(const ClusterFlags& flags) {
     const int task = worker ? i - flags.ps : i;
     c.trains = worker && (task == 0 || flags.mode.rfind("in-graph", 0) != 0);
     c.name = absl::StrCat(worker ? "worker" : "ps", task);
-    std::vector<std::string> args = {"dflow",     "train",
-                                     "--cluster", cluster,
-                                     "--job",     worker ? "worker" : "ps",
-                                     "--task",    std::to_string(task),
-                                     "--mode",    flags.mode};
-    args.insert(args.end(), flags.train_args.begin(), flags.train_args.end());
-    if (absl::Status s = Spawn(args, &c); !s.ok()) {
+    c.args = {"dflow",     "train",
+              "--cluster", cluster,
+              "--job",     worker ? "worker" : "ps",
+              "--task",    std::to_string(task),
+              "--mode",    flags.mode};
+    c.args.insert(c.args.end(), flags.train_args.begin(), flags.train_args.end());
+    if (absl::Status s = Spawn(c.args, &c); !s.ok()) {
       StopAll(children, std::chrono::seconds(5));
       return s;
     }
@@ -186,6 +197,20 @@ absl::Status ClusterCommand(const ClusterFlags& flags) {
   absl::Status status;
   for (;;) {
     Reap(children);
+    for (Child& c : children) {
+      if (c.exit_code < 0 || c.term_signal == 0 || c.restarts >= flags.max_restarts) continue;
+      {
+        std::lock_guard<std::mutex> l(print_mu);
+        std::cout << "dflow cluster: " << c.name << " was killed by " << SignalName(c.term_signal)
+                  << "; restarting it on the same address (" << c.restarts + 1 << "/"
+                  << flags.max_restarts << ")" << std::endl;
+      }
+      c.reader.join();
+      ++c.restarts;
+      c.exit_code = -1;
+      c.term_signal = 0;
+      if (absl::Status s = Spawn(c.args, &c); !s.ok() && status.ok()) status = s;
+    }
     bool training = false;
     for (const Child& c : children) {
       // A trainer that fails, or a server that exits at all, ends the run.

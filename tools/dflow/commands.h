@@ -53,6 +53,7 @@ struct ClusterFlags {
   int ps = 1;
   int workers = 2;
   std::string mode = "between-sync";
+  int max_restarts = 3;                 // Per task killed by a signal.
   std::vector<std::string> train_args;  // Passed to every task's `dflow train`.
 };
 

@@ -68,6 +68,21 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"bytes", "round-robin"}))->capture_default_str();
   train_cmd->add_option("--max-steps", train.max_steps, "Stop at this global step")
       ->check(CLI::PositiveNumber);
+  train_cmd->add_option("--log-every", train.log_every,
+                        "Steps between progress lines when stderr is not a terminal")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  train_cmd->add_option("--checkpoint-dir", train.checkpoint_dir,
+                        "Save checkpoints (TensorFlow's format) here; a run restores the latest "
+                        "one and goes on from its global step");
+  train_cmd->add_option("--save-checkpoint-steps", train.save_checkpoint_steps,
+                        "Save every N global steps")
+      ->check(CLI::PositiveNumber);
+  train_cmd->add_option("--save-checkpoint-secs", train.save_checkpoint_secs,
+                        "Save every S seconds (default 600 when no --save-checkpoint-steps)")
+      ->check(CLI::PositiveNumber);
+  train_cmd->add_option("--keep-checkpoints", train.keep_checkpoints,
+                        "Checkpoints kept, the newest")
+      ->check(CLI::PositiveNumber)->capture_default_str();
 
   dflow::cli::ServerFlags server;
   CLI::App* server_cmd =
@@ -90,6 +105,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)->capture_default_str();
   cluster_cmd->add_option("--mode", cluster.mode, "Replication mode")
       ->check(CLI::IsMember(dflow::TrainModes()))->capture_default_str();
+  cluster_cmd->add_option("--max-restarts", cluster.max_restarts,
+                          "Restarts of a task killed by a signal, on the same address")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
   cluster_cmd->add_option("train_args", cluster.train_args,
                           "After --: flags for every task's `dflow train`");
 

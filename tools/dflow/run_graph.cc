@@ -162,7 +162,10 @@ absl::Status RunGraph(const RunGraphFlags& flags) {
   session->Close().IgnoreError();
   RETURN_IF_ERROR(run);
   for (size_t i = 0; i < outputs.size(); ++i) {
-    std::cout << TensorJson(flags.fetches[i], outputs[i]).dump() << "\n";
+    // JSON holds text: bytes of a string that are not UTF-8 print as U+FFFD.
+    std::cout << TensorJson(flags.fetches[i], outputs[i])
+                     .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
+              << "\n";
   }
   return absl::OkStatus();
 }

@@ -41,6 +41,17 @@ int WaitForShutdownSignal(int fd) {
   return sig;
 }
 
-const char* SignalName(int sig) { return sig == SIGTERM ? "SIGTERM" : "SIGINT"; }
+const char* SignalName(int sig) {
+  switch (sig) {
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGKILL: return "SIGKILL";
+    case SIGSEGV: return "SIGSEGV";
+    case SIGABRT: return "SIGABRT";
+    case SIGBUS: return "SIGBUS";
+    case SIGHUP: return "SIGHUP";
+    default: return sigabbrev_np(sig) != nullptr ? sigabbrev_np(sig) : "a signal";
+  }
+}
 
 }  // namespace dflow::cli
