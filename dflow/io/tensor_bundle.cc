@@ -345,8 +345,14 @@ absl::StatusOr<Tensor> BundleReader::ReadStored(const std::string& key,
     RETURN_IF_ERROR(file->Read(offset, size, bytes.data()));
     RETURN_IF_ERROR(ParseStrings(bytes, file_where, &t, &crc));
   } else {
-    RETURN_IF_ERROR(file->Read(offset, size, static_cast<char*>(t.raw_data())));
-    crc = crc32c::Value(static_cast<const char*>(t.raw_data()), size);
+    // In chunks, each checksummed while it is still in the cache.
+    constexpr uint64_t kChunk = uint64_t{1} << 20;
+    char* dst = static_cast<char*>(t.raw_data());
+    for (uint64_t done = 0; done < size; done += kChunk) {
+      const uint64_t n = std::min(kChunk, size - done);
+      RETURN_IF_ERROR(file->Read(offset + done, n, dst + done));
+      crc = crc32c::Extend(crc, dst + done, n);
+    }
     if (dtype == DT_BOOL) {  // Any nonzero byte is true; other bool bytes are UB.
       auto* b = static_cast<uint8_t*>(t.raw_data());
       for (uint64_t i = 0; i < size; ++i) b[i] = b[i] != 0;
