@@ -114,6 +114,7 @@ class RestoreV2Op : public OpKernel {
           spec->full_shape.DebugString(), " does not match the shape stored in checkpoint: ",
           stored.ok() ? stored->DebugString() : "(invalid)"));
     }
+    if (spec->slice.Covers(spec->full_shape)) return reader->Read(name);  // No copy.
     return reader->ReadSlice(name, spec->slice);
   }
 

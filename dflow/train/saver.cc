@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "dflow/client/op_builder.h"
 #include "dflow/client/ops.h"
 #include "dflow/framework/status.h"
@@ -32,6 +33,19 @@ std::vector<std::pair<std::string, std::vector<Variable>>> ByDevice(
 }
 
 Tensor Strings(const std::vector<std::string>& v) { return Tensor::Vec<std::string>(v); }
+
+// The whole of a tensor of `shape` as RestoreV2's shape_and_slice ("3 4 -:-"),
+// so that a checkpoint holding another shape is refused naming both; ""
+// for a scalar, which has no slice syntax.
+std::string WholeSliceOf(const TensorShape& shape) {
+  if (shape.dims() == 0) return "";
+  std::vector<std::string> dims, extents;
+  for (int d = 0; d < shape.dims(); ++d) {
+    dims.push_back(absl::StrCat(shape.dim_size(d)));
+    extents.push_back("-");
+  }
+  return absl::StrCat(absl::StrJoin(dims, " "), " ", absl::StrJoin(extents, ":"));
+}
 
 // The files of the checkpoint at `prefix`: its index and data shards.
 absl::Status DeleteCheckpoint(const std::string& prefix) {
@@ -72,10 +86,12 @@ absl::StatusOr<Saver> Saver::Create(const Scope& scope, const std::vector<Variab
     std::vector<std::string> var_names;
     std::vector<Input> values;
     std::vector<DataType> dtypes;
+    std::vector<std::string> restore_slices;
     for (const Variable& v : vars) {
       var_names.push_back(v.name());
       values.push_back(v.Read(d));
       dtypes.push_back(v.dtype());
+      restore_slices.push_back(WholeSliceOf(v.shape()));
     }
     const std::vector<std::string> whole(vars.size(), "");
     Output temp = OpBuilder(d, "StringJoin")
@@ -96,7 +112,7 @@ absl::StatusOr<Saver> Saver::Create(const Scope& scope, const std::vector<Variab
     std::vector<Output> restored = OpBuilder(d, "RestoreV2")
                                        .Input(saver.filename_)
                                        .Input(Strings(var_names))
-                                       .Input(Strings(whole))
+                                       .Input(Strings(restore_slices))
                                        .Attr("dtypes", dtypes)
                                        .FinishAll();
     for (size_t k = 0; k < restored.size() && k < vars.size(); ++k) {

@@ -110,6 +110,35 @@ TEST(SaverTest, AFailedSaveKeepsThePreviousCheckpoint) {
   EXPECT_THAT(s.message(), HasSubstr("nothing.index"));
 }
 
+// A checkpoint of another model: a variable of another shape or dtype is
+// refused naming it and both, and nothing is assigned.
+TEST(SaverTest, RestoringAnotherShapeOrDtypeNamesTheVariable) {
+  io::TempDir dir;
+  {
+    Scope root = Scope::NewRootScope();
+    Variable w = *MakeVariable(root, "w", Tensor::Vec<float>({1, 2, 3, 4}));
+    Operation init = GlobalVariablesInitializer(root);
+    ClientSession session(root);
+    ASSERT_TRUE(session.Run({}, {}, {init}, nullptr).ok());
+    auto saver = Saver::Create(root, {w});
+    ASSERT_TRUE(saver->Save(session, dir.path() + "/other", 1).ok());
+  }
+  auto m = MakeModel();  // Its w holds 3 floats.
+  absl::StatusOr<Saver> saver = Saver::Create(m->root, {m->w});
+  absl::Status s = saver->Restore(*m->session, dir.path() + "/other-1");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("tensor_name = w; shape in shape_and_slice spec [3] does "
+                                     "not match the shape stored in checkpoint: [4]"));
+  EXPECT_THAT(W(*m), ElementsAre(1, 2, 3));
+
+  Scope root = Scope::NewRootScope();
+  Variable w = *MakeVariable(root, "w", Tensor::Vec<int32_t>({1, 2, 3, 4}));
+  ClientSession session(root);
+  s = Saver::Create(root, {w})->Restore(session, dir.path() + "/other-1");
+  EXPECT_THAT(s.message(), HasSubstr("tensor_name = w; expected dtype int32 does not equal "
+                                     "original dtype float"));
+}
+
 // TensorFlow's golden checkpoint directories carry its own state files.
 TEST(SaverTest, ReadsTensorFlowsStateFile) {
   const std::string dir = std::string(DFLOW_TEST_DATA_DIR) + "/checkpoints/sharded";
