@@ -41,18 +41,30 @@ absl::Status CheckStrings(OpKernelContext* ctx, int i, const char* name, int64_t
   return absl::OkStatus();
 }
 
+// The inputs SaveV2 and RestoreV2 share: the checkpoint's prefix, then a
+// name and a shape_and_slice for each of `n` tensors.
+struct BundleArgs {
+  std::string prefix;
+  absl::Span<const std::string> names;
+  absl::Span<const std::string> slices;
+};
+
+absl::StatusOr<BundleArgs> GetBundleArgs(OpKernelContext* ctx, int n) {
+  RETURN_IF_ERROR(CheckStrings(ctx, 0, "prefix", 0));
+  RETURN_IF_ERROR(CheckStrings(ctx, 1, "tensor_names", n));
+  RETURN_IF_ERROR(CheckStrings(ctx, 2, "shape_and_slices", n));
+  return BundleArgs{ctx->input(0).scalar<std::string>(), ctx->input(1).flat<std::string>(),
+                    ctx->input(2).flat<std::string>()};
+}
+
 class SaveV2Op : public OpKernel {
  public:
   using OpKernel::OpKernel;
 
   absl::Status Compute(OpKernelContext* ctx) override {
     const int n = ctx->num_inputs() - 3;
-    RETURN_IF_ERROR(CheckStrings(ctx, 0, "prefix", 0));
-    RETURN_IF_ERROR(CheckStrings(ctx, 1, "tensor_names", n));
-    RETURN_IF_ERROR(CheckStrings(ctx, 2, "shape_and_slices", n));
-    const std::string& prefix = ctx->input(0).scalar<std::string>();
-    auto names = ctx->input(1).flat<std::string>();
-    auto slices = ctx->input(2).flat<std::string>();
+    ASSIGN_OR_RETURN(BundleArgs args, GetBundleArgs(ctx, n));
+    const auto& [prefix, names, slices] = args;
     absl::StatusOr<std::unique_ptr<io::BundleWriter>> writer = io::BundleWriter::Create(prefix);
     if (!writer.ok()) return InKernel(ctx, writer.status());
     for (int i = 0; i < n; ++i) {
@@ -77,12 +89,8 @@ class RestoreV2Op : public OpKernel {
 
   absl::Status Compute(OpKernelContext* ctx) override {
     const int n = static_cast<int>(dtypes_.size());
-    RETURN_IF_ERROR(CheckStrings(ctx, 0, "prefix", 0));
-    RETURN_IF_ERROR(CheckStrings(ctx, 1, "tensor_names", n));
-    RETURN_IF_ERROR(CheckStrings(ctx, 2, "shape_and_slices", n));
-    const std::string& prefix = ctx->input(0).scalar<std::string>();
-    auto names = ctx->input(1).flat<std::string>();
-    auto slices = ctx->input(2).flat<std::string>();
+    ASSIGN_OR_RETURN(BundleArgs args, GetBundleArgs(ctx, n));
+    const auto& [prefix, names, slices] = args;
     absl::StatusOr<std::unique_ptr<io::BundleReader>> reader = io::BundleReader::Open(prefix);
     if (!reader.ok()) {
       return InKernel(ctx, WithContext(reader.status(),
