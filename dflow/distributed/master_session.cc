@@ -7,6 +7,7 @@
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/blocking_counter.h"
 #include "absl/time/clock.h"
 #include "dflow/framework/status.h"
 #include "dflow/framework/tensor.h"
@@ -169,19 +170,29 @@ absl::Status MasterSession::Close(absl::Time deadline) {
     }
     if (abort) CleanupStep(*step->plan, step->step_id);
   }
-  absl::Status status;
-  for (const std::string& task : Tasks()) {
-    WorkerInterface* worker = WorkerFor(task);
-    if (worker == nullptr) continue;
-    tensorflow::DeleteWorkerSessionRequest req;
-    req.set_session_handle(handle_);
-    tensorflow::DeleteWorkerSessionResponse resp;
-    CallOptions opts;
-    opts.deadline = deadline;
-    status.Update(WithContext(worker->DeleteWorkerSession(req, &resp, opts),
-                              absl::StrCat("[Master CloseSession] on ", task)));
+  // Every task's worker session, deleted at once and at best effort, as
+  // TensorFlow's master does: a task that died has nothing left to delete
+  // (and a restarted one never had it), so its error is no error of Close's,
+  // and a host that no longer answers holds Close for kCleanupTimeout at most.
+  constexpr absl::Duration kCleanupTimeout = absl::Seconds(2);
+  const std::vector<std::string> tasks = Tasks();
+  tensorflow::DeleteWorkerSessionRequest req;
+  req.set_session_handle(handle_);
+  std::vector<tensorflow::DeleteWorkerSessionResponse> resps(tasks.size());
+  absl::BlockingCounter pending(static_cast<int>(tasks.size()));
+  CallOptions opts;
+  opts.deadline = std::min(deadline, absl::Now() + kCleanupTimeout);
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    WorkerInterface* worker = WorkerFor(tasks[i]);
+    if (worker == nullptr) {
+      pending.DecrementCount();
+      continue;
+    }
+    worker->DeleteWorkerSessionAsync(opts, &req, &resps[i],
+                                     [&pending](const absl::Status&) { pending.DecrementCount(); });
   }
-  return status;
+  pending.Wait();
+  return absl::OkStatus();
 }
 
 void AddDevices(const std::vector<std::unique_ptr<Device>>& devices, const std::string& local_task,
