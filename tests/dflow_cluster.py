@@ -80,3 +80,19 @@ def import_tensorflow_or_skip():
               "install it with `python3 -m pip install tensorflow-cpu`")
         sys.exit(77)
     return numpy, tensorflow
+
+
+class Checks:
+    """Prints each check of a test case; remembers the failures."""
+
+    def __init__(self):
+        self.failures = []
+
+    def check(self, ok, what):
+        print(f"    {'ok  ' if ok else 'FAIL'} {what}", flush=True)
+        if not ok:
+            self.failures.append(what)
+        return ok
+
+    def info(self, what):
+        print(f"    info {what}", flush=True)

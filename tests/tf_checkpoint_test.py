@@ -69,7 +69,7 @@ import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from dflow_cluster import start_cluster, import_tensorflow_or_skip  # noqa: E402
+from dflow_cluster import Checks, start_cluster, import_tensorflow_or_skip  # noqa: E402
 
 np, tf = import_tensorflow_or_skip()
 tf1 = tf.compat.v1
@@ -89,22 +89,6 @@ DFLOW_DTYPE = {"float32": "float", "float64": "double", "int32": "int32", "int64
 
 class CaseFailed(Exception):
     pass
-
-
-class Checks:
-    """Prints each check; remembers the failures."""
-
-    def __init__(self):
-        self.failures = []
-
-    def check(self, ok, what):
-        print(f"    {'ok  ' if ok else 'FAIL'} {what}", flush=True)
-        if not ok:
-            self.failures.append(what)
-        return ok
-
-    def info(self, what):
-        print(f"    info {what}", flush=True)
 
 
 def same(got, want):
