@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
+#include "dflow/framework/coding.h"
 #include "dflow/framework/status.h"
 
 namespace dflow {
@@ -106,33 +107,25 @@ absl::Status DecodeStringContent(absl::string_view content, const TensorShape& s
   }
   std::vector<uint32_t> lengths(n);
   uint64_t total = 0;
-  size_t pos = 0;
+  absl::string_view rest = content;
   for (int64_t i = 0; i < n; ++i) {
-    uint32_t v = 0;
-    int shift = 0;
-    for (;; shift += 7) {
-      if (pos >= content.size() || shift > 28) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "TensorProto: string tensor_content: bad length of element ", i));
-      }
-      const uint8_t b = static_cast<uint8_t>(content[pos++]);
-      v |= static_cast<uint32_t>(b & 0x7f) << shift;
-      if ((b & 0x80) == 0) break;
+    if (!GetVarint32(&rest, &lengths[i])) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "TensorProto: string tensor_content: bad length of element ", i));
     }
-    lengths[i] = v;
-    total += v;
+    total += lengths[i];
   }
-  if (total != content.size() - pos) {
+  if (total != rest.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "TensorProto: string tensor_content: lengths add up to ", total, " bytes but ",
-        content.size() - pos, " follow"));
+        rest.size(), " follow"));
   }
   RETURN_IF_ERROR(CheckTensorBytes(DT_STRING, shape, total));
   *out = Tensor(DT_STRING, shape);
   auto strings = out->flat<std::string>();
   for (int64_t i = 0; i < n; ++i) {
-    strings[i].assign(content.data() + pos, lengths[i]);
-    pos += lengths[i];
+    strings[i].assign(rest.data(), lengths[i]);
+    rest.remove_prefix(lengths[i]);
   }
   return absl::OkStatus();
 }

@@ -5,7 +5,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "dflow/framework/status.h"
-#include "dflow/io/coding.h"
+#include "dflow/framework/coding.h"
 #include "dflow/io/crc32c.h"
 
 namespace dflow::io {

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "dflow/framework/status.h"
-#include "dflow/io/coding.h"
+#include "dflow/framework/coding.h"
 #include "dflow/io/crc32c.h"
 #include "dflow/io/table.h"
 

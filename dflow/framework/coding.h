@@ -1,7 +1,7 @@
 // Little-endian fixed-width integers and base-128 varints, as protobuf,
 // LevelDB tables and TensorFlow's checkpoints encode them.
-#ifndef DFLOW_IO_CODING_H_
-#define DFLOW_IO_CODING_H_
+#ifndef DFLOW_FRAMEWORK_CODING_H_
+#define DFLOW_FRAMEWORK_CODING_H_
 
 #include <cstdint>
 #include <cstring>
@@ -9,7 +9,7 @@
 
 #include "absl/strings/string_view.h"
 
-namespace dflow::io {
+namespace dflow {
 
 inline void EncodeFixed32(char* dst, uint32_t v) { std::memcpy(dst, &v, 4); }  // LE hosts.
 inline uint32_t DecodeFixed32(const char* p) {
@@ -37,6 +37,6 @@ inline void PutVarint32(std::string* dst, uint32_t v) { PutVarint64(dst, v); }
 bool GetVarint64(absl::string_view* in, uint64_t* v);
 bool GetVarint32(absl::string_view* in, uint32_t* v);
 
-}  // namespace dflow::io
+}  // namespace dflow
 
-#endif  // DFLOW_IO_CODING_H_
+#endif  // DFLOW_FRAMEWORK_CODING_H_

@@ -1,6 +1,6 @@
-#include "dflow/io/coding.h"
+#include "dflow/framework/coding.h"
 
-namespace dflow::io {
+namespace dflow {
 
 bool GetVarint64(absl::string_view* in, uint64_t* v) {
   uint64_t result = 0;
@@ -28,4 +28,4 @@ bool GetVarint32(absl::string_view* in, uint32_t* v) {
   return true;
 }
 
-}  // namespace dflow::io
+}  // namespace dflow
