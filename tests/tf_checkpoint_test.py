@@ -859,20 +859,19 @@ def run_mts(dflow, tmp, checks, label, cluster_tasks, checkpoint_dir, last_step)
     out = os.path.join(tmp, f"{label.replace(' ', '_')}.json")
     spec = {"checkpoint_dir": checkpoint_dir, "last_step": last_step, "out": out}
     log_path = out[:-5] + ".log"
+    def run_client():
+        clients = [start_client("mts", spec, log_path)]
+        try:
+            return wait_clients(clients, checks, label)
+        finally:
+            kill_clients(clients)
+
     if cluster_tasks is None:
-        clients = [start_client("mts", spec, log_path)]
-        try:
-            codes = wait_clients(clients, checks, label)
-        finally:
-            kill_clients(clients)
-        return read_json(out) if codes == [0] else None
-    with dflow_cluster(dflow, tmp, cluster_tasks, checks) as (cluster, _, _):
-        spec["cluster"] = cluster
-        clients = [start_client("mts", spec, log_path)]
-        try:
-            codes = wait_clients(clients, checks, label)
-        finally:
-            kill_clients(clients)
+        codes = run_client()
+    else:
+        with dflow_cluster(dflow, tmp, cluster_tasks, checks) as (cluster, _, _):
+            spec["cluster"] = cluster
+            codes = run_client()
     return read_json(out) if codes == [0] else None
 
 
