@@ -11,11 +11,6 @@
 namespace dflow::io {
 namespace {
 
-std::string Join(const std::string& dir, const std::string& path) {
-  if (path.empty() || path[0] == '/' || dir.empty()) return path;
-  return absl::StrCat(dir, "/", path);
-}
-
 // `path` relative to `dir` when it lies directly inside it.
 std::string Relative(const std::string& dir, const std::string& path) {
   const std::string prefix = dir + "/";
@@ -40,9 +35,14 @@ class FirstError : public google::protobuf::io::ErrorCollector {
 
 }  // namespace
 
+std::string ResolveCheckpointPath(const std::string& dir, const std::string& path) {
+  if (path.empty() || path[0] == '/' || dir.empty()) return path;
+  return absl::StrCat(dir, "/", path);
+}
+
 absl::StatusOr<std::optional<tensorflow::CheckpointState>> ReadCheckpointState(
     const std::string& dir) {
-  const std::string path = Join(dir, kCheckpointStateFile);
+  const std::string path = ResolveCheckpointPath(dir, kCheckpointStateFile);
   absl::StatusOr<std::unique_ptr<RandomAccessFile>> f = RandomAccessFile::Open(path);
   if (absl::IsNotFound(f.status())) return std::optional<tensorflow::CheckpointState>();
   RETURN_IF_ERROR(f.status());
@@ -67,7 +67,7 @@ absl::Status WriteCheckpointState(const std::string& dir, tensorflow::Checkpoint
   for (std::string& p : *state.mutable_all_model_checkpoint_paths()) p = Relative(dir, p);
   std::string text;
   google::protobuf::TextFormat::PrintToString(state, &text);
-  const std::string path = Join(dir, kCheckpointStateFile);
+  const std::string path = ResolveCheckpointPath(dir, kCheckpointStateFile);
   const std::string temp = path + TempSuffix();
   absl::Status s = [&]() -> absl::Status {
     ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> f, WritableFile::Create(temp));
@@ -82,7 +82,7 @@ absl::Status WriteCheckpointState(const std::string& dir, tensorflow::Checkpoint
 absl::StatusOr<std::optional<std::string>> LatestCheckpoint(const std::string& dir) {
   ASSIGN_OR_RETURN(std::optional<tensorflow::CheckpointState> state, ReadCheckpointState(dir));
   if (!state || state->model_checkpoint_path().empty()) return std::optional<std::string>();
-  const std::string prefix = Join(dir, state->model_checkpoint_path());
+  const std::string prefix = ResolveCheckpointPath(dir, state->model_checkpoint_path());
   if (!FileExists(BundleIndexFilename(prefix))) return std::optional<std::string>();
   return std::optional<std::string>(prefix);
 }

@@ -19,7 +19,10 @@ namespace dflow::io {
 
 inline constexpr char kCheckpointStateFile[] = "checkpoint";
 
-// The state in `dir`, or nullopt when it has no state file. DATA_LOSS naming
+// `path` as the state file in `dir` means it: relative paths are inside `dir`.
+std::string ResolveCheckpointPath(const std::string& dir, const std::string& path);
+
+// The state in `dir` (paths as written), or nullopt when it has no state file. DATA_LOSS naming
 // the file when it does not parse.
 absl::StatusOr<std::optional<tensorflow::CheckpointState>> ReadCheckpointState(
     const std::string& dir);

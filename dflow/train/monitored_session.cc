@@ -165,14 +165,14 @@ absl::Status StopAtStepHook::AfterRun(MonitoredSession& session, const StepResul
 CheckpointSaverHook::CheckpointSaverHook(std::string dir, int64_t every_steps, double every_secs)
     : base_(dir + "/model.ckpt"), every_steps_(every_steps), every_secs_(every_secs) {}
 
-absl::Status CheckpointSaverHook::Save(MonitoredSession& session, int64_t step) {
+absl::Status CheckpointSaverHook::Save(MonitoredSession& session) {
   if (!session.graph().saver) {
     return absl::FailedPreconditionError("[CheckpointSaverHook] the session has no Saver");
   }
   // Named after the global step it holds: other workers may have moved it on.
   std::vector<Tensor> now;
   RETURN_IF_ERROR(session.session().Run({session.graph().global_step.value()}, &now));
-  step = now[0].scalar<int64_t>();
+  const int64_t step = now[0].scalar<int64_t>();
   RETURN_IF_ERROR(session.graph().saver->Save(session.session(), base_, step).status());
   last_saved_step_ = step;
   last_save_time_ = absl::Now();
@@ -189,7 +189,7 @@ absl::Status CheckpointSaverHook::AfterCreateSession(MonitoredSession& session) 
     last_save_time_ = absl::Now();
     return absl::OkStatus();
   }
-  return Save(session, session.global_step());
+  return Save(session);
 }
 
 absl::Status CheckpointSaverHook::AfterRun(MonitoredSession& session, const StepResult& step,
@@ -198,12 +198,12 @@ absl::Status CheckpointSaverHook::AfterRun(MonitoredSession& session, const Step
   const bool by_time =
       every_secs_ > 0 && absl::Now() - last_save_time_ >= absl::Seconds(every_secs_);
   if (!by_steps && !by_time) return absl::OkStatus();
-  return Save(session, step.global_step);
+  return Save(session);
 }
 
 absl::Status CheckpointSaverHook::End(MonitoredSession& session) {
   if (session.global_step() == last_saved_step_) return absl::OkStatus();
-  return Save(session, session.global_step());
+  return Save(session);
 }
 
 absl::Status NanLossHook::AfterRun(MonitoredSession& session, const StepResult& step,

@@ -156,7 +156,8 @@ class CheckpointSaverHook : public SessionRunHook {
   int saves() const { return saves_; }
 
  private:
-  absl::Status Save(MonitoredSession& session, int64_t step);
+  // Saves under the global step the variables hold now.
+  absl::Status Save(MonitoredSession& session);
 
   std::string base_;  // DIR/model.ckpt
   int64_t every_steps_;

@@ -144,7 +144,7 @@ absl::StatusOr<std::string> Saver::Save(const ClientSession& session, const std:
   std::vector<std::string> kept;
   if (old) {
     for (const std::string& p : old->all_model_checkpoint_paths()) {
-      const std::string full = p.empty() || p[0] == '/' || dir.empty() ? p : dir + "/" + p;
+      const std::string full = io::ResolveCheckpointPath(dir, p);
       if (full != prefix) kept.push_back(full);
     }
   }
