@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Recovery from a killed task: `dflow cluster` supervising real processes on 127.0.0.1.
 
-Asynchronous between-graph training of the MLP on Fashion-MNIST (1 ps, 2 workers,
-2 epochs, a checkpoint every 100 global steps). One undisturbed run, then one run
-per victim where, at about a third of training, the harness sends `kill -9` to
+Between-graph training of the MLP on Fashion-MNIST, asynchronous or synchronous
+(--mode; 1 ps, 2 workers, 3 epochs, a checkpoint every 100 global steps). Two
+undisturbed runs, then one run per victim where, at about a third of training, the
+harness sends `kill -9` to
   ps        the parameter server: it loses every variable; `dflow cluster` restarts
             it on the same address, the workers' sessions recover and the chief
             restores the latest checkpoint;
@@ -20,8 +21,13 @@ and reports the seconds from the kill to each worker's next completed step, and
 the global steps lost (the last step seen before the kill minus the step
 training resumed from).
 
+In sync mode, one more run has a backup worker (3 workers, 2 gradients a step):
+worker2 is killed, and while it restarts the chief must go on stepping, never waiting
+over a second; once back, worker2 steps again.
+
 Every run is bounded in time; the cluster is killed if it overruns.
-Usage: cluster_recovery_test.py path/to/dflow [--only ps|worker1|worker0 ...]
+Usage: cluster_recovery_test.py path/to/dflow [--mode between-async|between-sync]
+                                [--only ps|worker1|worker0 ...] [--no-backup]
 """
 import argparse
 import json
@@ -61,14 +67,14 @@ def task_pid(cluster_pid, name):
     return None
 
 
-def run(dflow, tmp, victim=None, suffix=""):
+def run(dflow, tmp, mode, victim=None, suffix="", workers=2, extra=()):
     """One cluster run; returns (rc, timestamped lines, kill time, metrics)."""
     ckpt = os.path.join(tmp, f"ckpt_{victim or 'none'}{suffix}")
     metrics = os.path.join(tmp, f"metrics_{victim or 'none'}{suffix}.json")
     p = subprocess.Popen(
-        [dflow, "cluster", "--ps", "1", "--workers", "2", "--mode", "between-async", "--",
+        [dflow, "cluster", "--ps", "1", "--workers", str(workers), "--mode", mode, "--",
          "--epochs", str(EPOCHS), "--checkpoint-dir", ckpt, "--save-checkpoint-steps",
-         str(SAVE_STEPS), "--log-every", "1", "--metrics-out", metrics],
+         str(SAVE_STEPS), "--log-every", "1", "--metrics-out", metrics, *extra],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
     lines = []  # (time, line)
     total = [0]
@@ -131,15 +137,42 @@ def recovery(lines, killed_at, victim):
     return next_step, lost, last_before, restored
 
 
+def backup_case(dflow, tmp):
+    """Sync training with a backup worker (3 workers, 2 gradients a step): while
+    the killed worker2 restarts, the other two go on stepping; once back it
+    rejoins."""
+    rc, lines, killed_at, m = run(dflow, tmp, "between-sync", "worker2", "_backup", workers=3,
+                                  extra=["--replicas-to-aggregate", "2"])
+    text = "\n".join(l for _, l in lines)
+    check("backup: the harness killed worker2", killed_at is not None, text)
+    if killed_at is None:
+        return
+    total = max([int(STEP_LINE.match(l).group(3)) for _, l in lines if STEP_LINE.match(l)] or [0])
+    check(f"backup: training reaches its last step ({m.get('steps')} of {total})",
+          rc == 0 and m.get("steps", 0) >= total > 0, text)
+    next_step, _, _, _ = recovery(lines, killed_at, "worker2")
+    back = killed_at + next_step.get("worker2", RUN_TIMEOUT_S)
+    chief_steps = [t for t, l in lines
+                   if killed_at < t < back and l.startswith("[worker0] step ")]
+    gaps = [b - a for a, b in zip([killed_at] + chief_steps, chief_steps)]
+    check(f"backup: the chief stepped {len(chief_steps)} times while worker2 was down "
+          f"({back - killed_at:.2f} s), never waiting over 1 s (longest {max(gaps or [0]):.2f} s)",
+          len(chief_steps) >= 5 and max(gaps or [0]) < 1.0, text)
+    check(f"backup: worker2 rejoins ({next_step})", "worker2" in next_step, text)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dflow")
+    ap.add_argument("--mode", default="between-async", choices=["between-async", "between-sync"])
     ap.add_argument("--only", nargs="*", default=["ps", "worker1", "worker0"])
+    ap.add_argument("--no-backup", action="store_true",
+                    help="between-sync: skip the backup-worker run")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="dflow_cluster_recovery_")
     accuracies, losses = [], []
     for i in range(2):
-        rc, lines, _, base = run(args.dflow, tmp, None, f"_{i}")
+        rc, lines, _, base = run(args.dflow, tmp, args.mode, None, f"_{i}")
         text = "\n".join(l for _, l in lines)
         check(f"undisturbed run {i} trains (accuracy {base.get('test_accuracy')})",
               rc == 0 and base.get("test_accuracy", 0) > 0.8, text)
@@ -151,7 +184,7 @@ def main():
     figures = []
     for victim in args.only:
         name = victim if victim != "ps" else "ps0"
-        rc, lines, killed_at, m = run(args.dflow, tmp, name)
+        rc, lines, killed_at, m = run(args.dflow, tmp, args.mode, name)
         text = "\n".join(l for _, l in lines)
         check(f"kill -9 {name}: the harness killed it", killed_at is not None, text)
         if killed_at is None:
@@ -170,6 +203,8 @@ def main():
               acc >= low - 0.03, text)
         check(f"kill -9 {name}: both workers step again ({next_step})", len(next_step) == 2, text)
         figures.append((name, next_step, lost, last_before, restored, acc, loss))
+    if args.mode == "between-sync" and not args.no_backup:
+        backup_case(args.dflow, tmp)
     print("\nvictim   seconds from the kill to each worker's next step   steps lost  "
           "(last step before, restored from)  accuracy  last-epoch loss")
     for name, nxt, lost, last, restored, acc, loss in figures:

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <thread>
 
@@ -247,13 +248,16 @@ absl::StatusOr<TrainMetrics> TrainOnCluster(const TrainOptions& o, std::ostream&
   // The session: the chief restores the latest checkpoint or initializes the
   // variables on the ps tasks, the others wait for it. A step that fails
   // because a task died recreates the session (the chief restoring the
-  // latest checkpoint if the ps lost its variables) and runs again; not yet
-  // in sync mode, whose chief loop and tokens belong to one session.
+  // latest checkpoint if the ps lost its variables) and runs again. In sync
+  // mode every new session starts as the first did: each worker's local
+  // step from the global step, the chief's accumulators and initial tokens.
   MonitoredSessionOptions ms_options{.session = session_options,
-                                     .ready_timeout = absl::Seconds(o.startup_timeout_seconds),
-                                     .max_recoveries = sync ? 0 : 5};
+                                     .ready_timeout = absl::Seconds(o.startup_timeout_seconds)};
   if (sync_opt != nullptr) {
-    ms_options.after_create = [&](const ClientSession& s) { return sync_opt->InitLocalStep(s); };
+    ms_options.after_create = [&](const ClientSession& s) {
+      RETURN_IF_ERROR(sync_opt->InitLocalStep(s));
+      return chief ? sync_opt->InitChief(s) : absl::OkStatus();
+    };
   }
   ASSIGN_OR_RETURN(std::unique_ptr<MonitoredSession> ms,
                    StartMonitoredSession(root, o, global_step, VariablesInitialized(root, "/job:ps"),
@@ -262,7 +266,11 @@ absl::StatusOr<TrainMetrics> TrainOnCluster(const TrainOptions& o, std::ostream&
   m.start_step = ms->global_step();
   std::unique_ptr<SyncReplicasOptimizer::ChiefLoop> chief_loop;
   if (sync_opt != nullptr && chief) {
-    ASSIGN_OR_RETURN(chief_loop, sync_opt->StartChiefLoop(&ms->session(), total_steps));
+    chief_loop = sync_opt->StartChiefLoop(
+        [&](const std::function<absl::Status(const ClientSession&)>& call) {
+          return ms->RunWithoutHooks(call);
+        },
+        total_steps);
   }
 
   // Every global batch holds workers x towers x batch_size rows; a group

@@ -98,6 +98,21 @@ absl::Status MonitoredSession::PrepareModel(absl::Duration timeout) {
 
 absl::Status MonitoredSession::RunStep(
     const std::function<absl::StatusOr<StepResult>(const ClientSession&)>& step) {
+  return Run(step, /*hooks=*/true);
+}
+
+absl::Status MonitoredSession::RunWithoutHooks(
+    const std::function<absl::Status(const ClientSession&)>& call) {
+  return Run(
+      [&](const ClientSession& session) -> absl::StatusOr<StepResult> {
+        RETURN_IF_ERROR(call(session));
+        return StepResult{};
+      },
+      /*hooks=*/false);
+}
+
+absl::Status MonitoredSession::Run(
+    const std::function<absl::StatusOr<StepResult>(const ClientSession&)>& step, bool hooks) {
   absl::Time failed_at;
   for (int in_row = 0;; ++in_row) {
     std::shared_ptr<ClientSession> session;
@@ -110,14 +125,21 @@ absl::Status MonitoredSession::RunStep(
     absl::StatusOr<StepResult> r = step(*session);
     absl::MutexLock l(&mu_);
     if (r.ok()) {
-      global_step_ = std::max(global_step_, r->global_step);
-      bool stop = false;
-      for (auto& hook : options_.hooks) RETURN_IF_ERROR(hook->AfterRun(*this, *r, &stop));
-      if (stop) stop_.store(true);
+      if (hooks) {
+        global_step_ = std::max(global_step_, r->global_step);
+        bool stop = false;
+        for (auto& hook : options_.hooks) RETURN_IF_ERROR(hook->AfterRun(*this, *r, &stop));
+        if (stop) stop_.store(true);
+      }
       if (in_row > 0 && options_.log != nullptr) {
-        *options_.log << absl::StrFormat(
-            "recovered: the step ran again %.2f s after it failed, at global step %d\n",
-            absl::ToDoubleSeconds(absl::Now() - failed_at), r->global_step);
+        const double seconds = absl::ToDoubleSeconds(absl::Now() - failed_at);
+        *options_.log << (hooks ? absl::StrFormat(
+                                      "recovered: the step ran again %.2f s after it failed, "
+                                      "at global step %d\n",
+                                      seconds, r->global_step)
+                                : absl::StrFormat(
+                                      "recovered: the call ran again %.2f s after it failed\n",
+                                      seconds));
       }
       return absl::OkStatus();
     }

@@ -97,6 +97,10 @@ class MonitoredSession {
   // concurrently, their hooks one at a time, and a failure seen by several
   // of them recreates the session once.
   absl::Status RunStep(const std::function<absl::StatusOr<StepResult>(const ClientSession&)>& step);
+  // Runs `call` on the current session, recovering as RunStep does, without
+  // the hooks: for work beside the training steps (a sync chief's
+  // aggregation loop).
+  absl::Status RunWithoutHooks(const std::function<absl::Status(const ClientSession&)>& call);
   bool ShouldStop() const { return stop_.load(); }
   // Makes ShouldStop true (hooks call it, e.g. when training is already done).
   void RequestStop() { stop_.store(true); }
@@ -120,6 +124,9 @@ class MonitoredSession {
   // A new session, the model prepared, the hooks told; bounded by `timeout`.
   absl::Status CreateSession(absl::Duration timeout) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status PrepareModel(absl::Duration timeout) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // RunStep, with or without the hooks.
+  absl::Status Run(const std::function<absl::StatusOr<StepResult>(const ClientSession&)>& step,
+                   bool hooks);
 
   const Scope root_;
   const SessionGraph graph_;

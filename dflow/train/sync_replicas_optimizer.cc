@@ -18,6 +18,12 @@ Output Fill(const Scope& s, int count, const Output& value) {
 
 }  // namespace
 
+SessionRunner RunOn(const ClientSession* session) {
+  return [session](const std::function<absl::Status(const ClientSession&)>& call) {
+    return call(*session);
+  };
+}
+
 SyncReplicasOptimizer::SyncReplicasOptimizer(Optimizer* opt, SyncReplicasOptions options)
     : opt_(opt), options_(options) {}
 
@@ -122,22 +128,29 @@ absl::Status SyncReplicasOptimizer::RunTrainStep(const ClientSession& session,
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<SyncReplicasOptimizer::ChiefLoop>>
-SyncReplicasOptimizer::StartChiefLoop(const ClientSession* session, int64_t total_steps) {
+absl::Status SyncReplicasOptimizer::InitChief(const ClientSession& session) {
   std::vector<Operation> init = {chief_init_};
   if (init_tokens_.valid()) init.push_back(init_tokens_);
-  RETURN_IF_ERROR(session->Run({}, {}, init, nullptr));
+  return session.Run({}, {}, init, nullptr);
+}
+
+std::unique_ptr<SyncReplicasOptimizer::ChiefLoop> SyncReplicasOptimizer::StartChiefLoop(
+    SessionRunner run, int64_t total_steps) {
   auto loop = std::make_unique<ChiefLoop>();
   ChiefLoop* raw = loop.get();
-  loop->thread_ = std::thread([this, session, total_steps, raw] {
+  loop->thread_ = std::thread([this, run = std::move(run), total_steps, raw] {
     absl::Status s;
     for (int64_t step = 0; s.ok() && step < total_steps;) {
-      std::vector<Tensor> out;
-      s = session->Run({}, {global_step_after_}, {sync_op_}, &out);
-      if (s.ok()) step = out[0].scalar<int64_t>();
+      s = run([&](const ClientSession& session) {
+        std::vector<Tensor> out;
+        RETURN_IF_ERROR(session.Run({}, {global_step_after_}, {sync_op_}, &out));
+        step = out[0].scalar<int64_t>();
+        return absl::OkStatus();
+      });
     }
     // Ends the workers' waits for a token, whatever happened.
-    absl::Status closed = session->Run({}, {}, {close_queue_}, nullptr);
+    absl::Status closed =
+        run([&](const ClientSession& session) { return session.Run({}, {}, {close_queue_}, nullptr); });
     raw->status_ = s.ok() ? closed : s;
   });
   return loop;

@@ -17,7 +17,8 @@
 //   ASSIGN_OR_RETURN(Operation train, sync.Minimize(s, loss, vars, &global_step));
 //   ... chief: run the global initializer; others: wait for it ...
 //   RETURN_IF_ERROR(sync.InitLocalStep(session));
-//   if (chief) ASSIGN_OR_RETURN(loop, sync.StartChiefLoop(&session, total_steps));
+//   if (chief) RETURN_IF_ERROR(sync.InitChief(session));
+//   if (chief) ASSIGN_OR_RETURN(loop, sync.StartChiefLoop(RunOn(&session), total_steps));
 //   ... run `train` until the global step reaches total_steps or
 //       IsEndOfTraining(status) ...
 //   if (chief) RETURN_IF_ERROR(loop->Stop());
@@ -26,6 +27,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -37,6 +39,13 @@
 #include "dflow/train/variables.h"
 
 namespace dflow {
+
+// Runs one call on a session: RunOn(session) calls it on that session; a
+// MonitoredSession's RunWithoutHooks recreates its session after a task
+// failure and calls again.
+using SessionRunner =
+    std::function<absl::Status(const std::function<absl::Status(const ClientSession&)>&)>;
+SessionRunner RunOn(const ClientSession* session);
 
 struct SyncReplicasOptions {
   int replicas_to_aggregate = 1;
@@ -66,8 +75,14 @@ class SyncReplicasOptimizer {
                                            const Variable* global_step);
 
   // Sets this worker's local step to the global step; run after the
-  // variables are initialized, before the first train op.
+  // variables are initialized, before the first train op, on every session
+  // (a recreated one too).
   absl::Status InitLocalStep(const ClientSession& session);
+  // The chief's part of the same: the accumulators' global step := the
+  // global step, then the initial tokens. On every session of the chief: a
+  // restarted parameter server or chief starts the next step as training
+  // did its first.
+  absl::Status InitChief(const ClientSession& session);
 
   // Runs the train op once with `feeds`, fetching `fetches` too; counts the
   // step's gradient as stale when the global step had passed this worker's
@@ -75,10 +90,9 @@ class SyncReplicasOptimizer {
   absl::Status RunTrainStep(const ClientSession& session, const ClientSession::FeedType& feeds,
                             const std::vector<Output>& fetches, std::vector<Tensor>* outputs);
 
-  // The chief's aggregation loop on its own thread, from the chief's init
-  // (accumulators' global step, initial tokens) until the global step
-  // reaches `total_steps`; then it closes the token queue, ending the
-  // workers' waits.
+  // The chief's aggregation loop on its own thread, after InitChief, until
+  // the global step reaches `total_steps`; then it closes the token queue,
+  // ending the workers' waits. Every call goes through `run`.
   class ChiefLoop {
    public:
     ~ChiefLoop();
@@ -91,8 +105,7 @@ class SyncReplicasOptimizer {
     absl::Status status_;
     bool joined_ = false;
   };
-  absl::StatusOr<std::unique_ptr<ChiefLoop>> StartChiefLoop(const ClientSession* session,
-                                                            int64_t total_steps);
+  std::unique_ptr<ChiefLoop> StartChiefLoop(SessionRunner run, int64_t total_steps);
 
   // True for the error a worker's train op ends with once the chief has
   // closed the token queue at the end of training.

@@ -116,8 +116,8 @@ void ExpectSyncMatchesOneProcess(bool adam) {
   }
   ASSERT_TRUE(workers[0]->session->Run({}, {}, {workers[0]->init}, nullptr).ok());
   for (auto& w : workers) ASSERT_TRUE(w->sync->InitLocalStep(*w->session).ok());
-  auto loop = workers[0]->sync->StartChiefLoop(workers[0]->session.get(), kSteps);
-  ASSERT_TRUE(loop.ok()) << loop.status();
+  ASSERT_TRUE(workers[0]->sync->InitChief(*workers[0]->session).ok());
+  auto loop = workers[0]->sync->StartChiefLoop(RunOn(workers[0]->session.get()), kSteps);
   for (int step = 0; step < kSteps; ++step) {
     // Every replica takes its slice of the global batch; no one runs ahead.
     std::vector<absl::Status> status(kReplicas);
@@ -133,10 +133,10 @@ void ExpectSyncMatchesOneProcess(bool adam) {
     }
     for (auto& t : threads) t.join();
     for (const absl::Status& s : status) {
-      ASSERT_TRUE(s.ok()) << "step " << step << ": " << s << "; chief: " << (*loop)->Stop();
+      ASSERT_TRUE(s.ok()) << "step " << step << ": " << s << "; chief: " << loop->Stop();
     }
   }
-  ASSERT_TRUE((*loop)->Stop().ok());
+  ASSERT_TRUE(loop->Stop().ok());
   std::vector<std::vector<float>> distributed = workers[0]->Parameters();
   for (auto& w : workers) EXPECT_EQ(w->sync->stale_gradients(), 0);
 
@@ -199,8 +199,8 @@ TEST(SyncReplicasTest, BackupWorkersOutrunAStraggler) {
   }
   ASSERT_TRUE(workers[0]->session->Run({}, {}, {workers[0]->init}, nullptr).ok());
   for (auto& w : workers) ASSERT_TRUE(w->sync->InitLocalStep(*w->session).ok());
-  auto loop = workers[0]->sync->StartChiefLoop(workers[0]->session.get(), kSteps);
-  ASSERT_TRUE(loop.ok()) << loop.status();
+  ASSERT_TRUE(workers[0]->sync->InitChief(*workers[0]->session).ok());
+  auto loop = workers[0]->sync->StartChiefLoop(RunOn(workers[0]->session.get()), kSteps);
   auto [x, y] = Slice(*data, 0, kBatch);
   std::vector<int> steps(kWorkers, 0);
   std::vector<absl::Status> status(kWorkers);
@@ -223,7 +223,7 @@ TEST(SyncReplicasTest, BackupWorkersOutrunAStraggler) {
       }
     });
   }
-  ASSERT_TRUE((*loop)->Stop().ok());
+  ASSERT_TRUE(loop->Stop().ok());
   const absl::Duration took = absl::Now() - start;
   for (auto& t : threads) t.join();
   for (const absl::Status& s : status) EXPECT_TRUE(s.ok()) << s;
