@@ -219,6 +219,32 @@ TEST(TensorBundleTest, CorruptDataIsDataLossNamingFileAndTensor) {
   EXPECT_THAT(s.message(), HasSubstr("data shard 0 of 1"));
 }
 
+// Tensors from 8 MiB on are checksummed on a second thread while they are
+// read: their values and their corruption are found the same way.
+TEST(TensorBundleTest, LargeTensorsReadWhileCheckedAndCorruptionIsFound) {
+  TempDir dir;
+  const std::string prefix = dir.path() + "/m";
+  const Tensor big = Range(1024, 2561, 0.5f);  // 10.004 MiB: 10 whole chunks and a partial one.
+  WriteOrDie(prefix, {{"big", big}});
+  auto r = BundleReader::Open(prefix);
+  ASSERT_TRUE(r.ok());
+  absl::StatusOr<Tensor> back = (*r)->Read("big");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(Values<float>(*back), Values<float>(big));
+
+  const std::string data_path = prefix + ".data-00000-of-00001";
+  const std::string good = ReadFileOrDie(data_path);
+  for (const size_t at : {size_t{0}, size_t{5} << 20, good.size() - 1}) {  // First, middle, last chunk.
+    std::string flipped = good;
+    flipped[at] ^= 1;
+    WriteFileOrDie(data_path, flipped);
+    r = BundleReader::Open(prefix);
+    const absl::Status s = (*r)->Read("big").status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << "byte " << at << ": " << s;
+    EXPECT_THAT(s.message(), HasSubstr("checksum mismatch"));
+  }
+}
+
 TEST(TensorBundleTest, NewerFormatVersionIsRefusedWithItsVersion) {
   TempDir dir;
   const std::string prefix = dir.path() + "/m";
