@@ -60,6 +60,23 @@ out=$("$DFLOW" run-graph "$DATA/multi_device.pbtxt" --config "$TMP/config.pbtxt"
   --feed 'x=[[1,0],[0,1]]' --fetch total:0 2>"$TMP/err")
 check "multi device run" grep -q '"name":"total:0"' <<<"$out"
 
+# ops --check lists every op a graph uses that dflow lacks, with its nodes.
+cat >"$TMP/unknown.pbtxt" <<'GRAPH'
+node { name: "a" op: "NoSuchSummary" }
+node { name: "b" op: "NoSuchReciprocal" }
+node { name: "c" op: "NoSuchSummary" }
+node { name: "k" op: "NoOp" }
+GRAPH
+"$DFLOW" ops --check "$TMP/unknown.pbtxt" >"$TMP/out" 2>"$TMP/err"
+check "ops --check unknown exit 1" test $? -eq 1
+check "ops --check lists each op with its count and nodes" \
+  test "$(cat "$TMP/out")" = "$(printf 'NoSuchSummary\t2\ta c\nNoSuchReciprocal\t1\tb')"
+check "ops --check message" grep -q "2 ops dflow does not support" "$TMP/err"
+# Every program of the TF1 corpus (tests/data/gen_tf1_corpus.py) is supported.
+for graph in "$(dirname "$DATA")"/tf1_corpus/*.pbtxt; do
+  check "ops --check $(basename "$graph")" "$DFLOW" ops --check "$graph" >/dev/null
+done
+
 # ops lists registered ops with their kernels.
 "$DFLOW" ops >"$TMP/ops"
 check "ops lists MatMul" grep -q "^MatMul	CPU" "$TMP/ops"

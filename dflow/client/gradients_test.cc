@@ -87,6 +87,9 @@ std::vector<GradCase> BinaryCases() {
        [](const Scope& s, const std::vector<Output>& x) { return ops::Mul(s, x[0], x[0]); }},
       {"RealDiv_row", "RealDiv", {S({2, 3}), S({3}, 1, 2)}, Binary("RealDiv")},
       {"RealDiv_float", "RealDiv", {S({2, 3}), S({3}, 1, 2)}, Binary("RealDiv"), DT_FLOAT},
+      {"DivNoNan_row", "DivNoNan", {S({2, 3}), S({3}, 1, 2)}, Binary("DivNoNan")},
+      {"Pow_row", "Pow", {S({2, 3}, 0.5, 2), S({3})}, Binary("Pow")},
+      {"Pow_float", "Pow", {S({2, 3}, 0.5, 2), S({2, 3})}, Binary("Pow"), DT_FLOAT},
       {"Maximum_row", "Maximum", {S({2, 3}), S({3})}, Binary("Maximum")},
       {"Minimum_same", "Minimum", {S({2, 3}), S({2, 3})}, Binary("Minimum")},
       {"AddN",
@@ -116,6 +119,11 @@ std::vector<GradCase> UnaryCases() {
       {"Tanh", "Tanh", {S({2, 3})}, Unary("Tanh")},
       {"Tanh_float", "Tanh", {S({2, 3})}, Unary("Tanh"), DT_FLOAT},
       {"Sigmoid", "Sigmoid", {S({2, 3}, -3, 3)}, Unary("Sigmoid")},
+      {"Reciprocal", "Reciprocal", {away_from_zero}, Unary("Reciprocal")},
+      {"Log1p", "Log1p", {S({2, 3}, -0.5, 2)}, Unary("Log1p")},
+      {"Expm1", "Expm1", {S({2, 3})}, Unary("Expm1")},
+      {"L2Loss", "L2Loss", {S({2, 3})}, Unary("L2Loss")},
+      {"L2Loss_float", "L2Loss", {S({4})}, Unary("L2Loss"), DT_FLOAT},
       {"Cast_float_to_double",
        "Cast",
        {S({2, 3})},
@@ -343,7 +351,8 @@ TEST(GradRegistryTest, EveryGradientIsChecked) {
   // Checked by finite differences in nn_gradients_test.cc (NnGradCheck*).
   for (const char* op : {"Relu", "BiasAdd", "Softmax", "LogSoftmax",
                          "SparseSoftmaxCrossEntropyWithLogits",
-                         "SoftmaxCrossEntropyWithLogits", "Conv2D", "MaxPool"}) {
+                         "SoftmaxCrossEntropyWithLogits", "Conv2D", "MaxPool",
+                         "FusedBatchNormV3"}) {
     checked.insert(op);
   }
   for (const std::string& op : GradientRegistry::Global()->ListOps()) {

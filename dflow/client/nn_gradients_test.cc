@@ -1,7 +1,8 @@
 // The gradients of the nn ops (ops/nn_grad.cc) against central finite
 // differences: Relu, BiasAdd, Softmax, LogSoftmax, both cross entropies
 // (including the second-order term when their backprop output is used),
-// Conv2D over paddings, strides, dilations and groups, MaxPool, and a small
+// Conv2D over paddings, strides, dilations and groups, MaxPool,
+// FusedBatchNormV3 in training and inference, and a small
 // CNN composed of all of them. Rows run in double unless named _float.
 #include <functional>
 #include <random>
@@ -103,6 +104,24 @@ BuildFn Pool(std::vector<int64_t> ksize, std::vector<int64_t> strides, std::stri
 const Tensor kLabels = Tensor::Vec<int32_t>({0, 3, 1});
 
 // y = loss, or loss + Σ backprop² per row when the backprop output is used too.
+// y of FusedBatchNormV3(x, scale, offset): the batch's statistics in
+// training, fixed ones in inference.
+BuildFn BatchNorm(bool training) {
+  return [training](const Scope& s, const std::vector<Output>& x) {
+    const Tensor mean = training ? Tensor::Vec<float>({}) : Tensor::Vec<float>({0.2f, -0.1f});
+    const Tensor var = training ? Tensor::Vec<float>({}) : Tensor::Vec<float>({1.5f, 0.7f});
+    return OpBuilder(s, "FusedBatchNormV3")
+        .Input(x[0])
+        .Input(x[1])
+        .Input(x[2])
+        .Input(mean)
+        .Input(var)
+        .Attr("epsilon", 0.001f)
+        .Attr("is_training", training)
+        .Finish();
+  };
+}
+
 BuildFn SparseXent(bool use_backprop) {
   return [use_backprop](const Scope& s, const std::vector<Output>& x) {
     ops::XentOutputs r = ops::SparseSoftmaxCrossEntropyWithLogits(s, x[0], kLabels);
@@ -199,6 +218,16 @@ std::vector<NnGradCase> Cases() {
        {S({1, 4, 4, 2})},
        Pool({1, 2, 2, 1}, {1, 2, 2, 1}, "VALID"),
        DT_FLOAT},
+      {"FusedBatchNormV3_training",
+       "FusedBatchNormV3",
+       {S({2, 3, 2, 2}), S({2}, 0.5, 1.5), S({2})},
+       BatchNorm(true),
+       DT_FLOAT},
+      {"FusedBatchNormV3_inference",
+       "FusedBatchNormV3",
+       {S({2, 2, 1, 2}), S({2}, 0.5, 1.5), S({2})},
+       BatchNorm(false),
+       DT_FLOAT},
       {"Composite_small_cnn", "", {S({2, 4, 6, 2}), S({5, 5, 2, 3}), S({3}), S({18, 2})}, SmallCnn},
   };
 }
@@ -231,7 +260,7 @@ TEST(NnGradCheckRegistryTest, EveryNnGradientIsChecked) {
   for (const NnGradCase& c : Cases()) checked.insert(c.op);
   for (const char* op :
        {"Relu", "BiasAdd", "Softmax", "LogSoftmax", "SparseSoftmaxCrossEntropyWithLogits",
-        "SoftmaxCrossEntropyWithLogits", "Conv2D", "MaxPool"}) {
+        "SoftmaxCrossEntropyWithLogits", "Conv2D", "MaxPool", "FusedBatchNormV3"}) {
     EXPECT_NE(GradientRegistry::Global()->Find(op), nullptr) << op << " has no gradient";
     EXPECT_TRUE(checked.count(op)) << op << " has no NnGradCheck row";
   }

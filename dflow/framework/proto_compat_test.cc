@@ -44,6 +44,7 @@
 #include "dflow/proto/node_def.pb.h"
 #include "dflow/proto/op_def.pb.h"
 #include "dflow/proto/resource_handle.pb.h"
+#include "dflow/proto/summary.pb.h"
 #include "dflow/proto/tensor.pb.h"
 #include "dflow/proto/tensor_bundle.pb.h"
 #include "dflow/proto/tensor_shape.pb.h"
@@ -104,6 +105,7 @@ std::vector<const FileDescriptor*> OurFiles() {
       NodeDef::descriptor()->file(),
       OpDef::descriptor()->file(),
       ResourceHandleProto::descriptor()->file(),
+      Summary::descriptor()->file(),
       TensorProto::descriptor()->file(),
       BundleEntryProto::descriptor()->file(),
       TensorShapeProto::descriptor()->file(),

@@ -1,5 +1,5 @@
 // Array ops that create or combine tensors: Const, Placeholder,
-// PlaceholderWithDefault, Identity, IdentityN, NoOp, Fill, ZerosLike,
+// PlaceholderWithDefault, Identity, StopGradient, IdentityN, NoOp, Fill, ZerosLike,
 // OnesLike, Range, Pack, ConcatV2. Shape ops live in shape_ops.cc, slicing
 // and gathering in slice_ops.cc, Transpose and Tile in transpose_ops.cc.
 #include <cmath>
@@ -157,6 +157,14 @@ REGISTER_OP("Identity")
     .Attr("T: type")
     .SetShapeFn(UnchangedShape);
 REGISTER_KERNEL(KernelDefBuilder("Identity").Device(kDeviceCPU), ForwardOp);
+
+// Identity to the forward pass; gradients stop here (tf.stop_gradient).
+REGISTER_OP("StopGradient")
+    .Input("input: T")
+    .Output("output: T")
+    .Attr("T: type")
+    .SetShapeFn(UnchangedShape);
+REGISTER_KERNEL(KernelDefBuilder("StopGradient").Device(kDeviceCPU), ForwardOp);
 
 REGISTER_OP("IdentityN")
     .Input("input: T")

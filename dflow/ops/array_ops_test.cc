@@ -776,6 +776,17 @@ TEST(ShapeFnTest, ConstPlaceholderIdentity) {
   EXPECT_EQ((*out)[1], PartialShape::Unknown());
 }
 
+TEST(ShapeOpsTest, ShapeNGivesEachInputsShape) {
+  OpTest t("ShapeN");
+  t.Attr("N", 2).Attr("T", DT_FLOAT).Attr("out_type", DT_INT64);
+  t.Input(Arange({2, 0, 3})).Input(Arange({}));
+  auto out = t.Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ(out->size(), 2);
+  ExpectTensorEq<int64_t>((*out)[0], {2, 0, 3}, {3});
+  ExpectTensorEq<int64_t>((*out)[1], {}, {0});
+}
+
 TEST(ShapeFnTest, ShapeSizeRankReshape) {
   EXPECT_EQ(InferOne(Typed("Shape"), {PartialShape({2, U})}), "[2]");
   EXPECT_EQ(InferOne(Typed("Shape"), {PartialShape::Unknown()}), "[?]");

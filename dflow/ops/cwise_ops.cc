@@ -1,4 +1,5 @@
-// Binary elementwise ops with numpy broadcasting: arithmetic, comparisons,
+// Binary elementwise ops with numpy broadcasting: arithmetic (with DivNoNan
+// and Pow), comparisons,
 // logical ops, SelectV2 (three-way broadcasting) and AddN.
 #include "dflow/ops/cwise_ops.h"
 
@@ -80,6 +81,17 @@ struct FloorModFn {
   }
 };
 
+// x / y, and 0 where y is 0 (even for x = 0 or NaN): tf.math.divide_no_nan.
+template <typename T>
+struct DivNoNanFn {
+  T operator()(const T& x, const T& y) const { return y == T(0) ? T(0) : x / y; }
+};
+
+template <typename T>
+struct PowFn {
+  T operator()(const T& x, const T& y) const { return std::pow(x, y); }
+};
+
 template <typename T>
 struct LogicalAndFn {
   bool operator()(const bool& x, const bool& y) const { return x && y; }
@@ -131,6 +143,23 @@ REGISTER_OP("RealDiv")
     .Attr("T: {float, double, int32, int64, uint8}")
     .SetShapeFn(BroadcastBinaryOpShape);
 CpuKernels<BinaryKernel<DivFn>::For, float, double> real_div_kernels("RealDiv");
+
+REGISTER_OP("DivNoNan")
+    .Input("x: T")
+    .Input("y: T")
+    .Output("z: T")
+    .Attr("T: {float, double}")
+    .SetShapeFn(BroadcastBinaryOpShape);
+CpuKernels<BinaryKernel<DivNoNanFn>::For, float, double> div_no_nan_kernels("DivNoNan");
+
+// Integer powers are declared (TensorFlow's OpDef) but have no kernel here yet.
+REGISTER_OP("Pow")
+    .Input("x: T")
+    .Input("y: T")
+    .Output("z: T")
+    .Attr("T: {float, double, int32, int64}")
+    .SetShapeFn(BroadcastBinaryOpShape);
+CpuKernels<BinaryKernel<PowFn>::For, float, double> pow_kernels("Pow");
 
 REGISTER_OP("FloorDiv")
     .Input("x: T")

@@ -1,5 +1,6 @@
 // Unary elementwise ops: Neg, Abs, Square, Sqrt, Rsqrt, Exp, Log, Tanh,
-// Sigmoid, LogicalNot.
+// Sigmoid, Reciprocal, Floor, Ceil, Round, Log1p, Expm1, LogicalNot.
+#include <cmath>
 #include <cstdint>
 
 #include "dflow/framework/op_def.h"
@@ -27,6 +28,29 @@ template <typename T>
 using TanhFn = Eigen::internal::scalar_tanh_op<T>;
 template <typename T>
 using SigmoidFn = Eigen::internal::scalar_logistic_op<T>;
+template <typename T>
+using ReciprocalFn = Eigen::internal::scalar_inverse_op<T>;
+template <typename T>
+using FloorFn = Eigen::internal::scalar_floor_op<T>;
+template <typename T>
+using CeilFn = Eigen::internal::scalar_ceil_op<T>;
+template <typename T>
+using Log1pFn = Eigen::internal::scalar_log1p_op<T>;
+template <typename T>
+using Expm1Fn = Eigen::internal::scalar_expm1_op<T>;
+
+// TensorFlow's Round: halves go to the even neighbour (banker's rounding);
+// integers are already round.
+template <typename T>
+struct RoundHalfToEvenFn {
+  T operator()(const T& x) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      return std::nearbyint(x);  // The default rounding mode: to nearest, ties to even.
+    } else {
+      return x;
+    }
+  }
+};
 
 REGISTER_OP("Neg")
     .Input("x: T")
@@ -91,6 +115,51 @@ REGISTER_OP("Sigmoid")
     .Attr("T: {float, double}")
     .SetShapeFn(UnchangedShape);
 CpuKernels<UnaryKernel<SigmoidFn>::For, float, double> sigmoid_kernels("Sigmoid");
+
+// As in TensorFlow, integer Reciprocal is declared but has no CPU kernel
+// (1 / 0 would trap).
+REGISTER_OP("Reciprocal")
+    .Input("x: T")
+    .Output("y: T")
+    .Attr("T: {float, double, int32, int64}")
+    .SetShapeFn(UnchangedShape);
+CpuKernels<UnaryKernel<ReciprocalFn>::For, float, double> reciprocal_kernels("Reciprocal");
+
+REGISTER_OP("Floor")
+    .Input("x: T")
+    .Output("y: T")
+    .Attr("T: {float, double}")
+    .SetShapeFn(UnchangedShape);
+CpuKernels<UnaryKernel<FloorFn>::For, float, double> floor_kernels("Floor");
+
+REGISTER_OP("Ceil")
+    .Input("x: T")
+    .Output("y: T")
+    .Attr("T: {float, double}")
+    .SetShapeFn(UnchangedShape);
+CpuKernels<UnaryKernel<CeilFn>::For, float, double> ceil_kernels("Ceil");
+
+REGISTER_OP("Round")
+    .Input("x: T")
+    .Output("y: T")
+    .Attr("T: {float, double, int32, int64}")
+    .SetShapeFn(UnchangedShape);
+CpuKernels<UnaryKernel<RoundHalfToEvenFn>::For, float, double, int32_t, int64_t> round_kernels(
+    "Round");
+
+REGISTER_OP("Log1p")
+    .Input("x: T")
+    .Output("y: T")
+    .Attr("T: {float, double}")
+    .SetShapeFn(UnchangedShape);
+CpuKernels<UnaryKernel<Log1pFn>::For, float, double> log1p_kernels("Log1p");
+
+REGISTER_OP("Expm1")
+    .Input("x: T")
+    .Output("y: T")
+    .Attr("T: {float, double}")
+    .SetShapeFn(UnchangedShape);
+CpuKernels<UnaryKernel<Expm1Fn>::For, float, double> expm1_kernels("Expm1");
 
 REGISTER_OP("LogicalNot").Input("x: bool").Output("y: bool").SetShapeFn(UnchangedShape);
 REGISTER_KERNEL(KernelDefBuilder("LogicalNot").Device(kDeviceCPU),

@@ -38,13 +38,33 @@ absl::Status MulGrad(GradContext* g) {
   return absl::OkStatus();
 }
 
-// d(x/y) = dz / y,  -dz x / y^2.
-absl::Status RealDivGrad(GradContext* g) {
+// d(x/y) = dz / y,  -dz x / y^2, each division done by `div` (RealDiv, or
+// DivNoNan for DivNoNan's gradient, as TensorFlow).
+absl::Status QuotientGrad(GradContext* g, const std::string& div) {
   GradBuilder* b = g->b();
   const SymTensor dz = g->grad_output(0);
   const SymTensor x = g->input(0), y = g->input(1);
-  const SymTensor neg_x_y2 = b->Op("RealDiv", {b->Op("RealDiv", {b->Op("Neg", {x}), y}), y});
-  SetBroadcastGrads(g, b->Op("RealDiv", {dz, y}), b->Op("Mul", {dz, neg_x_y2}));
+  const SymTensor neg_x_y2 = b->Op(div, {b->Op(div, {b->Op("Neg", {x}), y}), y});
+  SetBroadcastGrads(g, b->Op(div, {dz, y}), b->Op("Mul", {dz, neg_x_y2}));
+  return absl::OkStatus();
+}
+
+absl::Status RealDivGrad(GradContext* g) { return QuotientGrad(g, "RealDiv"); }
+absl::Status DivNoNanGrad(GradContext* g) { return QuotientGrad(g, "DivNoNan"); }
+
+// z = x^y: dz y x^(y-1), and dz z log(x) where x > 0 (else 0), as TensorFlow.
+absl::Status PowGrad(GradContext* g) {
+  GradBuilder* b = g->b();
+  const SymTensor dz = g->grad_output(0);
+  const SymTensor x = g->input(0), y = g->input(1), z = g->output(0);
+  const SymTensor one = b->Scalar(x.dtype, 1.0);
+  const SymTensor dx =
+      b->Op("Mul", {dz, b->Op("Mul", {y, b->Op("Pow", {x, b->Op("Sub", {y, one})})})});
+  const SymTensor positive = b->Op("Greater", {x, b->Scalar(x.dtype, 0.0)});
+  const SymTensor safe_x = b->Op("SelectV2", {positive, x, b->Op("OnesLike", {x})});
+  const SymTensor log_x = b->Op("SelectV2", {positive, b->Op("Log", {safe_x}),
+                                             b->Op("ZerosLike", {x})});
+  SetBroadcastGrads(g, dx, b->Op("Mul", {dz, b->Op("Mul", {z, log_x})}));
   return absl::OkStatus();
 }
 
@@ -111,6 +131,22 @@ absl::Status ExpGrad(GradContext* g) {
 
 absl::Status LogGrad(GradContext* g) {
   g->SetInputGrad(0, g->b()->Op("RealDiv", {g->grad_output(0), g->input(0)}));
+  return absl::OkStatus();
+}
+
+absl::Status ReciprocalGrad(GradContext* g) { return OutputGrad(g, "ReciprocalGrad"); }
+
+absl::Status Log1pGrad(GradContext* g) {
+  GradBuilder* b = g->b();
+  const SymTensor x = g->input(0);
+  g->SetInputGrad(0, b->Op("RealDiv", {g->grad_output(0),
+                                       b->Op("AddV2", {b->Scalar(x.dtype, 1.0), x})}));
+  return absl::OkStatus();
+}
+
+absl::Status Expm1Grad(GradContext* g) {
+  GradBuilder* b = g->b();
+  g->SetInputGrad(0, b->Op("Mul", {g->grad_output(0), b->Op("Exp", {g->input(0)})}));
   return absl::OkStatus();
 }
 
@@ -219,6 +255,8 @@ REGISTER_GRADIENT("Add", AddGrad);
 REGISTER_GRADIENT("Sub", SubGrad);
 REGISTER_GRADIENT("Mul", MulGrad);
 REGISTER_GRADIENT("RealDiv", RealDivGrad);
+REGISTER_GRADIENT("DivNoNan", DivNoNanGrad);
+REGISTER_GRADIENT("Pow", PowGrad);
 REGISTER_GRADIENT("Maximum", MaximumGrad);
 REGISTER_GRADIENT("Minimum", MinimumGrad);
 REGISTER_GRADIENT("AddN", AddNGrad);
@@ -231,6 +269,9 @@ REGISTER_GRADIENT("Exp", ExpGrad);
 REGISTER_GRADIENT("Log", LogGrad);
 REGISTER_GRADIENT("Tanh", TanhGrad);
 REGISTER_GRADIENT("Sigmoid", SigmoidGrad);
+REGISTER_GRADIENT("Reciprocal", ReciprocalGrad);
+REGISTER_GRADIENT("Log1p", Log1pGrad);
+REGISTER_GRADIENT("Expm1", Expm1Grad);
 REGISTER_GRADIENT("MatMul", MatMulGrad);
 REGISTER_GRADIENT("Sum", SumGrad);
 REGISTER_GRADIENT("Mean", MeanGrad);
@@ -251,6 +292,9 @@ REGISTER_NO_GRADIENT("ArgMax");
 REGISTER_NO_GRADIENT("Range");
 REGISTER_NO_GRADIENT("FloorDiv");
 REGISTER_NO_GRADIENT("FloorMod");
+REGISTER_NO_GRADIENT("Floor");
+REGISTER_NO_GRADIENT("Ceil");
+REGISTER_NO_GRADIENT("Round");
 REGISTER_NO_GRADIENT("RandomUniform");
 REGISTER_NO_GRADIENT("RandomStandardNormal");
 REGISTER_NO_GRADIENT("TruncatedNormal");

@@ -1,7 +1,8 @@
 // Ops that exist for the gradients of the math ops (math_grad.cc):
 // BroadcastGradientArgs (which axes a broadcast input must be summed over),
-// the elementwise backprops SqrtGrad, RsqrtGrad, TanhGrad, SigmoidGrad
-// (inputs y = the forward output and dy), and UnsortedSegmentSum (dense
+// the elementwise backprops SqrtGrad, RsqrtGrad, TanhGrad, SigmoidGrad and
+// ReciprocalGrad (inputs y = the forward output and dy), and
+// UnsortedSegmentSum (dense
 // gradient of a gather).
 #include <cstdint>
 #include <string>
@@ -122,6 +123,11 @@ struct SigmoidGradFn {  // d sigmoid(x) = dy y (1 - y)
   T operator()(T y, T dy) const { return dy * y * (T(1) - y); }
 };
 
+template <typename T>
+struct ReciprocalGradFn {  // d 1/x = -dy y^2
+  T operator()(T y, T dy) const { return -dy * y * y; }
+};
+
 template <typename T, template <typename> class F>
 class UnaryGradOp : public OpKernel {
  public:
@@ -175,6 +181,9 @@ const OpDefBuilderReceiver tanh_grad_op = UnaryGradOpDef("TanhGrad");
 const CpuKernels<UnaryGrad<TanhGradFn>::For, float, double> tanh_grad_kernels("TanhGrad");
 const OpDefBuilderReceiver sigmoid_grad_op = UnaryGradOpDef("SigmoidGrad");
 const CpuKernels<UnaryGrad<SigmoidGradFn>::For, float, double> sigmoid_grad_kernels("SigmoidGrad");
+const OpDefBuilderReceiver reciprocal_grad_op = UnaryGradOpDef("ReciprocalGrad");
+const CpuKernels<UnaryGrad<ReciprocalGradFn>::For, float, double> reciprocal_grad_kernels(
+    "ReciprocalGrad");
 
 // --- UnsortedSegmentSum ------------------------------------------------------
 

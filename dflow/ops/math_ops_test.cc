@@ -769,6 +769,58 @@ tensorflow::NodeDef Node(const std::string& op, DataType t = DT_FLOAT) {
 
 constexpr int64_t kU = kUnknownDim;
 
+// --- ops TensorFlow's gradients and helpers insert (values: TensorFlow 2.21) ----
+
+TEST(MathOpsTest, RoundingOps) {
+  const Tensor x = T2<float>({-2.5f, -1.5f, -0.5f, 0.5f, 1.5f, 2.5f, -0.7f, 3.2f}, {8});
+  // Round sends halves to the even neighbour.
+  ExpectFloats(Unary<float>("Round", x), {-2, -2, -0.0f, 0, 2, 2, -1, 3}, {8});
+  ExpectFloats(Unary<float>("Floor", x), {-3, -2, -1, 0, 1, 2, -1, 3}, {8});
+  ExpectFloats(Unary<float>("Ceil", x), {-2, -1, -0.0f, 1, 2, 3, -0.0f, 4}, {8});
+  ExpectTensorEq<int32_t>(Unary<int32_t>("Round", T2<int32_t>({-3, 4}, {2})), {-3, 4}, {2});
+  ExpectFloats(Unary<float>("Reciprocal", x),
+               {-0.4f, -0.6666667f, -2, 2, 0.6666667f, 0.4f, -1.4285715f, 0.3125f}, {8});
+}
+
+TEST(MathOpsTest, Log1pAndExpm1AreAccurateNearZero) {
+  const Tensor x = T2<float>({1e-8f, -0.5f, 0.25f, 3.0f}, {4});
+  ExpectFloats(Unary<float>("Log1p", x), {1e-8f, -0.6931472f, 0.22314355f, 1.3862944f}, {4});
+  ExpectFloats(Unary<float>("Expm1", x), {1e-8f, -0.39346933f, 0.28402543f, 19.085537f}, {4});
+  // Relative, not absolute: log(1 + 1e-8) in float would be 0.
+  EXPECT_NEAR(Unary<float>("Log1p", x).flat<float>()[0], 1e-8f, 1e-14);
+}
+
+TEST(MathOpsTest, DivNoNanIsZeroWhereTheDivisorIsZero) {
+  const Tensor x = T2<float>({1, 0, -2, 5, kNaN, 3}, {6});
+  const Tensor y = T2<float>({2, 0, 0, -4, 0, kInf}, {6});
+  ExpectFloats(Binary<float>("DivNoNan", x, y), {0.5f, 0, 0, -1.25f, 0, 0}, {6});
+}
+
+TEST(MathOpsTest, PowBroadcasts) {
+  ExpectFloats(Binary<float>("Pow", T2<float>({2, 0.5f, -2, 0, 4}, {5}),
+                             T2<float>({3, -2, 2, 0, 0.5f}, {5})),
+               {8, 4, 4, 1, 2}, {5});
+  ExpectFloats(Binary<float>("Pow", T2<float>({1, 2, 3, 4}, {2, 2}), Tensor::Scalar(2.0f)),
+               {1, 4, 9, 16}, {2, 2});
+  OpTest bad("Pow");
+  bad.Attr("T", DT_FLOAT).Input(T2<float>({1, 2}, {2})).Input(T2<float>({1, 2, 3}, {3}));
+  EXPECT_EQ(RunStatus(bad).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(MathOpsTest, ReciprocalGradAndL2Loss) {
+  OpTest grad("ReciprocalGrad");
+  grad.Attr("T", DT_FLOAT).Input(T2<float>({2, -0.5f}, {2})).Input(T2<float>({1, 3}, {2}));
+  ExpectFloats(RunOk(grad), {-4, -0.75f}, {2});
+  ExpectFloats(Unary<float>("L2Loss", T2<float>({1, -2, 3, 0.5f}, {2, 2})), {7.125f}, {});
+  ExpectFloats(Unary<float>("L2Loss", T2<float>({}, {0})), {0}, {});
+}
+
+TEST(MathOpsTest, StopGradientForwardsItsInput) {
+  OpTest t("StopGradient");
+  t.Attr("T", DT_FLOAT).Input(T2<float>({1, 2}, {2}));
+  ExpectFloats(RunOk(t), {1, 2}, {2});
+}
+
 TEST(MathShapeFnTest, BroadcastBinaryOps) {
   struct Case {
     PartialShape x, y, want;

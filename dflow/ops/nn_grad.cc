@@ -121,7 +121,28 @@ absl::Status MaxPoolGradFn(GradContext* g) {
   return absl::OkStatus();
 }
 
+// d (sum(x^2) / 2) = x dy.
+absl::Status L2LossGradFn(GradContext* g) {
+  g->SetInputGrad(0, g->b()->Op("Mul", {g->input(0), g->grad_output(0)}));
+  return absl::OkStatus();
+}
+
+// The gradients of y with respect to x, scale and offset, from the saved
+// batch statistics (outputs 3-5); the statistics' outputs carry none, as in
+// TensorFlow.
+absl::Status FusedBatchNormGradFn(GradContext* g) {
+  const std::vector<SymTensor> grads = g->b()->OpN(
+      "FusedBatchNormGradV3",
+      {{g->grad_output(0)}, {g->input(0)}, {g->input(1)}, {g->output(3)}, {g->output(4)},
+       {g->output(5)}},
+      CopyAttrs(*g, {"T", "U", "epsilon", "data_format", "is_training"}));
+  for (int i = 0; i < 3; ++i) g->SetInputGrad(i, grads[i]);
+  return absl::OkStatus();
+}
+
 REGISTER_GRADIENT("Relu", ReluGradFn);
+REGISTER_GRADIENT("FusedBatchNormV3", FusedBatchNormGradFn);
+REGISTER_GRADIENT("L2Loss", L2LossGradFn);
 REGISTER_GRADIENT("BiasAdd", BiasAddGradFn);
 REGISTER_GRADIENT("Softmax", SoftmaxGradFn);
 REGISTER_GRADIENT("LogSoftmax", LogSoftmaxGradFn);

@@ -1,5 +1,6 @@
 // Neural-network ops: Relu, BiasAdd, Softmax, LogSoftmax,
-// SparseSoftmaxCrossEntropyWithLogits and SoftmaxCrossEntropyWithLogits.
+// SparseSoftmaxCrossEntropyWithLogits, SoftmaxCrossEntropyWithLogits and
+// L2Loss.
 // Conv2D lives in conv_ops.cc, MaxPool in pooling_ops.cc.
 //
 // Row-wise kernels (softmax and the cross entropies) split the rows over the
@@ -65,6 +66,29 @@ REGISTER_KERNEL(KernelDefBuilder("Relu").Device(kDeviceCPU).TypeConstraint<int64
                 ReluOp<int64_t>);
 REGISTER_KERNEL(KernelDefBuilder("Relu").Device(kDeviceCPU).TypeConstraint<uint8_t>("T"),
                 ReluOp<uint8_t>);
+
+// --- L2Loss --------------------------------------------------------------------
+
+// sum(t^2) / 2, a scalar: tf.nn.l2_loss, weight decay's penalty.
+template <typename T>
+class L2LossOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& t = ctx->input(0);
+    ctx->allocate_output_for_overwrite(0, TensorShape({}))->flat<T>()[0] =
+        ConstArrayMap<T>(t.flat<T>().data(), t.NumElements()).square().sum() * T(0.5);
+    return absl::OkStatus();
+  }
+};
+
+REGISTER_OP("L2Loss").Input("t: T").Output("output: T").Attr("T: {float, double}").SetShapeFn(
+    ScalarShape);
+REGISTER_KERNEL(KernelDefBuilder("L2Loss").Device(kDeviceCPU).TypeConstraint<float>("T"),
+                L2LossOp<float>);
+REGISTER_KERNEL(KernelDefBuilder("L2Loss").Device(kDeviceCPU).TypeConstraint<double>("T"),
+                L2LossOp<double>);
 
 // --- BiasAdd -------------------------------------------------------------------
 

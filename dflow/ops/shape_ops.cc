@@ -1,5 +1,5 @@
 // Ops that read or change a tensor's shape without moving its elements:
-// Shape, Size, Rank, Reshape, ExpandDims, Squeeze. The last three share the
+// Shape, ShapeN, Size, Rank, Reshape, ExpandDims, Squeeze. The last three share the
 // input's buffer (Tensor::Reshaped); none copies.
 #include <limits>
 
@@ -18,29 +18,39 @@ constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 // ---------------------------------------------------------------------------
 // Shape, Size, Rank
 
+// Output i: a vector of input i's rank (Shape has one input, ShapeN N).
 absl::Status ShapeShape(InferenceContext* c) {
-  const PartialShape& in = c->input(0);
-  c->set_output(0, PartialShape({in.rank_known() ? in.rank() : kUnknownDim}));
+  for (int i = 0; i < c->num_inputs(); ++i) {
+    const PartialShape& in = c->input(i);
+    c->set_output(i, PartialShape({in.rank_known() ? in.rank() : kUnknownDim}));
+  }
   return absl::OkStatus();
 }
 
+// Output i := the shape of input i, in the output's dtype (int32 or int64).
+absl::Status SetShapeOutput(OpKernelContext* ctx, int i) {
+  const TensorShape& shape = ctx->input(i).shape();
+  Tensor* out = ctx->allocate_output(i, TensorShape({shape.dims()}));
+  for (int d = 0; d < shape.dims(); ++d) {
+    const int64_t size = shape.dim_size(d);
+    if (out->dtype() == DT_INT32) {
+      if (size > kInt32Max) {
+        return ctx->InvalidArgument("Shape output type is 32-bit but dim ", d, " is ", size);
+      }
+      out->flat<int32_t>()[d] = static_cast<int32_t>(size);
+    } else {
+      out->flat<int64_t>()[d] = size;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Shape, and ShapeN: the shapes of N inputs (TensorFlow's conv gradients use it).
 class ShapeOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   absl::Status Compute(OpKernelContext* ctx) override {
-    const TensorShape& shape = ctx->input(0).shape();
-    Tensor* out = ctx->allocate_output(0, TensorShape({shape.dims()}));
-    for (int d = 0; d < shape.dims(); ++d) {
-      const int64_t size = shape.dim_size(d);
-      if (out->dtype() == DT_INT32) {
-        if (size > kInt32Max) {
-          return ctx->InvalidArgument("Shape output type is 32-bit but dim ", d, " is ", size);
-        }
-        out->flat<int32_t>()[d] = static_cast<int32_t>(size);
-      } else {
-        out->flat<int64_t>()[d] = size;
-      }
-    }
+    for (int i = 0; i < ctx->num_inputs(); ++i) RETURN_IF_ERROR(SetShapeOutput(ctx, i));
     return absl::OkStatus();
   }
   bool IsExpensive() const override { return false; }
@@ -86,6 +96,16 @@ REGISTER_OP("Shape")
     .SetShapeFn(ShapeShape);
 REGISTER_KERNEL(
     KernelDefBuilder("Shape").Device(kDeviceCPU).TypeConstraint("out_type", IndexTypes()), ShapeOp);
+
+REGISTER_OP("ShapeN")
+    .Input("input: N * T")
+    .Output("output: N * out_type")
+    .Attr("N: int >= 1")
+    .Attr("T: type")
+    .Attr("out_type: {int32, int64} = DT_INT32")
+    .SetShapeFn(ShapeShape);
+REGISTER_KERNEL(
+    KernelDefBuilder("ShapeN").Device(kDeviceCPU).TypeConstraint("out_type", IndexTypes()), ShapeOp);
 
 REGISTER_OP("Size")
     .Input("input: T")

@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "dflow/framework/status.h"
 #include "dflow/framework/types.h"
@@ -282,7 +285,51 @@ bool TypesCompatible(DataType out, DataType in) {
   return out == in || (IsRefType(out) && !IsRefType(in) && BaseType(out) == in);
 }
 
+std::vector<UnsupportedOp> UnsupportedOps(const tensorflow::GraphDef& def, bool functions) {
+  absl::flat_hash_set<std::string> library;
+  for (const auto& f : def.library().function()) library.insert(f.signature().name());
+  std::vector<UnsupportedOp> out;
+  absl::flat_hash_map<std::string, size_t> index;  // op -> its entry in `out`.
+  auto visit = [&](const tensorflow::NodeDef& node, const std::string& label) {
+    if (library.contains(node.op()) || OpRegistry::Global()->LookUp(node.op()).ok()) return;
+    auto [it, added] = index.try_emplace(node.op(), out.size());
+    if (added) out.push_back({node.op(), {}});
+    out[it->second].nodes.push_back(label);
+  };
+  for (const auto& node : def.node()) visit(node, node.name());
+  if (functions) {
+    for (const auto& f : def.library().function()) {
+      for (const auto& node : f.node_def()) {
+        visit(node, absl::StrCat(f.signature().name(), "/", node.name()));
+      }
+    }
+  }
+  return out;
+}
+
+std::string DescribeUnsupportedOps(const std::vector<UnsupportedOp>& ops) {
+  constexpr size_t kNamesShown = 3;
+  std::vector<std::string> parts;
+  for (const UnsupportedOp& u : ops) {
+    std::vector<std::string> shown(u.nodes.begin(),
+                                   u.nodes.begin() + std::min(u.nodes.size(), kNamesShown));
+    if (u.nodes.size() > kNamesShown) shown.push_back("...");
+    parts.push_back(absl::StrCat(u.op, " (", u.nodes.size(), u.nodes.size() == 1 ? " node: " : " nodes: ",
+                                 absl::StrJoin(shown, ", "), ")"));
+  }
+  return absl::StrCat(ops.size(), ops.size() == 1 ? " op" : " ops",
+                      " dflow does not support: ", absl::StrJoin(parts, ", "));
+}
+
 absl::StatusOr<std::unique_ptr<Graph>> Graph::FromGraphDef(const tensorflow::GraphDef& def) {
+  // Every unsupported op at once, not only the first: what a user needs to
+  // know before porting a program.
+  if (std::vector<UnsupportedOp> unsupported = UnsupportedOps(def, /*functions=*/false);
+      !unsupported.empty()) {
+    return absl::NotFoundError(absl::StrCat("[Graph] the graph uses ",
+                                            DescribeUnsupportedOps(unsupported),
+                                            " (`dflow ops` lists the ops it has)"));
+  }
   auto g = std::make_unique<Graph>();
   g->versions_ = def.versions();
   for (const tensorflow::NodeDef& nd : def.node()) {

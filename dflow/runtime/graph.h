@@ -77,13 +77,26 @@ class Node {
   std::vector<const Edge*> out_edges_;
 };
 
+// An op a GraphDef uses that dflow has not registered, and the nodes using
+// it (a node of a library function as "function/node").
+struct UnsupportedOp {
+  std::string op;
+  std::vector<std::string> nodes;
+};
+// The ops `def` uses that are not registered, in order of first use: those
+// of its nodes, and with `functions` those of its library's functions too.
+std::vector<UnsupportedOp> UnsupportedOps(const tensorflow::GraphDef& def, bool functions);
+// "2 ops dflow does not support: Foo (2 nodes: a, b), Bar (1 node: c)".
+std::string DescribeUnsupportedOps(const std::vector<UnsupportedOp>& ops);
+
 class Graph {
  public:
   Graph() = default;
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
 
-  // Builds and validates: every op registered (defaults added), attrs valid,
+  // Builds and validates: every op registered (else NOT_FOUND listing every
+  // unregistered op and its nodes), defaults added, attrs valid,
   // node names unique, every input names an existing node and output with a
   // matching dtype, control inputs ("^x") after data inputs, no cycle.
   // Errors name the offending node.

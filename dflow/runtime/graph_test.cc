@@ -130,8 +130,33 @@ TEST(GraphTest, RejectsUnknownOpNamingNodeAndOp) {
   b.Node("weird", "NoSuchOp", {"a"});
   absl::Status s = BuildError(b);
   EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(s.message(), HasSubstr("'weird'"));
-  EXPECT_THAT(s.message(), HasSubstr("NoSuchOp"));
+  EXPECT_THAT(s.message(), HasSubstr("NoSuchOp (1 node: weird)"));
+}
+
+// Every unsupported op at once, with its count and nodes, not only the first.
+TEST(GraphTest, ListsEveryUnknownOpWithItsNodes) {
+  GraphBuilder b = Diamond();
+  b.Node("summary_a", "NoSuchSummary", {"a"});
+  b.Node("recip", "NoSuchReciprocal", {"a"});
+  b.Node("summary_b", "NoSuchSummary", {"b"});
+  absl::Status s = BuildError(b);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(s.message(),
+              HasSubstr("2 ops dflow does not support: NoSuchSummary (2 nodes: summary_a, "
+                        "summary_b), NoSuchReciprocal (1 node: recip)"));
+
+  tensorflow::GraphDef def = b.def();
+  tensorflow::FunctionDef* f = def.mutable_library()->add_function();
+  f->mutable_signature()->set_name("body");
+  f->add_node_def()->set_op("NoSuchInFunction");
+  f->mutable_node_def(0)->set_name("n");
+  def.add_node()->set_op("body");  // A call of a library function is not unknown.
+  def.mutable_node(def.node_size() - 1)->set_name("call");
+  const std::vector<UnsupportedOp> all = UnsupportedOps(def, /*functions=*/true);
+  ASSERT_EQ(all.size(), 3);
+  EXPECT_EQ(all[2].op, "NoSuchInFunction");
+  EXPECT_EQ(all[2].nodes, std::vector<std::string>{"body/n"});
+  EXPECT_EQ(UnsupportedOps(def, /*functions=*/false).size(), 2);
 }
 
 TEST(GraphTest, RejectsMissingAttrNamingNodeAndAttr) {

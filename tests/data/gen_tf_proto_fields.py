@@ -46,7 +46,7 @@ from tensorflow.core.framework import (attr_value_pb2, cost_graph_pb2,  # noqa: 
                                        device_attributes_pb2, graph_pb2,
                                        node_def_pb2, op_def_pb2,
                                        resource_handle_pb2,
-                                       step_stats_pb2, tensor_pb2,
+                                       step_stats_pb2, summary_pb2, tensor_pb2,
                                        tensor_shape_pb2, tensor_slice_pb2,
                                        types_pb2, versions_pb2)
 from tensorflow.core.protobuf import (cluster_pb2, config_pb2, debug_pb2,  # noqa: F401

@@ -37,7 +37,10 @@ VariableV2 Assign AssignAdd AssignSub IsVariableInitialized
 ApplyGradientDescent ApplyMomentum ApplyAdam ApplyAdagrad ApplyRMSProp
 ResourceApplyGradientDescent ResourceApplyMomentum ResourceApplyAdam ResourceApplyAdagrad
 ResourceApplyRMSProp ReluGrad BiasAddGrad Conv2DBackpropInput Conv2DBackpropFilter
-MaxPoolGrad Switch RefSwitch Merge RefMerge""".split()
+MaxPoolGrad Switch RefSwitch Merge RefMerge
+Reciprocal ReciprocalGrad Floor Ceil Round Log1p Expm1 Pow DivNoNan L2Loss StopGradient Assert
+ScalarSummary HistogramSummary MergeSummary DenseToDenseSetOperation ShapeN FusedBatchNormV3
+FusedBatchNormGradV3""".split()
 # Functional ops: dflow lowers them into Switch/Merge and inlined bodies before
 # placement (dflow/runtime/function.h), so they have no kernel.
 LOWERED_OPS = "If StatelessIf PartitionedCall StatefulPartitionedCall".split()

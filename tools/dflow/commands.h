@@ -62,6 +62,10 @@ absl::Status ClusterCommand(const ClusterFlags& flags);
 
 // Lists registered ops and the device types and dtypes of their kernels.
 absl::Status ListOps(bool as_json);
+// Prints every op the GraphDef at `path` uses (in its library's functions
+// too) that dflow has not registered, with the nodes using it; NOT_FOUND if
+// there are any.
+absl::Status CheckOps(const std::string& path);
 
 // Trains a model (see dflow/train/trainer.h), printing live progress on
 // stderr and a summary on stdout. With a cluster it first starts its task's

@@ -30,6 +30,10 @@ int main(int argc, char** argv) {
   bool ops_json = false;
   CLI::App* ops_cmd = app.add_subcommand("ops", "List registered ops and their kernels");
   ops_cmd->add_flag("--json", ops_json, "Print JSON");
+  std::string ops_check;
+  ops_cmd->add_option("--check", ops_check,
+                      "Instead, list the ops a GraphDef file (.pb, or .pbtxt) uses that dflow "
+                      "does not support; exit 1 if there are any");
 
   dflow::TrainOptions train;
   CLI::App* train_cmd = app.add_subcommand("train", "Train a model on Fashion-MNIST (or synthetic data)");
@@ -125,7 +129,7 @@ int main(int argc, char** argv) {
     }
     status = dflow::cli::RunGraph(run);
   } else if (*ops_cmd) {
-    status = dflow::cli::ListOps(ops_json);
+    status = ops_check.empty() ? dflow::cli::ListOps(ops_json) : dflow::cli::CheckOps(ops_check);
   } else if (*server_cmd) {
     status = dflow::cli::ServerCommand(server);
   } else if (*train_cmd) {

@@ -9,6 +9,7 @@
 #include "dflow/framework/kernel.h"
 #include "dflow/framework/op_def.h"
 #include "dflow/framework/status.h"
+#include "dflow/runtime/graph.h"
 #include "dflow/runtime/session_factory.h"
 #include "google/protobuf/text_format.h"
 #include "nlohmann/json.hpp"
@@ -204,6 +205,20 @@ absl::Status ListOps(bool as_json) {
               << (kernels_text.empty() ? "(no kernel)" : absl::StrJoin(kernels_text, "; ")) << "\n";
   }
   return absl::OkStatus();
+}
+
+absl::Status CheckOps(const std::string& path) {
+  ASSIGN_OR_RETURN(tensorflow::GraphDef def, LoadGraphDef(path));
+  const std::vector<UnsupportedOp> unsupported = UnsupportedOps(def, /*functions=*/true);
+  if (unsupported.empty()) {
+    std::cout << "every op of " << path << " is supported (" << def.node_size() << " nodes, "
+              << def.library().function_size() << " functions)\n";
+    return absl::OkStatus();
+  }
+  for (const UnsupportedOp& u : unsupported) {
+    std::cout << u.op << "\t" << u.nodes.size() << "\t" << absl::StrJoin(u.nodes, " ") << "\n";
+  }
+  return absl::NotFoundError(absl::StrCat(path, " uses ", DescribeUnsupportedOps(unsupported)));
 }
 
 }  // namespace dflow::cli

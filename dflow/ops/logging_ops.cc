@@ -1,0 +1,62 @@
+// Assert: fails the step with INVALID_ARGUMENT "assertion failed: [d0] [d1]
+// ..." when its condition is false, each data tensor summarized by its first
+// `summarize` values, as TensorFlow's kernel does (tf.debugging.assert_*,
+// and the shape checks tf.compat.v1.losses insert).
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "dflow/framework/gradient.h"
+#include "dflow/framework/kernel.h"
+#include "dflow/framework/shape_inference.h"
+
+namespace dflow {
+namespace {
+
+// The first `n` values of `t`, space-separated, "..." if there are more.
+std::string Summarize(const Tensor& t, int64_t n) {
+  std::string out;
+  const int64_t total = t.NumElements();
+  for (int64_t i = 0; i < total && i < n; ++i) {
+    if (i > 0) out += " ";
+    out += t.dtype() == DT_STRING ? t.flat<std::string>()[i] : t.ValueString(i);
+  }
+  if (total > n) out += "...";
+  return out;
+}
+
+class AssertOp : public OpKernel {
+ public:
+  explicit AssertOp(OpKernelConstruction* c) : OpKernel(c) {
+    c->GetAttr("summarize", &summarize_).IgnoreError();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& condition = ctx->input(0);
+    if (condition.dims() != 0) {
+      return ctx->InvalidArgument("In[0] should be a scalar: ", condition.shape().DebugString());
+    }
+    if (condition.scalar<bool>()) return absl::OkStatus();
+    std::string message = "assertion failed: ";
+    for (int i = 1; i < ctx->num_inputs(); ++i) {
+      absl::StrAppend(&message, i > 1 ? " " : "", "[", Summarize(ctx->input(i), summarize_), "]");
+    }
+    return absl::InvalidArgumentError(message);
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  int64_t summarize_ = 3;
+};
+
+REGISTER_OP("Assert")
+    .Input("condition: bool")
+    .Input("data: T")
+    .Attr("T: list(type) >= 1")
+    .Attr("summarize: int = 3")
+    .SetIsStateful()
+    .SetShapeFn(NoOutputs);
+REGISTER_KERNEL(KernelDefBuilder("Assert").Device(kDeviceCPU), AssertOp);
+REGISTER_NO_GRADIENT("Assert");
+
+}  // namespace
+}  // namespace dflow

@@ -1,0 +1,36 @@
+// Assert: passes, or fails the step with TensorFlow's message.
+#include <string>
+
+#include "dflow/ops/op_test_util.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace dflow {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(LoggingOpsTest, AssertPassesOrFailsWithItsSummarizedData) {
+  OpTest pass("Assert");
+  pass.Attr("T", DataTypeVector{DT_INT32}).Input(Tensor::Scalar(true)).Input(Tensor::Vec<int32_t>({1}));
+  EXPECT_TRUE(pass.Run().ok());
+
+  OpTest fail("Assert");
+  fail.Attr("T", DataTypeVector{DT_STRING, DT_INT32})
+      .Attr("summarize", 3)
+      .Input(Tensor::Scalar(false))
+      .Input(Tensor::Scalar<std::string>("x must be positive"))
+      .Input(Tensor::Vec<int32_t>({1, 2, 3, 4, 5}));
+  const absl::Status s = fail.Run().status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "assertion failed: [x must be positive] [1 2 3...]");  // TensorFlow's text.
+
+  OpTest not_scalar("Assert");
+  not_scalar.Attr("T", DataTypeVector{DT_INT32})
+      .Input(Tensor::Vec<bool>({true, true}))
+      .Input(Tensor::Vec<int32_t>({1}));
+  EXPECT_THAT(not_scalar.Run().status().message(), HasSubstr("In[0] should be a scalar"));
+}
+
+}  // namespace
+}  // namespace dflow

@@ -1,0 +1,110 @@
+// Summary ops against the bytes TensorFlow 2.21's kernels return for the same
+// inputs (tf.raw_ops.ScalarSummary / HistogramSummary / MergeSummary).
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "dflow/ops/op_test_util.h"
+#include "dflow/proto/summary.pb.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace dflow {
+namespace {
+
+using ::testing::HasSubstr;
+
+// TensorFlow's output for tags ["a", "b"], values [1.5, -2].
+constexpr char kScalarHex[] = "0a080a0161150000c03f0a080a016215000000c0";
+// TensorFlow's output for tag "h", values [0, 1, 1, -3, 1e-13, 2500].
+constexpr char kHistogramHex[] =
+    "0ac7010a01682ac1010900000000000008c011000000000088a34019000000000000184021000000000086a340"
+    "29000000c086d7574132480d9cc5a0295509c068bc10359a0707c0000000000000000011ea2d819997713d0899"
+    "6919155aed3f2b14facdbe24f03f558d0b82e8c2a140de81d95b9989a340ffffffffffffef7f3a480000000000"
+    "000000000000000000f03f00000000000000000000000000000040000000000000000000000000000000400000"
+    "000000000000000000000000f03f0000000000000000";
+
+absl::StatusOr<std::string> RunSummary(OpTest& t) {
+  ASSIGN_OR_RETURN(std::vector<Tensor> out, t.Run());
+  EXPECT_EQ(out[0].shape(), TensorShape({}));
+  return out[0].scalar<std::string>();
+}
+
+std::string ScalarSummary() {
+  OpTest t("ScalarSummary");
+  t.Attr("T", DT_FLOAT)
+      .Input(Tensor::Vec<std::string>({"a", "b"}))
+      .Input(Tensor::Vec<float>({1.5f, -2.0f}));
+  return RunSummary(t).value();
+}
+
+std::string HistogramSummary(const std::vector<float>& values) {
+  OpTest t("HistogramSummary");
+  t.Attr("T", DT_FLOAT).Input(Tensor::Scalar<std::string>("h")).Input(Tensor::Vec<float>(values));
+  return RunSummary(t).value();
+}
+
+TEST(SummaryOpsTest, ScalarSummaryIsTensorFlowsBytes) {
+  EXPECT_EQ(absl::BytesToHexString(ScalarSummary()), kScalarHex);
+}
+
+TEST(SummaryOpsTest, ScalarSummaryNeedsATagPerValue) {
+  OpTest t("ScalarSummary");
+  t.Attr("T", DT_FLOAT)
+      .Input(Tensor::Vec<std::string>({"a", "b"}))
+      .Input(Tensor::Vec<float>({1.5f}));
+  const absl::Status s = t.Run().status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("tags and values are not the same shape: [2] != [1]"));
+}
+
+// TensorFlow's buckets: +-1e-12 growing by 10% to 1e20, runs of empty
+// buckets merged; the moments in double.
+TEST(SummaryOpsTest, HistogramSummaryIsTensorFlowsBytes) {
+  EXPECT_EQ(absl::BytesToHexString(HistogramSummary({0, 1, 1, -3, 1e-13f, 2500})),
+            kHistogramHex);
+  tensorflow::Summary empty;
+  ASSERT_TRUE(empty.ParseFromString(HistogramSummary({})));
+  EXPECT_EQ(empty.value(0).histo().num(), 0);
+  EXPECT_EQ(empty.value(0).histo().bucket_size(), 1);  // One run: every bucket empty.
+}
+
+TEST(SummaryOpsTest, HistogramSummaryRefusesNanAndInfinity) {
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(),
+                    std::numeric_limits<float>::infinity()}) {
+    OpTest t("HistogramSummary", "logits_hist");
+    t.Attr("T", DT_FLOAT).Input(Tensor::Scalar<std::string>("h")).Input(Tensor::Vec<float>({1, bad}));
+    const absl::Status s = t.Run().status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(s.message(), HasSubstr(std::isnan(bad) ? "Nan in summary histogram for: logits_hist"
+                                                       : "Infinity in summary histogram for"));
+  }
+}
+
+TEST(SummaryOpsTest, MergeSummaryConcatenatesValuesAndRefusesDuplicateTags) {
+  const std::string scalar = ScalarSummary();
+  const std::string histogram = HistogramSummary({0, 1, 1, -3, 1e-13f, 2500});
+  OpTest merge("MergeSummary");
+  merge.Attr("N", 2)
+      .Input(Tensor::Scalar<std::string>(scalar))
+      .Input(Tensor::Vec<std::string>({histogram}));
+  EXPECT_EQ(absl::BytesToHexString(RunSummary(merge).value()),
+            std::string(kScalarHex) + kHistogramHex);
+
+  OpTest twice("MergeSummary");
+  twice.Attr("N", 2).Input(Tensor::Scalar<std::string>(scalar)).Input(Tensor::Scalar<std::string>(scalar));
+  absl::Status s = twice.Run().status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("Duplicate tag a found in summary inputs"));
+
+  OpTest garbage("MergeSummary");
+  garbage.Attr("N", 1).Input(Tensor::Scalar<std::string>("\xff\xff not a summary"));
+  s = garbage.Run().status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("Could not parse one of the summary inputs"));
+}
+
+}  // namespace
+}  // namespace dflow
