@@ -36,18 +36,15 @@ RTOL, ATOL = 1e-5, 1e-6
 def run_child(args):
     np, tf = import_tensorflow_or_skip()
     import tf1_programs
-    device_fn = None
     if args.cluster == "tensorflow":  # TensorFlow's own servers, in this process.
         from dflow_cluster import free_port
         spec = {"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}"]}
-        servers = [tf.distribute.Server(tf.train.ClusterSpec(spec), job_name=job, task_index=0)
+        servers = [tf.distribute.Server(tf.train.ClusterSpec(spec), job_name=job, task_index=0,
+                                        config=tf1_programs.session_config())
                    for job in ("ps", "worker")]
         args.target, args.cluster = servers[1].target, json.dumps(spec)
-    if args.cluster:
-        cluster = tf.train.ClusterSpec(json.loads(args.cluster))
-        device_fn = tf.compat.v1.train.replica_device_setter(
-            cluster=cluster, worker_device="/job:worker/task:0")
-    records = tf1_programs.PROGRAMS[args.run](args.target, device_fn, args.workdir, args.steps)
+    cluster = json.loads(args.cluster) if args.cluster else None
+    records = tf1_programs.PROGRAMS[args.run](args.target, cluster, args.workdir, args.steps)
     with open(args.out, "w") as f:
         json.dump(records, f)
 
@@ -127,7 +124,8 @@ def main():
         last = {k: v for r in local for k, v in r.items()}  # The last value of each.
         print(("ok   " if ok else "FAIL ") + f"{name}: {len(got)} steps on dflow "
               f"{'equal to' if ok else 'unlike'} TensorFlow's "
-              f"(last loss {last.get('loss')}, global step {last.get('global_step')})"
+              f"(last loss {last.get('loss', last.get('losses'))}, "
+              f"global step {last.get('global_step')})"
               + ("" if not diffs else "; vs TensorFlow's cluster: " + "; ".join(diffs[:8]))
               + ("" if not local_diffs else "; vs local TensorFlow: " + "; ".join(local_diffs[:8])),
               flush=True)

@@ -1,11 +1,12 @@
 """TF1-style training programs, written as TensorFlow 1.x users wrote them.
 
-Each program is a function run(target, device_fn, workdir, steps) -> [step record]:
-it builds its graph under tf.compat.v1.device(device_fn) (None: local; a
-replica_device_setter: variables on the ps tasks of a cluster), trains `steps`
-steps against `target` ("" for an in-process TensorFlow session, grpc://... for a
-cluster) with the driver its original used (Supervisor, MonitoredTrainingSession,
-a plain Session), and returns per step the values it fetched (the global step
+Each program is a function run(target, cluster, workdir, steps) -> [step record]:
+it builds its graph with its ops placed by placed(cluster, device) (cluster None:
+local; else a cluster dict, and replica_device_setter puts the variables on its ps
+tasks and the rest on worker 0), trains `steps` steps against `target` ("" for an
+in-process TensorFlow session with 2 CPU devices, grpc://... for a cluster) with the
+driver its original used (Supervisor, MonitoredTrainingSession, a plain Session),
+and returns per step the values it fetched (the global step
 read after the step: fetched beside the train op, a reference variable is read
 when its value is sent, which races the update), for
 tests/tf1_corpus_test.py to compare between local TensorFlow and a dflow cluster.
@@ -26,6 +27,11 @@ Programs:
   cnn_batch_norm   conv2d, fused batch norm in training with moving averages
                    (assign_sub under the train op's control dependencies), relu,
                    max_pool, dropout, Adam, in a plain Session
+  cifar_towers     TensorFlow's CIFAR-10 multi-tower model, scaled down: two towers on
+                   the worker's 2 CPU devices sharing variables (reuse), conv + lrn +
+                   max_pool, L2 weight decay via a losses collection, the towers'
+                   gradients averaged, SGD at a staircase exponential_decay, activation
+                   histograms and zero_fraction summaries, in a plain Session
 """
 import math
 import os
@@ -38,6 +44,20 @@ tf1 = tf.compat.v1
 # (Supervisor's threads use the graph), reference variables, v1 control flow.
 tf1.disable_v2_behavior()
 PROGRAMS = {}
+
+
+def placed(cluster, device=""):
+    """Where a program's ops go: on a cluster, variables on its ps tasks and the rest on
+    worker 0's `device` ("/device:CPU:1"); locally, `device`."""
+    if cluster is None:
+        return device or None
+    return tf1.train.replica_device_setter(cluster=tf.train.ClusterSpec(cluster),
+                                           worker_device="/job:worker/task:0" + device)
+
+
+def session_config():
+    """Two CPU devices for the programs with towers (a remote target has its own)."""
+    return tf1.ConfigProto(device_count={"CPU": 2}, allow_soft_placement=False)
 
 
 def program(fn):
@@ -83,14 +103,14 @@ def summary_values(serialized):
 
 
 @program
-def mnist_replica(target, device_fn, workdir, steps, build_only=False):
+def mnist_replica(target, cluster, workdir, steps, build_only=False):
     pixels, hidden, classes, batch = 28, 100, 10, 100
     x_data, y_data = synthetic(1, 1000, pixels * pixels, classes)
     get = batches(x_data, y_data, batch)
     graph = tf.Graph()
     with graph.as_default():
         tf1.set_random_seed(7)
-        with tf1.device(device_fn):
+        with tf1.device(placed(cluster)):
             global_step = tf1.Variable(0, name="global_step", trainable=False)
             hid_w = tf1.Variable(tf1.truncated_normal([pixels * pixels, hidden],
                                                       stddev=1.0 / pixels), name="hid_w")
@@ -129,14 +149,14 @@ def mnist_replica(target, device_fn, workdir, steps, build_only=False):
 
 
 @program
-def mts_losses(target, device_fn, workdir, steps, build_only=False):
+def mts_losses(target, cluster, workdir, steps, build_only=False):
     features, classes, batch = 32, 5, 64
     x_data, y_data = synthetic(2, 2048, features, classes)
     get = batches(x_data, y_data, batch)
     graph = tf.Graph()
     with graph.as_default():
         tf1.set_random_seed(11)
-        with tf1.device(device_fn):
+        with tf1.device(placed(cluster)):
             global_step = tf1.train.get_or_create_global_step()
             x = tf1.placeholder(tf.float32, [None, features], name="x")
             labels = tf1.placeholder(tf.float32, [None, classes], name="labels")
@@ -186,14 +206,14 @@ def mts_losses(target, device_fn, workdir, steps, build_only=False):
 
 
 @program
-def cnn_batch_norm(target, device_fn, workdir, steps, build_only=False):
+def cnn_batch_norm(target, cluster, workdir, steps, build_only=False):
     side, classes, batch, filters = 8, 4, 16, 4
     x_data, y_data = images(3, 512, side, classes)
     get = batches(x_data, y_data, batch)
     graph = tf.Graph()
     with graph.as_default():
         tf1.set_random_seed(5)
-        with tf1.device(device_fn):
+        with tf1.device(placed(cluster)):
             global_step = tf1.train.get_or_create_global_step()
             x = tf1.placeholder(tf.float32, [None, side, side, 1], name="images")
             labels = tf1.placeholder(tf.int32, [None], name="labels")
@@ -234,4 +254,103 @@ def cnn_batch_norm(target, device_fn, workdir, steps, build_only=False):
             mm, mv, step = sess.run([moving_mean, moving_var, global_step])
             records.append({"loss": float(value), "moving_mean": mm.tolist(),
                             "moving_variance": mv.tolist(), "global_step": int(step)})
+    return records
+
+
+@program
+def cifar_towers(target, cluster, workdir, steps, build_only=False):
+    side, channels, classes, batch, towers = 8, 3, 5, 8, 2
+    x_data, y_data = synthetic(5, 256, side * side * channels, classes)
+    x_data = x_data.reshape(-1, side, side, channels)
+    y_data = np.argmax(y_data, axis=1).astype(np.int32)
+    get = batches(x_data, y_data, batch * towers)
+
+    def variable(name, shape, stddev, wd):
+        var = tf1.get_variable(name, shape, initializer=tf1.truncated_normal_initializer(
+            stddev=stddev, seed=len(name)))
+        if wd:
+            tf1.add_to_collection("losses", tf1.multiply(tf1.nn.l2_loss(var), wd,
+                                                         name="weight_loss"))
+        return var
+
+    def activation_summary(x):
+        tf1.summary.histogram(x.op.name + "/activations", x)
+        tf1.summary.scalar(x.op.name + "/sparsity", tf1.nn.zero_fraction(x))
+
+    def inference(images):
+        with tf1.variable_scope("conv1") as scope:
+            kernel = variable("weights", [3, 3, channels, 8], 0.2, 0.0)
+            biases = tf1.get_variable("biases", [8], initializer=tf1.constant_initializer(0.1))
+            conv1 = tf1.nn.relu(tf1.nn.bias_add(
+                tf1.nn.conv2d(images, kernel, [1, 1, 1, 1], padding="SAME"), biases),
+                name=scope.name)
+            activation_summary(conv1)
+        pool1 = tf1.nn.max_pool(conv1, ksize=[1, 3, 3, 1], strides=[1, 2, 2, 1],
+                                padding="SAME", name="pool1")
+        norm1 = tf1.nn.lrn(pool1, 4, bias=1.0, alpha=0.001 / 9.0, beta=0.75, name="norm1")
+        with tf1.variable_scope("local2") as scope:
+            flat = tf1.reshape(norm1, [-1, (side // 2) * (side // 2) * 8])
+            weights = variable("weights", [(side // 2) * (side // 2) * 8, 16], 0.05, 0.004)
+            biases = tf1.get_variable("biases", [16], initializer=tf1.constant_initializer(0.1))
+            local2 = tf1.nn.relu(tf1.matmul(flat, weights) + biases, name=scope.name)
+            activation_summary(local2)
+        with tf1.variable_scope("softmax_linear"):
+            weights = variable("weights", [16, classes], 1 / 16.0, 0.0)
+            biases = tf1.get_variable("biases", [classes], initializer=tf1.zeros_initializer())
+            return tf1.add(tf1.matmul(local2, weights), biases, name="logits")
+
+    def tower_loss(scope, images, labels):
+        logits = inference(images)
+        cross_entropy = tf1.reduce_mean(tf1.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=labels, logits=logits), name="cross_entropy")
+        tf1.add_to_collection("losses", cross_entropy)
+        return tf1.add_n(tf1.get_collection("losses", scope), name="total_loss")
+
+    def average_gradients(tower_grads):
+        averaged = []
+        for grad_and_vars in zip(*tower_grads):
+            grads = [tf1.expand_dims(g, 0) for g, _ in grad_and_vars]
+            grad = tf1.reduce_mean(tf1.concat(axis=0, values=grads), 0)
+            averaged.append((grad, grad_and_vars[0][1]))
+        return averaged
+
+    graph = tf.Graph()
+    with graph.as_default():
+        tf1.set_random_seed(13)
+        with tf1.device(placed(cluster, "/device:CPU:0")):
+            global_step = tf1.train.get_or_create_global_step()
+            lr = tf1.train.exponential_decay(0.1, global_step, 2, 0.5, staircase=True)
+            opt = tf1.train.GradientDescentOptimizer(lr)
+        inputs, tower_grads, losses = [], [], []
+        with tf1.variable_scope(tf1.get_variable_scope()):
+            for i in range(towers):
+                with tf1.device(placed(cluster, "/device:CPU:%d" % i)):
+                    with tf1.name_scope("tower_%d" % i) as scope:
+                        images = tf1.placeholder(tf.float32, [batch, side, side, channels])
+                        labels = tf1.placeholder(tf.int32, [batch])
+                        inputs.append((images, labels))
+                        loss = tower_loss(scope, images, labels)
+                        losses.append(loss)
+                        tf1.get_variable_scope().reuse_variables()
+                        summaries = tf1.get_collection(tf1.GraphKeys.SUMMARIES, scope)
+                        tower_grads.append(opt.compute_gradients(loss))
+        with tf1.device(placed(cluster, "/device:CPU:0")):
+            train_op = opt.apply_gradients(average_gradients(tower_grads), global_step=global_step)
+            summary_op = tf1.summary.merge(summaries)
+            init = tf1.global_variables_initializer()
+    if build_only:
+        return graph
+    records = []
+    with graph.as_default(), tf1.Session(target, config=session_config()) as sess:
+        sess.run(init)
+        for i in range(steps):
+            xs, ys = get(i)
+            feed = {}
+            for t, (images, labels) in enumerate(inputs):
+                feed[images], feed[labels] = xs[t * batch:(t + 1) * batch], ys[t * batch:(t + 1) * batch]
+            _, tower_losses, rate, summary = sess.run([train_op, losses, lr, summary_op],
+                                                      feed_dict=feed)
+            records.append({"losses": [float(v) for v in tower_losses], "learning_rate": float(rate),
+                            "global_step": int(sess.run(global_step)),
+                            "summary": summary_values(summary)})
     return records

@@ -352,7 +352,7 @@ TEST(GradRegistryTest, EveryGradientIsChecked) {
   for (const char* op : {"Relu", "BiasAdd", "Softmax", "LogSoftmax",
                          "SparseSoftmaxCrossEntropyWithLogits",
                          "SoftmaxCrossEntropyWithLogits", "Conv2D", "MaxPool",
-                         "FusedBatchNormV3"}) {
+                         "FusedBatchNormV3", "LRN"}) {
     checked.insert(op);
   }
   for (const std::string& op : GradientRegistry::Global()->ListOps()) {

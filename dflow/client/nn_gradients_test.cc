@@ -2,7 +2,7 @@
 // differences: Relu, BiasAdd, Softmax, LogSoftmax, both cross entropies
 // (including the second-order term when their backprop output is used),
 // Conv2D over paddings, strides, dilations and groups, MaxPool,
-// FusedBatchNormV3 in training and inference, and a small
+// FusedBatchNormV3 in training and inference, LRN, and a small
 // CNN composed of all of them. Rows run in double unless named _float.
 #include <functional>
 #include <random>
@@ -228,6 +228,19 @@ std::vector<NnGradCase> Cases() {
        {S({2, 2, 1, 2}), S({2}, 0.5, 1.5), S({2})},
        BatchNorm(false),
        DT_FLOAT},
+      {"LRN_float",
+       "LRN",
+       {S({1, 2, 2, 6})},
+       [](const Scope& s, const std::vector<Output>& x) {
+         return OpBuilder(s, "LRN")
+             .Input(x[0])
+             .Attr("depth_radius", int64_t{2})
+             .Attr("bias", 1.5f)
+             .Attr("alpha", 0.3f)
+             .Attr("beta", 0.75f)
+             .Finish();
+       },
+       DT_FLOAT},
       {"Composite_small_cnn", "", {S({2, 4, 6, 2}), S({5, 5, 2, 3}), S({3}), S({18, 2})}, SmallCnn},
   };
 }
@@ -260,7 +273,7 @@ TEST(NnGradCheckRegistryTest, EveryNnGradientIsChecked) {
   for (const NnGradCase& c : Cases()) checked.insert(c.op);
   for (const char* op :
        {"Relu", "BiasAdd", "Softmax", "LogSoftmax", "SparseSoftmaxCrossEntropyWithLogits",
-        "SoftmaxCrossEntropyWithLogits", "Conv2D", "MaxPool", "FusedBatchNormV3"}) {
+        "SoftmaxCrossEntropyWithLogits", "Conv2D", "MaxPool", "FusedBatchNormV3", "LRN"}) {
     EXPECT_NE(GradientRegistry::Global()->Find(op), nullptr) << op << " has no gradient";
     EXPECT_TRUE(checked.count(op)) << op << " has no NnGradCheck row";
   }

@@ -140,7 +140,14 @@ absl::Status FusedBatchNormGradFn(GradContext* g) {
   return absl::OkStatus();
 }
 
+absl::Status LrnGradFn(GradContext* g) {
+  g->SetInputGrad(0, g->b()->Op("LRNGrad", {g->grad_output(0), g->input(0), g->output(0)},
+                                CopyAttrs(*g, {"depth_radius", "bias", "alpha", "beta"})));
+  return absl::OkStatus();
+}
+
 REGISTER_GRADIENT("Relu", ReluGradFn);
+REGISTER_GRADIENT("LRN", LrnGradFn);
 REGISTER_GRADIENT("FusedBatchNormV3", FusedBatchNormGradFn);
 REGISTER_GRADIENT("L2Loss", L2LossGradFn);
 REGISTER_GRADIENT("BiasAdd", BiasAddGradFn);

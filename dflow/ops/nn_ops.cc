@@ -1,6 +1,6 @@
 // Neural-network ops: Relu, BiasAdd, Softmax, LogSoftmax,
-// SparseSoftmaxCrossEntropyWithLogits, SoftmaxCrossEntropyWithLogits and
-// L2Loss.
+// SparseSoftmaxCrossEntropyWithLogits, SoftmaxCrossEntropyWithLogits, L2Loss
+// and LRN (with LRNGrad).
 // Conv2D lives in conv_ops.cc, MaxPool in pooling_ops.cc.
 //
 // Row-wise kernels (softmax and the cross entropies) split the rows over the
@@ -89,6 +89,134 @@ REGISTER_KERNEL(KernelDefBuilder("L2Loss").Device(kDeviceCPU).TypeConstraint<flo
                 L2LossOp<float>);
 REGISTER_KERNEL(KernelDefBuilder("L2Loss").Device(kDeviceCPU).TypeConstraint<double>("T"),
                 L2LossOp<double>);
+
+// --- LRN -----------------------------------------------------------------------
+
+// Local response normalization across channels (NHWC), as in AlexNet and
+// TensorFlow's CIFAR-10 model: with N_i = bias + alpha * sum of x_k^2 over
+// the channels k within depth_radius of i, y_i = x_i * N_i^-beta.
+struct LrnParams {
+  int64_t radius = 5;
+  float bias = 1, alpha = 1, beta = 0.5;
+
+  absl::Status Read(OpKernelConstruction* c) {
+    RETURN_IF_ERROR(c->GetAttr("depth_radius", &radius));
+    RETURN_IF_ERROR(c->GetAttr("bias", &bias));
+    RETURN_IF_ERROR(c->GetAttr("alpha", &alpha));
+    RETURN_IF_ERROR(c->GetAttr("beta", &beta));
+    if (radius < 0) return absl::InvalidArgumentError("LRN: depth_radius must be >= 0");
+    return absl::OkStatus();
+  }
+  // The channels [begin, end) within the radius of channel i of `depth`.
+  int64_t Begin(int64_t i) const { return std::max<int64_t>(0, i - radius); }
+  int64_t End(int64_t i, int64_t depth) const { return std::min(depth, i + radius + 1); }
+  // N_i of one position's channels `x`.
+  float Norm(const float* x, int64_t i, int64_t depth) const {
+    float sum = 0;
+    for (int64_t k = Begin(i); k < End(i, depth); ++k) sum += x[k] * x[k];
+    return bias + alpha * sum;
+  }
+};
+
+absl::Status CheckLrnInput(OpKernelContext* ctx, const Tensor& t, const char* name) {
+  if (t.dims() != 4) {
+    return ctx->InvalidArgument(name, " must be 4-dimensional, got ", t.shape().DebugString());
+  }
+  return absl::OkStatus();
+}
+
+class LrnOp : public OpKernel {
+ public:
+  explicit LrnOp(OpKernelConstruction* c) : OpKernel(c) { c->SetStatus(p_.Read(c)); }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    RETURN_IF_ERROR(CheckLrnInput(ctx, in, "input"));
+    const int64_t depth = in.dim_size(3), positions = depth == 0 ? 0 : in.NumElements() / depth;
+    const float* x = in.flat<float>().data();
+    float* y = ctx->allocate_output_for_overwrite(0, in.shape())->flat<float>().data();
+    ctx->intra_op_pool()->ParallelFor(positions, depth * (2 * p_.radius + 4), [&](int64_t b, int64_t e) {
+      for (int64_t pos = b; pos < e; ++pos) {
+        const float* xp = x + pos * depth;
+        for (int64_t i = 0; i < depth; ++i) {
+          y[pos * depth + i] = xp[i] * std::pow(p_.Norm(xp, i, depth), -p_.beta);
+        }
+      }
+    });
+    return absl::OkStatus();
+  }
+
+ private:
+  LrnParams p_;
+};
+
+// dx_k = sum over the channels i within the radius of k of
+//   dy_i * ([i == k] N_i^-beta - 2 alpha beta x_k y_i / N_i).
+class LrnGradOp : public OpKernel {
+ public:
+  explicit LrnGradOp(OpKernelConstruction* c) : OpKernel(c) { c->SetStatus(p_.Read(c)); }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& dy_t = ctx->input(0);
+    const Tensor& x_t = ctx->input(1);
+    const Tensor& y_t = ctx->input(2);
+    RETURN_IF_ERROR(CheckLrnInput(ctx, dy_t, "input_grads"));
+    if (x_t.shape() != dy_t.shape() || y_t.shape() != dy_t.shape()) {
+      return ctx->InvalidArgument(
+          "input_grads, input_image, and output_image must have the same shape, got ",
+          dy_t.shape().DebugString(), ", ", x_t.shape().DebugString(), " and ",
+          y_t.shape().DebugString());
+    }
+    const int64_t depth = x_t.dim_size(3), positions = depth == 0 ? 0 : x_t.NumElements() / depth;
+    const float* dy = dy_t.flat<float>().data();
+    const float* x = x_t.flat<float>().data();
+    const float* y = y_t.flat<float>().data();
+    float* dx = ctx->allocate_output(0, x_t.shape())->flat<float>().data();
+    ctx->intra_op_pool()->ParallelFor(positions, depth * (4 * p_.radius + 6), [&](int64_t b, int64_t e) {
+      for (int64_t pos = b; pos < e; ++pos) {
+        const int64_t o = pos * depth;
+        for (int64_t i = 0; i < depth; ++i) {
+          const float norm = p_.Norm(x + o, i, depth);
+          const float common = -2 * p_.alpha * p_.beta * y[o + i] / norm;
+          for (int64_t k = p_.Begin(i); k < p_.End(i, depth); ++k) {
+            float d = common * x[o + k];
+            if (k == i) d += std::pow(norm, -p_.beta);
+            dx[o + k] += d * dy[o + i];
+          }
+        }
+      }
+    });
+    return absl::OkStatus();
+  }
+
+ private:
+  LrnParams p_;
+};
+
+REGISTER_OP("LRN")
+    .Input("input: T")
+    .Output("output: T")
+    .Attr("depth_radius: int = 5")
+    .Attr("bias: float = 1.0")
+    .Attr("alpha: float = 1.0")
+    .Attr("beta: float = 0.5")
+    .Attr("T: {float} = DT_FLOAT")
+    .SetShapeFn(UnchangedShape);
+REGISTER_KERNEL(KernelDefBuilder("LRN").Device(kDeviceCPU).TypeConstraint<float>("T"), LrnOp);
+
+REGISTER_OP("LRNGrad")
+    .Input("input_grads: T")
+    .Input("input_image: T")
+    .Input("output_image: T")
+    .Output("output: T")
+    .Attr("depth_radius: int = 5")
+    .Attr("bias: float = 1.0")
+    .Attr("alpha: float = 1.0")
+    .Attr("beta: float = 0.5")
+    .Attr("T: {float} = DT_FLOAT")
+    .SetShapeFn(UnchangedShape);
+REGISTER_KERNEL(KernelDefBuilder("LRNGrad").Device(kDeviceCPU).TypeConstraint<float>("T"),
+                LrnGradOp);
 
 // --- BiasAdd -------------------------------------------------------------------
 

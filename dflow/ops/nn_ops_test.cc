@@ -86,6 +86,52 @@ TEST(NnReluTest, Int32AndLargeInput) {
 
 // --- BiasAdd ----------------------------------------------------------------------
 
+// LRN and LRNGrad against TensorFlow 2.21 (depth_radius 2, bias 1.5,
+// alpha 0.3, beta 0.75, 7 channels: windows cut at both ends).
+OpTest& LrnAttrs(OpTest& t) {
+  return t.Attr("depth_radius", int64_t{2}).Attr("bias", 1.5f).Attr("alpha", 0.3f).Attr("beta", 0.75f);
+}
+
+TEST(NnLrnTest, ForwardAndGradientMatchTensorFlow) {
+  const TensorShape shape({1, 2, 1, 7});
+  const Tensor x = Tensor::FromVector<float>(
+      {1.6243454f, -0.6117564f, -0.5281718f, -1.0729686f, 0.8654076f, -2.3015387f, 1.7448118f,
+       -0.7612069f, 0.3190391f, -0.2493704f, 1.4621079f, -2.0601406f, -0.3224172f, -0.3840544f},
+      shape);
+  const std::vector<float> want_y = {
+      0.820076584815979f,    -0.28015995025634766f, -0.2284245789051056f,  -0.38999268412590027f,
+      0.2730223536491394f,   -0.7360435724258423f,  0.5918554067611694f,   -0.5061562061309814f,
+      0.1673247069120407f,   -0.09467455744743347f, 0.5720024704933167f,   -0.8035996556282043f,
+      -0.12626923620700836f, -0.17514950037002563f};
+  OpTest forward("LRN");
+  LrnAttrs(forward).Input(x);
+  auto y = forward.Run();
+  ASSERT_TRUE(y.ok()) << y.status();
+  ExpectTensorEq<float>((*y)[0], want_y, shape, 1e-5);
+
+  const Tensor dy = Tensor::FromVector<float>(
+      {1.1337694f, -1.0998913f, -0.1724282f, -0.8778584f, 0.0422137f, 0.5828152f, -1.1006192f,
+       1.1447237f, 0.9015907f, 0.5024943f, 0.9008560f, -0.6837279f, -0.1228902f, -0.9357694f},
+      shape);
+  OpTest backward("LRNGrad");
+  LrnAttrs(backward).Input(dy).Input(x).Input((*y)[0]);
+  auto dx = backward.Run();
+  ASSERT_TRUE(dx.ok()) << dx.status();
+  ExpectTensorEq<float>(
+      (*dx)[0],
+      {0.2102613002061844f, -0.34287071228027344f, 0.06487677246332169f, -0.2615605294704437f,
+       0.06930139660835266f, 0.024158120155334473f, -0.18062560260295868f, 0.6633591055870056f,
+       0.4926803708076477f, 0.19284871220588684f, 0.11609050631523132f, 0.06049344316124916f,
+       0.0049765147268772125f, -0.38898587226867676f},
+      shape, 1e-5);
+
+  OpTest rank3("LRN");
+  rank3.Input(Tensor::FromVector<float>({1, 2}, TensorShape({1, 1, 2})));
+  const absl::Status s = rank3.Run().status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("input must be 4-dimensional"));
+}
+
 TEST(NnBiasAddTest, NhwcAddsAlongLastDim) {
   OpTest t("BiasAdd");
   t.Attr("T", DT_FLOAT)

@@ -20,11 +20,9 @@ import tf1_programs  # noqa: E402
 def main():
     out = os.path.join(HERE, "tf1_corpus")
     os.makedirs(out, exist_ok=True)
-    cluster = tf.train.ClusterSpec({"ps": ["127.0.0.1:2222"], "worker": ["127.0.0.1:2223"]})
-    setter = tf.compat.v1.train.replica_device_setter(cluster=cluster,
-                                                     worker_device="/job:worker/task:0")
+    cluster = {"ps": ["127.0.0.1:2222"], "worker": ["127.0.0.1:2223"]}
     for name, program in sorted(tf1_programs.PROGRAMS.items()):
-        graph = program(None, setter, None, 0, build_only=True)
+        graph = program(None, cluster, None, 0, build_only=True)
         tf.io.write_graph(graph.as_graph_def(), out, name + ".pbtxt", as_text=True)
         print("wrote", os.path.join(out, name + ".pbtxt"))
 
