@@ -32,6 +32,9 @@ Programs:
                    max_pool, L2 weight decay via a losses collection, the towers'
                    gradients averaged, SGD at a staircase exponential_decay, activation
                    histograms and zero_fraction summaries, in a plain Session
+  metrics          softmax regression evaluated with tf.compat.v1.metrics (accuracy,
+                   mean, precision, recall, mean_per_class_accuracy), in_top_k and
+                   confusion_matrix, their local variables reset by an initializer
 """
 import math
 import os
@@ -353,4 +356,53 @@ def cifar_towers(target, cluster, workdir, steps, build_only=False):
             records.append({"losses": [float(v) for v in tower_losses], "learning_rate": float(rate),
                             "global_step": int(sess.run(global_step)),
                             "summary": summary_values(summary)})
+    return records
+
+
+@program
+def metrics(target, cluster, workdir, steps, build_only=False):
+    features, classes, batch = 12, 4, 32
+    x_data, y_data = synthetic(6, 1024, features, classes)
+    y_data = np.argmax(y_data, axis=1).astype(np.int64)
+    get = batches(x_data, y_data, batch)
+    graph = tf.Graph()
+    with graph.as_default():
+        tf1.set_random_seed(17)
+        with tf1.device(placed(cluster)):
+            global_step = tf1.train.get_or_create_global_step()
+            x = tf1.placeholder(tf.float32, [None, features])
+            labels = tf1.placeholder(tf.int64, [None])
+            w = tf1.get_variable("w", [features, classes],
+                                 initializer=tf1.random_normal_initializer(stddev=0.1, seed=3))
+            logits = tf1.matmul(x, w)
+            loss = tf1.losses.sparse_softmax_cross_entropy(labels, logits)
+            train_op = tf1.train.GradientDescentOptimizer(0.5).minimize(loss, global_step)
+            predictions = tf1.argmax(logits, 1)
+            positive, predicted_positive = tf1.equal(labels, 1), tf1.equal(predictions, 1)
+            values, updates = zip(
+                tf1.metrics.accuracy(labels, predictions),
+                tf1.metrics.mean(loss),
+                tf1.metrics.precision(positive, predicted_positive),
+                tf1.metrics.recall(positive, predicted_positive),
+                tf1.metrics.mean_per_class_accuracy(labels, predictions, classes))
+            in_top_2 = tf1.reduce_mean(tf1.cast(
+                tf1.nn.in_top_k(logits, tf1.cast(labels, tf.int32), 2), tf.float32))
+            confusion = tf1.confusion_matrix(labels, predictions, num_classes=classes)
+            init = tf1.group(tf1.global_variables_initializer(), tf1.local_variables_initializer())
+            reset = tf1.local_variables_initializer()
+    if build_only:
+        return graph
+    records = []
+    with graph.as_default(), tf1.Session(target) as sess:
+        sess.run(init)
+        for i in range(steps):
+            xs, ys = get(i)
+            feed = {x: xs, labels: ys}
+            sess.run([train_op] + list(updates), feed_dict=feed)
+            got = sess.run(list(values) + [in_top_2, confusion], feed_dict=feed)
+            records.append({"metrics": [float(v) for v in got[:-2]], "in_top_2": float(got[-2]),
+                            "confusion": got[-1].tolist(),
+                            "global_step": int(sess.run(global_step))})
+            if i % 3 == 2:
+                sess.run(reset)  # A new evaluation window.
     return records

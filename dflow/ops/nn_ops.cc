@@ -1,6 +1,6 @@
 // Neural-network ops: Relu, BiasAdd, Softmax, LogSoftmax,
-// SparseSoftmaxCrossEntropyWithLogits, SoftmaxCrossEntropyWithLogits, L2Loss
-// and LRN (with LRNGrad).
+// SparseSoftmaxCrossEntropyWithLogits, SoftmaxCrossEntropyWithLogits, L2Loss,
+// LRN (with LRNGrad) and InTopKV2.
 // Conv2D lives in conv_ops.cc, MaxPool in pooling_ops.cc.
 //
 // Row-wise kernels (softmax and the cross entropies) split the rows over the
@@ -217,6 +217,64 @@ REGISTER_OP("LRNGrad")
     .SetShapeFn(UnchangedShape);
 REGISTER_KERNEL(KernelDefBuilder("LRNGrad").Device(kDeviceCPU).TypeConstraint<float>("T"),
                 LrnGradOp);
+
+// --- InTopKV2 ------------------------------------------------------------------
+
+// precision[b]: is targets[b] among the k largest predictions of row b? Ties
+// count for it (fewer than k predictions strictly greater); a non-finite
+// prediction of the target or a target out of range is false, as TensorFlow.
+template <typename Index>
+class InTopKOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& predictions = ctx->input(0);
+    const Tensor& targets = ctx->input(1);
+    const Tensor& k_t = ctx->input(2);
+    if (predictions.dims() != 2) {
+      return ctx->InvalidArgument("predictions must be 2-dimensional, got ",
+                                  predictions.shape().DebugString());
+    }
+    if (targets.dims() != 1 || targets.dim_size(0) != predictions.dim_size(0)) {
+      return ctx->InvalidArgument("First dimension of predictions ", predictions.dim_size(0),
+                                  " must match length of targets ", targets.NumElements());
+    }
+    if (k_t.NumElements() != 1) return ctx->InvalidArgument("k must be 0-D, got ", k_t.shape().DebugString());
+    const int64_t k = k_t.flat<Index>()[0];
+    const int64_t rows = predictions.dim_size(0), classes = predictions.dim_size(1);
+    auto out = ctx->allocate_output(0, TensorShape({rows}))->flat<bool>();
+    for (int64_t b = 0; b < rows; ++b) {
+      const float* row = predictions.flat<float>().data() + b * classes;
+      const int64_t target = targets.flat<Index>()[b];
+      if (target < 0 || target >= classes || !std::isfinite(row[target])) {
+        out[b] = false;
+        continue;
+      }
+      int64_t greater = 0;
+      for (int64_t c = 0; c < classes; ++c) greater += row[c] > row[target];
+      out[b] = greater < k;
+    }
+    return absl::OkStatus();
+  }
+};
+
+REGISTER_OP("InTopKV2")
+    .Input("predictions: float")
+    .Input("targets: T")
+    .Input("k: T")
+    .Output("precision: bool")
+    .Attr("T: {int32, int64} = DT_INT32")
+    .SetShapeFn([](InferenceContext* c) {
+      c->set_output(0, PartialShape({c->input(1).rank_known() && c->input(1).rank() == 1
+                                         ? c->input(1).dim(0)
+                                         : kUnknownDim}));
+      return absl::OkStatus();
+    });
+REGISTER_KERNEL(KernelDefBuilder("InTopKV2").Device(kDeviceCPU).TypeConstraint<int32_t>("T"),
+                InTopKOp<int32_t>);
+REGISTER_KERNEL(KernelDefBuilder("InTopKV2").Device(kDeviceCPU).TypeConstraint<int64_t>("T"),
+                InTopKOp<int64_t>);
 
 // --- BiasAdd -------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-// Reductions over axes given as an input: Sum, Mean, Max, Min, Prod; and ArgMax.
+// Reductions over axes given as an input: Sum, Mean, Max, Min, Prod, All, Any; and ArgMax.
 //
 // The input is viewed as alternating groups of kept and reduced dimensions
 // (size-1 dimensions dropped, neighbours of one kind merged), so any reduction
@@ -92,6 +92,28 @@ struct MeanReduce {
       return v / static_cast<T>(count);
     }
   }
+};
+
+// All and Any: bools accumulated as 0/1 bytes, where and is min and or is
+// max (an empty All is true, an empty Any false).
+template <typename T>
+struct AllReduce {
+  using Acc = uint8_t;
+  using EigenReducer = Eigen::internal::MinReducer<Acc>;
+  using Combine = Eigen::internal::scalar_min_op<Acc, Acc>;
+  static Acc Identity() { return 1; }
+  static constexpr bool kFinalizes = true;  // Bytes back to bools.
+  static T Finalize(Acc v, int64_t) { return v != 0; }
+};
+
+template <typename T>
+struct AnyReduce {
+  using Acc = uint8_t;
+  using EigenReducer = Eigen::internal::MaxReducer<Acc>;
+  using Combine = Eigen::internal::scalar_max_op<Acc, Acc>;
+  static Acc Identity() { return 0; }
+  static constexpr bool kFinalizes = true;  // Bytes back to bools.
+  static T Finalize(Acc v, int64_t) { return v != 0; }
 };
 
 template <typename T>
@@ -427,6 +449,22 @@ const ReductionKernels<MinReduce> min_kernels("Min");
 
 const OpDefBuilderReceiver prod_op = ReductionOpDef("Prod");
 const ReductionKernels<ProdReduce> prod_kernels("Prod");
+
+// All and Any reduce bools: no T attr.
+OpDefBuilder LogicalReductionOpDef(const std::string& name) {
+  return OpDefBuilder(name)
+      .Input("input: bool")
+      .Input("reduction_indices: Tidx")
+      .Output("output: bool")
+      .Attr("keep_dims: bool = false")
+      .Attr("Tidx: {int32, int64} = DT_INT32")
+      .SetShapeFn(ReductionShape);
+}
+
+const OpDefBuilderReceiver all_op = LogicalReductionOpDef("All");
+REGISTER_KERNEL(KernelDefBuilder("All").Device(kDeviceCPU), ReductionOp<bool, AllReduce<bool>>);
+const OpDefBuilderReceiver any_op = LogicalReductionOpDef("Any");
+REGISTER_KERNEL(KernelDefBuilder("Any").Device(kDeviceCPU), ReductionOp<bool, AnyReduce<bool>>);
 
 // --- ArgMax --------------------------------------------------------------------
 

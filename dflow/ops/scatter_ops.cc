@@ -1,0 +1,216 @@
+// Scatter ops:
+//
+//   ScatterAdd, ScatterSub, ScatterUpdate   rows of a reference variable,
+//       ref[indices[i], ...] (+= | -= | =) updates[i, ...], in place under the
+//       variable's lock; updates' shape is indices' shape + ref's row shape
+//   ScatterNd   a new tensor of `shape`, zero but for updates summed at
+//       indices (index vectors over its leading dimensions)
+//
+// An index out of range is INVALID_ARGUMENT naming it. OpDefs and error
+// texts follow TensorFlow's.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "dflow/framework/gradient.h"
+#include "dflow/framework/shape_inference.h"
+#include "dflow/ops/cwise_ops.h"
+#include "dflow/ops/state_ops.h"
+
+namespace dflow {
+namespace {
+
+// Input i as int64 indices (it is int32 or int64).
+std::vector<int64_t> Indices(const Tensor& t) {
+  std::vector<int64_t> out(t.NumElements());
+  for (int64_t i = 0; i < t.NumElements(); ++i) {
+    out[i] = t.dtype() == DT_INT32 ? t.flat<int32_t>()[i] : t.flat<int64_t>()[i];
+  }
+  return out;
+}
+
+absl::Status CheckIndexDtype(OpKernelContext* ctx, int i) {
+  const DataType d = ctx->input(i).dtype();
+  if (d == DT_INT32 || d == DT_INT64) return absl::OkStatus();
+  return ctx->InvalidArgument("indices must be int32 or int64, got ", DataTypeString(d));
+}
+
+enum class Scatter { kAdd, kSub, kUpdate };
+
+template <Scatter kOp>
+struct ScatterRows {
+  template <typename T>
+  class Op : public OpKernel {
+   public:
+    using OpKernel::OpKernel;
+
+    absl::Status Compute(OpKernelContext* ctx) override {
+      RETURN_IF_ERROR(CheckIndexDtype(ctx, 1));
+      const Tensor& indices_t = ctx->input(1);
+      const Tensor& updates = ctx->input(2);
+      {
+        RefInputsLock lock(*ctx, {0});
+        RETURN_IF_ERROR(CheckRefInitialized(*ctx, 0));
+        Tensor* ref = MutableRefInput(ctx, 0);
+        if (ref->dims() < 1) return ctx->InvalidArgument("Expected ref to be at least 1-D");
+        // updates: indices' shape, then the shape of one row of ref.
+        TensorShape want = indices_t.shape();
+        for (int d = 1; d < ref->dims(); ++d) want.AddDim(ref->dim_size(d));
+        if (updates.shape() != want) {
+          return ctx->InvalidArgument(
+              "Must have updates.shape = indices.shape + params.shape[1:] or updates.shape = "
+              "[], got updates.shape ",
+              updates.shape().DebugString(), ", indices.shape ", indices_t.shape().DebugString(),
+              ", params.shape ", ref->shape().DebugString());
+        }
+        const int64_t rows = ref->dim_size(0);
+        const int64_t row = rows == 0 ? 0 : ref->NumElements() / rows;
+        const std::vector<int64_t> indices = Indices(indices_t);
+        for (size_t i = 0; i < indices.size(); ++i) {  // All checked before any is written.
+          if (indices[i] < 0 || indices[i] >= rows) {
+            return ctx->InvalidArgument("indices[", i, "] = ", indices[i], " is not in [0, ",
+                                        rows, ")");
+          }
+        }
+        T* out = ref->flat<T>().data();
+        const T* in = updates.flat<T>().data();
+        for (size_t i = 0; i < indices.size(); ++i) {
+          T* dst = out + indices[i] * row;
+          const T* src = in + i * row;
+          for (int64_t k = 0; k < row; ++k) {
+            if constexpr (kOp == Scatter::kAdd) dst[k] += src[k];
+            if constexpr (kOp == Scatter::kSub) dst[k] -= src[k];
+            if constexpr (kOp == Scatter::kUpdate) dst[k] = src[k];
+          }
+        }
+      }
+      ForwardRefInput(ctx, 0, 0);
+      return absl::OkStatus();
+    }
+  };
+};
+
+absl::Status ScatterShape(InferenceContext* c) {
+  c->set_output(0, c->input(0));
+  return absl::OkStatus();
+}
+
+OpDefBuilder ScatterOpDef(const std::string& name, const std::string& types, bool locking) {
+  return OpDefBuilder(name)
+      .Input("ref: Ref(T)")
+      .Input("indices: Tindices")
+      .Input("updates: T")
+      .Output("output_ref: Ref(T)")
+      .Attr("T: " + types)
+      .Attr("Tindices: {int32, int64}")
+      .Attr(locking ? "use_locking: bool = true" : "use_locking: bool = false")
+      .SetShapeFn(ScatterShape);
+}
+
+const OpDefBuilderReceiver scatter_add_op =
+    ScatterOpDef("ScatterAdd", "{float, double, int32, int64}", false);
+CpuKernels<ScatterRows<Scatter::kAdd>::Op, float, double, int32_t, int64_t> scatter_add_kernels(
+    "ScatterAdd");
+const OpDefBuilderReceiver scatter_sub_op =
+    ScatterOpDef("ScatterSub", "{float, double, int32, int64}", false);
+CpuKernels<ScatterRows<Scatter::kSub>::Op, float, double, int32_t, int64_t> scatter_sub_kernels(
+    "ScatterSub");
+const OpDefBuilderReceiver scatter_update_op = ScatterOpDef("ScatterUpdate", "type", true);
+CpuKernels<ScatterRows<Scatter::kUpdate>::Op, float, double, int32_t, int64_t, bool>
+    scatter_update_kernels("ScatterUpdate");
+
+// --- ScatterNd -------------------------------------------------------------------------
+
+template <typename T>
+class ScatterNdOp : public OpKernel {
+ public:
+  explicit ScatterNdOp(OpKernelConstruction* c) : OpKernel(c) {
+    std::string policy;
+    if (c->HasAttr("bad_indices_policy")) c->GetAttr("bad_indices_policy", &policy).IgnoreError();
+    if (policy != "" && policy != "DEFAULT" && policy != "ERROR" && policy != "IGNORE") {
+      c->SetStatus(absl::InvalidArgumentError(
+          absl::StrCat("ScatterNd: bad_indices_policy '", policy, "' is not one of DEFAULT, "
+                       "ERROR, IGNORE")));
+    }
+    ignore_bad_indices_ = policy == "IGNORE";
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    RETURN_IF_ERROR(CheckIndexDtype(ctx, 0));
+    RETURN_IF_ERROR(CheckIndexDtype(ctx, 2));
+    const Tensor& indices_t = ctx->input(0);
+    const Tensor& updates = ctx->input(1);
+    const std::vector<int64_t> dims = Indices(ctx->input(2));
+    if (ctx->input(2).dims() != 1) return ctx->InvalidArgument("shape must be a vector");
+    TensorShape shape;
+    for (int64_t d : dims) {
+      if (d < 0) return ctx->InvalidArgument("shape has a negative dimension: ", d);
+      shape.AddDim(d);
+    }
+    RETURN_IF_ERROR(CheckTensorBytes(DataTypeToEnum<T>::value, shape));
+    if (indices_t.dims() < 1) return ctx->InvalidArgument("indices must be at least 1-D");
+    const int64_t depth = indices_t.dim_size(indices_t.dims() - 1);  // Index length.
+    if (depth > shape.dims()) {
+      return ctx->InvalidArgument("indices' last dimension (", depth,
+                                  ") is more than the rank of shape ", shape.DebugString());
+    }
+    // updates: indices' leading dims, then shape's dims past `depth`.
+    TensorShape want;
+    for (int d = 0; d + 1 < indices_t.dims(); ++d) want.AddDim(indices_t.dim_size(d));
+    int64_t slice = 1;
+    for (int d = static_cast<int>(depth); d < shape.dims(); ++d) {
+      want.AddDim(shape.dim_size(d));
+      slice *= shape.dim_size(d);
+    }
+    if (updates.shape() != want) {
+      return ctx->InvalidArgument("updates must have shape ", want.DebugString(), " for indices ",
+                                  indices_t.shape().DebugString(), " and shape ",
+                                  shape.DebugString(), ", got ", updates.shape().DebugString());
+    }
+    Tensor* out = ctx->allocate_output(0, shape);  // Zeros.
+    const std::vector<int64_t> indices = Indices(indices_t);
+    const int64_t n = depth == 0 ? 1 : static_cast<int64_t>(indices.size()) / depth;
+    for (int64_t i = 0; i < n && slice > 0; ++i) {
+      int64_t offset = 0;
+      bool bad = false;
+      for (int64_t d = 0; d < depth && !bad; ++d) {
+        const int64_t k = indices[i * depth + d];
+        bad = k < 0 || k >= shape.dim_size(static_cast<int>(d));
+        offset = offset * shape.dim_size(static_cast<int>(d)) + k;
+      }
+      if (bad && ignore_bad_indices_) continue;
+      if (bad) {
+        std::vector<int64_t> index(indices.begin() + i * depth, indices.begin() + (i + 1) * depth);
+        return ctx->InvalidArgument("indices[", i, "] = [", absl::StrJoin(index, ", "),
+                                    "] does not index into shape ", shape.DebugString());
+      }
+      T* dst = out->flat<T>().data() + offset * slice;
+      const T* src = updates.flat<T>().data() + i * slice;
+      for (int64_t k = 0; k < slice; ++k) dst[k] += src[k];
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  bool ignore_bad_indices_ = false;
+};
+
+REGISTER_OP("ScatterNd")
+    .Input("indices: Tindices")
+    .Input("updates: T")
+    .Input("shape: Tindices")
+    .Output("output: T")
+    .Attr("T: type")
+    .Attr("Tindices: {int32, int64}")
+    .Attr("bad_indices_policy: string = ''")
+    .SetShapeFn(UnknownShape);
+CpuKernels<ScatterNdOp, float, double, int32_t, int64_t> scatter_nd_kernels("ScatterNd");
+
+REGISTER_NO_GRADIENT("ScatterAdd");
+REGISTER_NO_GRADIENT("ScatterSub");
+REGISTER_NO_GRADIENT("ScatterUpdate");
+
+}  // namespace
+}  // namespace dflow
