@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -193,28 +194,24 @@ class LrnGradOp : public OpKernel {
   LrnParams p_;
 };
 
-REGISTER_OP("LRN")
-    .Input("input: T")
-    .Output("output: T")
-    .Attr("depth_radius: int = 5")
-    .Attr("bias: float = 1.0")
-    .Attr("alpha: float = 1.0")
-    .Attr("beta: float = 0.5")
-    .Attr("T: {float} = DT_FLOAT")
-    .SetShapeFn(UnchangedShape);
-REGISTER_KERNEL(KernelDefBuilder("LRN").Device(kDeviceCPU).TypeConstraint<float>("T"), LrnOp);
+// LRN and LRNGrad: the same attrs, every input and the output of type T.
+OpDefBuilder LrnOpDef(const std::string& name, const std::vector<std::string>& inputs) {
+  OpDefBuilder b(name);
+  for (const std::string& in : inputs) b.Input(in + ": T");
+  b.Output("output: T")
+      .Attr("depth_radius: int = 5")
+      .Attr("bias: float = 1.0")
+      .Attr("alpha: float = 1.0")
+      .Attr("beta: float = 0.5")
+      .Attr("T: {float} = DT_FLOAT")
+      .SetShapeFn(UnchangedShape);
+  return b;
+}
 
-REGISTER_OP("LRNGrad")
-    .Input("input_grads: T")
-    .Input("input_image: T")
-    .Input("output_image: T")
-    .Output("output: T")
-    .Attr("depth_radius: int = 5")
-    .Attr("bias: float = 1.0")
-    .Attr("alpha: float = 1.0")
-    .Attr("beta: float = 0.5")
-    .Attr("T: {float} = DT_FLOAT")
-    .SetShapeFn(UnchangedShape);
+const OpDefBuilderReceiver lrn_op = LrnOpDef("LRN", {"input"});
+REGISTER_KERNEL(KernelDefBuilder("LRN").Device(kDeviceCPU).TypeConstraint<float>("T"), LrnOp);
+const OpDefBuilderReceiver lrn_grad_op =
+    LrnOpDef("LRNGrad", {"input_grads", "input_image", "output_image"});
 REGISTER_KERNEL(KernelDefBuilder("LRNGrad").Device(kDeviceCPU).TypeConstraint<float>("T"),
                 LrnGradOp);
 

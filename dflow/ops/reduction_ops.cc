@@ -96,25 +96,21 @@ struct MeanReduce {
 
 // All and Any: bools accumulated as 0/1 bytes, where and is min and or is
 // max (an empty All is true, an empty Any false).
-template <typename T>
-struct AllReduce {
+template <typename T, typename Reducer, typename CombineOp, uint8_t kIdentity>
+struct LogicalReduce {
   using Acc = uint8_t;
-  using EigenReducer = Eigen::internal::MinReducer<Acc>;
-  using Combine = Eigen::internal::scalar_min_op<Acc, Acc>;
-  static Acc Identity() { return 1; }
+  using EigenReducer = Reducer;
+  using Combine = CombineOp;
+  static Acc Identity() { return kIdentity; }
   static constexpr bool kFinalizes = true;  // Bytes back to bools.
   static T Finalize(Acc v, int64_t) { return v != 0; }
 };
-
 template <typename T>
-struct AnyReduce {
-  using Acc = uint8_t;
-  using EigenReducer = Eigen::internal::MaxReducer<Acc>;
-  using Combine = Eigen::internal::scalar_max_op<Acc, Acc>;
-  static Acc Identity() { return 0; }
-  static constexpr bool kFinalizes = true;  // Bytes back to bools.
-  static T Finalize(Acc v, int64_t) { return v != 0; }
-};
+using AllReduce = LogicalReduce<T, Eigen::internal::MinReducer<uint8_t>,
+                                Eigen::internal::scalar_min_op<uint8_t, uint8_t>, 1>;
+template <typename T>
+using AnyReduce = LogicalReduce<T, Eigen::internal::MaxReducer<uint8_t>,
+                                Eigen::internal::scalar_max_op<uint8_t, uint8_t>, 0>;
 
 template <typename T>
 typename MeanReduce<T>::Acc ToAcc(T v) {
