@@ -129,14 +129,15 @@ class FusedBatchNormOp : public OpKernel {
   }
 
  private:
-  // Per-channel mean and biased variance, summed in double.
+  // Per-channel mean and biased variance, summed in double (NaN for an
+  // empty batch, as TensorFlow).
   static void BatchMoments(const float* x, const ChannelsLast& l, std::vector<float>* mean,
                            std::vector<float>* var) {
     std::vector<double> sum(l.channels, 0.0), squares(l.channels, 0.0);
     for (int64_t p = 0; p < l.positions; ++p) {
       for (int64_t c = 0; c < l.channels; ++c) sum[c] += x[p * l.channels + c];
     }
-    const double n = l.positions > 0 ? double(l.positions) : 1.0;
+    const double n = static_cast<double>(l.positions);
     for (int64_t c = 0; c < l.channels; ++c) (*mean)[c] = static_cast<float>(sum[c] / n);
     for (int64_t p = 0; p < l.positions; ++p) {
       for (int64_t c = 0; c < l.channels; ++c) {

@@ -16,6 +16,7 @@ namespace {
 std::string Summarize(const Tensor& t, int64_t n) {
   std::string out;
   const int64_t total = t.NumElements();
+  if (n < 0) n = total;  // Negative summarize: every value.
   for (int64_t i = 0; i < total && i < n; ++i) {
     if (i > 0) out += " ";
     out += t.dtype() == DT_STRING ? t.flat<std::string>()[i] : t.ValueString(i);
@@ -32,10 +33,10 @@ class AssertOp : public OpKernel {
 
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& condition = ctx->input(0);
-    if (condition.dims() != 0) {
+    if (condition.NumElements() != 1 || condition.dims() > 1) {  // A scalar, or TF's legacy [1].
       return ctx->InvalidArgument("In[0] should be a scalar: ", condition.shape().DebugString());
     }
-    if (condition.scalar<bool>()) return absl::OkStatus();
+    if (condition.flat<bool>()[0]) return absl::OkStatus();
     std::string message = "assertion failed: ";
     for (int i = 1; i < ctx->num_inputs(); ++i) {
       absl::StrAppend(&message, i > 1 ? " " : "", "[", Summarize(ctx->input(i), summarize_), "]");

@@ -25,6 +25,10 @@ TEST(LoggingOpsTest, AssertPassesOrFailsWithItsSummarizedData) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(s.message(), "assertion failed: [x must be positive] [1 2 3...]");  // TensorFlow's text.
 
+  OpTest legacy("Assert");  // TensorFlow's legacy scalar: shape [1].
+  legacy.Attr("T", DataTypeVector{DT_INT32}).Input(Tensor::Vec<bool>({true})).Input(Tensor::Vec<int32_t>({1}));
+  EXPECT_TRUE(legacy.Run().ok());
+
   OpTest not_scalar("Assert");
   not_scalar.Attr("T", DataTypeVector{DT_INT32})
       .Input(Tensor::Vec<bool>({true, true}))

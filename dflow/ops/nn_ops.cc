@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -105,7 +106,10 @@ struct LrnParams {
     RETURN_IF_ERROR(c->GetAttr("bias", &bias));
     RETURN_IF_ERROR(c->GetAttr("alpha", &alpha));
     RETURN_IF_ERROR(c->GetAttr("beta", &beta));
-    if (radius < 0) return absl::InvalidArgumentError("LRN: depth_radius must be >= 0");
+    if (radius < 0 || radius > std::numeric_limits<int32_t>::max()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("LRN: depth_radius must be in [0, 2^31), got ", radius));
+    }
     return absl::OkStatus();
   }
   // The channels [begin, end) within the radius of channel i of `depth`.
@@ -218,8 +222,7 @@ REGISTER_KERNEL(KernelDefBuilder("LRNGrad").Device(kDeviceCPU).TypeConstraint<fl
 // --- InTopKV2 ------------------------------------------------------------------
 
 // precision[b]: is targets[b] among the k largest predictions of row b? Ties
-// count for it (fewer than k predictions strictly greater); a non-finite
-// prediction of the target or a target out of range is false, as TensorFlow.
+// count for it (fewer than k predictions strictly greater).
 template <typename Index>
 class InTopKOp : public OpKernel {
  public:
@@ -237,14 +240,17 @@ class InTopKOp : public OpKernel {
       return ctx->InvalidArgument("First dimension of predictions ", predictions.dim_size(0),
                                   " must match length of targets ", targets.NumElements());
     }
-    if (k_t.NumElements() != 1) return ctx->InvalidArgument("k must be 0-D, got ", k_t.shape().DebugString());
+    if (k_t.dims() != 0) return ctx->InvalidArgument("k must be 0-D, got ", k_t.shape().DebugString());
     const int64_t k = k_t.flat<Index>()[0];
     const int64_t rows = predictions.dim_size(0), classes = predictions.dim_size(1);
     auto out = ctx->allocate_output(0, TensorShape({rows}))->flat<bool>();
     for (int64_t b = 0; b < rows; ++b) {
       const float* row = predictions.flat<float>().data() + b * classes;
       const int64_t target = targets.flat<Index>()[b];
-      if (target < 0 || target >= classes || !std::isfinite(row[target])) {
+      // As TensorFlow: a non-finite prediction anywhere in the row, or a
+      // target out of range, is false.
+      const bool finite = std::all_of(row, row + classes, [](float p) { return std::isfinite(p); });
+      if (target < 0 || target >= classes || !finite) {
         out[b] = false;
         continue;
       }

@@ -2,7 +2,8 @@
 //
 //   ScatterAdd, ScatterSub, ScatterUpdate   rows of a reference variable,
 //       ref[indices[i], ...] (+= | -= | =) updates[i, ...], in place under the
-//       variable's lock; updates' shape is indices' shape + ref's row shape
+//       variable's lock; updates' shape is indices' shape + ref's row shape,
+//       or a scalar for every element
 //   ScatterNd   a new tensor of `shape`, zero but for updates summed at
 //       indices (index vectors over its leading dimensions)
 //
@@ -58,7 +59,8 @@ struct ScatterRows {
         // updates: indices' shape, then the shape of one row of ref.
         TensorShape want = indices_t.shape();
         for (int d = 1; d < ref->dims(); ++d) want.AddDim(ref->dim_size(d));
-        if (updates.shape() != want) {
+        const bool scalar = updates.dims() == 0;  // One value for every element scattered.
+        if (!scalar && updates.shape() != want) {
           return ctx->InvalidArgument(
               "Must have updates.shape = indices.shape + params.shape[1:] or updates.shape = "
               "[], got updates.shape ",
@@ -78,11 +80,11 @@ struct ScatterRows {
         const T* in = updates.flat<T>().data();
         for (size_t i = 0; i < indices.size(); ++i) {
           T* dst = out + indices[i] * row;
-          const T* src = in + i * row;
           for (int64_t k = 0; k < row; ++k) {
-            if constexpr (kOp == Scatter::kAdd) dst[k] += src[k];
-            if constexpr (kOp == Scatter::kSub) dst[k] -= src[k];
-            if constexpr (kOp == Scatter::kUpdate) dst[k] = src[k];
+            const T& v = scalar ? in[0] : in[i * row + k];
+            if constexpr (kOp == Scatter::kAdd) dst[k] += v;
+            if constexpr (kOp == Scatter::kSub) dst[k] -= v;
+            if constexpr (kOp == Scatter::kUpdate) dst[k] = v;
           }
         }
       }
@@ -144,11 +146,9 @@ class ScatterNdOp : public OpKernel {
     const Tensor& updates = ctx->input(1);
     const std::vector<int64_t> dims = Indices(ctx->input(2));
     if (ctx->input(2).dims() != 1) return ctx->InvalidArgument("shape must be a vector");
-    TensorShape shape;
-    for (int64_t d : dims) {
-      if (d < 0) return ctx->InvalidArgument("shape has a negative dimension: ", d);
-      shape.AddDim(d);
-    }
+    absl::StatusOr<TensorShape> shape_or = TensorShape::FromDims(dims);  // Checks overflow.
+    if (!shape_or.ok()) return ctx->InvalidArgument("shape: ", shape_or.status().message());
+    const TensorShape& shape = *shape_or;
     RETURN_IF_ERROR(CheckTensorBytes(DataTypeToEnum<T>::value, shape));
     if (indices_t.dims() < 1) return ctx->InvalidArgument("indices must be at least 1-D");
     const int64_t depth = indices_t.dim_size(indices_t.dims() - 1);  // Index length.
@@ -171,7 +171,8 @@ class ScatterNdOp : public OpKernel {
     }
     Tensor* out = ctx->allocate_output(0, shape);  // Zeros.
     const std::vector<int64_t> indices = Indices(indices_t);
-    const int64_t n = depth == 0 ? 1 : static_cast<int64_t>(indices.size()) / depth;
+    int64_t n = 1;  // Index vectors: the leading dimensions of indices.
+    for (int d = 0; d + 1 < indices_t.dims(); ++d) n *= indices_t.dim_size(d);
     for (int64_t i = 0; i < n && slice > 0; ++i) {
       int64_t offset = 0;
       bool bad = false;

@@ -49,6 +49,10 @@ TEST(ScatterOpsTest, RowsAreAddedSubtractedOrReplacedInPlace) {
                          Tensor::Vec<float>({7, 8}))
                   .ok());
   EXPECT_EQ(Floats(var.tensor), (std::vector<float>{7, 8, 1, 0, 63, 83}));
+  // A scalar update goes to every element of the indexed rows.
+  ASSERT_TRUE(RunScatter("ScatterUpdate", &var, Tensor::Vec<int32_t>({1, 2}), Tensor::Scalar(5.0f))
+                  .ok());
+  EXPECT_EQ(Floats(var.tensor), (std::vector<float>{7, 8, 5, 5, 5, 5}));
 }
 
 TEST(ScatterOpsTest, BadIndicesAndShapesChangeNothing) {
@@ -83,6 +87,32 @@ TEST(ScatterOpsTest, ScatterNdSumsUpdatesIntoZeros) {
   const absl::Status s = bad.Run().status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("indices[0] = [5] does not index into shape [4,2]"));
+
+  // Index vectors of length 0 each add a whole updates slice; none adds nothing.
+  OpTest whole("ScatterNd");
+  whole.Attr("T", DT_FLOAT).Attr("Tindices", DT_INT32);
+  whole.Input(Tensor(DT_INT32, TensorShape({2, 0})))
+      .Input(Tensor::FromVector<float>({1, 2, 3, 10, 20, 30}, TensorShape({2, 3})))
+      .Input(Tensor::Vec<int32_t>({3}));
+  out = whole.Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectTensorEq<float>((*out)[0], {11, 22, 33}, {3});
+  OpTest none("ScatterNd");
+  none.Attr("T", DT_FLOAT).Attr("Tindices", DT_INT32);
+  none.Input(Tensor(DT_INT32, TensorShape({0, 0})))
+      .Input(Tensor(DT_FLOAT, TensorShape({0, 3})))
+      .Input(Tensor::Vec<int32_t>({3}));
+  out = none.Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectTensorEq<float>((*out)[0], {0, 0, 0}, {3});
+
+  // A shape whose element count overflows is refused, not allocated small.
+  OpTest overflow("ScatterNd");
+  overflow.Attr("T", DT_FLOAT).Attr("Tindices", DT_INT64);
+  overflow.Input(Tensor::FromVector<int64_t>({1}, TensorShape({1, 1})))
+      .Input(Tensor::FromVector<float>({1, 1, 1, 1}, TensorShape({1, 4})))
+      .Input(Tensor::Vec<int64_t>({int64_t{1} << 62, 4}));
+  EXPECT_EQ(overflow.Run().status().code(), absl::StatusCode::kInvalidArgument);
 
   OpTest huge("ScatterNd");
   huge.Attr("T", DT_FLOAT).Attr("Tindices", DT_INT64);
@@ -120,6 +150,20 @@ TEST(InTopKTest, TiesCountAndBadTargetsAreFalse) {
   auto out = t.Run();
   ASSERT_TRUE(out.ok()) << out.status();
   ExpectTensorEq<bool>((*out)[0], {true, false, false}, {3});  // TensorFlow's.
+
+  // A non-finite prediction anywhere in the row makes it false, as TensorFlow.
+  OpTest nan_row("InTopKV2");
+  nan_row.Input(Tensor::FromVector<float>({NAN, 1}, TensorShape({1, 2})))
+      .Input(Tensor::Vec<int32_t>({1}))
+      .Input(Tensor::Scalar<int32_t>(1));
+  out = nan_row.Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectTensorEq<bool>((*out)[0], {false}, {1});
+  OpTest k_vector("InTopKV2");
+  k_vector.Input(Tensor::FromVector<float>({1, 2}, TensorShape({1, 2})))
+      .Input(Tensor::Vec<int32_t>({1}))
+      .Input(Tensor::Vec<int32_t>({1}));
+  EXPECT_THAT(k_vector.Run().status().message(), HasSubstr("k must be 0-D"));
 
   OpTest bad("InTopKV2");
   bad.Input(Tensor::FromVector<float>({1, 2}, TensorShape({1, 2})))

@@ -58,8 +58,10 @@ class DenseToDenseSetOperationOp : public OpKernel {
       return ctx->InvalidArgument("Mismatched shapes ", groups.DebugString(), " vs ",
                                   b_groups.DebugString());
     }
-    const int64_t num_groups = groups.num_elements();
     const int64_t a_size = a.dim_size(a.dims() - 1), b_size = b.dim_size(b.dims() - 1);
+    // Empty sets everywhere (any number of groups): an empty result, without
+    // a vector per group.
+    const int64_t num_groups = a_size == 0 && b_size == 0 ? 0 : groups.num_elements();
     std::vector<std::vector<T>> results(num_groups);
     size_t max_size = 0, total = 0;
     for (int64_t g = 0; g < num_groups; ++g) {

@@ -55,6 +55,15 @@ TEST(SetOpsTest, EachRowIsASetAndTheResultIsSparseAndSorted) {
   EXPECT_EQ(Flat64((*empty)[2]), (std::vector<int64_t>{2, 0}));
 }
 
+// 2^31 groups of empty sets hold no elements: an empty result, nothing allocated per group.
+TEST(SetOpsTest, ManyEmptyGroupsCostNothing) {
+  const Tensor empty(DT_INT32, TensorShape({int64_t{1} << 31, 0}));
+  auto out = SetOp("union", empty, empty);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[1].NumElements(), 0);
+  EXPECT_EQ(Flat64((*out)[2]), (std::vector<int64_t>{int64_t{1} << 31, 0}));
+}
+
 TEST(SetOpsTest, BadInputsAreInvalidArgument) {
   auto low_rank = SetOp("a-b", Tensor::Vec<int32_t>({1, 2}), Tensor::Vec<int32_t>({1}));
   EXPECT_THAT(low_rank.status().message(), HasSubstr("Shape [2] has rank 1 < 2"));

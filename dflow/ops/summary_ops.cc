@@ -93,7 +93,9 @@ void EncodeHistogram(const std::vector<double>& values, tensorflow::HistogramPro
   std::vector<double> counts(limits.size(), 0.0);
   double min = DBL_MAX, max = -DBL_MAX, sum = 0, sum_squares = 0;
   for (double v : values) {
-    counts[std::upper_bound(limits.begin(), limits.end(), v) - limits.begin()] += 1;
+    // DBL_MAX itself goes to the last bucket (TensorFlow's would index past it).
+    const size_t b = std::upper_bound(limits.begin(), limits.end(), v) - limits.begin();
+    counts[std::min(b, counts.size() - 1)] += 1;
     min = std::min(min, v);
     max = std::max(max, v);
     sum += v;

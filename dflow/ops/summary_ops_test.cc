@@ -71,6 +71,23 @@ TEST(SummaryOpsTest, HistogramSummaryIsTensorFlowsBytes) {
   EXPECT_EQ(empty.value(0).histo().bucket_size(), 1);  // One run: every bucket empty.
 }
 
+// DBL_MAX is finite: it lands in the last bucket (TensorFlow's kernel would
+// index one past its buckets).
+TEST(SummaryOpsTest, HistogramSummaryTakesTheLargestDouble) {
+  OpTest t("HistogramSummary");
+  t.Attr("T", DT_DOUBLE)
+      .Input(Tensor::Scalar<std::string>("h"))
+      .Input(Tensor::Vec<double>({std::numeric_limits<double>::max(), 1.0}));
+  absl::StatusOr<std::string> out = RunSummary(t);
+  ASSERT_TRUE(out.ok()) << out.status();
+  tensorflow::Summary s;
+  ASSERT_TRUE(s.ParseFromString(*out));
+  const tensorflow::HistogramProto& h = s.value(0).histo();
+  EXPECT_EQ(h.num(), 2);
+  EXPECT_EQ(h.bucket(h.bucket_size() - 1), 1);
+  EXPECT_EQ(h.bucket_limit(h.bucket_limit_size() - 1), std::numeric_limits<double>::max());
+}
+
 TEST(SummaryOpsTest, HistogramSummaryRefusesNanAndInfinity) {
   for (float bad : {std::numeric_limits<float>::quiet_NaN(),
                     std::numeric_limits<float>::infinity()}) {

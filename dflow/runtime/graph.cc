@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -286,12 +285,12 @@ bool TypesCompatible(DataType out, DataType in) {
 }
 
 std::vector<UnsupportedOp> UnsupportedOps(const tensorflow::GraphDef& def, bool functions) {
-  absl::flat_hash_set<std::string> library;
-  for (const auto& f : def.library().function()) library.insert(f.signature().name());
+  // A node whose op names a library function is unsupported too: dflow
+  // calls functions through PartitionedCall and If only.
   std::vector<UnsupportedOp> out;
   absl::flat_hash_map<std::string, size_t> index;  // op -> its entry in `out`.
   auto visit = [&](const tensorflow::NodeDef& node, const std::string& label) {
-    if (library.contains(node.op()) || OpRegistry::Global()->LookUp(node.op()).ok()) return;
+    if (OpRegistry::Global()->LookUp(node.op()).ok()) return;
     auto [it, added] = index.try_emplace(node.op(), out.size());
     if (added) out.push_back({node.op(), {}});
     out[it->second].nodes.push_back(label);

@@ -265,7 +265,9 @@ absl::StatusOr<TrainMetrics> TrainOnCluster(const TrainOptions& o, std::ostream&
   m.restored_from = ms->restored_from();
   m.start_step = ms->global_step();
   std::unique_ptr<SyncReplicasOptimizer::ChiefLoop> chief_loop;
-  if (sync_opt != nullptr && chief) {
+  // No loop when training is already done (a restart at the last step):
+  // its first aggregation would wait for gradients no worker sends.
+  if (sync_opt != nullptr && chief && !ms->ShouldStop()) {
     chief_loop = sync_opt->StartChiefLoop(
         [&](const std::function<absl::Status(const ClientSession&)>& call) {
           return ms->RunWithoutHooks(call);

@@ -16,6 +16,7 @@ namespace {
 bool IsRecoverable(const absl::Status& s) { return absl::IsUnavailable(s) || absl::IsAborted(s); }
 
 constexpr absl::Duration kRetryInterval = absl::Milliseconds(100);
+constexpr int kCreateAttempts = 3;  // Per recovery.
 
 }  // namespace
 
@@ -156,7 +157,14 @@ absl::Status MonitoredSession::Run(
     if (options_.log != nullptr) {
       *options_.log << "recovering the session after: " << r.status().message() << "\n";
     }
-    RETURN_IF_ERROR(CreateSession(options_.recovery_timeout));
+    // The new session's own set-up (after_create, hooks) can meet the same
+    // failure (a task flapping): a few more tries, each bounded.
+    absl::Status created;
+    for (int attempt = 0; attempt < kCreateAttempts; ++attempt) {
+      created = CreateSession(options_.recovery_timeout);
+      if (created.ok() || !IsRecoverable(created)) break;
+    }
+    RETURN_IF_ERROR(created);
   }
 }
 
