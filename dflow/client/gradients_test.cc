@@ -120,6 +120,12 @@ std::vector<GradCase> UnaryCases() {
       {"Tanh_float", "Tanh", {S({2, 3})}, Unary("Tanh"), DT_FLOAT},
       {"Sigmoid", "Sigmoid", {S({2, 3}, -3, 3)}, Unary("Sigmoid")},
       {"Reciprocal", "Reciprocal", {away_from_zero}, Unary("Reciprocal")},
+      {"CheckNumerics",
+       "CheckNumerics",
+       {S({2, 3})},
+       [](const Scope& s, const std::vector<Output>& x) {
+         return OpBuilder(s, "CheckNumerics").Input(x[0]).Attr("message", std::string("x")).Finish();
+       }},
       {"Log1p", "Log1p", {S({2, 3}, -0.5, 2)}, Unary("Log1p")},
       {"Expm1", "Expm1", {S({2, 3})}, Unary("Expm1")},
       {"L2Loss", "L2Loss", {S({2, 3})}, Unary("L2Loss")},

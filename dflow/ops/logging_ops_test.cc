@@ -1,5 +1,8 @@
 // Assert: passes, or fails the step with TensorFlow's message.
+#include <cmath>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "dflow/ops/op_test_util.h"
 #include "gmock/gmock.h"
@@ -34,6 +37,22 @@ TEST(LoggingOpsTest, AssertPassesOrFailsWithItsSummarizedData) {
       .Input(Tensor::Vec<bool>({true, true}))
       .Input(Tensor::Vec<int32_t>({1}));
   EXPECT_THAT(not_scalar.Run().status().message(), HasSubstr("In[0] should be a scalar"));
+}
+
+TEST(LoggingOpsTest, CheckNumericsForwardsOrNamesWhatItFound) {
+  OpTest ok("CheckNumerics");
+  ok.Attr("T", DT_FLOAT).Attr("message", std::string("loss")).Input(Tensor::Vec<float>({1, 2}));
+  auto out = ok.Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectTensorEq<float>((*out)[0], {1, 2}, {2});
+  for (const auto& [value, what] : std::vector<std::pair<float, std::string>>{
+           {NAN, "bad loss : Tensor had NaN values"}, {INFINITY, "bad loss : Tensor had Inf values"}}) {
+    OpTest bad("CheckNumerics");
+    bad.Attr("T", DT_FLOAT).Attr("message", std::string("bad loss")).Input(Tensor::Vec<float>({1, value}));
+    const absl::Status s = bad.Run().status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(s.message(), what);  // TensorFlow's text.
+  }
 }
 
 }  // namespace

@@ -815,6 +815,15 @@ TEST(MathOpsTest, ReciprocalGradAndL2Loss) {
   ExpectFloats(Unary<float>("L2Loss", T2<float>({}, {0})), {0}, {});
 }
 
+TEST(MathOpsTest, ArgMinTakesTheFirstSmallestAndSkipsNaN) {
+  OpTest t("ArgMin");
+  t.Attr("T", DT_FLOAT).Input(T2<float>({3, 1, 1, kNaN, 2, 0}, {2, 3})).Input(Tensor::Scalar<int32_t>(1));
+  ExpectTensorEq<int64_t>(RunOk(t), {1, 2}, {2});  // TensorFlow's.
+  OpTest empty("ArgMin");
+  empty.Attr("T", DT_FLOAT).Input(T2<float>({}, {2, 0})).Input(Tensor::Scalar<int32_t>(1));
+  EXPECT_EQ(RunStatus(empty).code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(MathOpsTest, StopGradientForwardsItsInput) {
   OpTest t("StopGradient");
   t.Attr("T", DT_FLOAT).Input(T2<float>({1, 2}, {2}));

@@ -1,4 +1,5 @@
-// Reductions over axes given as an input: Sum, Mean, Max, Min, Prod, All, Any; and ArgMax.
+// Reductions over axes given as an input: Sum, Mean, Max, Min, Prod, All, Any; and ArgMax,
+// ArgMin.
 //
 // The input is viewed as alternating groups of kept and reduced dimensions
 // (size-1 dimensions dropped, neighbours of one kind merged), so any reduction
@@ -462,23 +463,24 @@ REGISTER_KERNEL(KernelDefBuilder("All").Device(kDeviceCPU), ReductionOp<bool, Al
 const OpDefBuilderReceiver any_op = LogicalReductionOpDef("Any");
 REGISTER_KERNEL(KernelDefBuilder("Any").Device(kDeviceCPU), ReductionOp<bool, AnyReduce<bool>>);
 
-// --- ArgMax --------------------------------------------------------------------
+// --- ArgMax, ArgMin --------------------------------------------------------------
 
-// The index of the largest value along one axis; ties give the first index.
-// NaN is never the largest (all-NaN gives 0), as in TensorFlow.
-template <typename T, typename Index>
-void ArgMaxRows(const T* in, int64_t outer_begin, int64_t outer_end, int64_t n, int64_t inner,
-                Index* out) {
+// The index of the largest (kMin: smallest) value along one axis; ties give
+// the first index. NaN is never chosen (all-NaN gives 0), as in TensorFlow.
+template <bool kMin, typename T, typename Index>
+void ArgExtremeRows(const T* in, int64_t outer_begin, int64_t outer_end, int64_t n,
+                    int64_t inner, Index* out) {
   std::vector<T> best(inner);
   for (int64_t o = outer_begin; o < outer_end; ++o) {
     const T* block = in + o * n * inner;
     Index* idx = out + o * inner;
-    std::fill(best.begin(), best.end(), std::numeric_limits<T>::lowest());
+    std::fill(best.begin(), best.end(),
+              kMin ? std::numeric_limits<T>::max() : std::numeric_limits<T>::lowest());
     std::fill(idx, idx + inner, Index(0));
     for (int64_t i = 0; i < n; ++i) {
       const T* row = block + i * inner;
       for (int64_t j = 0; j < inner; ++j) {
-        if (row[j] > best[j]) {
+        if (kMin ? row[j] < best[j] : row[j] > best[j]) {
           best[j] = row[j];
           idx[j] = static_cast<Index>(i);
         }
@@ -504,10 +506,10 @@ absl::Status CheckAxisRange(int64_t axis, int rank) {
       absl::StrCat("Expected dimension in the range [", -rank, ", ", rank, "), but got ", axis));
 }
 
-template <typename T>
-class ArgMaxOp : public OpKernel {
+template <typename T, bool kMin>
+class ArgExtremeOp : public OpKernel {
  public:
-  explicit ArgMaxOp(OpKernelConstruction* c) : OpKernel(c) {
+  explicit ArgExtremeOp(OpKernelConstruction* c) : OpKernel(c) {
     c->GetAttr("output_type", &output_type_).IgnoreError();  // Recorded on c.
   }
 
@@ -542,7 +544,7 @@ class ArgMaxOp : public OpKernel {
     if (outer * inner == 0) return;
     const T* in = x.flat<T>().data();
     ParallelForUnits(ctx->intra_op_pool(), outer, n * inner, [&](int64_t o0, int64_t o1) {
-      ArgMaxRows<T, Index>(in, o0, o1, n, inner, out);
+      ArgExtremeRows<kMin, T, Index>(in, o0, o1, n, inner, out);
     });
   }
 
@@ -570,15 +572,26 @@ absl::Status ArgMaxShape(InferenceContext* c) {
   return absl::OkStatus();
 }
 
-REGISTER_OP("ArgMax")
-    .Input("input: T")
-    .Input("dimension: Tidx")
-    .Output("output: output_type")
-    .Attr("T: {float, double, int32, int64, uint8, bool}")
-    .Attr("Tidx: {int32, int64} = DT_INT32")
-    .Attr("output_type: {int32, int64} = DT_INT64")
-    .SetShapeFn(ArgMaxShape);
+template <typename T>
+using ArgMaxOp = ArgExtremeOp<T, false>;
+template <typename T>
+using ArgMinOp = ArgExtremeOp<T, true>;
+
+OpDefBuilder ArgOpDef(const std::string& name) {
+  return OpDefBuilder(name)
+      .Input("input: T")
+      .Input("dimension: Tidx")
+      .Output("output: output_type")
+      .Attr("T: {float, double, int32, int64, uint8, bool}")
+      .Attr("Tidx: {int32, int64} = DT_INT32")
+      .Attr("output_type: {int32, int64} = DT_INT64")
+      .SetShapeFn(ArgMaxShape);
+}
+
+const OpDefBuilderReceiver arg_max_op = ArgOpDef("ArgMax");
 CpuKernels<ArgMaxOp, float, double, int32_t, int64_t, uint8_t, bool> arg_max_kernels("ArgMax");
+const OpDefBuilderReceiver arg_min_op = ArgOpDef("ArgMin");
+CpuKernels<ArgMinOp, float, double, int32_t, int64_t, uint8_t, bool> arg_min_kernels("ArgMin");
 
 }  // namespace
 }  // namespace dflow

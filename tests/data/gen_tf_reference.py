@@ -40,7 +40,8 @@ ResourceApplyRMSProp ReluGrad BiasAddGrad Conv2DBackpropInput Conv2DBackpropFilt
 MaxPoolGrad Switch RefSwitch Merge RefMerge
 Reciprocal ReciprocalGrad Floor Ceil Round Log1p Expm1 Pow DivNoNan L2Loss StopGradient Assert
 ScalarSummary HistogramSummary MergeSummary DenseToDenseSetOperation ShapeN FusedBatchNormV3
-FusedBatchNormGradV3 LRN LRNGrad All Any ScatterAdd ScatterSub ScatterUpdate ScatterNd InTopKV2""".split()
+FusedBatchNormGradV3 LRN LRNGrad All Any ScatterAdd ScatterSub ScatterUpdate ScatterNd InTopKV2
+ArgMin CheckNumerics""".split()
 # Functional ops: dflow lowers them into Switch/Merge and inlined bodies before
 # placement (dflow/runtime/function.h), so they have no kernel.
 LOWERED_OPS = "If StatelessIf PartitionedCall StatefulPartitionedCall".split()
