@@ -189,23 +189,24 @@ class FusedBatchNormGradOp : public OpKernel {
       }
     }
     const double n = l.positions > 0 ? double(l.positions) : 1.0;
+    std::vector<double> inv_std(l.channels);
+    for (int64_t c = 0; c < l.channels; ++c) inv_std[c] = 1.0 / std::sqrt(double(var[c]) + epsilon_);
     float* dx = ctx->allocate_output_for_overwrite(0, x_t.shape())->flat<float>().data();
     for (int64_t p = 0; p < l.positions; ++p) {
       for (int64_t c = 0; c < l.channels; ++c) {
         const int64_t i = p * l.channels + c;
-        const double inv_std = 1.0 / std::sqrt(double(var[c]) + epsilon_);
         double g = dy[i];
         if (is_training_) {
-          g -= sum_dy[c] / n + (x[i] - mean[c]) * (sum_dy_xc[c] / n) * inv_std * inv_std;
+          g -= sum_dy[c] / n + (x[i] - mean[c]) * (sum_dy_xc[c] / n) * inv_std[c] * inv_std[c];
         }
-        dx[i] = static_cast<float>(scale[c] * inv_std * g);
+        dx[i] = static_cast<float>(scale[c] * inv_std[c] * g);
       }
     }
     const TensorShape channels({l.channels});
     auto dscale = ctx->allocate_output(1, channels)->flat<float>();
     auto doffset = ctx->allocate_output(2, channels)->flat<float>();
     for (int64_t c = 0; c < l.channels; ++c) {
-      dscale[c] = static_cast<float>(sum_dy_xc[c] / std::sqrt(double(var[c]) + epsilon_));
+      dscale[c] = static_cast<float>(sum_dy_xc[c] * inv_std[c]);
       doffset[c] = static_cast<float>(sum_dy[c]);
     }
     ctx->allocate_output(3, TensorShape({0}));

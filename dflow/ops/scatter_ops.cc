@@ -17,25 +17,19 @@
 #include "absl/strings/str_join.h"
 #include "dflow/framework/gradient.h"
 #include "dflow/framework/shape_inference.h"
+#include "dflow/ops/array_util.h"
 #include "dflow/ops/cwise_ops.h"
 #include "dflow/ops/state_ops.h"
 
 namespace dflow {
 namespace {
 
-// Input i as int64 indices (it is int32 or int64).
-std::vector<int64_t> Indices(const Tensor& t) {
-  std::vector<int64_t> out(t.NumElements());
-  for (int64_t i = 0; i < t.NumElements(); ++i) {
-    out[i] = t.dtype() == DT_INT32 ? t.flat<int32_t>()[i] : t.flat<int64_t>()[i];
-  }
-  return out;
-}
-
-absl::Status CheckIndexDtype(OpKernelContext* ctx, int i) {
-  const DataType d = ctx->input(i).dtype();
-  if (d == DT_INT32 || d == DT_INT64) return absl::OkStatus();
-  return ctx->InvalidArgument("indices must be int32 or int64, got ", DataTypeString(d));
+// Input i of `ctx` as int64 values (int32 or int64), else INVALID_ARGUMENT
+// naming the node and `what`.
+absl::StatusOr<std::vector<int64_t>> IndexInput(OpKernelContext* ctx, int i, const char* what) {
+  absl::StatusOr<std::vector<int64_t>> v = IndexValues(ctx->input(i), what);
+  if (!v.ok()) return ctx->InvalidArgument(v.status().message());
+  return v;
 }
 
 enum class Scatter { kAdd, kSub, kUpdate };
@@ -48,7 +42,7 @@ struct ScatterRows {
     using OpKernel::OpKernel;
 
     absl::Status Compute(OpKernelContext* ctx) override {
-      RETURN_IF_ERROR(CheckIndexDtype(ctx, 1));
+      ASSIGN_OR_RETURN(const std::vector<int64_t> indices, IndexInput(ctx, 1, "indices"));
       const Tensor& indices_t = ctx->input(1);
       const Tensor& updates = ctx->input(2);
       {
@@ -69,7 +63,6 @@ struct ScatterRows {
         }
         const int64_t rows = ref->dim_size(0);
         const int64_t row = rows == 0 ? 0 : ref->NumElements() / rows;
-        const std::vector<int64_t> indices = Indices(indices_t);
         for (size_t i = 0; i < indices.size(); ++i) {  // All checked before any is written.
           if (indices[i] < 0 || indices[i] >= rows) {
             return ctx->InvalidArgument("indices[", i, "] = ", indices[i], " is not in [0, ",
@@ -140,11 +133,10 @@ class ScatterNdOp : public OpKernel {
   }
 
   absl::Status Compute(OpKernelContext* ctx) override {
-    RETURN_IF_ERROR(CheckIndexDtype(ctx, 0));
-    RETURN_IF_ERROR(CheckIndexDtype(ctx, 2));
+    ASSIGN_OR_RETURN(const std::vector<int64_t> indices, IndexInput(ctx, 0, "indices"));
+    ASSIGN_OR_RETURN(const std::vector<int64_t> dims, IndexInput(ctx, 2, "shape"));
     const Tensor& indices_t = ctx->input(0);
     const Tensor& updates = ctx->input(1);
-    const std::vector<int64_t> dims = Indices(ctx->input(2));
     if (ctx->input(2).dims() != 1) return ctx->InvalidArgument("shape must be a vector");
     absl::StatusOr<TensorShape> shape_or = TensorShape::FromDims(dims);  // Checks overflow.
     if (!shape_or.ok()) return ctx->InvalidArgument("shape: ", shape_or.status().message());
@@ -170,7 +162,6 @@ class ScatterNdOp : public OpKernel {
                                   shape.DebugString(), ", got ", updates.shape().DebugString());
     }
     Tensor* out = ctx->allocate_output(0, shape);  // Zeros.
-    const std::vector<int64_t> indices = Indices(indices_t);
     int64_t n = 1;  // Index vectors: the leading dimensions of indices.
     for (int d = 0; d + 1 < indices_t.dims(); ++d) n *= indices_t.dim_size(d);
     for (int64_t i = 0; i < n && slice > 0; ++i) {
