@@ -1,8 +1,10 @@
 // Control flow: Switch, RefSwitch, Merge, RefMerge (TensorFlow 1.x tf.cond),
-// and the functional ops If, StatelessIf, PartitionedCall and
-// StatefulPartitionedCall (tf.cond and tf.function in TensorFlow 2 graphs),
-// which sessions lower into Switch/Merge and inlined bodies before
-// placement (dflow/runtime/function.h); they have no kernel.
+// the loop nodes Enter, Exit, NextIteration, LoopCond (tf.while_loop), and
+// the functional ops If, StatelessIf, While, StatelessWhile, PartitionedCall and
+// StatefulPartitionedCall (tf.cond, tf.while_loop and tf.function in
+// TensorFlow 2 graphs), which sessions lower into Switch/Merge, loops and
+// inlined bodies before placement (dflow/runtime/function.h); they have no
+// kernel.
 //
 // Deadness: Switch sets only the output its predicate selects; the executor
 // marks the other output's edges dead, deadness spreads through every node
@@ -112,6 +114,76 @@ class MergeOp : public OpKernel {
 REGISTER_KERNEL(KernelDefBuilder("Merge").Device(kDeviceCPU), MergeOp);
 REGISTER_KERNEL(KernelDefBuilder("RefMerge").Device(kDeviceCPU), MergeOp);
 
+// --- loops: TensorFlow 1.x while loops ---------------------------------------
+// The executor gives these their meaning (frames and iterations, see
+// dflow/runtime/control_flow.h); each kernel only forwards its input, a
+// reference as a reference.
+
+class ForwardLoopOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    if (ctx->input_is_ref(0)) {
+      ctx->set_output_ref(0, ctx->input_ref_mutex(0), ctx->mutable_input(0));
+    } else {
+      ctx->set_output(0, ctx->input(0));
+    }
+    return absl::OkStatus();
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+OpDefBuilder EnterSpec(const char* name, const char* in, const char* out) {
+  return OpDefBuilder(name)
+      .Input(in)
+      .Output(out)
+      .Attr("T: type")
+      .Attr("frame_name: string")
+      .Attr("is_constant: bool = false")
+      .Attr("parallel_iterations: int = 10")
+      .SetShapeFn(UnchangedShape);
+}
+
+OpDefBuilder ForwardSpec(const char* name, const char* in, const char* out) {
+  return OpDefBuilder(name).Input(in).Output(out).Attr("T: type").SetShapeFn(UnchangedShape);
+}
+
+const OpDefBuilderReceiver kEnter = EnterSpec("Enter", "data: T", "output: T");
+const OpDefBuilderReceiver kRefEnter = EnterSpec("RefEnter", "data: Ref(T)", "output: Ref(T)");
+const OpDefBuilderReceiver kExit = ForwardSpec("Exit", "data: T", "output: T");
+const OpDefBuilderReceiver kRefExit = ForwardSpec("RefExit", "data: Ref(T)", "output: Ref(T)");
+const OpDefBuilderReceiver kNextIteration = ForwardSpec("NextIteration", "data: T", "output: T");
+const OpDefBuilderReceiver kRefNextIteration =
+    ForwardSpec("RefNextIteration", "data: Ref(T)", "output: Ref(T)");
+
+absl::Status LoopCondShape(InferenceContext* c) {
+  PartialShape pred;
+  RETURN_IF_ERROR(c->WithRank(c->input(0), 0, &pred));
+  c->set_output(0, PartialShape::Scalar());
+  return absl::OkStatus();
+}
+
+REGISTER_OP("LoopCond").Input("input: bool").Output("output: bool").SetShapeFn(LoopCondShape);
+
+// Runs even when its inputs are dead (TensorFlow's control_trigger).
+REGISTER_OP("ControlTrigger").SetShapeFn(NoOutputs);
+
+class ControlTriggerOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Compute(OpKernelContext*) override { return absl::OkStatus(); }
+  bool IsExpensive() const override { return false; }
+};
+
+REGISTER_KERNEL(KernelDefBuilder("Enter").Device(kDeviceCPU), ForwardLoopOp);
+REGISTER_KERNEL(KernelDefBuilder("RefEnter").Device(kDeviceCPU), ForwardLoopOp);
+REGISTER_KERNEL(KernelDefBuilder("Exit").Device(kDeviceCPU), ForwardLoopOp);
+REGISTER_KERNEL(KernelDefBuilder("RefExit").Device(kDeviceCPU), ForwardLoopOp);
+REGISTER_KERNEL(KernelDefBuilder("NextIteration").Device(kDeviceCPU), ForwardLoopOp);
+REGISTER_KERNEL(KernelDefBuilder("RefNextIteration").Device(kDeviceCPU), ForwardLoopOp);
+REGISTER_KERNEL(KernelDefBuilder("LoopCond").Device(kDeviceCPU), ForwardLoopOp);
+REGISTER_KERNEL(KernelDefBuilder("ControlTrigger").Device(kDeviceCPU), ControlTriggerOp);
+
 // --- functional ops: lowered before placement, never executed ----------------
 
 // The stateful and stateless variants differ only in the flag; TensorFlow
@@ -143,7 +215,21 @@ OpDefBuilder CallSpec(const char* name) {
       .SetShapeFn(UnknownShape);
 }
 
+OpDefBuilder WhileSpec(const char* name) {
+  return OpDefBuilder(name)
+      .Input("input: T")
+      .Output("output: T")
+      .Attr("T: list(type) >= 0")
+      .Attr("cond: func")
+      .Attr("body: func")
+      .Attr("output_shapes: list(shape) = []")
+      .Attr("parallel_iterations: int = 10")
+      .SetShapeFn(UnknownShape);
+}
+
 const OpDefBuilderReceiver kIf = IfSpec("If").SetIsStateful();
+const OpDefBuilderReceiver kWhile = WhileSpec("While").SetIsStateful();
+const OpDefBuilderReceiver kStatelessWhile = WhileSpec("StatelessWhile");
 const OpDefBuilderReceiver kStatelessIf = IfSpec("StatelessIf");
 const OpDefBuilderReceiver kStatefulCall = CallSpec("StatefulPartitionedCall").SetIsStateful();
 const OpDefBuilderReceiver kCall = CallSpec("PartitionedCall");

@@ -1,15 +1,19 @@
 #include "dflow/runtime/executor.h"
 
 #include <atomic>
+#include <deque>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "dflow/framework/attr_util.h"
 #include "dflow/framework/status.h"
+#include "dflow/runtime/control_flow.h"
 
 namespace dflow {
 
@@ -18,8 +22,16 @@ namespace dflow {
 struct Executor::OutEdge {
   int dst;         // Item index of the consumer.
   int src_output;  // kControlSlot for a control edge.
-  int dst_entry;   // Index into the step's input entries; -1 for control.
+  int dst_entry;   // Index into the input entries of dst's frame; -1 for control.
   bool last_use;   // Last data edge reading src_output: may move the value.
+};
+
+struct Executor::FrameInfo {
+  std::string name;
+  int parallel_iterations = 1;
+  int num_enters = 0;
+  std::vector<int> items;  // Its nodes; NodeItem::local indexes this.
+  int total_inputs = 0;
 };
 
 struct Executor::NodeItem {
@@ -33,8 +45,18 @@ struct Executor::NodeItem {
   // Merge: runs on its first live data input once its control inputs have
   // arrived, or dead once every data input arrived dead.
   bool is_merge = false;
+  bool is_control_trigger = false;  // Runs even when its inputs are dead.
+  // Loops: Enter feeds child_frame (a loop invariant when constant), Exit
+  // the parent frame, NextIteration the next iteration.
+  bool is_enter = false;
+  bool is_constant_enter = false;
+  bool is_exit = false;
+  bool is_next_iteration = false;
+  int child_frame = -1;
+  int frame = 0;  // The frame it runs in (Executor::frames_).
+  int local = 0;  // Its index among the nodes of its frame.
   int num_control_inputs = 0;
-  int input_start = 0;   // First input entry.
+  int input_start = 0;   // First input entry, among those of its frame.
   int num_inputs = 0;
   int out_start = 0;  // First OutEdge.
   int num_out = 0;
@@ -108,6 +130,17 @@ absl::Status MarkDerived(absl::Status s) {
 // --- one step ------------------------------------------------------------------
 
 // The state of one step. Deletes itself after calling `done`.
+//
+// Loops follow TensorFlow's executor: every node runs in one iteration of
+// one frame instance. The root frame has a single iteration; an Enter
+// creates (once per parent iteration) an instance of the frame it feeds, a
+// NextIteration starts the next iteration of its frame (or holds its value
+// while parallel_iterations are already running), an Exit delivers to the
+// parent iteration. An iteration ends when no node in it is ready or
+// running, no child frame of it is alive and every earlier iteration ended;
+// a frame ends when all its Enter nodes arrived and all its iterations
+// ended, and then Exits that were dead in its last iteration pass their
+// deadness to the parent.
 class ExecutorState {
  public:
   ExecutorState(const Executor* exec, const Executor::Args& args, Executor::DoneCallback done);
@@ -119,8 +152,15 @@ class ExecutorState {
  private:
   using Item = Executor::NodeItem;
   using Params = OpKernelContext::Params;
-  using ReadyQueue = absl::InlinedVector<int, 16>;
-  using ReadyList = absl::InlinedVector<int, 8>;
+  struct FrameState;
+  struct IterationState;
+  // A node made ready in one iteration.
+  struct TaggedNode {
+    int id;
+    IterationState* iter;
+  };
+  using ReadyQueue = absl::InlinedVector<TaggedNode, 16>;
+  using ReadyList = absl::InlinedVector<TaggedNode, 8>;
 
   // One input slot of one node.
   struct Entry {
@@ -137,40 +177,110 @@ class ExecutorState {
     int merge_live = -1;       // The data input it forwards.
     bool merge_fired = false;  // Scheduled: later inputs are ignored.
   };
+  struct IterationState {
+    IterationState(const Executor& exec, FrameState* frame, int64_t index);
+    ~IterationState();
+    FrameState* const frame;
+    const int64_t index;
+    std::unique_ptr<Entry[]> entries;
+    std::unique_ptr<NodeState[]> nodes;
+    // Nodes of this iteration ready or running (loop frames only). Goes
+    // from 1 to 0 only under frame->mu.
+    std::atomic<int> outstanding_ops{0};
+    int outstanding_frames = 0;  // Guarded by frame->mu.
+    // Child frame instances by static frame; guarded by frame->mu.
+    absl::flat_hash_map<int, std::unique_ptr<FrameState>> children;
+  };
+  // A value a frame keeps for iterations to come: a NextIteration's output
+  // held back by parallel_iterations, or a loop invariant (constant Enter).
+  struct Held {
+    int id;  // The node that produced it.
+    Entry value;
+    bool dead;
+  };
+  struct FrameState {
+    FrameState(const Executor& exec, int static_id, IterationState* parent_iter);
+    bool is_loop() const { return parent_iter != nullptr; }
+    const int static_id;
+    const Executor::FrameInfo& info;
+    IterationState* const parent_iter;  // Null for the root frame.
+    absl::Mutex mu;
+    int pending_enters ABSL_GUARDED_BY(mu);
+    int64_t iteration_count ABSL_GUARDED_BY(mu) = 0;  // The newest iteration.
+    int outstanding_iterations ABSL_GUARDED_BY(mu) = 1;
+    // Live iterations, oldest first.
+    std::deque<std::unique_ptr<IterationState>> iterations ABSL_GUARDED_BY(mu);
+    std::vector<Held> next_iter_roots ABSL_GUARDED_BY(mu);
+    std::vector<Held> loop_invariants ABSL_GUARDED_BY(mu);
+    std::vector<int> dead_exits ABSL_GUARDED_BY(mu);  // Dead in the newest iteration.
+  };
   // An async kernel in flight. `phase` bit 1: ComputeAsync returned; bit 2:
   // done was called. Whoever sets the second bit completes the node.
   struct AsyncState {
-    AsyncState(const Params& p, int id) : params(p), ctx(&params), id(id) {}
+    AsyncState(const Params& p, TaggedNode node) : params(p), ctx(&params), node(node) {}
     Params params;
     OpKernelContext ctx;
-    int id;
+    TaggedNode node;
     std::atomic<int> phase{0};
     absl::Status status;
   };
 
-  // Runs `id` and what it makes ready inline (pool entry point).
-  void Process(int id);
+  // Runs `node` and what it makes ready inline (pool entry point).
+  void Process(TaggedNode node);
   void RunLoop(ReadyQueue* queue);
   // Each returns true when the step finished and `this` is deleted.
-  bool RunNode(int id, Params* params, ReadyQueue* inline_ready);
-  bool StartAsync(int id, const Params& params, ReadyQueue* inline_ready);
+  bool RunNode(TaggedNode node, Params* params, ReadyQueue* inline_ready);
+  bool StartAsync(TaggedNode node, const Params& params, ReadyQueue* inline_ready);
   bool AsyncDone(AsyncState* state, ReadyQueue* inline_ready);
-  bool Complete(int id, absl::Status s, OpKernelContext* ctx, ReadyQueue* inline_ready);
+  bool Complete(TaggedNode node, absl::Status s, OpKernelContext* ctx, ReadyQueue* inline_ready);
   bool ScheduleReady(const ReadyList& ready, ReadyQueue* inline_ready);
   void Finish();
 
   void InitParams(Params* params);
-  absl::Status PrepareInputs(int id, bool dead, Params* params);
-  absl::Status PropagateOutputs(const Item& item, OpKernelContext* ctx, ReadyList* ready);
-  void PropagateDead(const Item& item, ReadyList* ready);
+  absl::Status PrepareInputs(TaggedNode node, bool dead, Params* params);
+  // Hands the node's outputs (null: the node is dead) on, across frames for
+  // Enter, Exit and NextIteration, then retires the node from its iteration.
+  absl::Status PropagateOutputs(TaggedNode node, OpKernelContext* ctx, ReadyList* ready);
+  void Propagate(TaggedNode node, TensorValue* outs, ReadyList* ready);
+  void PropagateEnter(TaggedNode node, TensorValue* outs, ReadyList* ready);
+  void PropagateNextIteration(TaggedNode node, TensorValue* outs, ReadyList* ready);
+  // Delivers `outs` along the item's out edges into `iter`; an edge whose
+  // output is unset (or all of them when `outs` is null) arrives dead. With
+  // `may_move` the last edge of each output takes the value.
+  void ActivateEdges(const Item& item, TensorValue* outs, IterationState* iter, bool may_move,
+                     ReadyList* ready);
   // Delivers one edge to a Merge; `value` is null for a control edge.
-  void ActivateMerge(const Executor::OutEdge& e, bool dead, TensorValue* value, ReadyList* ready);
-  void SetEntry(const Executor::OutEdge& e, TensorValue* value);
-  void Decrement(int dst, ReadyList* ready) {
-    if (nodes_[dst].pending.fetch_sub(1, std::memory_order_acq_rel) == 1) ready->push_back(dst);
+  void ActivateMerge(const Item& src, const Executor::OutEdge& e, bool dead, TensorValue* value,
+                     IterationState* iter, ReadyList* ready);
+  void SetEntry(const Executor::OutEdge& e, TensorValue* value, bool may_move,
+                IterationState* iter);
+  void MakeReady(int id, IterationState* iter, ReadyList* ready) {
+    if (iter->frame->is_loop()) iter->outstanding_ops.fetch_add(1, std::memory_order_relaxed);
+    ready->push_back(TaggedNode{id, iter});
   }
-  void ClearInputs(const Item& item);
+  void Decrement(int dst, IterationState* iter, ReadyList* ready) {
+    NodeState& n = iter->nodes[exec_->items_[dst].local];
+    if (n.pending.fetch_sub(1, std::memory_order_acq_rel) == 1) MakeReady(dst, iter, ready);
+  }
+  void ClearInputs(TaggedNode node);
+
+  // Frame bookkeeping.
+  FrameState* FindOrCreateChild(IterationState* parent_iter, int static_id);
+  // Retires a finished node from its iteration; may end iterations and frames.
+  void NodeDone(TaggedNode node, ReadyList* ready);
+  // Starts the next iteration of `frame`, with its held values.
+  IterationState* StartIteration(FrameState* frame, ReadyList* ready)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(frame->mu);
+  // Deletes the ended iterations at the front; true when the frame ended.
+  bool CleanupIterations(FrameState* frame, ReadyList* ready)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(frame->mu);
+  void DeleteFrame(FrameState* frame, ReadyList* ready);
+
+  static Held Hold(int id, const TensorValue* outs);
+  void ActivateHeld(Held& held, IterationState* iter, ReadyList* ready);
+
   void RecordError(const Item& item, const absl::Status& s);
+  void Abort(absl::Status s);
 
   const Executor* exec_;
   const Executor::Args args_;
@@ -178,24 +288,43 @@ class ExecutorState {
   std::unique_ptr<CancellationManager> own_cm_;  // When args_ has none.
   CancellationManager* cm_;
   std::function<void(std::function<void()>)> kernel_runner_;
-  std::unique_ptr<Entry[]> entries_;
-  std::unique_ptr<NodeState[]> nodes_;
+  std::unique_ptr<FrameState> root_;
   std::atomic<int64_t> outstanding_{0};  // Nodes ready or running.
   std::atomic<bool> aborted_{false};
 
-  absl::Mutex merge_mu_;  // Guards the merge_* fields of nodes_.
+  absl::Mutex merge_mu_;  // Guards the merge_* fields of every NodeState.
 
   absl::Mutex mu_;
   absl::Status status_ ABSL_GUARDED_BY(mu_);  // The first error.
 };
 
+ExecutorState::IterationState::IterationState(const Executor& exec, FrameState* frame,
+                                              int64_t index)
+    : frame(frame),
+      index(index),
+      entries(new Entry[frame->info.total_inputs]),
+      nodes(new NodeState[frame->info.items.size()]) {
+  for (int id : frame->info.items) {
+    const Item& item = exec.items_[id];
+    nodes[item.local].pending.store(item.initial_pending, std::memory_order_relaxed);
+    nodes[item.local].merge_controls = item.num_control_inputs;
+  }
+}
+
+ExecutorState::IterationState::~IterationState() = default;
+
+ExecutorState::FrameState::FrameState(const Executor& exec, int static_id,
+                                      IterationState* parent_iter)
+    : static_id(static_id),
+      info(exec.frames_[static_id]),
+      parent_iter(parent_iter),
+      pending_enters(info.num_enters) {
+  iterations.push_back(std::make_unique<IterationState>(exec, this, 0));
+}
+
 ExecutorState::ExecutorState(const Executor* exec, const Executor::Args& args,
                              Executor::DoneCallback done)
-    : exec_(exec),
-      args_(args),
-      done_(std::move(done)),
-      entries_(new Entry[exec->total_inputs_]),
-      nodes_(new NodeState[exec->items_.size()]) {
+    : exec_(exec), args_(args), done_(std::move(done)) {
   if (args_.cancellation_manager == nullptr) own_cm_ = std::make_unique<CancellationManager>();
   cm_ = own_cm_ ? own_cm_.get() : args_.cancellation_manager;
   if (args_.runner) {
@@ -203,10 +332,7 @@ ExecutorState::ExecutorState(const Executor* exec, const Executor::Args& args,
   } else {
     kernel_runner_ = [](std::function<void()> fn) { fn(); };
   }
-  for (size_t i = 0; i < exec->items_.size(); ++i) {
-    nodes_[i].pending.store(exec->items_[i].initial_pending, std::memory_order_relaxed);
-    nodes_[i].merge_controls = exec->items_[i].num_control_inputs;
-  }
+  root_ = std::make_unique<FrameState>(*exec, 0, nullptr);
 }
 
 void ExecutorState::Start() {
@@ -219,24 +345,30 @@ void ExecutorState::Start() {
     Finish();
     return;
   }
+  IterationState* iter;
+  {
+    absl::MutexLock l(&root_->mu);
+    iter = root_->iterations.front().get();
+  }
   // One extra count held by this function, so the step cannot finish (and
   // delete *this) while roots are still being handed out.
   outstanding_.store(static_cast<int64_t>(roots.size()) + 1, std::memory_order_relaxed);
   ReadyQueue queue;
   for (auto it = roots.rbegin(); it != roots.rend(); ++it) {
+    const TaggedNode node{*it, iter};
     if (exec_->items_[*it].expensive && args_.runner) {
-      args_.runner([this, id = *it] { Process(id); });
+      args_.runner([this, node] { Process(node); });
     } else {
-      queue.push_back(*it);
+      queue.push_back(node);
     }
   }
   if (!queue.empty()) RunLoop(&queue);
   if (outstanding_.fetch_sub(1, std::memory_order_acq_rel) == 1) Finish();
 }
 
-void ExecutorState::Process(int id) {
+void ExecutorState::Process(TaggedNode node) {
   ReadyQueue queue;
-  queue.push_back(id);
+  queue.push_back(node);
   RunLoop(&queue);
 }
 
@@ -244,9 +376,9 @@ void ExecutorState::RunLoop(ReadyQueue* queue) {
   Params params;
   InitParams(&params);
   while (!queue->empty()) {
-    const int id = queue->back();
+    const TaggedNode node = queue->back();
     queue->pop_back();
-    if (RunNode(id, &params, queue)) return;
+    if (RunNode(node, &params, queue)) return;
   }
 }
 
@@ -261,30 +393,32 @@ void ExecutorState::InitParams(Params* params) {
   params->call_frame = args_.call_frame;
 }
 
-bool ExecutorState::RunNode(int id, Params* params, ReadyQueue* inline_ready) {
-  const Item& item = exec_->items_[id];
+bool ExecutorState::RunNode(TaggedNode node, Params* params, ReadyQueue* inline_ready) {
+  const Item& item = exec_->items_[node.id];
   ReadyList ready;
   if (aborted_.load(std::memory_order_acquire)) {
-    ClearInputs(item);
+    ClearInputs(node);
     return ScheduleReady(ready, inline_ready);
   }
-  const bool dead = nodes_[id].dead.load(std::memory_order_relaxed);
+  // A ControlTrigger runs even when its inputs are dead.
+  const bool dead = node.iter->nodes[item.local].dead.load(std::memory_order_relaxed) &&
+                    !item.is_control_trigger;
   if (dead && !item.is_send) {
-    ClearInputs(item);
-    PropagateDead(item, &ready);
+    ClearInputs(node);
+    Propagate(node, nullptr, &ready);
     return ScheduleReady(ready, inline_ready);
   }
-  absl::Status s = PrepareInputs(id, dead, params);
-  if (!s.ok()) return Complete(id, s, nullptr, inline_ready);
-  if (item.async != nullptr) return StartAsync(id, *params, inline_ready);
+  absl::Status s = PrepareInputs(node, dead, params);
+  if (!s.ok()) return Complete(node, s, nullptr, inline_ready);
+  if (item.async != nullptr) return StartAsync(node, *params, inline_ready);
   OpKernelContext ctx(params);
   s = item.kernel->Compute(&ctx);
-  return Complete(id, std::move(s), &ctx, inline_ready);
+  return Complete(node, std::move(s), &ctx, inline_ready);
 }
 
-bool ExecutorState::StartAsync(int id, const Params& params, ReadyQueue* inline_ready) {
-  auto* state = new AsyncState(params, id);
-  exec_->items_[id].async->ComputeAsync(&state->ctx, [this, state](absl::Status s) {
+bool ExecutorState::StartAsync(TaggedNode node, const Params& params, ReadyQueue* inline_ready) {
+  auto* state = new AsyncState(params, node);
+  exec_->items_[node.id].async->ComputeAsync(&state->ctx, [this, state](absl::Status s) {
     state->status = std::move(s);
     if (state->phase.fetch_or(2, std::memory_order_acq_rel) & 1) AsyncDone(state, nullptr);
   });
@@ -296,27 +430,27 @@ bool ExecutorState::StartAsync(int id, const Params& params, ReadyQueue* inline_
 
 bool ExecutorState::AsyncDone(AsyncState* state, ReadyQueue* inline_ready) {
   std::unique_ptr<AsyncState> owned(state);
-  return Complete(state->id, std::move(state->status), &state->ctx, inline_ready);
+  return Complete(state->node, std::move(state->status), &state->ctx, inline_ready);
 }
 
-bool ExecutorState::Complete(int id, absl::Status s, OpKernelContext* ctx,
+bool ExecutorState::Complete(TaggedNode node, absl::Status s, OpKernelContext* ctx,
                              ReadyQueue* inline_ready) {
-  const Item& item = exec_->items_[id];
   ReadyList ready;
-  if (s.ok()) s = PropagateOutputs(item, ctx, &ready);
-  ClearInputs(item);
-  if (!s.ok()) RecordError(item, s);
+  // Inputs first: propagating may end the node's iteration and free them.
+  ClearInputs(node);
+  if (s.ok()) s = PropagateOutputs(node, ctx, &ready);
+  if (!s.ok()) RecordError(exec_->items_[node.id], s);
   return ScheduleReady(ready, inline_ready);
 }
 
-absl::Status ExecutorState::PrepareInputs(int id, bool dead, Params* params) {
-  const Item& item = exec_->items_[id];
+absl::Status ExecutorState::PrepareInputs(TaggedNode node, bool dead, Params* params) {
+  const Item& item = exec_->items_[node.id];
   params->op_kernel = item.kernel;
   params->is_input_dead = dead;
   params->inputs.clear();
-  const int live = item.is_merge ? nodes_[id].merge_live : -1;
+  const int live = item.is_merge ? node.iter->nodes[item.local].merge_live : -1;
   for (int i = 0; i < item.num_inputs; ++i) {
-    Entry& e = entries_[item.input_start + i];
+    Entry& e = node.iter->entries[item.input_start + i];
     if (item.is_merge && i != live) {
       params->inputs.push_back(TensorValue{});
       continue;
@@ -344,108 +478,281 @@ absl::Status ExecutorState::PrepareInputs(int id, bool dead, Params* params) {
   return absl::OkStatus();
 }
 
-absl::Status ExecutorState::PropagateOutputs(const Item& item, OpKernelContext* ctx,
+absl::Status ExecutorState::PropagateOutputs(TaggedNode node, OpKernelContext* ctx,
                                              ReadyList* ready) {
-  const bool node_dead = ctx->is_output_dead();
+  const Item& item = exec_->items_[node.id];
+  if (ctx->is_output_dead()) {
+    Propagate(node, nullptr, ready);
+    return absl::OkStatus();
+  }
   absl::InlinedVector<TensorValue, 4> outs(item.kernel->num_outputs());
-  if (!node_dead) {
-    for (size_t i = 0; i < outs.size(); ++i) {
-      outs[i] = ctx->release_output(static_cast<int>(i));
-      if (outs[i].tensor == nullptr && item.output_consumed[i] && !item.is_switch) {
-        return absl::InternalError(absl::StrCat("kernel did not set output ", i));
-      }
+  for (size_t i = 0; i < outs.size(); ++i) {
+    outs[i] = ctx->release_output(static_cast<int>(i));
+    if (outs[i].tensor == nullptr && item.output_consumed[i] && !item.is_switch) {
+      return absl::InternalError(absl::StrCat("kernel did not set output ", i));
     }
   }
+  Propagate(node, outs.data(), ready);
+  return absl::OkStatus();
+}
+
+void ExecutorState::Propagate(TaggedNode node, TensorValue* outs, ReadyList* ready) {
+  const Item& item = exec_->items_[node.id];
+  if (item.is_enter) {
+    PropagateEnter(node, outs, ready);
+  } else if (item.is_next_iteration) {
+    PropagateNextIteration(node, outs, ready);
+  } else if (item.is_exit) {
+    FrameState* frame = node.iter->frame;
+    if (outs != nullptr) {
+      ActivateEdges(item, outs, frame->parent_iter, /*may_move=*/true, ready);
+    } else {
+      // Passed on only if the loop ends with this exit still dead.
+      absl::MutexLock l(&frame->mu);
+      if (node.iter->index == frame->iteration_count) frame->dead_exits.push_back(node.id);
+    }
+  } else {
+    ActivateEdges(item, outs, node.iter, /*may_move=*/true, ready);
+  }
+  NodeDone(node, ready);
+}
+
+void ExecutorState::PropagateEnter(TaggedNode node, TensorValue* outs, ReadyList* ready) {
+  const Item& item = exec_->items_[node.id];
+  FrameState* child = FindOrCreateChild(node.iter, item.child_frame);
+  bool child_done;
+  {
+    absl::MutexLock l(&child->mu);
+    if (item.is_constant_enter) {
+      // A loop invariant: every iteration, present and to come, reads it.
+      child->loop_invariants.push_back(Hold(node.id, outs));
+      for (const auto& iter : child->iterations) {
+        ActivateEdges(item, outs, iter.get(), /*may_move=*/false, ready);
+      }
+    } else {
+      // No iteration ends before every Enter arrived: the first is alive.
+      ActivateEdges(item, outs, child->iterations.front().get(), /*may_move=*/true, ready);
+    }
+    --child->pending_enters;
+    child_done = CleanupIterations(child, ready);
+  }
+  if (child_done) DeleteFrame(child, ready);
+}
+
+void ExecutorState::PropagateNextIteration(TaggedNode node, TensorValue* outs,
+                                           ReadyList* ready) {
+  if (outs == nullptr) return;  // Deadness stops at the back edge.
+  FrameState* frame = node.iter->frame;
+  if (cm_->IsCancelled()) {  // Cancelling the step ends a running loop.
+    Abort(MarkDerived(absl::CancelledError(
+        absl::StrCat("[Executor] step ", args_.step_id, " cancelled in iteration ",
+                     node.iter->index, " of loop '", frame->info.name, "'"))));
+    return;
+  }
+  IterationState* next = nullptr;
+  {
+    absl::MutexLock l(&frame->mu);
+    if (node.iter->index < frame->iteration_count) {
+      next = frame->iterations[node.iter->index + 1 - frame->iterations.front()->index].get();
+    } else if (frame->outstanding_iterations < frame->info.parallel_iterations) {
+      next = StartIteration(frame, ready);
+    } else {
+      frame->next_iter_roots.push_back(Hold(node.id, outs));
+    }
+  }
+  // The next iteration cannot end while this one, older, is alive.
+  if (next != nullptr) ActivateEdges(exec_->items_[node.id], outs, next, true, ready);
+}
+
+ExecutorState::Held ExecutorState::Hold(int id, const TensorValue* outs) {
+  Held h{id, Entry{}, outs == nullptr || outs[0].tensor == nullptr};
+  if (h.dead) return h;
+  if (outs[0].is_ref()) {
+    h.value.ref = outs[0].tensor;
+    h.value.ref_mu = outs[0].mutex;
+  } else {
+    h.value.val = *outs[0].tensor;
+  }
+  return h;
+}
+
+void ExecutorState::ActivateHeld(Held& held, IterationState* iter, ReadyList* ready) {
+  TensorValue value = held.value.ref ? TensorValue{held.value.ref, held.value.ref_mu}
+                                     : TensorValue{&held.value.val};
+  ActivateEdges(exec_->items_[held.id], held.dead ? nullptr : &value, iter,
+                /*may_move=*/false, ready);
+}
+
+void ExecutorState::ActivateEdges(const Item& item, TensorValue* outs, IterationState* iter,
+                                  bool may_move, ReadyList* ready) {
   const Executor::OutEdge* edges = exec_->out_edges_.data() + item.out_start;
   for (int k = 0; k < item.num_out; ++k) {
     const Executor::OutEdge& e = edges[k];
     // A control edge is dead with its node; a data edge also when its
     // output was left unset (the branch a Switch did not take).
-    TensorValue* value = node_dead || e.dst_entry < 0 ? nullptr : &outs[e.src_output];
-    const bool dead = node_dead || (value != nullptr && value->tensor == nullptr);
-    if (exec_->items_[e.dst].is_merge) {
-      ActivateMerge(e, dead, value, ready);
+    TensorValue* value = outs == nullptr || e.dst_entry < 0 ? nullptr : &outs[e.src_output];
+    const bool dead = outs == nullptr || (value != nullptr && value->tensor == nullptr);
+    const Item& dst = exec_->items_[e.dst];
+    if (dst.is_merge) {
+      ActivateMerge(item, e, dead, value, iter, ready);
       continue;
     }
     if (dead) {
-      nodes_[e.dst].dead.store(true, std::memory_order_relaxed);
+      iter->nodes[dst.local].dead.store(true, std::memory_order_relaxed);
     } else if (e.dst_entry >= 0) {
-      SetEntry(e, value);
+      SetEntry(e, value, may_move, iter);
     }
-    Decrement(e.dst, ready);
+    Decrement(e.dst, iter, ready);
   }
-  return absl::OkStatus();
 }
 
-void ExecutorState::SetEntry(const Executor::OutEdge& e, TensorValue* value) {
-  Entry& entry = entries_[e.dst_entry];
+void ExecutorState::SetEntry(const Executor::OutEdge& e, TensorValue* value, bool may_move,
+                             IterationState* iter) {
+  Entry& entry = iter->entries[e.dst_entry];
   if (value->is_ref()) {
     entry.ref = value->tensor;
     entry.ref_mu = value->mutex;
-  } else if (e.last_use) {
+  } else if (may_move && e.last_use) {
     entry.val = std::move(*value->tensor);
   } else {
     entry.val = *value->tensor;
   }
 }
 
-void ExecutorState::ActivateMerge(const Executor::OutEdge& e, bool dead, TensorValue* value,
-                                  ReadyList* ready) {
+void ExecutorState::ActivateMerge(const Item& src, const Executor::OutEdge& e, bool dead,
+                                  TensorValue* value, IterationState* iter, ReadyList* ready) {
   const Item& dst = exec_->items_[e.dst];
-  NodeState& node = nodes_[e.dst];
+  NodeState& node = iter->nodes[dst.local];
   absl::MutexLock l(&merge_mu_);
   if (node.merge_fired) return;  // A later live input (only in loops) is dropped.
   if (e.dst_entry < 0) {
     --node.merge_controls;  // Live or dead, a control input only counts down.
   } else if (dead) {
-    ++node.merge_dead;
+    // A dead Enter makes a loop's Merge dead at once: its NextIteration
+    // input will never come (a loop on the branch a Switch did not take).
+    node.merge_dead += src.is_enter ? dst.num_inputs : 1;
   } else if (node.merge_live < 0) {
     node.merge_live = e.dst_entry - dst.input_start;
-    SetEntry(e, value);
+    SetEntry(e, value, /*may_move=*/false, iter);
   }
   if (node.merge_controls > 0) return;
   if (node.merge_live < 0 && node.merge_dead < dst.num_inputs) return;
   node.merge_fired = true;
   if (node.merge_live < 0) node.dead.store(true, std::memory_order_relaxed);
-  ready->push_back(e.dst);
+  MakeReady(e.dst, iter, ready);
 }
 
-void ExecutorState::PropagateDead(const Item& item, ReadyList* ready) {
-  const Executor::OutEdge* edges = exec_->out_edges_.data() + item.out_start;
-  for (int k = 0; k < item.num_out; ++k) {
-    const Executor::OutEdge& e = edges[k];
-    if (exec_->items_[e.dst].is_merge) {
-      ActivateMerge(e, /*dead=*/true, nullptr, ready);
-      continue;
-    }
-    nodes_[e.dst].dead.store(true, std::memory_order_relaxed);
-    Decrement(e.dst, ready);
-  }
-}
-
-void ExecutorState::ClearInputs(const Item& item) {
+void ExecutorState::ClearInputs(TaggedNode node) {
+  const Item& item = exec_->items_[node.id];
   for (int i = 0; i < item.num_inputs; ++i) {
-    Entry& e = entries_[item.input_start + i];
+    Entry& e = node.iter->entries[item.input_start + i];
     e.val = Tensor();
     e.ref = nullptr;
     e.ref_mu = nullptr;
   }
 }
 
+// --- frames ----------------------------------------------------------------------
+
+ExecutorState::FrameState* ExecutorState::FindOrCreateChild(IterationState* parent_iter,
+                                                            int static_id) {
+  FrameState* parent = parent_iter->frame;
+  absl::MutexLock l(&parent->mu);
+  std::unique_ptr<FrameState>& child = parent_iter->children[static_id];
+  if (child == nullptr) {
+    child = std::make_unique<FrameState>(*exec_, static_id, parent_iter);
+    ++parent_iter->outstanding_frames;
+  }
+  return child.get();
+}
+
+void ExecutorState::NodeDone(TaggedNode node, ReadyList* ready) {
+  IterationState* iter = node.iter;
+  FrameState* frame = iter->frame;
+  if (!frame->is_loop()) return;
+  // Without the frame's lock only while other nodes keep the iteration alive:
+  // once the count reaches 0 another thread may end the frame.
+  int n = iter->outstanding_ops.load(std::memory_order_acquire);
+  while (n > 1) {
+    if (iter->outstanding_ops.compare_exchange_weak(n, n - 1, std::memory_order_acq_rel)) return;
+  }
+  bool frame_done;
+  {
+    absl::MutexLock l(&frame->mu);
+    if (iter->outstanding_ops.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    frame_done = CleanupIterations(frame, ready);
+  }
+  if (frame_done) DeleteFrame(frame, ready);
+}
+
+ExecutorState::IterationState* ExecutorState::StartIteration(FrameState* frame,
+                                                             ReadyList* ready) {
+  ++frame->iteration_count;
+  ++frame->outstanding_iterations;
+  frame->iterations.push_back(
+      std::make_unique<IterationState>(*exec_, frame, frame->iteration_count));
+  IterationState* iter = frame->iterations.back().get();
+  frame->dead_exits.clear();
+  std::vector<Held> roots = std::move(frame->next_iter_roots);
+  frame->next_iter_roots.clear();
+  for (Held& h : roots) ActivateHeld(h, iter, ready);
+  for (Held& h : frame->loop_invariants) ActivateHeld(h, iter, ready);
+  return iter;
+}
+
+bool ExecutorState::CleanupIterations(FrameState* frame, ReadyList* ready) {
+  while (!frame->iterations.empty()) {
+    const IterationState& oldest = *frame->iterations.front();
+    if (oldest.outstanding_ops.load(std::memory_order_acquire) != 0 ||
+        oldest.outstanding_frames != 0 || frame->pending_enters != 0) {
+      break;
+    }
+    frame->iterations.pop_front();
+    --frame->outstanding_iterations;
+    if (!frame->next_iter_roots.empty()) StartIteration(frame, ready);
+  }
+  return frame->pending_enters == 0 && frame->outstanding_iterations == 0;
+}
+
+void ExecutorState::DeleteFrame(FrameState* frame, ReadyList* ready) {
+  IterationState* parent_iter = frame->parent_iter;
+  FrameState* parent = parent_iter->frame;
+  std::vector<int> dead_exits;
+  {
+    absl::MutexLock l(&frame->mu);
+    dead_exits.swap(frame->dead_exits);
+  }
+  for (int id : dead_exits) ActivateEdges(exec_->items_[id], nullptr, parent_iter, false, ready);
+  bool parent_done = false;
+  {
+    absl::MutexLock l(&parent->mu);
+    --parent_iter->outstanding_frames;
+    parent_iter->children.erase(frame->static_id);  // Deletes `frame`.
+    if (parent->is_loop()) parent_done = CleanupIterations(parent, ready);
+  }
+  if (parent_done) DeleteFrame(parent, ready);
+}
+
+// --- errors and completion ----------------------------------------------------------
+
 // The node is still outstanding here, so the step (and *this) stays alive.
 void ExecutorState::RecordError(const Item& item, const absl::Status& s) {
   absl::Status annotated = Annotate(s, item.prefix);
   if (cm_->IsCancelled()) annotated = MarkDerived(std::move(annotated));
+  Abort(std::move(annotated));
+}
+
+void ExecutorState::Abort(absl::Status s) {
   {
     absl::MutexLock l(&mu_);
     if (!status_.ok()) return;
-    status_ = annotated;
+    status_ = s;
   }
   aborted_.store(true, std::memory_order_release);
   // Cancel first: a waiting Recv then fails as Cancelled (derived) rather
   // than with a copy of this error.
   cm_->StartCancel();
-  if (args_.rendezvous != nullptr) args_.rendezvous->StartAbort(annotated);
+  if (args_.rendezvous != nullptr) args_.rendezvous->StartAbort(s);
 }
 
 bool ExecutorState::ScheduleReady(const ReadyList& ready, ReadyQueue* inline_ready) {
@@ -465,7 +772,7 @@ bool ExecutorState::ScheduleReady(const ReadyList& ready, ReadyQueue* inline_rea
     // The completed node keeps its count until every ready node is handed
     // to the pool, so the step cannot finish under our feet.
     outstanding_.fetch_add(n, std::memory_order_relaxed);
-    for (int id : ready) args_.runner([this, id] { Process(id); });
+    for (const TaggedNode& node : ready) args_.runner([this, node] { Process(node); });
     if (outstanding_.fetch_sub(1, std::memory_order_acq_rel) != 1) return false;
     Finish();
     return true;
@@ -473,20 +780,20 @@ bool ExecutorState::ScheduleReady(const ReadyList& ready, ReadyQueue* inline_rea
   if (n > 1) outstanding_.fetch_add(n - 1, std::memory_order_relaxed);
   // Cheap nodes run inline; expensive ones go to the pool, except one kept
   // for this thread when it has nothing else to do.
-  int expensive = -1;
-  for (int id : ready) {
-    if (!exec_->items_[id].expensive || !args_.runner) {
-      inline_ready->push_back(id);
+  const TaggedNode* expensive = nullptr;
+  for (const TaggedNode& node : ready) {
+    if (!exec_->items_[node.id].expensive || !args_.runner) {
+      inline_ready->push_back(node);
       continue;
     }
-    if (expensive >= 0) args_.runner([this, prev = expensive] { Process(prev); });
-    expensive = id;
+    if (expensive != nullptr) args_.runner([this, prev = *expensive] { Process(prev); });
+    expensive = &node;
   }
-  if (expensive >= 0) {
+  if (expensive != nullptr) {
     if (inline_ready->empty()) {
-      inline_ready->push_back(expensive);
+      inline_ready->push_back(*expensive);
     } else {
-      args_.runner([this, expensive] { Process(expensive); });
+      args_.runner([this, node = *expensive] { Process(node); });
     }
   }
   return false;
@@ -535,6 +842,13 @@ absl::Status Executor::InitializeNode(const Node* node, NodeItem* item) {
   item->is_send = node->IsSend();
   item->is_switch = node->type_string() == "Switch" || node->type_string() == "RefSwitch";
   item->is_merge = node->type_string() == "Merge" || node->type_string() == "RefMerge";
+  item->is_control_trigger = node->type_string() == "ControlTrigger";
+  item->is_enter = node->IsEnter();
+  item->is_exit = node->IsExit();
+  item->is_next_iteration = node->IsNextIteration();
+  if (item->is_enter) {
+    RETURN_IF_ERROR(GetNodeAttr(node->def(), "is_constant", &item->is_constant_enter));
+  }
   for (const Edge* e : node->in_edges()) item->num_control_inputs += e->IsControlEdge();
   item->num_inputs = item->kernel->num_inputs();
   item->prefix = absl::StrCat("[", node->type_string(), " '", node->name(), "'] ");
@@ -548,14 +862,24 @@ absl::Status Executor::InitializeNode(const Node* node, NodeItem* item) {
 }
 
 absl::Status Executor::Initialize() {
+  ASSIGN_OR_RETURN(ControlFlowInfo cf, BuildControlFlowInfo(*graph_));
+  for (const LoopFrame& f : cf.frames) {
+    frames_.push_back(FrameInfo{f.name, f.parallel_iterations, f.num_enters, {}, 0});
+  }
   const std::vector<Node*> nodes = graph_->nodes();
   std::vector<int> index_of(graph_->num_node_ids(), -1);
   items_.resize(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
     index_of[nodes[i]->id()] = static_cast<int>(i);
-    RETURN_IF_ERROR(InitializeNode(nodes[i], &items_[i]));
-    items_[i].input_start = total_inputs_;
-    total_inputs_ += items_[i].num_inputs;
+    NodeItem& item = items_[i];
+    RETURN_IF_ERROR(InitializeNode(nodes[i], &item));
+    item.frame = cf.frame_of[nodes[i]->id()];
+    item.child_frame = cf.entered[nodes[i]->id()];
+    FrameInfo& frame = frames_[item.frame];
+    item.local = static_cast<int>(frame.items.size());
+    frame.items.push_back(static_cast<int>(i));
+    item.input_start = frame.total_inputs;
+    frame.total_inputs += item.num_inputs;
   }
   for (size_t i = 0; i < nodes.size(); ++i) {
     NodeItem& item = items_[i];

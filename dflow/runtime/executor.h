@@ -8,6 +8,9 @@
 // a Switch did not take is dead, a node with a dead input is skipped and its
 // outputs are dead (a Send still runs, to pass deadness to its peer), and a
 // Merge runs on its first live input, or is dead when all its inputs are.
+// Loops (Enter, Exit, NextIteration; see control_flow.h) run as TensorFlow's:
+// each iteration has its own inputs and deadness, up to parallel_iterations
+// of a loop run at once, and cancelling the step stops a running loop.
 // The first error aborts the step: nodes not yet started are skipped, the
 // step's cancellation manager is cancelled and its rendezvous aborted, and
 // `done` receives that error prefixed with "[node 'x' (Op)] ".
@@ -80,6 +83,7 @@ class Executor {
 
  private:
   friend class ExecutorState;
+  struct FrameInfo;
   struct NodeItem;
   struct OutEdge;
 
@@ -93,7 +97,7 @@ class Executor {
   std::vector<NodeItem> items_;  // One per live node, dense.
   std::vector<OutEdge> out_edges_;
   std::vector<int> roots_;  // Items with no inputs at all.
-  int total_inputs_ = 0;
+  std::vector<FrameInfo> frames_;  // frames_[0] is the root frame.
 };
 
 // True when `s` only reports that the step was already aborted by another

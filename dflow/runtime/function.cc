@@ -19,6 +19,9 @@ constexpr int kMaxCallDepth = 32;
 constexpr char kColocationPrefix[] = "loc:@";
 
 bool IsIf(const Node& n) { return n.type_string() == "If" || n.type_string() == "StatelessIf"; }
+bool IsWhile(const Node& n) {
+  return n.type_string() == "While" || n.type_string() == "StatelessWhile";
+}
 bool IsCall(const Node& n) {
   return n.type_string() == "PartitionedCall" || n.type_string() == "StatefulPartitionedCall";
 }
@@ -41,14 +44,16 @@ class Lowering {
     for (int depth = 0;; ++depth) {
       std::vector<Node*> calls;
       for (Node* n : graph_->nodes()) {
-        if (IsIf(*n) || IsCall(*n)) calls.push_back(n);
+        if (IsIf(*n) || IsWhile(*n) || IsCall(*n)) calls.push_back(n);
       }
       if (calls.empty()) break;
       if (depth == kMaxCallDepth) {
         return Error(*calls.front(), absl::StrCat("functions nest deeper than ", kMaxCallDepth,
                                                   " calls (a recursive function?)"));
       }
-      for (Node* n : calls) RETURN_IF_ERROR(IsIf(*n) ? LowerIf(n) : LowerCall(n));
+      for (Node* n : calls) {
+        RETURN_IF_ERROR(IsIf(*n) ? LowerIf(n) : IsWhile(*n) ? LowerWhile(n) : LowerCall(n));
+      }
     }
     return graph_->TopologicalOrder().status();
   }
@@ -401,6 +406,90 @@ class Lowering {
     RETURN_IF_ERROR(Connect(*n, {then_done, 0}, executed, 0));
     RETURN_IF_ERROR(Connect(*n, {else_done, 0}, executed, 1));
     return ReplaceCall(n, results, {executed});
+  }
+
+  // While(args...) -> a TensorFlow 1.x loop in its own frame, per loop
+  // variable: Enter -> Merge (with the NextIteration of the body's result)
+  // -> Switch on LoopCond(cond(merges...)) -> Exit on the false side, body
+  // input on the true side.
+  absl::Status LowerWhile(Node* n) {
+    ASSIGN_OR_RETURN(tensorflow::NameAttrList cond_fn, FuncAttr(*n, "cond"));
+    ASSIGN_OR_RETURN(tensorflow::NameAttrList body_fn, FuncAttr(*n, "body"));
+    int64_t parallel = 10;
+    RETURN_IF_ERROR(GetNodeAttr(n->def(), "parallel_iterations", &parallel));
+    if (parallel < 1) return Error(*n, "parallel_iterations must be at least 1");
+    if (n->num_inputs() == 0) return Error(*n, "has no loop variables");
+    std::vector<Endpoint> inputs;
+    std::vector<Node*> control_inputs;
+    CallInputs(*n, &inputs, &control_inputs);
+    const std::string prefix = n->name() + "/";
+    const std::string& device = n->requested_device();
+    const std::string frame = n->name();
+
+    std::vector<Node*> merges;
+    std::vector<Endpoint> merged;
+    for (int i = 0; i < n->num_inputs(); ++i) {
+      const DataType t = n->input_type(i);
+      ASSIGN_OR_RETURN(Node * enter, NewNode(absl::StrCat(prefix, "enter_", i), "Enter", device,
+                                             [&](tensorflow::NodeDef* d) {
+                                               SetAttr(d, "T", t);
+                                               SetAttr(d, "frame_name", frame);
+                                               SetAttr(d, "parallel_iterations", parallel);
+                                             }));
+      RETURN_IF_ERROR(Connect(*n, inputs[i], enter, 0));
+      for (Node* c : control_inputs) graph_->AddControlEdge(c, enter);
+      ASSIGN_OR_RETURN(Node * merge, NewNode(absl::StrCat(prefix, "merge_", i), "Merge", device,
+                                             [t](tensorflow::NodeDef* d) {
+                                               SetAttr(d, "T", t);
+                                               SetAttr(d, "N", 2);
+                                             }));
+      RETURN_IF_ERROR(Connect(*n, {enter, 0}, merge, 0));
+      merges.push_back(merge);
+      merged.push_back({merge, 0});
+    }
+    std::vector<Endpoint> cond_rets;
+    std::vector<Node*> cond_control;
+    RETURN_IF_ERROR(InlineBody(*n, cond_fn, prefix + "cond/", merged, merges[0], &cond_rets,
+                               &cond_control));
+    if (cond_rets.size() != 1 ||
+        BaseType(cond_rets[0].node->output_type(cond_rets[0].index)) != DT_BOOL) {
+      return Error(*n, absl::StrCat("cond function '", cond_fn.name(),
+                                    "' must return one bool; it returns ", cond_rets.size(),
+                                    " value(s)"));
+    }
+    ASSIGN_OR_RETURN(Node * loop_cond, NewNode(prefix + "loop_cond", "LoopCond", device,
+                                               [](tensorflow::NodeDef*) {}));
+    RETURN_IF_ERROR(Connect(*n, cond_rets[0], loop_cond, 0));
+    for (Node* c : cond_control) graph_->AddControlEdge(c, loop_cond);
+
+    std::vector<Endpoint> exits, body_args;
+    for (int i = 0; i < n->num_inputs(); ++i) {
+      const DataType t = n->input_type(i);
+      ASSIGN_OR_RETURN(Node * sw, NewTyped(absl::StrCat(prefix, "switch_", i), "Switch", device, t));
+      RETURN_IF_ERROR(Connect(*n, merged[i], sw, 0));
+      RETURN_IF_ERROR(Connect(*n, {loop_cond, 0}, sw, 1));
+      ASSIGN_OR_RETURN(Node * exit, NewTyped(absl::StrCat(prefix, "exit_", i), "Exit", device, t));
+      RETURN_IF_ERROR(Connect(*n, {sw, 0}, exit, 0));
+      ASSIGN_OR_RETURN(Node * arg,
+                       NewTyped(absl::StrCat(prefix, "body_input_", i), "Identity", device, t));
+      RETURN_IF_ERROR(Connect(*n, {sw, 1}, arg, 0));
+      exits.push_back({exit, 0});
+      body_args.push_back({arg, 0});
+    }
+    std::vector<Endpoint> body_rets;
+    std::vector<Node*> body_control;
+    RETURN_IF_ERROR(InlineBody(*n, body_fn, prefix + "body/", body_args, body_args[0].node,
+                               &body_rets, &body_control));
+    RETURN_IF_ERROR(CheckResults(*n, "body", body_rets));
+    for (int i = 0; i < n->num_inputs(); ++i) {
+      ASSIGN_OR_RETURN(Node * next, NewTyped(absl::StrCat(prefix, "next_iteration_", i),
+                                             "NextIteration", device, n->input_type(i)));
+      RETURN_IF_ERROR(Connect(*n, body_rets[i], next, 0));
+      // The body's side effects finish before the next iteration starts.
+      for (Node* c : body_control) graph_->AddControlEdge(c, next);
+      RETURN_IF_ERROR(Connect(*n, {next, 0}, merges[i], 1));
+    }
+    return ReplaceCall(n, exits, {});
   }
 
   // PartitionedCall(args...) -> the body inlined, reading the call's inputs.

@@ -7,7 +7,10 @@
 // nodes are placed, partitioned and run like any other:
 //   - a call's body is inlined (arguments wired to the call's inputs);
 //   - an If becomes Switch nodes on its inputs, both branches inlined behind
-//     them, and a Merge per output; the branch not taken runs dead.
+//     them, and a Merge per output; the branch not taken runs dead;
+//   - a While becomes a TensorFlow 1.x loop (Enter, Merge, LoopCond, Switch,
+//     Exit, NextIteration; see control_flow.h) around its inlined condition
+//     and body, in a frame named after the While node.
 // The call node's name then belongs to an IdentityN over its results, so
 // fetches and control dependencies naming it keep working.
 //
@@ -24,11 +27,11 @@
 
 namespace dflow {
 
-// Rewrites every If, StatelessIf, PartitionedCall and StatefulPartitionedCall
-// in *graph (and those their bodies contain) as described above. Errors name
-// the call node and the function: a function missing from `library`, an
-// argument count or type that disagrees with the call, a non-bool If
-// condition, recursion deeper than 32 calls.
+// Rewrites every If, StatelessIf, While, StatelessWhile, PartitionedCall and
+// StatefulPartitionedCall in *graph (and those their bodies contain) as
+// described above. Errors name the call node and the function: a function missing from `library`, an
+// argument count or type that disagrees with the call, a non-bool If or
+// While condition, recursion deeper than 32 calls.
 absl::Status LowerFunctionalOps(const tensorflow::FunctionDefLibrary& library, Graph* graph);
 
 // Graph::FromGraphDef followed by LowerFunctionalOps with def.library().

@@ -120,7 +120,10 @@ TEST_P(ControlFlowGoldenTest, ReplaysTensorFlowsRuns) {
 INSTANTIATE_TEST_SUITE_P(TensorFlowGraphs, ControlFlowGoldenTest,
                          ::testing::Values("cond_v1", "cond_v2", "cond_v2_resource",
                                            "function_call", "global_step_read_ref",
-                                           "global_step_read_resource"));
+                                           "global_step_read_resource", "while_v1",
+                                           "while_v1_parallel", "while_v1_nested",
+                                           "while_v1_in_cond", "while_v1_ref", "while_v2",
+                                           "while_v2_nested", "while_v2_resource"));
 
 // --- Switch / Merge in the executor ---------------------------------------------
 
@@ -365,6 +368,92 @@ TEST(SwitchMergeTest, PredicateMustBeAScalar) {
   absl::Status st = s->Run({{"x", Tensor::Vec<float>({1})}, {"pred", pred}}, {"m:0"}, {}, &out);
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
   EXPECT_TRUE(absl::StrContains(st.message(), "'sw'")) << st;
+}
+
+// --- loops (TensorFlow 1.x frames) -----------------------------------------------
+
+tensorflow::GraphDef GoldenGraph(const std::string& name) {
+  std::ifstream in(kDir + name + ".pbtxt");
+  std::stringstream text;
+  text << in.rdbuf();
+  return ParseGraph(text.str());
+}
+
+TEST(LoopTest, CancellingTheStepEndsARunningLoop) {
+  std::unique_ptr<DirectSession> s = NewSession();
+  ASSERT_TRUE(s->Create(GoldenGraph("while_v1")).ok());
+  tensorflow::RunOptions opts;
+  opts.set_timeout_in_ms(200);
+  std::vector<Tensor> out;
+  const absl::Time start = absl::Now();
+  // 2^31 iterations would take hours: the deadline must end the loop.
+  absl::Status st = s->Run(opts, {{"n", Tensor::Scalar<int32_t>(INT32_MAX)}}, {"total:0"}, {},
+                           &out, nullptr);
+  EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded) << st;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  // The session is fine afterwards.
+  ASSERT_TRUE(s->Run({{"n", Tensor::Scalar<int32_t>(3)}}, {"total:0"}, {}, &out).ok());
+  ExpectEqual(Tensor::Vec<float>({3, 6, 9}), out[0], "0 + 1 + 2 times x");
+}
+
+TEST(LoopTest, ConcurrentStepsRunTheirOwnIterations) {
+  std::unique_ptr<DirectSession> s = NewSession();
+  ASSERT_TRUE(s->Create(GoldenGraph("while_v1_nested")).ok());
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < 20; ++k) {
+        const int n = (t + k) % 7;
+        std::vector<Tensor> out;
+        absl::Status st = s->Run({{"n", Tensor::Scalar<int32_t>(n)}}, {"total:0"}, {}, &out);
+        // sum over i < n, j < i of i * j
+        int want = 0;
+        for (int i = 0; i < n; ++i) {
+          for (int j = 0; j < i; ++j) want += i * j;
+        }
+        if (!st.ok() || out[0].scalar<int32_t>() != want) ++wrong;
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST(LoopTest, MalformedFramesAreRefusedNamingTheNode) {
+  auto create = [](const std::string& text) {
+    std::unique_ptr<DirectSession> s = NewSession();
+    absl::Status st = s->Create(ParseGraph(text));
+    std::vector<Tensor> out;
+    if (st.ok()) st = s->Run({}, {"out:0"}, {}, &out);
+    return st;
+  };
+  constexpr char kConst[] = R"pb(
+    node { name: "c" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+           attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 1 } } } }
+  )pb";
+  absl::Status st = create(absl::StrCat(kConst, R"pb(
+    node { name: "out" op: "Exit" input: "c" attr { key: "T" value { type: DT_INT32 } } })pb"));
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_TRUE(absl::StrContains(st.message(), "'out'")) << st;
+  EXPECT_TRUE(absl::StrContains(st.message(), "outside any loop")) << st;
+
+  // One input from inside a loop, one from outside.
+  st = create(absl::StrCat(kConst, R"pb(
+    node { name: "e" op: "Enter" input: "c" attr { key: "T" value { type: DT_INT32 } }
+           attr { key: "frame_name" value { s: "loop" } } }
+    node { name: "out" op: "AddV2" input: "e" input: "c"
+           attr { key: "T" value { type: DT_INT32 } } })pb"));
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_TRUE(absl::StrContains(st.message(), "two loop frames")) << st;
+
+  // A cycle that does not go through NextIteration.
+  st = create(absl::StrCat(kConst, R"pb(
+    node { name: "m" op: "Merge" input: "c" input: "out"
+           attr { key: "T" value { type: DT_INT32 } } attr { key: "N" value { i: 2 } } }
+    node { name: "out" op: "Identity" input: "m" attr { key: "T" value { type: DT_INT32 } } })pb"));
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << st;
+  EXPECT_TRUE(absl::StrContains(st.message(), "cycle")) << st;
 }
 
 // --- lowering -------------------------------------------------------------------

@@ -39,7 +39,7 @@ const Node* NodeOnCycle(const Node* start, const std::vector<int>& pending) {
   while (!seen[n->id()]) {
     seen[n->id()] = true;
     for (const Edge* e : n->in_edges()) {
-      if (pending[e->src->id()] > 0) {
+      if (pending[e->src->id()] > 0 && !e->src->IsNextIteration()) {
         n = e->src;
         break;
       }
@@ -369,17 +369,18 @@ std::unique_ptr<Graph> Graph::Clone() const {
 }
 
 absl::StatusOr<std::vector<Node*>> Graph::TopologicalOrder() const {
-  // Kahn's algorithm over data and control edges.
+  // Kahn's algorithm over data and control edges, loop back edges aside.
   std::vector<int> pending(nodes_.size(), 0);
   std::vector<Node*> ready, order;
   for (Node* n : nodes()) {
-    pending[n->id()] = static_cast<int>(n->in_edges().size());
+    for (const Edge* e : n->in_edges()) pending[n->id()] += !e->src->IsNextIteration();
     if (pending[n->id()] == 0) ready.push_back(n);
   }
   while (!ready.empty()) {
     Node* n = ready.back();
     ready.pop_back();
     order.push_back(n);
+    if (n->IsNextIteration()) continue;
     for (const Edge* e : n->out_edges()) {
       if (--pending[e->dst->id()] == 0) ready.push_back(e->dst);
     }

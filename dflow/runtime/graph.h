@@ -61,6 +61,12 @@ class Node {
   bool IsSend() const { return type_string() == "_Send" || type_string() == "_HostSend"; }
   bool IsRecv() const { return type_string() == "_Recv" || type_string() == "_HostRecv"; }
   bool IsConstant() const { return type_string() == "Const"; }
+  // Loop nodes (TensorFlow 1.x while loops; see control_flow.h).
+  bool IsEnter() const { return type_string() == "Enter" || type_string() == "RefEnter"; }
+  bool IsExit() const { return type_string() == "Exit" || type_string() == "RefExit"; }
+  bool IsNextIteration() const {
+    return type_string() == "NextIteration" || type_string() == "RefNextIteration";
+  }
 
   // Attr edits after construction (e.g. rewriting a Recv's key).
   tensorflow::NodeDef* mutable_def() { return &def_; }
@@ -124,8 +130,9 @@ class Graph {
   int num_node_ids() const { return static_cast<int>(nodes_.size()); }
   Node* node(int id) const { return nodes_[id].get(); }
 
-  // Nodes so that every node follows its inputs; FailedPrecondition naming a
-  // node on the cycle when there is one.
+  // Nodes so that every node follows its inputs, except the back edges of
+  // loops (out of NextIteration nodes); FailedPrecondition naming a node on
+  // the cycle when there is any other.
   absl::StatusOr<std::vector<Node*>> TopologicalOrder() const;
 
   // Writes nodes in id order, inputs rebuilt from edges (data inputs by slot,

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "dflow/framework/attr_util.h"
 #include "dflow/framework/status.h"
+#include "dflow/runtime/control_flow.h"
 
 namespace dflow {
 namespace {
@@ -58,6 +59,7 @@ class Partitioner {
   const Graph& g_;
   const PartitionOptions& opts_;
   std::vector<std::string> loc_;  // By node id.
+  ControlFlowInfo frames_;
   std::map<std::string, tensorflow::GraphDef> parts_;
   std::vector<tensorflow::NodeDef*> copy_;  // By node id; owned by parts_.
   std::vector<Inputs> inputs_;              // By node id.
@@ -165,6 +167,13 @@ absl::Status Partitioner::ConnectEdge(const Edge* e) {
   Inputs& in = inputs_[e->dst->id()];
   const bool local = loc_[e->src->id()] == loc_[e->dst->id()];
   std::string src = e->src->name();
+  if (!local && frames_.frame_of[e->dst->id()] > 0) {
+    return absl::UnimplementedError(absl::StrCat(
+        "[Partition] while loop '", frames_.frames[frames_.frame_of[e->dst->id()]].name,
+        "' spans ", loc_[e->src->id()], " ('", e->src->name(), "') and ", loc_[e->dst->id()],
+        " ('", e->dst->name(), "'); dflow runs each loop on one device: place its nodes "
+        "together"));
+  }
   if (!local) {
     ASSIGN_OR_RETURN(src, RecvFor(e));
   }
@@ -178,6 +187,7 @@ absl::Status Partitioner::ConnectEdge(const Edge* e) {
 
 absl::StatusOr<std::map<std::string, tensorflow::GraphDef>> Partitioner::Run() {
   RETURN_IF_ERROR(AddNodeCopies());
+  ASSIGN_OR_RETURN(frames_, BuildControlFlowInfo(g_));
   for (const Node* n : g_.nodes()) {
     for (const Edge* e : n->in_edges()) RETURN_IF_ERROR(ConnectEdge(e));
   }

@@ -290,5 +290,30 @@ TEST_F(PartitionTest, RefEdgeAcrossLocationsFails) {
   EXPECT_THAT(s.message(), HasSubstr("'v'"));
 }
 
+TEST_F(PartitionTest, LoopAcrossLocationsFailsNamingTheLoop) {
+  GraphBuilder b;
+  b.Const("a");
+  tensorflow::NodeDef* enter = b.Node("enter", "Enter", {"a"});
+  SetAttr(enter, "T", DT_FLOAT);
+  SetAttr(enter, "frame_name", std::string("while/ctx"));
+  b.Identity("body", "enter");
+  SetAttr(b.Node("exit", "Exit", {"body"}), "T", DT_FLOAT);
+  b.Identity("after", "exit");
+  std::unique_ptr<Graph> g = b.Build();
+  for (const char* n : {"a", "enter", "exit", "after"}) {
+    g->FindNode(n)->set_assigned_device_name(LocalCpu(0));
+  }
+  g->FindNode("body")->set_assigned_device_name(LocalCpu(1));
+  absl::Status s = Partition(*g, PartitionOptions()).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+  EXPECT_THAT(s.message(), HasSubstr("'while/ctx'"));
+  EXPECT_THAT(s.message(), HasSubstr("'body'"));
+  // Edges into the loop's Enter and out of its Exit may cross devices.
+  g->FindNode("body")->set_assigned_device_name(LocalCpu(0));
+  g->FindNode("a")->set_assigned_device_name(LocalCpu(1));
+  g->FindNode("after")->set_assigned_device_name(LocalCpu(1));
+  EXPECT_TRUE(Partition(*g, PartitionOptions()).ok());
+}
+
 }  // namespace
 }  // namespace dflow

@@ -18,7 +18,17 @@ Cases:
                      cond inside;
   global_step_read_{ref,resource}
                      the read of the global step that MonitoredTrainingSession's
-                     StopAtStepHook builds (tf.cond on is_variable_initialized).
+                     StopAtStepHook builds (tf.cond on is_variable_initialized);
+  while_v1           tf.while_loop with TensorFlow 1.x frames: a counted sum over a
+                     fed bound (0, 1, 7 and 10,000 iterations), a loop invariant;
+  while_v1_parallel  32 parallel iterations, each with its own matmul;
+  while_v1_nested    a loop in a loop (the inner frame once per outer iteration);
+  while_v1_in_cond   a loop on both branches of tf.cond: the untaken one is dead;
+  while_v1_ref       a reference variable incremented inside the loop body;
+  while_v2, while_v2_nested
+                     the counted sum and the nested loop with TensorFlow 2 control
+                     flow (While / StatelessWhile and a function library);
+  while_v2_resource  a resource variable incremented inside a While body.
 
 Run: python3 tests/data/gen_control_flow_reference.py   (needs tensorflow)
 """
@@ -147,6 +157,114 @@ def global_step_read(resource):
     return g, runs
 
 
+def v1_loops():
+    control_flow_v2_toggles.disable_control_flow_v2()
+    tf1.disable_resource_variables()
+
+
+def v2_loops():
+    control_flow_v2_toggles.enable_control_flow_v2()
+    tf1.enable_resource_variables()
+
+
+def while_v1(v2=False):
+    (v2_loops if v2 else v1_loops)()
+    g = tf.Graph()
+    with g.as_default():
+        n = tf1.placeholder(tf.int32, [], name="n")
+        x = tf.constant(X, name="x")
+        _, total = tf.while_loop(lambda i, s: i < n,
+                                 lambda i, s: (i + 1, s + x * tf.cast(i, tf.float32)),
+                                 [tf.constant(0), tf.zeros([3])], name="sum")
+        tf.identity(total, name="total")
+        tf.no_op(name="init")
+    return g, [({"n:0": np.int32(k)}, ["total:0"], []) for k in (0, 1, 7, 10000)]
+
+
+def while_v1_parallel():
+    v1_loops()
+    g = tf.Graph()
+    with g.as_default():
+        m = tf.constant(np.arange(16, dtype=np.float32).reshape(4, 4) / 16.0, name="m")
+
+        def body(i, acc):
+            f = tf.cast(i, tf.float32)
+            return i + 1, acc + tf.reduce_sum(tf.matmul(m * f, m + f))
+
+        _, acc = tf.while_loop(lambda i, acc: i < 64, body, [0, 0.0],
+                               parallel_iterations=32, name="par")
+        tf.identity(acc, name="acc")
+        tf.no_op(name="init")
+    return g, [({}, ["acc:0"], []), ({}, ["acc:0"], [])]
+
+
+def while_v1_nested(v2=False):
+    (v2_loops if v2 else v1_loops)()
+    g = tf.Graph()
+    with g.as_default():
+        n = tf1.placeholder(tf.int32, [], name="n")
+
+        def outer(i, total):
+            _, inner = tf.while_loop(lambda j, s: j < i,
+                                     lambda j, s: (j + 1, s + i * j), [0, 0], name="inner")
+            return i + 1, total + inner
+
+        _, total = tf.while_loop(lambda i, t: i < n, outer, [0, 0], name="outer")
+        tf.identity(total, name="total")
+        tf.no_op(name="init")
+    return g, [({"n:0": np.int32(k)}, ["total:0"], []) for k in (0, 1, 6)]
+
+
+def while_v1_in_cond():
+    v1_loops()
+    g = tf.Graph()
+    with g.as_default():
+        pred = tf1.placeholder(tf.bool, [], name="pred")
+
+        def loop(step):
+            return lambda: tf.while_loop(lambda i: i < 20, lambda i: i + step, [0])
+
+        out = tf.cond(pred, loop(3), loop(7), name="branch")
+        tf.identity(out, name="out")
+        tf.no_op(name="init")
+    return g, [({"pred:0": p}, ["out:0"], []) for p in (True, False, True)]
+
+
+def while_v1_ref():
+    v1_loops()
+    g = tf.Graph()
+    with g.as_default():
+        n = tf1.placeholder(tf.int32, [], name="n")
+        v = tf1.get_variable("v", [], initializer=tf1.zeros_initializer())
+
+        def body(i):
+            with tf.control_dependencies([tf1.assign_add(v, 2.0)]):
+                return i + 1
+
+        tf.identity(tf.while_loop(lambda i: i < n, body, [0], name="bump"), name="count")
+        tf1.global_variables_initializer()
+    return g, [({"n:0": np.int32(5)}, ["count:0"], []), ({}, ["v:0"], []),
+               ({"n:0": np.int32(3)}, ["count:0"], []), ({}, ["v:0"], [])]
+
+
+def while_v2_resource():
+    v2_loops()
+    g = tf.Graph()
+    with g.as_default():
+        n = tf1.placeholder(tf.int32, [], name="n")
+        v = tf1.get_variable("v", [2], initializer=tf1.ones_initializer())
+
+        def body(i):
+            with tf.control_dependencies([v.assign_add([1.0, 0.5])]):
+                return i + 1
+
+        tf.identity(tf.while_loop(lambda i: i < n, body, [0], name="bump"), name="count")
+        tf.identity(v.read_value(), name="value")
+        tf1.global_variables_initializer()
+    return g, [({"n:0": np.int32(4)}, ["count:0"], []), ({}, ["value:0"], []),
+               ({"n:0": np.int32(0)}, ["count:0"], []), ({}, ["value:0"], [])]
+
+
 def main():
     os.makedirs(HERE, exist_ok=True)
     cases = []
@@ -154,7 +272,13 @@ def main():
                             ("cond_v2_resource", cond_v2_resource()),
                             ("function_call", function_call()),
                             ("global_step_read_ref", global_step_read(False)),
-                            ("global_step_read_resource", global_step_read(True))):
+                            ("global_step_read_resource", global_step_read(True)),
+                            ("while_v1", while_v1()), ("while_v1_parallel", while_v1_parallel()),
+                            ("while_v1_nested", while_v1_nested()),
+                            ("while_v1_in_cond", while_v1_in_cond()),
+                            ("while_v1_ref", while_v1_ref()), ("while_v2", while_v1(True)),
+                            ("while_v2_nested", while_v1_nested(True)),
+                            ("while_v2_resource", while_v2_resource())):
         cases.append(record(name, g, ["init"], runs))
     with open(os.path.join(HERE, "cases.json"), "w") as f:
         json.dump({"cases": cases}, f, indent=1)

@@ -22,7 +22,8 @@ from tensorflow.python.framework import op_def_registry
 tf1 = tf.compat.v1
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-OPS = """Const Placeholder PlaceholderWithDefault Identity IdentityN NoOp Shape Size Rank
+OPS = """Enter RefEnter Exit RefExit NextIteration RefNextIteration LoopCond ControlTrigger
+Const Placeholder PlaceholderWithDefault Identity IdentityN NoOp Shape Size Rank
 Reshape ExpandDims Squeeze Fill ZerosLike OnesLike Cast Pack ConcatV2 Slice StridedSlice
 GatherV2 Transpose Tile Range AddV2 Add AddN Sub Mul RealDiv FloorDiv FloorMod Maximum
 Minimum Neg Square Sqrt Rsqrt Exp Log Tanh Sigmoid Relu Equal NotEqual Greater Less
@@ -44,7 +45,7 @@ FusedBatchNormGradV3 LRN LRNGrad All Any ScatterAdd ScatterSub ScatterUpdate Sca
 ArgMin CheckNumerics""".split()
 # Functional ops: dflow lowers them into Switch/Merge and inlined bodies before
 # placement (dflow/runtime/function.h), so they have no kernel.
-LOWERED_OPS = "If StatelessIf PartitionedCall StatefulPartitionedCall".split()
+LOWERED_OPS = "If StatelessIf While StatelessWhile PartitionedCall StatefulPartitionedCall".split()
 
 
 def arg_json(arg):
