@@ -35,3 +35,12 @@ if [[ -z "${DFLOW_NO_TF:-}" ]] && ! python3 -c "import tensorflow" 2>/dev/null; 
   python3 -m pip install -q --disable-pip-version-check tensorflow-cpu ||
     echo "setup: tensorflow-cpu could not be installed; the interop tests will be skipped"
 fi
+# tf-keras (Keras 2) for the TF1 programs that use tf.compat.v1.layers and rnn_cell,
+# at TensorFlow's own minor version.
+if [[ -z "${DFLOW_NO_TF:-}" ]] && python3 -c "import tensorflow" 2>/dev/null &&
+    ! python3 -c "import tf_keras" 2>/dev/null; then
+  tf_minor=$(python3 -c "import tensorflow as tf; print('.'.join(tf.__version__.split('.')[:2]))")
+  echo "setup: installing tf-keras ${tf_minor} with pip (for the TF1 program corpus)"
+  python3 -m pip install -q --disable-pip-version-check "tf-keras~=${tf_minor}.0" ||
+    echo "setup: tf-keras could not be installed; corpus programs that need it will be skipped"
+fi

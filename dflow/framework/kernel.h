@@ -163,6 +163,9 @@ class OpKernelContext {
     // Deadline for blocking waits inside the step (Recv, queues).
     absl::Time deadline = absl::InfiniteFuture();
     CallFrameInterface* call_frame = nullptr;
+    // What lives for this step only, on this device (stacks, TensorArrays);
+    // null outside an executor.
+    ResourceMgr* step_resources = nullptr;
   };
 
   explicit OpKernelContext(Params* params);
@@ -200,6 +203,7 @@ class OpKernelContext {
   int64_t step_id() const { return params_->step_id; }
   Device* device() const { return params_->device; }
   ResourceMgr* resource_manager() const { return params_->device->resource_manager(); }
+  ResourceMgr* step_resources() const { return params_->step_resources; }
   ThreadPool* intra_op_pool() const { return params_->device->intra_op_pool(); }
   Rendezvous* rendezvous() const { return params_->rendezvous; }
   CancellationManager* cancellation_manager() const {

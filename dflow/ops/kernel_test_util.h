@@ -32,10 +32,14 @@ inline absl::StatusOr<std::unique_ptr<OpKernel>> MakeKernel(const tensorflow::No
 
 // Runs `kernel` once on `device` with `inputs` as its (non-ref) inputs and
 // returns its outputs. Thread-safe when the kernel is.
+// `step_resources`: what OpKernelContext::step_resources() returns (stacks,
+// TensorArrays); null as outside a step.
 inline absl::StatusOr<std::vector<Tensor>> RunKernel(OpKernel* kernel, Device* device,
-                                                     std::vector<Tensor> inputs) {
+                                                     std::vector<Tensor> inputs,
+                                                     ResourceMgr* step_resources = nullptr) {
   OpKernelContext::Params params;
   params.device = device;
+  params.step_resources = step_resources;
   params.op_kernel = kernel;
   params.step_id = 1;
   params.runner = [](std::function<void()> fn) { fn(); };

@@ -49,15 +49,21 @@ class OpTest {
   }
   tensorflow::NodeDef& node_def() { return node_; }
 
+  // The step's resources the kernel sees (for stacks and TensorArrays).
+  OpTest& StepResources(ResourceMgr* r) {
+    step_resources_ = r;
+    return *this;
+  }
   // Creates the kernel (validating the node) and runs it once.
   absl::StatusOr<std::vector<Tensor>> Run(Device* device = TestCpuDevice()) {
     ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> kernel, MakeKernel(node_, device));
-    return RunKernel(kernel.get(), device, inputs_);
+    return RunKernel(kernel.get(), device, inputs_, step_resources_);
   }
 
  private:
   tensorflow::NodeDef node_;
   std::vector<Tensor> inputs_;
+  ResourceMgr* step_resources_ = nullptr;
 };
 
 // Element-wise comparison with a relative+absolute tolerance for floats.

@@ -289,6 +289,7 @@ class ExecutorState {
   CancellationManager* cm_;
   std::function<void(std::function<void()>)> kernel_runner_;
   std::unique_ptr<FrameState> root_;
+  ResourceMgr step_resources_{"step"};  // Stacks and TensorArrays of this step.
   std::atomic<int64_t> outstanding_{0};  // Nodes ready or running.
   std::atomic<bool> aborted_{false};
 
@@ -391,6 +392,7 @@ void ExecutorState::InitParams(Params* params) {
   params->runner = [this](std::function<void()> fn) { kernel_runner_(std::move(fn)); };
   params->deadline = args_.deadline;
   params->call_frame = args_.call_frame;
+  params->step_resources = &step_resources_;
 }
 
 bool ExecutorState::RunNode(TaggedNode node, Params* params, ReadyQueue* inline_ready) {

@@ -28,7 +28,11 @@ Cases:
   while_v2, while_v2_nested
                      the counted sum and the nested loop with TensorFlow 2 control
                      flow (While / StatelessWhile and a function library);
-  while_v2_resource  a resource variable incremented inside a While body.
+  while_v2_resource  a resource variable incremented inside a While body;
+  while_v1_grad      tf.gradients through a TensorFlow 1.x loop (the forward values
+                     kept on stacks: StackV2 / StackPushV2 / StackPopV2);
+  tensor_array_v1    an RNN-style loop over TensorArrays (unstack, read, write, stack)
+                     and its gradient (TensorArrayGradV3, aggregated writes).
 
 Run: python3 tests/data/gen_control_flow_reference.py   (needs tensorflow)
 """
@@ -265,6 +269,52 @@ def while_v2_resource():
                ({"n:0": np.int32(0)}, ["count:0"], []), ({}, ["value:0"], [])]
 
 
+W = (np.arange(9, dtype=np.float32).reshape(3, 3) - 4.0) / 8.0
+X23 = np.array([[0.5, -1.0, 0.25], [1.5, 0.0, -0.75]], np.float32)
+
+
+def while_v1_grad():
+    v1_loops()
+    g = tf.Graph()
+    with g.as_default():
+        x = tf1.placeholder(tf.float32, [2, 3], name="x")
+        w = tf.constant(W, name="w")
+        _, h = tf.while_loop(lambda i, h: i < 4, lambda i, h: (i + 1, tf.tanh(tf.matmul(h, w))),
+                             [0, x], name="loop")
+        loss = tf.reduce_sum(h * h, name="loss")
+        gw, gx = tf.gradients(loss, [w, x])
+        tf.identity(gw, name="gw")
+        tf.identity(gx, name="gx")
+        tf.no_op(name="init")
+    return g, [({"x:0": X23}, ["loss:0", "gw:0", "gx:0"], []),
+               ({"x:0": -X23}, ["loss:0", "gw:0", "gx:0"], [])]
+
+
+def tensor_array_v1():
+    v1_loops()
+    g = tf.Graph()
+    with g.as_default():
+        x = tf1.placeholder(tf.float32, [5, 2, 3], name="x")
+        w = tf.constant(W, name="w")
+        inputs = tf.TensorArray(tf.float32, size=5).unstack(x)
+        outputs = tf.TensorArray(tf.float32, size=5)
+
+        def body(t, h, out):
+            h = tf.tanh(tf.matmul(inputs.read(t), w) + h)
+            return t + 1, h, out.write(t, h)
+
+        _, _, outputs = tf.while_loop(lambda t, h, out: t < 5, body,
+                                      [0, tf.zeros([2, 3]), outputs], name="rnn")
+        y = tf.identity(outputs.stack(), name="y")
+        loss = tf.reduce_sum(y * y, name="loss")
+        gw, gx = tf.gradients(loss, [w, x])
+        tf.identity(gw, name="gw")
+        tf.identity(gx, name="gx")
+        tf.no_op(name="init")
+    xs = np.stack([X23 * (k - 2) for k in range(5)]).astype(np.float32)
+    return g, [({"x:0": xs}, ["y:0", "loss:0", "gw:0", "gx:0"], [])]
+
+
 def main():
     os.makedirs(HERE, exist_ok=True)
     cases = []
@@ -278,7 +328,9 @@ def main():
                             ("while_v1_in_cond", while_v1_in_cond()),
                             ("while_v1_ref", while_v1_ref()), ("while_v2", while_v1(True)),
                             ("while_v2_nested", while_v1_nested(True)),
-                            ("while_v2_resource", while_v2_resource())):
+                            ("while_v2_resource", while_v2_resource()),
+                            ("while_v1_grad", while_v1_grad()),
+                            ("tensor_array_v1", tensor_array_v1())):
         cases.append(record(name, g, ["init"], runs))
     with open(os.path.join(HERE, "cases.json"), "w") as f:
         json.dump({"cases": cases}, f, indent=1)

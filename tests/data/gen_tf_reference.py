@@ -23,6 +23,9 @@ tf1 = tf.compat.v1
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 OPS = """Enter RefEnter Exit RefExit NextIteration RefNextIteration LoopCond ControlTrigger
+StackV2 StackPushV2 StackPopV2 StackCloseV2 TensorArrayV3 TensorArrayGradV3 TensorArrayWriteV3
+TensorArrayReadV3 TensorArrayGatherV3 TensorArrayScatterV3 TensorArrayConcatV3 TensorArraySplitV3
+TensorArraySizeV3 TensorArrayCloseV3
 Const Placeholder PlaceholderWithDefault Identity IdentityN NoOp Shape Size Rank
 Reshape ExpandDims Squeeze Fill ZerosLike OnesLike Cast Pack ConcatV2 Slice StridedSlice
 GatherV2 Transpose Tile Range AddV2 Add AddN Sub Mul RealDiv FloorDiv FloorMod Maximum
