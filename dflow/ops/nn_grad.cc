@@ -146,6 +146,31 @@ absl::Status LrnGradFn(GradContext* g) {
   return absl::OkStatus();
 }
 
+// The values' gradient scattered back to the entries TopK chose: row r's
+// index i is flat position r * cols + i of the input.
+absl::Status TopKGradFn(GradContext* g) {
+  GradBuilder* b = g->b();
+  const SymTensor x = g->input(0);
+  const SymTensor in_shape = ShapeOf(b, x);
+  const SymTensor size = b->Op("Size", {x}, {{"out_type", AttrType(DT_INT32)}});
+  const SymTensor last = b->Op("Reshape", {b->Op("Sub", {b->Op("Rank", {x}), Int(b, 1)}),
+                                           grad::IntVec(b, {1})});
+  const SymTensor cols =
+      b->Op("Reshape", {b->Op("Slice", {in_shape, last, grad::IntVec(b, {1})}), grad::IntVec(b, {})});
+  std::vector<SymTensor> rows_by_k =
+      b->OpN("Pack", {{Int(b, -1), grad::ToInt32(b, g->input(1))}}, {});
+  if (rows_by_k.empty()) return b->status();
+  const SymTensor indices = b->Op("Reshape", {grad::ToInt32(b, g->output(1)), rows_by_k[0]});
+  const SymTensor row_starts =
+      b->Op("Reshape", {b->Op("Range", {Int(b, 0), size, cols}), grad::IntVec(b, {-1, 1})});
+  const SymTensor flat = b->Op("Reshape", {b->Op("AddV2", {indices, row_starts}),
+                                           grad::IntVec(b, {-1})});
+  const SymTensor values = b->Op("Reshape", {g->grad_output(0), grad::IntVec(b, {-1})});
+  const SymTensor summed = b->Op("UnsortedSegmentSum", {values, flat, size});
+  g->SetInputGrad(0, b->Op("Reshape", {summed, in_shape}));
+  return absl::OkStatus();
+}
+
 REGISTER_GRADIENT("Relu", ReluGradFn);
 REGISTER_GRADIENT("LRN", LrnGradFn);
 REGISTER_GRADIENT("FusedBatchNormV3", FusedBatchNormGradFn);
@@ -157,6 +182,7 @@ REGISTER_GRADIENT("SparseSoftmaxCrossEntropyWithLogits", SparseXentGradFn);
 REGISTER_GRADIENT("SoftmaxCrossEntropyWithLogits", XentGradFn);
 REGISTER_GRADIENT("Conv2D", Conv2DGradFn);
 REGISTER_GRADIENT("MaxPool", MaxPoolGradFn);
+REGISTER_GRADIENT("TopKV2", TopKGradFn);
 
 }  // namespace
 }  // namespace dflow

@@ -41,7 +41,9 @@ MaxPoolGrad Switch RefSwitch Merge RefMerge
 Reciprocal ReciprocalGrad Floor Ceil Round Log1p Expm1 Pow DivNoNan L2Loss StopGradient Assert
 ScalarSummary HistogramSummary MergeSummary DenseToDenseSetOperation ShapeN FusedBatchNormV3
 FusedBatchNormGradV3 LRN LRNGrad All Any ScatterAdd ScatterSub ScatterUpdate ScatterNd InTopKV2
-ArgMin CheckNumerics""".split()
+ArgMin CheckNumerics
+Split SplitV Unpack ReverseV2 BroadcastTo Diag DiagPart OneHot PreventGradient Cumsum Cumprod
+ClipByValue TopKV2""".split()
 # Functional ops: dflow lowers them into Switch/Merge and inlined bodies before
 # placement (dflow/runtime/function.h), so they have no kernel.
 LOWERED_OPS = "If StatelessIf PartitionedCall StatefulPartitionedCall".split()
