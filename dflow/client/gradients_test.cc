@@ -359,7 +359,7 @@ TEST(GradRegistryTest, EveryGradientIsChecked) {
   for (const char* op : {"Relu", "BiasAdd", "Softmax", "LogSoftmax",
                          "SparseSoftmaxCrossEntropyWithLogits",
                          "SoftmaxCrossEntropyWithLogits", "Conv2D", "MaxPool",
-                         "FusedBatchNormV3", "LRN"}) {
+                         "FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3", "LRN"}) {
     checked.insert(op);
   }
   for (const std::string& op : GradientRegistry::Global()->ListOps()) {
