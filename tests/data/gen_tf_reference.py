@@ -43,7 +43,8 @@ ScalarSummary HistogramSummary MergeSummary DenseToDenseSetOperation ShapeN Fuse
 FusedBatchNormGradV3 LRN LRNGrad All Any ScatterAdd ScatterSub ScatterUpdate ScatterNd InTopKV2
 ArgMin CheckNumerics
 Split SplitV Unpack ReverseV2 BroadcastTo Diag DiagPart OneHot PreventGradient Cumsum Cumprod
-ClipByValue TopKV2 FusedBatchNorm FusedBatchNormV2 FusedBatchNormGrad FusedBatchNormGradV2""".split()
+ClipByValue TopKV2 FusedBatchNorm FusedBatchNormV2 FusedBatchNormGrad FusedBatchNormGradV2
+TensorSummaryV2 ImageSummary""".split()
 # Functional ops: dflow lowers them into Switch/Merge and inlined bodies before
 # placement (dflow/runtime/function.h), so they have no kernel.
 LOWERED_OPS = "If StatelessIf PartitionedCall StatefulPartitionedCall".split()
