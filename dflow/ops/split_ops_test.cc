@@ -73,6 +73,12 @@ TEST(SplitTest, BadInput) {
                         "num_split 3"));
 }
 
+TEST(SplitTest, AbsurdNumSplitIsRefusedBeforeAllocating) {
+  OpTest t = Split(0, 1);
+  t.Attr("num_split", int64_t{1} << 40);
+  EXPECT_THAT(InvalidArgumentOf(t), HasSubstr("attr 'num_split' = 1099511627776 exceeds"));
+}
+
 TEST(SplitVTest, OneInferredSizeMatchesTensorFlow) {
   OpTest t = SplitV({1, -1, 0}, 2);
   std::vector<Tensor> out = OutputsOf(t);
