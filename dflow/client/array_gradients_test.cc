@@ -1,6 +1,7 @@
 // Finite-difference rows (gradients_test.cc's harness) for the gradients of
-// split_ops.cc, layout_ops.cc, scan_ops.cc, clip_op.cc and topk_op.cc, and
-// PreventGradient's refusal.
+// split_ops.cc, layout_ops.cc, scan_ops.cc, clip_op.cc and topk_op.cc,
+// PreventGradient's refusal, and those ops' shape functions as graph
+// construction sees them.
 #include <string>
 #include <vector>
 
@@ -156,6 +157,72 @@ std::vector<GradCase> AllRows() {
 }
 
 const GradCaseRegistrar kArrayRows(AllRows());
+
+// The static shapes graph construction infers (constant axes, sizes, k).
+TEST(ArrayShapeFnTest, ShapesFromConstantInputs) {
+  Scope root = Scope::NewRootScope();
+  const auto fed = [&](PartialShape shape) {
+    return ops::Placeholder(root, DT_FLOAT, {.shape = std::move(shape)});
+  };
+  const Output x = fed(PartialShape({2, 6}));
+  const auto shapes = [](const std::vector<Output>& outs) {
+    std::string s;
+    for (const Output& o : outs) s += o.shape().DebugString();
+    return s;
+  };
+  EXPECT_EQ(shapes(OpBuilder(root, "Split")
+                       .Input(Tensor::Scalar<int32_t>(1))
+                       .Input(x)
+                       .Attr("num_split", int64_t{3})
+                       .FinishAll()),
+            "[2,2][2,2][2,2]");
+  EXPECT_EQ(shapes(OpBuilder(root, "SplitV")
+                       .Input(x)
+                       .Input(I32({1, -1}))
+                       .Input(Tensor::Scalar<int32_t>(-1))
+                       .Attr("num_split", int64_t{2})
+                       .FinishAll()),
+            "[2,1][2,5]");
+  EXPECT_EQ(shapes(OpBuilder(root, "Unpack")
+                       .Input(x)
+                       .Attr("num", int64_t{6})
+                       .Attr("axis", int64_t{-1})
+                       .FinishAll()),
+            "[2][2][2][2][2][2]");
+  EXPECT_EQ(
+      shapes(OpBuilder(root, "TopKV2").Input(x).Input(Tensor::Scalar<int32_t>(4)).FinishAll()),
+      "[2,4][2,4]");
+  const Output ids = ops::Placeholder(root, DT_INT32, {.shape = PartialShape({2, 5})});
+  EXPECT_EQ(OpBuilder(root, "OneHot")
+                .Input(ids)
+                .Input(Tensor::Scalar<int32_t>(3))
+                .Input(1.0f)
+                .Input(0.0f)
+                .Attr("axis", int64_t{1})
+                .Finish()
+                .shape()
+                .DebugString(),
+            "[2,3,5]");
+  EXPECT_EQ(OpBuilder(root, "BroadcastTo").Input(x).Input(I32({4, 2, 6})).Finish().shape(),
+            PartialShape({4, 2, 6}));
+  EXPECT_EQ(OpBuilder(root, "Diag").Input(x).Finish().shape(), PartialShape({2, 6, 2, 6}));
+  EXPECT_EQ(OpBuilder(root, "DiagPart").Input(fed(PartialShape({3, -1, 3, 4}))).Finish().shape(),
+            PartialShape({3, 4}));
+  ASSERT_TRUE(root.ok()) << root.status();
+  // Unknown axes leave the rank; a bad constant fails at construction.
+  EXPECT_EQ(shapes(OpBuilder(root, "Split")
+                       .Input(ops::Placeholder(root, DT_INT32, {.shape = PartialShape::Scalar()}))
+                       .Input(x)
+                       .Attr("num_split", int64_t{2})
+                       .FinishAll()),
+            "[?,?][?,?]");
+  OpBuilder(root, "Split")
+      .Input(Tensor::Scalar<int32_t>(1))
+      .Input(x)
+      .Attr("num_split", int64_t{4})
+      .Finish();
+  EXPECT_THAT(root.status().message(), HasSubstr("must be evenly divisible by 4"));
+}
 
 TEST(PreventGradientTest, GradientFailsWithItsMessage) {
   Scope root = Scope::NewRootScope();

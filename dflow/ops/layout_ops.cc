@@ -179,21 +179,25 @@ class DiagOp : public OpKernel {
   }
 };
 
-// The first half of the dims of DiagPart's input, or its error.
+// The first half of the dims of DiagPart's input (kUnknownDim where neither
+// half knows it), or its error.
 absl::StatusOr<std::vector<int64_t>> DiagPartDims(const std::vector<int64_t>& dims) {
   const size_t k = dims.size() / 2;
   if (dims.size() % 2 != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "The rank of the tensor should be even and positive, got shape ", DimsString(dims)));
   }
+  std::vector<int64_t> out(dims.begin(), dims.begin() + k);
   for (size_t i = 0; i < k; ++i) {
-    if (dims[i] != dims[i + k] && dims[i] != kUnknownDim && dims[i + k] != kUnknownDim) {
+    if (out[i] == kUnknownDim) {
+      out[i] = dims[i + k];  // Partial shapes: the other half may know it.
+    } else if (dims[i + k] != out[i] && dims[i + k] != kUnknownDim) {
       return absl::InvalidArgumentError(absl::StrCat("Invalid shape ", DimsString(dims),
                                                      ": dimensions ", i, " and ", i + k,
                                                      " do not match."));
     }
   }
-  return std::vector<int64_t>(dims.begin(), dims.begin() + k);
+  return out;
 }
 
 absl::Status DiagPartShape(InferenceContext* c) {
