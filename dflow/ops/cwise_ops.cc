@@ -124,6 +124,10 @@ template <typename T>
 struct LogicalAndFn {
   bool operator()(const bool& x, const bool& y) const { return x && y; }
 };
+template <typename T>
+struct LogicalOrFn {
+  bool operator()(const bool& x, const bool& y) const { return x || y; }
+};
 
 // --- arithmetic --------------------------------------------------------------
 
@@ -330,6 +334,15 @@ REGISTER_OP("LogicalAnd")
     .SetShapeFn(BroadcastBinaryOpShape);
 REGISTER_KERNEL(KernelDefBuilder("LogicalAnd").Device(kDeviceCPU),
                 BinaryOpKernel<bool, LogicalAndFn<bool>>);
+
+// TensorFlow's ClipByValue gradient uses it.
+REGISTER_OP("LogicalOr")
+    .Input("x: bool")
+    .Input("y: bool")
+    .Output("z: bool")
+    .SetShapeFn(BroadcastBinaryOpShape);
+REGISTER_KERNEL(KernelDefBuilder("LogicalOr").Device(kDeviceCPU),
+                BinaryOpKernel<bool, LogicalOrFn<bool>>);
 
 // --- SelectV2 ----------------------------------------------------------------
 

@@ -288,6 +288,8 @@ TEST(MathCompareTest, LogicalOps) {
   Tensor x = Tensor::FromVector<bool>({true, true, false, false}, {2, 2});
   ExpectTensorEq<bool>(RunOk(OpTest("LogicalAnd").Input(x).Input(T2<bool>({true, false}, {2}))),
                        {1, 0, 0, 0}, {2, 2});
+  ExpectTensorEq<bool>(RunOk(OpTest("LogicalOr").Input(x).Input(T2<bool>({true, false}, {2}))),
+                       {1, 1, 1, 0}, {2, 2});
   ExpectTensorEq<bool>(RunOk(OpTest("LogicalNot").Input(x)), {0, 0, 1, 1}, {2, 2});
 }
 
