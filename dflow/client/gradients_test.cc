@@ -354,6 +354,7 @@ TEST(GradRegistryTest, EveryGradientIsChecked) {
   for (const GradCase& c : GradCases()) checked.insert(c.op);
   checked.insert("ReadVariableOp");  // GradTest.VariableGradientSumsItsReads.
   checked.insert("GradTestTwice");   // GradRegistryTest.HarnessCatchesAWrongGradient.
+
   checked.insert("PreventGradient");  // Refuses by design (array_gradients_test.cc).
   // Checked by finite differences in nn_gradients_test.cc (NnGradCheck*).
   for (const char* op : {"Relu", "BiasAdd", "Softmax", "LogSoftmax",

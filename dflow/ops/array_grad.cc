@@ -189,8 +189,8 @@ absl::Status ReverseV2Grad(GradContext* g) {
 // Summed over the broadcast axes, back to the input's shape.
 absl::Status BroadcastToGrad(GradContext* g) {
   GradBuilder* b = g->b();
-  g->SetInputGrad(0, grad::SumToShape(b, g->grad_output(0), ShapeOf(b, g->input(0)),
-                                      ShapeOf(b, g->output(0))));
+  const SymTensor in_shape = ShapeOf(b, g->input(0));
+  g->SetInputGrad(0, grad::SumToShape(b, g->grad_output(0), in_shape, ShapeOf(b, g->output(0))));
   return absl::OkStatus();
 }
 
