@@ -354,11 +354,13 @@ TEST(GradRegistryTest, EveryGradientIsChecked) {
   for (const GradCase& c : GradCases()) checked.insert(c.op);
   checked.insert("ReadVariableOp");  // GradTest.VariableGradientSumsItsReads.
   checked.insert("GradTestTwice");   // GradRegistryTest.HarnessCatchesAWrongGradient.
+
+  checked.insert("PreventGradient");  // Refuses by design (array_gradients_test.cc).
   // Checked by finite differences in nn_gradients_test.cc (NnGradCheck*).
   for (const char* op : {"Relu", "BiasAdd", "Softmax", "LogSoftmax",
                          "SparseSoftmaxCrossEntropyWithLogits",
                          "SoftmaxCrossEntropyWithLogits", "Conv2D", "MaxPool",
-                         "FusedBatchNormV3", "LRN"}) {
+                         "FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3", "LRN"}) {
     checked.insert(op);
   }
   for (const std::string& op : GradientRegistry::Global()->ListOps()) {

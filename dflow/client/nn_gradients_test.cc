@@ -2,8 +2,8 @@
 // differences: Relu, BiasAdd, Softmax, LogSoftmax, both cross entropies
 // (including the second-order term when their backprop output is used),
 // Conv2D over paddings, strides, dilations and groups, MaxPool,
-// FusedBatchNormV3 in training and inference, LRN, and a small
-// CNN composed of all of them. Rows run in double unless named _float.
+// FusedBatchNorm V1/V2/V3 (NHWC and NCHW) in training and inference, LRN,
+// and a small CNN composed of all of them. Rows run in double unless named _float.
 #include <functional>
 #include <random>
 #include <set>
@@ -104,13 +104,14 @@ BuildFn Pool(std::vector<int64_t> ksize, std::vector<int64_t> strides, std::stri
 const Tensor kLabels = Tensor::Vec<int32_t>({0, 3, 1});
 
 // y = loss, or loss + Σ backprop² per row when the backprop output is used too.
-// y of FusedBatchNormV3(x, scale, offset): the batch's statistics in
+// y of FusedBatchNorm<version>(x, scale, offset): the batch's statistics in
 // training, fixed ones in inference.
-BuildFn BatchNorm(bool training) {
-  return [training](const Scope& s, const std::vector<Output>& x) {
+BuildFn BatchNorm(bool training, const std::string& op = "FusedBatchNormV3",
+                  const std::string& format = "NHWC") {
+  return [training, op, format](const Scope& s, const std::vector<Output>& x) {
     const Tensor mean = training ? Tensor::Vec<float>({}) : Tensor::Vec<float>({0.2f, -0.1f});
     const Tensor var = training ? Tensor::Vec<float>({}) : Tensor::Vec<float>({1.5f, 0.7f});
-    return OpBuilder(s, "FusedBatchNormV3")
+    return OpBuilder(s, op)
         .Input(x[0])
         .Input(x[1])
         .Input(x[2])
@@ -118,6 +119,7 @@ BuildFn BatchNorm(bool training) {
         .Input(var)
         .Attr("epsilon", 0.001f)
         .Attr("is_training", training)
+        .Attr("data_format", format)
         .Finish();
   };
 }
@@ -228,6 +230,31 @@ std::vector<NnGradCase> Cases() {
        {S({2, 2, 1, 2}), S({2}, 0.5, 1.5), S({2})},
        BatchNorm(false),
        DT_FLOAT},
+      {"FusedBatchNormV3_training_nchw",
+       "FusedBatchNormV3",
+       {S({2, 2, 3, 2}), S({2}, 0.5, 1.5), S({2})},
+       BatchNorm(true, "FusedBatchNormV3", "NCHW"),
+       DT_FLOAT},
+      {"FusedBatchNorm_training_nchw",
+       "FusedBatchNorm",
+       {S({2, 2, 3, 2}), S({2}, 0.5, 1.5), S({2})},
+       BatchNorm(true, "FusedBatchNorm", "NCHW"),
+       DT_FLOAT},
+      {"FusedBatchNorm_inference",
+       "FusedBatchNorm",
+       {S({2, 2, 1, 2}), S({2}, 0.5, 1.5), S({2})},
+       BatchNorm(false, "FusedBatchNorm"),
+       DT_FLOAT},
+      {"FusedBatchNormV2_training",
+       "FusedBatchNormV2",
+       {S({2, 3, 2, 2}), S({2}, 0.5, 1.5), S({2})},
+       BatchNorm(true, "FusedBatchNormV2"),
+       DT_FLOAT},
+      {"FusedBatchNormV2_inference_nchw",
+       "FusedBatchNormV2",
+       {S({2, 2, 2, 1}), S({2}, 0.5, 1.5), S({2})},
+       BatchNorm(false, "FusedBatchNormV2", "NCHW"),
+       DT_FLOAT},
       {"LRN_float",
        "LRN",
        {S({1, 2, 2, 6})},
@@ -273,7 +300,8 @@ TEST(NnGradCheckRegistryTest, EveryNnGradientIsChecked) {
   for (const NnGradCase& c : Cases()) checked.insert(c.op);
   for (const char* op :
        {"Relu", "BiasAdd", "Softmax", "LogSoftmax", "SparseSoftmaxCrossEntropyWithLogits",
-        "SoftmaxCrossEntropyWithLogits", "Conv2D", "MaxPool", "FusedBatchNormV3", "LRN"}) {
+        "SoftmaxCrossEntropyWithLogits", "Conv2D", "MaxPool", "FusedBatchNorm", "FusedBatchNormV2",
+        "FusedBatchNormV3", "LRN"}) {
     EXPECT_NE(GradientRegistry::Global()->Find(op), nullptr) << op << " has no gradient";
     EXPECT_TRUE(checked.count(op)) << op << " has no NnGradCheck row";
   }

@@ -440,6 +440,9 @@ absl::Status NodeError(const NodeDef& node, absl::string_view message) {
   return absl::InvalidArgumentError(absl::StrCat(NodeLabel(node), ": ", message));
 }
 
+// The most tensors a list arg ("N * T") may hold.
+constexpr int64_t kMaxArgListLength = int64_t{1} << 20;
+
 // The flattened types of one arg.
 absl::Status ArgTypes(const NodeDef& node, const OpArg& arg, DataTypeVector* out) {
   DataTypeVector types;
@@ -451,6 +454,11 @@ absl::Status ArgTypes(const NodeDef& node, const OpArg& arg, DataTypeVector* out
     int64_t n = 1;
     if (!arg.number_attr.empty()) RETURN_IF_ERROR(GetNodeAttr(node, arg.number_attr, &n));
     if (n < 0) return NodeError(node, absl::StrCat("attr '", arg.number_attr, "' is negative"));
+    // A typo'd count (Split's num_split = 1e12) must fail here, not in the allocator.
+    if (n > kMaxArgListLength) {
+      return NodeError(node, absl::StrCat("attr '", arg.number_attr, "' = ", n, " exceeds the ",
+                                          kMaxArgListLength, " tensors one arg may hold"));
+    }
     types.assign(n, t);
   }
   for (DataType t : types) out->push_back(arg.is_ref ? MakeRefType(t) : t);

@@ -1,6 +1,6 @@
 // Gradient functions of the array ops (array_ops.cc, shape_ops.cc,
-// slice_ops.cc, transpose_ops.cc, variable_ops.cc), following TensorFlow's
-// array_grad. Shape and index inputs get no gradient.
+// slice_ops.cc, transpose_ops.cc, variable_ops.cc, split_ops.cc,
+// layout_ops.cc), following TensorFlow's array_grad. Shape and index inputs get no gradient.
 #include <string>
 #include <vector>
 
@@ -152,6 +152,64 @@ absl::Status FillGrad(GradContext* g) {
   return absl::OkStatus();
 }
 
+// The output gradients joined along `axis` (Split and SplitV's inverse).
+absl::Status ConcatGrads(GradContext* g, int input, const SymTensor& axis) {
+  if (g->num_outputs() == 1) {
+    g->SetInputGrad(input, g->grad_output(0));
+    return absl::OkStatus();
+  }
+  std::vector<SymTensor> grads;
+  for (int i = 0; i < g->num_outputs(); ++i) grads.push_back(g->grad_output(i));
+  std::vector<SymTensor> joined = g->b()->OpN("ConcatV2", {grads, {axis}}, {});
+  if (joined.empty()) return g->b()->status();
+  g->SetInputGrad(input, joined[0]);
+  return absl::OkStatus();
+}
+absl::Status SplitGrad(GradContext* g) { return ConcatGrads(g, 1, g->input(0)); }
+absl::Status SplitVGrad(GradContext* g) { return ConcatGrads(g, 0, g->input(2)); }
+
+// Unpack's outputs stacked back along its axis.
+absl::Status UnpackGrad(GradContext* g) {
+  if (g->num_outputs() == 0) return absl::OkStatus();
+  int64_t axis = 0;
+  RETURN_IF_ERROR(g->GetAttr("axis", &axis));
+  std::vector<SymTensor> grads;
+  for (int i = 0; i < g->num_outputs(); ++i) grads.push_back(g->grad_output(i));
+  std::vector<SymTensor> packed = g->b()->OpN("Pack", {grads}, {{"axis", AttrInt(axis)}});
+  if (packed.empty()) return g->b()->status();
+  g->SetInputGrad(0, packed[0]);
+  return absl::OkStatus();
+}
+
+absl::Status ReverseV2Grad(GradContext* g) {
+  g->SetInputGrad(0, g->b()->Op("ReverseV2", {g->grad_output(0), g->input(1)}));
+  return absl::OkStatus();
+}
+
+// Summed over the broadcast axes, back to the input's shape.
+absl::Status BroadcastToGrad(GradContext* g) {
+  GradBuilder* b = g->b();
+  const SymTensor in_shape = ShapeOf(b, g->input(0));
+  g->SetInputGrad(0, grad::SumToShape(b, g->grad_output(0), in_shape, ShapeOf(b, g->output(0))));
+  return absl::OkStatus();
+}
+
+absl::Status DiagGrad(GradContext* g) {
+  g->SetInputGrad(0, g->b()->Op("DiagPart", {g->grad_output(0)}));
+  return absl::OkStatus();
+}
+absl::Status DiagPartGrad(GradContext* g) {
+  g->SetInputGrad(0, g->b()->Op("Diag", {g->grad_output(0)}));
+  return absl::OkStatus();
+}
+
+// TensorFlow's message: the graph asked for a gradient its author forbade.
+absl::Status PreventGradientGrad(GradContext* g) {
+  std::string message;
+  RETURN_IF_ERROR(g->GetAttr("message", &message));
+  return absl::InvalidArgumentError("Gradient explicitly disabled. Reason: " + message);
+}
+
 REGISTER_GRADIENT("Identity", PassThroughGrad);
 REGISTER_GRADIENT("PlaceholderWithDefault", PassThroughGrad);
 // A read's gradient is the variable's: it flows to the resource handle, so
@@ -168,6 +226,14 @@ REGISTER_GRADIENT("Slice", SliceGrad);
 REGISTER_GRADIENT("GatherV2", GatherV2Grad);
 REGISTER_GRADIENT("Tile", TileGrad);
 REGISTER_GRADIENT("Fill", FillGrad);
+REGISTER_GRADIENT("Split", SplitGrad);
+REGISTER_GRADIENT("SplitV", SplitVGrad);
+REGISTER_GRADIENT("Unpack", UnpackGrad);
+REGISTER_GRADIENT("ReverseV2", ReverseV2Grad);
+REGISTER_GRADIENT("BroadcastTo", BroadcastToGrad);
+REGISTER_GRADIENT("Diag", DiagGrad);
+REGISTER_GRADIENT("DiagPart", DiagPartGrad);
+REGISTER_GRADIENT("PreventGradient", PreventGradientGrad);
 
 REGISTER_NO_GRADIENT("StopGradient");
 REGISTER_NO_GRADIENT("Shape");
@@ -182,6 +248,7 @@ REGISTER_NO_GRADIENT("VarHandleOp");
 REGISTER_NO_GRADIENT("VarIsInitializedOp");
 REGISTER_NO_GRADIENT("ConcatOffset");
 REGISTER_NO_GRADIENT("InvertPermutation");
+REGISTER_NO_GRADIENT("OneHot");
 
 }  // namespace
 }  // namespace dflow

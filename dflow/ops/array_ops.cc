@@ -1,7 +1,8 @@
 // Array ops that create or combine tensors: Const, Placeholder,
-// PlaceholderWithDefault, Identity, StopGradient, IdentityN, NoOp, Fill, ZerosLike,
-// OnesLike, Range, Pack, ConcatV2. Shape ops live in shape_ops.cc, slicing
-// and gathering in slice_ops.cc, Transpose and Tile in transpose_ops.cc.
+// PlaceholderWithDefault, Identity, StopGradient, PreventGradient, IdentityN,
+// NoOp, Fill, ZerosLike, OnesLike, Range, Pack, ConcatV2. Shape ops live in
+// shape_ops.cc, slicing and gathering in slice_ops.cc, Transpose and Tile in
+// transpose_ops.cc, Split/SplitV/Unpack in split_ops.cc.
 #include <cmath>
 #include <limits>
 
@@ -165,6 +166,16 @@ REGISTER_OP("StopGradient")
     .Attr("T: type")
     .SetShapeFn(UnchangedShape);
 REGISTER_KERNEL(KernelDefBuilder("StopGradient").Device(kDeviceCPU), ForwardOp);
+
+// Identity to the forward pass; asking for its gradient is an error carrying
+// `message` (array_grad.cc).
+REGISTER_OP("PreventGradient")
+    .Input("input: T")
+    .Output("output: T")
+    .Attr("T: type")
+    .Attr("message: string = ''")
+    .SetShapeFn(UnchangedShape);
+REGISTER_KERNEL(KernelDefBuilder("PreventGradient").Device(kDeviceCPU), ForwardOp);
 
 REGISTER_OP("IdentityN")
     .Input("input: T")

@@ -1,63 +1,90 @@
-// FusedBatchNormV3 and FusedBatchNormGradV3 (tf.compat.v1.nn.fused_batch_norm,
-// and what tf.compat.v1.layers.batch_normalization(fused=True) emits), for
-// channels-last data (NHWC, NDHWC): every statistic is per channel, over all
-// the other dimensions.
+// FusedBatchNorm, FusedBatchNormV2, FusedBatchNormV3 and their gradients
+// FusedBatchNormGrad, FusedBatchNormGradV2, FusedBatchNormGradV3
+// (tf.compat.v1.nn.fused_batch_norm, and what
+// tf.compat.v1.layers.batch_normalization(fused=True) emits): one kernel
+// each, the versions differing only in their OpDefs (V3 adds
+// reserve_space_3 and 5-D formats; V2 and V3 name the statistics' type U).
+// Every statistic is per channel, over all the other dimensions, for
+// channels-last (NHWC, NDHWC) and channels-first (NCHW, NCDHW) data.
 //
 // Training: y = (x - mean) / sqrt(var + epsilon) * scale + offset with the
 // batch's mean and biased variance; batch_variance is the unbiased one
 // (times n / (n - 1)), and with exponential_avg_factor f < 1 both outputs
 // are running averages: (1 - f) * input + f * batch. reserve_space_1 and _2
 // keep the batch mean and biased variance for the gradient. Inference:
-// normalizes with the given mean and variance. OpDefs are TensorFlow's; the
-// gradient function is in nn_grad.cc.
+// normalizes with the given mean and variance. The gradient functions are
+// in nn_grad.cc.
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "dflow/framework/gradient.h"
 #include "dflow/framework/kernel.h"
+#include "dflow/framework/op_def.h"
 #include "dflow/framework/shape_inference.h"
 
 namespace dflow {
 namespace {
 
-// The layout of x: `channels` values per position, `positions` positions.
-struct ChannelsLast {
-  int64_t positions = 0;
+// x viewed as [outer, channels, inner]: channels last has inner = 1 (outer
+// the positions), channels first has outer = N (inner the positions of one
+// image).
+struct ChannelLayout {
+  int64_t outer = 0;
   int64_t channels = 0;
+  int64_t inner = 0;
+  int64_t count() const { return outer * inner; }  // Values per channel.
 };
 
-// Checks the attrs shared by both ops; channels-last only.
-absl::Status ReadCommonAttrs(OpKernelConstruction* c, float* epsilon, bool* is_training) {
+// Calls fn(c, i) for element i (flat index, in order) of every channel c of
+// rows [begin, end) of the outer dimension.
+template <typename Fn>
+void ForEachElement(const ChannelLayout& l, int64_t begin, int64_t end, Fn&& fn) {
+  int64_t i = begin * l.channels * l.inner;
+  for (int64_t o = begin; o < end; ++o) {
+    for (int64_t c = 0; c < l.channels; ++c) {
+      for (int64_t k = 0; k < l.inner; ++k) fn(c, i++);
+    }
+  }
+}
+template <typename Fn>
+void ForEachElement(const ChannelLayout& l, Fn&& fn) {
+  ForEachElement(l, 0, l.outer, std::forward<Fn>(fn));
+}
+
+// Reads the attrs shared by every version; *channels_first for NCHW/NCDHW.
+absl::Status ReadCommonAttrs(OpKernelConstruction* c, float* epsilon, bool* is_training,
+                             bool* channels_first) {
   std::string format = "NHWC";
   RETURN_IF_ERROR(c->GetAttr("epsilon", epsilon));
   RETURN_IF_ERROR(c->GetAttr("is_training", is_training));
   RETURN_IF_ERROR(c->GetAttr("data_format", &format));
-  if (format != "NHWC" && format != "NDHWC") {
-    return absl::UnimplementedError(absl::StrCat(
-        "[", c->def().op(), " '", c->def().name(), "'] data_format ", format,
-        " is not supported on CPU yet; use NHWC (channels last)"));
-  }
+  *channels_first = format == "NCHW" || format == "NCDHW";
   return absl::OkStatus();
 }
 
-absl::StatusOr<ChannelsLast> Layout(OpKernelContext* ctx, const Tensor& x) {
+absl::StatusOr<ChannelLayout> Layout(OpKernelContext* ctx, const Tensor& x, bool channels_first) {
   if (x.dims() != 4 && x.dims() != 5) {
     return ctx->InvalidArgument("input must be 4-dimensional or 5-dimensional",
                                 x.shape().DebugString());
   }
-  const int64_t channels = x.dim_size(x.dims() - 1);
-  return ChannelsLast{channels == 0 ? 0 : x.NumElements() / channels, channels};
+  const int64_t channels = x.dim_size(channels_first ? 1 : x.dims() - 1);
+  const int64_t n = x.dim_size(0);
+  if (channels == 0) return ChannelLayout{0, 0, 0};
+  if (channels_first)
+    return ChannelLayout{n, channels, n == 0 ? 0 : x.NumElements() / n / channels};
+  return ChannelLayout{x.NumElements() / channels, channels, 1};
 }
 
 // `name` (input i) must be a vector of `channels` values.
 absl::Status CheckChannelVector(OpKernelContext* ctx, int i, const char* name, int64_t channels) {
   const Tensor& t = ctx->input(i);
   if (t.dims() != 1 || t.dim_size(0) != channels) {
-    return ctx->InvalidArgument(name, " must be a vector of ", channels, " values (the channels of x), got ",
-                                t.shape().DebugString());
+    return ctx->InvalidArgument(name, " must be a vector of ", channels,
+                                " values (the channels of x), got ", t.shape().DebugString());
   }
   return absl::OkStatus();
 }
@@ -65,13 +92,13 @@ absl::Status CheckChannelVector(OpKernelContext* ctx, int i, const char* name, i
 class FusedBatchNormOp : public OpKernel {
  public:
   explicit FusedBatchNormOp(OpKernelConstruction* c) : OpKernel(c) {
-    c->SetStatus(ReadCommonAttrs(c, &epsilon_, &is_training_));
+    c->SetStatus(ReadCommonAttrs(c, &epsilon_, &is_training_, &channels_first_));
     c->GetAttr("exponential_avg_factor", &avg_factor_).IgnoreError();
   }
 
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
-    ASSIGN_OR_RETURN(ChannelsLast l, Layout(ctx, x));
+    ASSIGN_OR_RETURN(ChannelLayout l, Layout(ctx, x, channels_first_));
     RETURN_IF_ERROR(CheckChannelVector(ctx, 1, "scale", l.channels));
     RETURN_IF_ERROR(CheckChannelVector(ctx, 2, "offset", l.channels));
     // In training with no running averages to update, mean and variance may be empty.
@@ -95,21 +122,20 @@ class FusedBatchNormOp : public OpKernel {
     float* y = ctx->allocate_output_for_overwrite(0, x.shape())->flat<float>().data();
     std::vector<float> factor(l.channels);
     for (int64_t c = 0; c < l.channels; ++c) factor[c] = scale[c] / std::sqrt(var[c] + epsilon_);
-    ctx->intra_op_pool()->ParallelFor(l.positions, l.channels, [&](int64_t begin, int64_t end) {
-      for (int64_t p = begin; p < end; ++p) {
-        for (int64_t c = 0; c < l.channels; ++c) {
-          const int64_t i = p * l.channels + c;
-          y[i] = (xv[i] - mean[c]) * factor[c] + offset[c];
-        }
-      }
-    });
+    ctx->intra_op_pool()->ParallelFor(l.outer, l.channels * l.inner,
+                                      [&](int64_t begin, int64_t end) {
+                                        ForEachElement(l, begin, end, [&](int64_t c, int64_t i) {
+                                          y[i] = (xv[i] - mean[c]) * factor[c] + offset[c];
+                                        });
+                                      });
     const TensorShape channels({l.channels});
     auto batch_mean = ctx->allocate_output(1, channels)->flat<float>();
     auto batch_var = ctx->allocate_output(2, channels)->flat<float>();
     auto saved_mean = ctx->allocate_output(3, channels)->flat<float>();
     auto saved_var = ctx->allocate_output(4, channels)->flat<float>();
-    ctx->allocate_output(5, TensorShape({}));
-    const float unbiased = l.positions > 1 ? float(l.positions) / float(l.positions - 1) : 1.0f;
+    if (ctx->num_outputs() > 5) ctx->allocate_output(5, TensorShape({}));  // V3's reserve_space_3.
+    const int64_t n = l.count();
+    const float unbiased = n > 1 ? float(n) / float(n - 1) : 1.0f;
     for (int64_t c = 0; c < l.channels; ++c) {
       saved_mean[c] = mean[c];
       saved_var[c] = var[c];
@@ -131,26 +157,23 @@ class FusedBatchNormOp : public OpKernel {
  private:
   // Per-channel mean and biased variance, summed in double (NaN for an
   // empty batch, as TensorFlow).
-  static void BatchMoments(const float* x, const ChannelsLast& l, std::vector<float>* mean,
+  static void BatchMoments(const float* x, const ChannelLayout& l, std::vector<float>* mean,
                            std::vector<float>* var) {
     std::vector<double> sum(l.channels, 0.0), squares(l.channels, 0.0);
-    for (int64_t p = 0; p < l.positions; ++p) {
-      for (int64_t c = 0; c < l.channels; ++c) sum[c] += x[p * l.channels + c];
-    }
-    const double n = static_cast<double>(l.positions);
+    ForEachElement(l, [&](int64_t c, int64_t i) { sum[c] += x[i]; });
+    const double n = static_cast<double>(l.count());
     for (int64_t c = 0; c < l.channels; ++c) (*mean)[c] = static_cast<float>(sum[c] / n);
-    for (int64_t p = 0; p < l.positions; ++p) {
-      for (int64_t c = 0; c < l.channels; ++c) {
-        const double d = x[p * l.channels + c] - (*mean)[c];
-        squares[c] += d * d;
-      }
-    }
+    ForEachElement(l, [&](int64_t c, int64_t i) {
+      const double d = x[i] - (*mean)[c];
+      squares[c] += d * d;
+    });
     for (int64_t c = 0; c < l.channels; ++c) (*var)[c] = static_cast<float>(squares[c] / n);
   }
 
   float epsilon_ = 1e-4f;
   float avg_factor_ = 1.0f;
   bool is_training_ = true;
+  bool channels_first_ = false;
 };
 
 // Training (the batch's statistics, reserve_space_1/2):
@@ -160,7 +183,7 @@ class FusedBatchNormOp : public OpKernel {
 class FusedBatchNormGradOp : public OpKernel {
  public:
   explicit FusedBatchNormGradOp(OpKernelConstruction* c) : OpKernel(c) {
-    c->SetStatus(ReadCommonAttrs(c, &epsilon_, &is_training_));
+    c->SetStatus(ReadCommonAttrs(c, &epsilon_, &is_training_, &channels_first_));
   }
 
   absl::Status Compute(OpKernelContext* ctx) override {
@@ -171,7 +194,7 @@ class FusedBatchNormGradOp : public OpKernel {
                                   x_t.shape().DebugString(), " and y_backprop has shape ",
                                   dy_t.shape().DebugString());
     }
-    ASSIGN_OR_RETURN(ChannelsLast l, Layout(ctx, x_t));
+    ASSIGN_OR_RETURN(ChannelLayout l, Layout(ctx, x_t, channels_first_));
     RETURN_IF_ERROR(CheckChannelVector(ctx, 2, "scale", l.channels));
     RETURN_IF_ERROR(CheckChannelVector(ctx, 3, "reserve_space_1 (the mean)", l.channels));
     RETURN_IF_ERROR(CheckChannelVector(ctx, 4, "reserve_space_2 (the variance)", l.channels));
@@ -181,27 +204,22 @@ class FusedBatchNormGradOp : public OpKernel {
     const float* mean = ctx->input(3).flat<float>().data();
     const float* var = ctx->input(4).flat<float>().data();
     std::vector<double> sum_dy(l.channels, 0.0), sum_dy_xc(l.channels, 0.0);
-    for (int64_t p = 0; p < l.positions; ++p) {
-      for (int64_t c = 0; c < l.channels; ++c) {
-        const int64_t i = p * l.channels + c;
-        sum_dy[c] += dy[i];
-        sum_dy_xc[c] += double(dy[i]) * (x[i] - mean[c]);
-      }
-    }
-    const double n = l.positions > 0 ? double(l.positions) : 1.0;
+    ForEachElement(l, [&](int64_t c, int64_t i) {
+      sum_dy[c] += dy[i];
+      sum_dy_xc[c] += double(dy[i]) * (x[i] - mean[c]);
+    });
+    const double n = l.count() > 0 ? double(l.count()) : 1.0;
     std::vector<double> inv_std(l.channels);
-    for (int64_t c = 0; c < l.channels; ++c) inv_std[c] = 1.0 / std::sqrt(double(var[c]) + epsilon_);
+    for (int64_t c = 0; c < l.channels; ++c)
+      inv_std[c] = 1.0 / std::sqrt(double(var[c]) + epsilon_);
     float* dx = ctx->allocate_output_for_overwrite(0, x_t.shape())->flat<float>().data();
-    for (int64_t p = 0; p < l.positions; ++p) {
-      for (int64_t c = 0; c < l.channels; ++c) {
-        const int64_t i = p * l.channels + c;
-        double g = dy[i];
-        if (is_training_) {
-          g -= sum_dy[c] / n + (x[i] - mean[c]) * (sum_dy_xc[c] / n) * inv_std[c] * inv_std[c];
-        }
-        dx[i] = static_cast<float>(scale[c] * inv_std[c] * g);
+    ForEachElement(l, [&](int64_t c, int64_t i) {
+      double g = dy[i];
+      if (is_training_) {
+        g -= sum_dy[c] / n + (x[i] - mean[c]) * (sum_dy_xc[c] / n) * inv_std[c] * inv_std[c];
       }
-    }
+      dx[i] = static_cast<float>(scale[c] * inv_std[c] * g);
+    });
     const TensorShape channels({l.channels});
     auto dscale = ctx->allocate_output(1, channels)->flat<float>();
     auto doffset = ctx->allocate_output(2, channels)->flat<float>();
@@ -217,13 +235,14 @@ class FusedBatchNormGradOp : public OpKernel {
  private:
   float epsilon_ = 1e-4f;
   bool is_training_ = true;
+  bool channels_first_ = false;
 };
 
 absl::Status FusedBatchNormShape(InferenceContext* c) {
   c->set_output(0, c->input(0));
   const PartialShape channels({kUnknownDim});
   for (int i = 1; i < 5; ++i) c->set_output(i, channels);
-  c->set_output(5, PartialShape({}));
+  if (c->num_outputs() > 5) c->set_output(5, PartialShape({}));
   return absl::OkStatus();
 }
 
@@ -236,55 +255,75 @@ absl::Status FusedBatchNormGradShape(InferenceContext* c) {
   return absl::OkStatus();
 }
 
-REGISTER_OP("FusedBatchNormV3")
-    .Input("x: T")
-    .Input("scale: U")
-    .Input("offset: U")
-    .Input("mean: U")
-    .Input("variance: U")
-    .Output("y: T")
-    .Output("batch_mean: U")
-    .Output("batch_variance: U")
-    .Output("reserve_space_1: U")
-    .Output("reserve_space_2: U")
-    .Output("reserve_space_3: U")
-    .Attr("T: {float}")
-    .Attr("U: {float}")
-    .Attr("epsilon: float = 0.0001")
-    .Attr("exponential_avg_factor: float = 1.0")
-    .Attr("data_format: {'NHWC', 'NCHW', 'NDHWC', 'NCDHW'} = 'NHWC'")
-    .Attr("is_training: bool = true")
-    .SetShapeFn(FusedBatchNormShape);
-REGISTER_KERNEL(KernelDefBuilder("FusedBatchNormV3")
-                    .Device(kDeviceCPU)
-                    .TypeConstraint<float>("T")
-                    .TypeConstraint<float>("U"),
-                FusedBatchNormOp);
+// Version v's name: FusedBatchNorm<Grad>, then ...V2, ...V3.
+std::string VersionName(const std::string& base, int v) {
+  return v == 1 ? base : absl::StrCat(base, "V", v);
+}
 
-REGISTER_OP("FusedBatchNormGradV3")
-    .Input("y_backprop: T")
-    .Input("x: T")
-    .Input("scale: float")
-    .Input("reserve_space_1: U")
-    .Input("reserve_space_2: U")
-    .Input("reserve_space_3: U")
-    .Output("x_backprop: T")
-    .Output("scale_backprop: U")
-    .Output("offset_backprop: U")
-    .Output("reserve_space_4: U")
-    .Output("reserve_space_5: U")
-    .Attr("T: {float}")
-    .Attr("U: {float}")
-    .Attr("epsilon: float = 0.0001")
-    .Attr("data_format: {'NHWC', 'NCHW', 'NDHWC', 'NCDHW'} = 'NHWC'")
-    .Attr("is_training: bool = true")
-    .SetShapeFn(FusedBatchNormGradShape);
-REGISTER_KERNEL(KernelDefBuilder("FusedBatchNormGradV3")
-                    .Device(kDeviceCPU)
-                    .TypeConstraint<float>("T")
-                    .TypeConstraint<float>("U"),
-                FusedBatchNormGradOp);
+// Attrs shared by the forward and gradient OpDefs of version v.
+void AddBatchNormAttrs(OpDefBuilder& b, int v, bool grad) {
+  b.Attr("T: {float}");
+  if (v > 1) b.Attr("U: {float}");
+  b.Attr("epsilon: float = 0.0001");
+  if (!grad) b.Attr("exponential_avg_factor: float = 1.0");
+  b.Attr(v == 3 ? "data_format: {'NHWC', 'NCHW', 'NDHWC', 'NCDHW'} = 'NHWC'"
+                : "data_format: {'NHWC', 'NCHW'} = 'NHWC'");
+  b.Attr("is_training: bool = true");
+}
 
+// V1 types the statistics T, V2 and V3 U; V3 adds reserve_space_3.
+OpDefBuilder BatchNormOpDef(int v) {
+  const std::string u = v == 1 ? ": T" : ": U";
+  OpDefBuilder b(VersionName("FusedBatchNorm", v));
+  b.Input("x: T");
+  for (const char* in : {"scale", "offset", "mean", "variance"}) b.Input(in + u);
+  b.Output("y: T");
+  for (const char* out : {"batch_mean", "batch_variance", "reserve_space_1", "reserve_space_2"}) {
+    b.Output(out + u);
+  }
+  if (v == 3) b.Output("reserve_space_3: U");
+  AddBatchNormAttrs(b, v, /*grad=*/false);
+  b.SetShapeFn(FusedBatchNormShape);
+  return b;
+}
+
+OpDefBuilder BatchNormGradOpDef(int v) {
+  const std::string u = v == 1 ? ": T" : ": U";
+  OpDefBuilder b(VersionName("FusedBatchNormGrad", v));
+  b.Input("y_backprop: T").Input("x: T").Input(v == 1 ? "scale: T" : "scale: float");
+  b.Input("reserve_space_1" + u).Input("reserve_space_2" + u);
+  if (v == 3) b.Input("reserve_space_3: U");
+  b.Output("x_backprop: T").Output("scale_backprop" + u).Output("offset_backprop" + u);
+  const int spare = v == 3 ? 4 : 3;  // The two unused outputs' first number.
+  b.Output(absl::StrCat("reserve_space_", spare, u));
+  b.Output(absl::StrCat("reserve_space_", spare + 1, u));
+  AddBatchNormAttrs(b, v, /*grad=*/true);
+  b.SetShapeFn(FusedBatchNormGradShape);
+  return b;
+}
+
+template <typename K>
+void RegisterBatchNormKernel(const std::string& op, int v) {
+  KernelDefBuilder k(op);
+  k.Device(kDeviceCPU).TypeConstraint<float>("T");
+  if (v > 1) k.TypeConstraint<float>("U");
+  KernelRegistry::Global()->Register(
+      k.Build(),
+      [](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> { return std::make_unique<K>(c); });
+}
+
+const bool kBatchNormRegistered = [] {
+  for (int v = 1; v <= 3; ++v) {
+    OpDefBuilderReceiver forward(BatchNormOpDef(v));
+    OpDefBuilderReceiver backward(BatchNormGradOpDef(v));
+    RegisterBatchNormKernel<FusedBatchNormOp>(VersionName("FusedBatchNorm", v), v);
+    RegisterBatchNormKernel<FusedBatchNormGradOp>(VersionName("FusedBatchNormGrad", v), v);
+  }
+  return true;
+}();
+
+REGISTER_NO_GRADIENT("FusedBatchNormGrad");
+REGISTER_NO_GRADIENT("FusedBatchNormGradV2");
 REGISTER_NO_GRADIENT("FusedBatchNormGradV3");
 
 }  // namespace

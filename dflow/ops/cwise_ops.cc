@@ -92,9 +92,41 @@ struct PowFn {
   T operator()(const T& x, const T& y) const { return std::pow(x, y); }
 };
 
+// x^y for integers y >= 0 by repeated squaring, wrapping on overflow as
+// TensorFlow's does (the unsigned type makes the wrap defined behaviour).
+template <typename T>
+struct IntPowFn {
+  T operator()(const T& x, const T& y) const {
+    using U = std::make_unsigned_t<T>;
+    U base = static_cast<U>(x), result = 1;
+    for (T e = y; e > 0; e /= 2) {
+      if (e % 2 != 0) result *= base;
+      base *= base;
+    }
+    return static_cast<T>(result);
+  }
+};
+
+// Integer Pow refuses negative exponents, with TensorFlow's message.
+template <typename T>
+class IntPowOp : public BinaryOpKernel<T, IntPowFn<T>> {
+ public:
+  using BinaryOpKernel<T, IntPowFn<T>>::BinaryOpKernel;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    for (const T& y : ctx->input(1).flat<T>()) {
+      if (y < 0) return ctx->InvalidArgument("Integers to negative integer powers are not allowed");
+    }
+    return BinaryOpKernel<T, IntPowFn<T>>::Compute(ctx);
+  }
+};
+
 template <typename T>
 struct LogicalAndFn {
   bool operator()(const bool& x, const bool& y) const { return x && y; }
+};
+template <typename T>
+struct LogicalOrFn {
+  bool operator()(const bool& x, const bool& y) const { return x || y; }
 };
 
 // --- arithmetic --------------------------------------------------------------
@@ -152,7 +184,6 @@ REGISTER_OP("DivNoNan")
     .SetShapeFn(BroadcastBinaryOpShape);
 CpuKernels<BinaryKernel<DivNoNanFn>::For, float, double> div_no_nan_kernels("DivNoNan");
 
-// Integer powers are declared (TensorFlow's OpDef) but have no kernel here yet.
 REGISTER_OP("Pow")
     .Input("x: T")
     .Input("y: T")
@@ -160,6 +191,7 @@ REGISTER_OP("Pow")
     .Attr("T: {float, double, int32, int64}")
     .SetShapeFn(BroadcastBinaryOpShape);
 CpuKernels<BinaryKernel<PowFn>::For, float, double> pow_kernels("Pow");
+CpuKernels<IntPowOp, int32_t, int64_t> int_pow_kernels("Pow");
 
 REGISTER_OP("FloorDiv")
     .Input("x: T")
@@ -302,6 +334,15 @@ REGISTER_OP("LogicalAnd")
     .SetShapeFn(BroadcastBinaryOpShape);
 REGISTER_KERNEL(KernelDefBuilder("LogicalAnd").Device(kDeviceCPU),
                 BinaryOpKernel<bool, LogicalAndFn<bool>>);
+
+// TensorFlow's ClipByValue gradient uses it.
+REGISTER_OP("LogicalOr")
+    .Input("x: bool")
+    .Input("y: bool")
+    .Output("z: bool")
+    .SetShapeFn(BroadcastBinaryOpShape);
+REGISTER_KERNEL(KernelDefBuilder("LogicalOr").Device(kDeviceCPU),
+                BinaryOpKernel<bool, LogicalOrFn<bool>>);
 
 // --- SelectV2 ----------------------------------------------------------------
 

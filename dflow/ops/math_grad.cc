@@ -250,6 +250,54 @@ absl::Status SelectV2Grad(GradContext* g) {
   return absl::OkStatus();
 }
 
+// --- scans and clipping -------------------------------------------------------
+
+SymTensor Scan(GradBuilder* b, const std::string& op, const SymTensor& x, const SymTensor& axis,
+               bool exclusive, bool reverse) {
+  return b->Op(op, {x, axis}, {{"exclusive", AttrBool(exclusive)}, {"reverse", AttrBool(reverse)}});
+}
+
+// Each input element feeds every later output: the same scan, run the other way.
+absl::Status CumsumGrad(GradContext* g) {
+  bool exclusive = false, reverse = false;
+  RETURN_IF_ERROR(g->GetAttr("exclusive", &exclusive));
+  RETURN_IF_ERROR(g->GetAttr("reverse", &reverse));
+  g->SetInputGrad(0, Scan(g->b(), "Cumsum", g->grad_output(0), g->input(1), exclusive, !reverse));
+  return absl::OkStatus();
+}
+
+// d out_j / d x_i = out_j / x_i for the outputs x_i feeds, as TensorFlow's
+// (DivNoNan: zeros in x give zero gradients there).
+absl::Status CumprodGrad(GradContext* g) {
+  bool exclusive = false, reverse = false;
+  RETURN_IF_ERROR(g->GetAttr("exclusive", &exclusive));
+  RETURN_IF_ERROR(g->GetAttr("reverse", &reverse));
+  GradBuilder* b = g->b();
+  const SymTensor x = g->input(0), axis = g->input(1);
+  const SymTensor prod = Scan(b, "Cumprod", x, axis, exclusive, reverse);
+  const SymTensor summed =
+      Scan(b, "Cumsum", b->Op("Mul", {prod, g->grad_output(0)}), axis, exclusive, !reverse);
+  g->SetInputGrad(0, b->Op("DivNoNan", {summed, x}));
+  return absl::OkStatus();
+}
+
+// The gradient goes to t where it was inside the bounds, else to the bound
+// that clipped it (summed when the bound is a scalar).
+absl::Status ClipByValueGrad(GradContext* g) {
+  GradBuilder* b = g->b();
+  const SymTensor x = g->input(0), dy = g->grad_output(0);
+  const SymTensor zeros = b->Op("ZerosLike", {dy});
+  const SymTensor below = b->Op("Less", {x, g->input(1)});
+  const SymTensor above = b->Op("Greater", {x, g->input(2)});
+  const SymTensor x_shape = ShapeOf(b, x);
+  g->SetInputGrad(0, b->Op("SelectV2", {below, zeros, b->Op("SelectV2", {above, zeros, dy})}));
+  g->SetInputGrad(1, grad::SumToShape(b, b->Op("SelectV2", {below, dy, zeros}),
+                                      ShapeOf(b, g->input(1)), x_shape));
+  g->SetInputGrad(2, grad::SumToShape(b, b->Op("SelectV2", {above, dy, zeros}),
+                                      ShapeOf(b, g->input(2)), x_shape));
+  return absl::OkStatus();
+}
+
 REGISTER_GRADIENT("AddV2", AddGrad);
 REGISTER_GRADIENT("Add", AddGrad);
 REGISTER_GRADIENT("Sub", SubGrad);
@@ -278,6 +326,9 @@ REGISTER_GRADIENT("Mean", MeanGrad);
 REGISTER_GRADIENT("Max", MaxGrad);
 REGISTER_GRADIENT("Cast", CastGrad);
 REGISTER_GRADIENT("SelectV2", SelectV2Grad);
+REGISTER_GRADIENT("Cumsum", CumsumGrad);
+REGISTER_GRADIENT("Cumprod", CumprodGrad);
+REGISTER_GRADIENT("ClipByValue", ClipByValueGrad);
 
 // Piecewise-constant or integer-valued ops.
 REGISTER_NO_GRADIENT("Equal");
@@ -288,6 +339,7 @@ REGISTER_NO_GRADIENT("GreaterEqual");
 REGISTER_NO_GRADIENT("LessEqual");
 REGISTER_NO_GRADIENT("LogicalNot");
 REGISTER_NO_GRADIENT("LogicalAnd");
+REGISTER_NO_GRADIENT("LogicalOr");
 REGISTER_NO_GRADIENT("ArgMax");
 REGISTER_NO_GRADIENT("ArgMin");
 REGISTER_NO_GRADIENT("All");

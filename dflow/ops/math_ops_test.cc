@@ -288,6 +288,8 @@ TEST(MathCompareTest, LogicalOps) {
   Tensor x = Tensor::FromVector<bool>({true, true, false, false}, {2, 2});
   ExpectTensorEq<bool>(RunOk(OpTest("LogicalAnd").Input(x).Input(T2<bool>({true, false}, {2}))),
                        {1, 0, 0, 0}, {2, 2});
+  ExpectTensorEq<bool>(RunOk(OpTest("LogicalOr").Input(x).Input(T2<bool>({true, false}, {2}))),
+                       {1, 1, 1, 0}, {2, 2});
   ExpectTensorEq<bool>(RunOk(OpTest("LogicalNot").Input(x)), {0, 0, 1, 1}, {2, 2});
 }
 
@@ -807,6 +809,25 @@ TEST(MathOpsTest, PowBroadcasts) {
   EXPECT_EQ(RunStatus(bad).code(), absl::StatusCode::kInvalidArgument);
 }
 
+// TensorFlow 2.21's integer powers: exact, wrapping on overflow, and no
+// negative exponents (not even for base 1).
+TEST(MathOpsTest, IntegerPowMatchesTensorFlow) {
+  ExpectTensorEq<int32_t>(Binary<int32_t>("Pow", T2<int32_t>({2, -3, 0, 1, -1, 7, 3}, {7}),
+                                          T2<int32_t>({10, 3, 0, 5, 7, 2, 25}, {7})),
+                          {1024, -27, 1, 1, -1, 49, 1180052131}, {7});
+  ExpectTensorEq<int64_t>(
+      Binary<int64_t>("Pow", T2<int64_t>({3, 2, 3}, {3, 1}), T2<int64_t>({41, 0}, {2})),
+      {-420491770248316829, 1, 2199023255552, 1, -420491770248316829, 1}, {3, 2});
+  OpTest negative("Pow");
+  negative.Attr("T", DT_INT32).Input(T2<int32_t>({2, 1}, {2})).Input(T2<int32_t>({1, -2}, {2}));
+  EXPECT_THAT(InvalidArgumentOf(negative),
+              HasSubstr("Integers to negative integer powers are not allowed"));
+  // TensorFlow has no integer Reciprocal kernel either.
+  OpTest reciprocal("Reciprocal");
+  reciprocal.Attr("T", DT_INT32).Input(T2<int32_t>({1, 2}, {2}));
+  EXPECT_FALSE(reciprocal.Run().ok());
+}
+
 TEST(MathOpsTest, ReciprocalGradAndL2Loss) {
   OpTest grad("ReciprocalGrad");
   grad.Attr("T", DT_FLOAT).Input(T2<float>({2, -0.5f}, {2})).Input(T2<float>({1, 3}, {2}));
@@ -817,7 +838,9 @@ TEST(MathOpsTest, ReciprocalGradAndL2Loss) {
 
 TEST(MathOpsTest, ArgMinTakesTheFirstSmallestAndSkipsNaN) {
   OpTest t("ArgMin");
-  t.Attr("T", DT_FLOAT).Input(T2<float>({3, 1, 1, kNaN, 2, 0}, {2, 3})).Input(Tensor::Scalar<int32_t>(1));
+  t.Attr("T", DT_FLOAT)
+      .Input(T2<float>({3, 1, 1, kNaN, 2, 0}, {2, 3}))
+      .Input(Tensor::Scalar<int32_t>(1));
   ExpectTensorEq<int64_t>(RunOk(t), {1, 2}, {2});  // TensorFlow's.
   OpTest empty("ArgMin");
   empty.Attr("T", DT_FLOAT).Input(T2<float>({}, {2, 0})).Input(Tensor::Scalar<int32_t>(1));

@@ -128,14 +128,18 @@ absl::Status L2LossGradFn(GradContext* g) {
 }
 
 // The gradients of y with respect to x, scale and offset, from the saved
-// batch statistics (outputs 3-5); the statistics' outputs carry none, as in
-// TensorFlow.
+// batch statistics (outputs 3-4, and 5 in V3), by the gradient op of the same
+// version (FusedBatchNorm -> FusedBatchNormGrad, ...V2 -> ...GradV2); the
+// statistics' outputs carry none, as in TensorFlow.
 absl::Status FusedBatchNormGradFn(GradContext* g) {
-  const std::vector<SymTensor> grads = g->b()->OpN(
-      "FusedBatchNormGradV3",
-      {{g->grad_output(0)}, {g->input(0)}, {g->input(1)}, {g->output(3)}, {g->output(4)},
-       {g->output(5)}},
-      CopyAttrs(*g, {"T", "U", "epsilon", "data_format", "is_training"}));
+  const std::string version = g->node().op().substr(std::string("FusedBatchNorm").size());
+  std::vector<std::vector<SymTensor>> inputs = {
+      {g->grad_output(0)}, {g->input(0)}, {g->input(1)}, {g->output(3)}, {g->output(4)}};
+  if (version == "V3") inputs.push_back({g->output(5)});
+  const std::vector<SymTensor> grads =
+      g->b()->OpN("FusedBatchNormGrad" + version, inputs,
+                  CopyAttrs(*g, {"T", "U", "epsilon", "data_format", "is_training"}));
+  if (grads.size() < 3) return g->b()->status();
   for (int i = 0; i < 3; ++i) g->SetInputGrad(i, grads[i]);
   return absl::OkStatus();
 }
@@ -146,8 +150,35 @@ absl::Status LrnGradFn(GradContext* g) {
   return absl::OkStatus();
 }
 
+// The values' gradient scattered back to the entries TopK chose: row r's
+// index i is flat position r * cols + i of the input.
+absl::Status TopKGradFn(GradContext* g) {
+  GradBuilder* b = g->b();
+  const SymTensor x = g->input(0);
+  const SymTensor in_shape = ShapeOf(b, x);
+  const SymTensor size = b->Op("Size", {x}, {{"out_type", AttrType(DT_INT32)}});
+  const SymTensor last =
+      b->Op("Reshape", {b->Op("Sub", {b->Op("Rank", {x}), Int(b, 1)}), grad::IntVec(b, {1})});
+  const SymTensor cols = b->Op(
+      "Reshape", {b->Op("Slice", {in_shape, last, grad::IntVec(b, {1})}), grad::IntVec(b, {})});
+  std::vector<SymTensor> rows_by_k =
+      b->OpN("Pack", {{Int(b, -1), grad::ToInt32(b, g->input(1))}}, {});
+  if (rows_by_k.empty()) return b->status();
+  const SymTensor indices = b->Op("Reshape", {grad::ToInt32(b, g->output(1)), rows_by_k[0]});
+  const SymTensor row_starts =
+      b->Op("Reshape", {b->Op("Range", {Int(b, 0), size, cols}), grad::IntVec(b, {-1, 1})});
+  const SymTensor flat =
+      b->Op("Reshape", {b->Op("AddV2", {indices, row_starts}), grad::IntVec(b, {-1})});
+  const SymTensor values = b->Op("Reshape", {g->grad_output(0), grad::IntVec(b, {-1})});
+  const SymTensor summed = b->Op("UnsortedSegmentSum", {values, flat, size});
+  g->SetInputGrad(0, b->Op("Reshape", {summed, in_shape}));
+  return absl::OkStatus();
+}
+
 REGISTER_GRADIENT("Relu", ReluGradFn);
 REGISTER_GRADIENT("LRN", LrnGradFn);
+REGISTER_GRADIENT("FusedBatchNorm", FusedBatchNormGradFn);
+REGISTER_GRADIENT("FusedBatchNormV2", FusedBatchNormGradFn);
 REGISTER_GRADIENT("FusedBatchNormV3", FusedBatchNormGradFn);
 REGISTER_GRADIENT("L2Loss", L2LossGradFn);
 REGISTER_GRADIENT("BiasAdd", BiasAddGradFn);
@@ -157,6 +188,7 @@ REGISTER_GRADIENT("SparseSoftmaxCrossEntropyWithLogits", SparseXentGradFn);
 REGISTER_GRADIENT("SoftmaxCrossEntropyWithLogits", XentGradFn);
 REGISTER_GRADIENT("Conv2D", Conv2DGradFn);
 REGISTER_GRADIENT("MaxPool", MaxPoolGradFn);
+REGISTER_GRADIENT("TopKV2", TopKGradFn);
 
 }  // namespace
 }  // namespace dflow

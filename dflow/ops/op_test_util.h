@@ -66,6 +66,26 @@ class OpTest {
   ResourceMgr* step_resources_ = nullptr;
 };
 
+// Runs a kernel expected to succeed; its outputs (none and a test failure
+// otherwise).
+inline std::vector<Tensor> OutputsOf(OpTest& t) {
+  absl::StatusOr<std::vector<Tensor>> out = t.Run();
+  EXPECT_TRUE(out.ok()) << out.status();
+  return out.ok() ? *std::move(out) : std::vector<Tensor>();
+}
+
+// Runs a kernel expected to fail with InvalidArgument; returns its message
+// ("" and a test failure otherwise).
+inline std::string InvalidArgumentOf(OpTest& t) {
+  absl::StatusOr<std::vector<Tensor>> out = t.Run();
+  if (out.ok()) {
+    ADD_FAILURE() << "expected INVALID_ARGUMENT, the kernel succeeded";
+    return "";
+  }
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
+  return std::string(out.status().message());
+}
+
 // Element-wise comparison with a relative+absolute tolerance for floats.
 template <typename T>
 void ExpectTensorEq(const Tensor& actual, const std::vector<T>& values,

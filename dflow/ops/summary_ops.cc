@@ -6,7 +6,9 @@
 //                     buckets (below)
 //   MergeSummary      the values of several summaries in one; a tag twice
 //                     is an error
+//   TensorSummaryV2   the tensor itself, with the caller's SummaryMetadata
 //
+// ImageSummary is in image_summary_op.cc (it links libpng).
 // OpDefs and error texts follow TensorFlow's.
 #include <algorithm>
 #include <cfloat>
@@ -41,8 +43,8 @@ class ScalarSummaryOp : public OpKernel {
     const Tensor& values = ctx->input(1);
     if (tags.shape() != values.shape()) {
       return ctx->InvalidArgument(
-          "tags and values are not the same shape: ", tags.shape().DebugString(), " != ",
-          values.shape().DebugString(),
+          "tags and values are not the same shape: ", tags.shape().DebugString(),
+          " != ", values.shape().DebugString(),
           tags.dims() == 0 ? absl::StrCat(" (tag '", tags.scalar<std::string>(), "')") : "");
     }
     tensorflow::Summary summary;
@@ -151,8 +153,8 @@ REGISTER_OP("HistogramSummary")
     .Output("summary: string")
     .Attr("T: {float, double, int32, int64, uint8} = DT_FLOAT")
     .SetShapeFn(ScalarShape);
-CpuKernels<HistogramSummaryOp, float, double, int32_t, int64_t, uint8_t>
-    histogram_summary_kernels("HistogramSummary");
+CpuKernels<HistogramSummaryOp, float, double, int32_t, int64_t, uint8_t> histogram_summary_kernels(
+    "HistogramSummary");
 
 // --- MergeSummary --------------------------------------------------------------------
 
@@ -190,9 +192,55 @@ REGISTER_OP("MergeSummary")
     .SetShapeFn(ScalarShape);
 REGISTER_KERNEL(KernelDefBuilder("MergeSummary").Device(kDeviceCPU), MergeSummaryOp);
 
+// --- TensorSummaryV2 -----------------------------------------------------------------
+
+class TensorSummaryV2Op : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& tag = ctx->input(0);
+    const Tensor& tensor = ctx->input(1);
+    const Tensor& metadata = ctx->input(2);
+    if (tag.dims() != 0) return ctx->InvalidArgument("tag must be scalar");
+    if (metadata.dims() != 0) {
+      return ctx->InvalidArgument("serialized_summary_metadata must be scalar, got shape ",
+                                  metadata.shape().DebugString());
+    }
+    tensorflow::Summary summary;
+    tensorflow::Summary::Value* v = summary.add_value();
+    v->set_tag(tag.scalar<std::string>());
+    // Strings in string_val, the rest as raw bytes, as TensorFlow writes them.
+    if (tensor.dtype() == DT_STRING) {
+      tensor.AsProtoField(v->mutable_tensor());
+    } else {
+      tensor.AsProtoTensorContent(v->mutable_tensor());
+    }
+    // Metadata that does not parse is kept as far as it did, as TensorFlow does.
+    v->mutable_metadata()->ParseFromString(metadata.scalar<std::string>());
+    SetSummaryOutput(ctx, summary);
+    return absl::OkStatus();
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+REGISTER_OP("TensorSummaryV2")
+    .Input("tag: string")
+    .Input("tensor: T")
+    .Input("serialized_summary_metadata: string")
+    .Output("summary: string")
+    .Attr("T: type")
+    .SetShapeFn(ScalarShape);
+REGISTER_KERNEL(KernelDefBuilder("TensorSummaryV2")
+                    .Device(kDeviceCPU)
+                    .TypeConstraint("T", {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_UINT8,
+                                          DT_BOOL, DT_STRING}),
+                TensorSummaryV2Op);
+
 REGISTER_NO_GRADIENT("ScalarSummary");
 REGISTER_NO_GRADIENT("HistogramSummary");
 REGISTER_NO_GRADIENT("MergeSummary");
+REGISTER_NO_GRADIENT("TensorSummaryV2");
 
 }  // namespace
 }  // namespace dflow

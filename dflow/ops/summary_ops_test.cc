@@ -1,5 +1,6 @@
 // Summary ops against the bytes TensorFlow 2.21's kernels return for the same
-// inputs (tf.raw_ops.ScalarSummary / HistogramSummary / MergeSummary).
+// inputs (tf.raw_ops.ScalarSummary / HistogramSummary / MergeSummary /
+// TensorSummaryV2).
 #include <cmath>
 #include <limits>
 #include <string>
@@ -63,8 +64,7 @@ TEST(SummaryOpsTest, ScalarSummaryNeedsATagPerValue) {
 // TensorFlow's buckets: +-1e-12 growing by 10% to 1e20, runs of empty
 // buckets merged; the moments in double.
 TEST(SummaryOpsTest, HistogramSummaryIsTensorFlowsBytes) {
-  EXPECT_EQ(absl::BytesToHexString(HistogramSummary({0, 1, 1, -3, 1e-13f, 2500})),
-            kHistogramHex);
+  EXPECT_EQ(absl::BytesToHexString(HistogramSummary({0, 1, 1, -3, 1e-13f, 2500})), kHistogramHex);
   tensorflow::Summary empty;
   ASSERT_TRUE(empty.ParseFromString(HistogramSummary({})));
   EXPECT_EQ(empty.value(0).histo().num(), 0);
@@ -89,10 +89,12 @@ TEST(SummaryOpsTest, HistogramSummaryTakesTheLargestDouble) {
 }
 
 TEST(SummaryOpsTest, HistogramSummaryRefusesNanAndInfinity) {
-  for (float bad : {std::numeric_limits<float>::quiet_NaN(),
-                    std::numeric_limits<float>::infinity()}) {
+  for (float bad :
+       {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
     OpTest t("HistogramSummary", "logits_hist");
-    t.Attr("T", DT_FLOAT).Input(Tensor::Scalar<std::string>("h")).Input(Tensor::Vec<float>({1, bad}));
+    t.Attr("T", DT_FLOAT)
+        .Input(Tensor::Scalar<std::string>("h"))
+        .Input(Tensor::Vec<float>({1, bad}));
     const absl::Status s = t.Run().status();
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(s.message(), HasSubstr(std::isnan(bad) ? "Nan in summary histogram for: logits_hist"
@@ -111,7 +113,9 @@ TEST(SummaryOpsTest, MergeSummaryConcatenatesValuesAndRefusesDuplicateTags) {
             std::string(kScalarHex) + kHistogramHex);
 
   OpTest twice("MergeSummary");
-  twice.Attr("N", 2).Input(Tensor::Scalar<std::string>(scalar)).Input(Tensor::Scalar<std::string>(scalar));
+  twice.Attr("N", 2)
+      .Input(Tensor::Scalar<std::string>(scalar))
+      .Input(Tensor::Scalar<std::string>(scalar));
   absl::Status s = twice.Run().status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("Duplicate tag a found in summary inputs"));
@@ -121,6 +125,37 @@ TEST(SummaryOpsTest, MergeSummaryConcatenatesValuesAndRefusesDuplicateTags) {
   s = garbage.Run().status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("Could not parse one of the summary inputs"));
+}
+
+std::string TensorSummary(const Tensor& tensor, const std::string& tag, const std::string& meta) {
+  OpTest t("TensorSummaryV2");
+  t.Attr("T", tensor.dtype()).Input(Tensor::Scalar<std::string>(tag)).Input(tensor);
+  t.Input(Tensor::Scalar<std::string>(meta));
+  absl::StatusOr<std::string> out = RunSummary(t);
+  EXPECT_TRUE(out.ok()) << out.status();
+  return out.ok() ? absl::BytesToHexString(*out) : "";
+}
+
+TEST(TensorSummaryV2Test, BytesEqualTensorFlows) {
+  // SummaryMetadata{plugin_data {plugin_name: "scalars" content: "\x01"} display_name: "d"}.
+  const std::string meta = absl::HexStringToBytes("0a0c0a077363616c617273120101120164");
+  EXPECT_EQ(
+      TensorSummary(Tensor::FromVector<float>({1.5f, -2, 3, 4}, TensorShape({2, 2})), "t", meta),
+      "0a360a0174421e08011208120208021202080222100000c03f000000c000004040000080404a110a0c0a07"
+      "7363616c617273120101120164");
+  // Strings go to string_val.
+  EXPECT_EQ(TensorSummary(Tensor::Vec<std::string>({"ab", "c"}), "s", ""),
+            "0a160a0173420f0807120412020802420261624201634a00");
+  // Metadata that does not parse leaves an empty one, as in TensorFlow.
+  EXPECT_EQ(TensorSummary(Tensor::Scalar<int64_t>(7), "i", "\xff\xff"),
+            "0a150a0169420e08091200220807000000000000004a00");
+}
+
+TEST(TensorSummaryV2Test, TagMustBeAScalar) {
+  OpTest t("TensorSummaryV2");
+  t.Attr("T", DT_FLOAT).Input(Tensor::Vec<std::string>({"a"})).Input(Tensor::Scalar<float>(1));
+  t.Input(Tensor::Scalar<std::string>(""));
+  EXPECT_THAT(InvalidArgumentOf(t), HasSubstr("tag must be scalar"));
 }
 
 }  // namespace

@@ -8,7 +8,7 @@ Writes, beside this script:
   golden/<name>.json   the steps to run on each graph (feeds, fetches, targets) and the
                        values TensorFlow computed.
 
-Run: python3 tests/data/gen_tf_reference.py [--op-defs-only]
+Run: python3 tests/data/gen_tf_reference.py [--op-defs-only | --golden NAME...]
      (needs `pip install tensorflow-cpu`)
 """
 import json
@@ -45,7 +45,10 @@ MaxPoolGrad Switch RefSwitch Merge RefMerge
 Reciprocal ReciprocalGrad Floor Ceil Round Log1p Expm1 Pow DivNoNan L2Loss StopGradient Assert
 ScalarSummary HistogramSummary MergeSummary DenseToDenseSetOperation ShapeN FusedBatchNormV3
 FusedBatchNormGradV3 LRN LRNGrad All Any ScatterAdd ScatterSub ScatterUpdate ScatterNd InTopKV2
-ArgMin CheckNumerics""".split()
+ArgMin CheckNumerics
+Split SplitV Unpack ReverseV2 BroadcastTo Diag DiagPart OneHot PreventGradient Cumsum Cumprod
+ClipByValue TopKV2 FusedBatchNorm FusedBatchNormV2 FusedBatchNormGrad FusedBatchNormGradV2
+TensorSummaryV2 ImageSummary LogicalOr""".split()
 # Functional ops: dflow lowers them into Switch/Merge and inlined bodies before
 # placement (dflow/runtime/function.h), so they have no kernel.
 LOWERED_OPS = "If StatelessIf While StatelessWhile PartitionedCall StatefulPartitionedCall".split()
@@ -286,12 +289,55 @@ def multi_device():
     g.save()
 
 
+def small_ops():
+    """The array, math and nn ops TF1 programs and TensorFlow's own gradients
+    emit (Split, SplitV, Unpack, ReverseV2, OneHot, Diag, DiagPart, Cumsum,
+    Cumprod, ClipByValue, BroadcastTo, TopKV2, FusedBatchNorm in NCHW), each
+    with the gradient graph tf.gradients builds for it."""
+    g = Golden("small_ops")
+    with g.graph.as_default():
+        x = tf1.placeholder(tf.float32, [2, 6], name="x")
+        p = tf1.placeholder(tf.float32, [2, 3], name="p")
+        ids = tf1.placeholder(tf.int32, [4], name="ids")
+        a, b, c = tf.split(x, 3, axis=1)
+        d, e = tf.split(x, [2, -1], axis=-1)
+        rows = tf.unstack(x, axis=0)
+        bn_x = tf.reshape(x * 3.0, [2, 2, 1, 3])  # NCHW: 2 channels.
+        bn, _, _ = tf1.nn.fused_batch_norm(bn_x, [1.5, 0.5], [0.1, -0.2], epsilon=0.001,
+                                           data_format="NCHW")
+        top = tf.nn.top_k(x + tf.range(6.0) * 0.01, k=3)
+        outs = [
+            a * c + b, d, tf.tanh(e), rows[1] * rows[0],
+            tf.reverse(x, [0, 1]),
+            tf.one_hot(ids, 5, on_value=2.0, off_value=-1.0),
+            tf.one_hot(ids, 5, axis=0),
+            tf.linalg.tensor_diag(p), tf.linalg.tensor_diag_part(tf.linalg.tensor_diag(p) * 2.0),
+            tf.math.cumsum(x, axis=1), tf.math.cumsum(x, axis=0, exclusive=True, reverse=True),
+            tf.math.cumprod(p + 2.0, axis=1), tf.math.cumprod(p + 2.0, axis=1, exclusive=True),
+            tf.raw_ops.ClipByValue(t=p, clip_value_min=-0.5, clip_value_max=0.5),
+            tf.broadcast_to(tf.reshape(tf.slice(p, [0, 0], [1, 3]), [3]), [4, 3]),
+            top.values, top.indices, bn,
+        ]
+        loss = tf.add_n([tf.reduce_sum(tf.square(o + 0.3)) for o in outs
+                         if o.dtype == tf.float32], name="loss")
+        grads = tf.gradients(loss, [x, p])
+    g.run(outs + [loss] + grads,
+          feeds={"x:0": rand(2, 6, seed=31), "p:0": rand(2, 3, seed=32),
+                 "ids:0": np.array([0, 4, -1, 7], np.int32)},
+          tolerance=1e-4)
+    g.save()
+
+
 if __name__ == "__main__":
     import sys
     write_op_defs()
     if sys.argv[1:] == ["--op-defs-only"]:
         sys.exit(0)
+    if sys.argv[1:2] == ["--golden"]:  # Only the named golden graphs: --golden small_ops
+        for name in sys.argv[2:]:
+            globals()[name]()
+        sys.exit(0)
     for make in (mlp_forward, math_ops, array_ops, conv_net, variables, random_ops,
-                 multi_device):
+                 multi_device, small_ops):
         make()
     print("wrote", HERE)
