@@ -18,12 +18,16 @@ Usage: tf1_corpus_test.py path/to/dflow [--only NAME ...] [--steps N]
        (internally: tf1_corpus_test.py --run NAME --target T --cluster JSON --out FILE)
 """
 import argparse
+import importlib.util
 import json
 import math
 import os
 import subprocess
 import sys
 import tempfile
+
+# Keras 2 for the programs built with tf.compat.v1.nn.rnn_cell (before TensorFlow loads).
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -100,6 +104,9 @@ def main():
     tmp = tempfile.mkdtemp(prefix="dflow_tf1_corpus_")
     failures = []
     for name in names:
+        if name in tf1_programs.NEEDS_TF_KERAS and importlib.util.find_spec("tf_keras") is None:
+            print(f"skip {name}: needs tf-keras (scripts/setup.sh installs it)")
+            continue
         local, error = run_program(name, args.steps, tmp)
         tf_cluster, tf_error = run_program(name, args.steps, tmp, cluster="tensorflow")
         if local is None or tf_cluster is None:

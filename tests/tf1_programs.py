@@ -35,18 +35,32 @@ Programs:
   metrics          softmax regression evaluated with tf.compat.v1.metrics (accuracy,
                    mean, precision, recall, mean_per_class_accuracy), in_top_k and
                    confusion_matrix, their local variables reset by an initializer
+  rnn_while_v1     a hand-written RNN: tf.while_loop (TensorFlow 1.x frames) over time
+                   steps, inputs unstacked into and states written to TensorArrays,
+                   trained by Adam through the loop (stacks keep the forward values)
+  nested_while_v1  a loop in a loop: per time step, three inner refinement iterations
+                   of the state, trained by SGD with momentum through both loops
+  dynamic_rnn_lstm tf.compat.v1.nn.dynamic_rnn over an LSTMCell (tf-keras), the
+                   classic sequence classifier, Adam, gradient clipping by global norm
+
+Programs that need tf-keras (TF_USE_LEGACY_KERAS=1, set here before TensorFlow is
+imported) are listed in NEEDS_TF_KERAS; the test skips them, saying so, without it.
 """
 import math
 import os
 
 import numpy as np
-import tensorflow as tf
+
+# Keras 2 for tf.compat.v1.nn.rnn_cell and tf.compat.v1.layers (must precede the import).
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+import tensorflow as tf  # noqa: E402
 
 tf1 = tf.compat.v1
 # TensorFlow 1.x semantics, as these programs were written for: graph mode
 # (Supervisor's threads use the graph), reference variables, v1 control flow.
 tf1.disable_v2_behavior()
 PROGRAMS = {}
+NEEDS_TF_KERAS = {"dynamic_rnn_lstm"}
 
 
 def placed(cluster, device=""):
@@ -406,3 +420,128 @@ def metrics(target, cluster, workdir, steps, build_only=False):
             if i % 3 == 2:
                 sess.run(reset)  # A new evaluation window.
     return records
+
+
+def sequences(seed, examples, time_steps, features, classes):
+    """Seeded sequences [examples, time, features] and one-hot labels."""
+    x, y = synthetic(seed, examples, time_steps * features, classes)
+    return x.reshape(examples, time_steps, features), y
+
+
+def sequence_model(target, graph, x, y_, x_data, y_data, steps, train_op, loss, global_step,
+                   init, batch):
+    """Trains `steps` steps in a plain Session; records loss and global step."""
+    get = batches(x_data, y_data, batch)
+    records = []
+    with graph.as_default(), tf1.Session(target) as sess:
+        sess.run(init)
+        for i in range(steps):
+            xs, ys = get(i)
+            _, value = sess.run([train_op, loss], feed_dict={x: xs, y_: ys})
+            records.append({"loss": float(value), "global_step": int(sess.run(global_step))})
+    return records
+
+
+@program
+def rnn_while_v1(target, cluster, workdir, steps, build_only=False):
+    time_steps, features, hidden, classes, batch = 6, 4, 8, 3, 16
+    x_data, y_data = sequences(11, 512, time_steps, features, classes)
+    graph = tf.Graph()
+    with graph.as_default():
+        tf1.set_random_seed(3)
+        with tf1.device(placed(cluster)):
+            global_step = tf1.train.get_or_create_global_step()
+            x = tf1.placeholder(tf.float32, [None, time_steps, features], name="x")
+            y_ = tf1.placeholder(tf.float32, [None, classes], name="y")
+            init_w = tf1.glorot_uniform_initializer(seed=2)
+            w_in = tf1.get_variable("rnn/w_in", [features, hidden], initializer=init_w)
+            w_h = tf1.get_variable("rnn/w_h", [hidden, hidden], initializer=init_w)
+            b = tf1.get_variable("rnn/b", [hidden], initializer=tf1.zeros_initializer())
+            w_out = tf1.get_variable("out/w", [hidden, classes], initializer=init_w)
+            inputs = tf1.TensorArray(tf.float32, size=time_steps).unstack(
+                tf1.transpose(x, [1, 0, 2]))
+            states = tf1.TensorArray(tf.float32, size=time_steps)
+
+            def step(t, h, states):
+                h = tf1.tanh(tf1.matmul(inputs.read(t), w_in) + tf1.matmul(h, w_h) + b)
+                return t + 1, h, states.write(t, h)
+
+            h0 = tf1.zeros([tf1.shape(x)[0], hidden])
+            _, h, states = tf1.while_loop(lambda t, h, s: t < time_steps, step, [0, h0, states])
+            logits = tf1.matmul(h + tf1.reduce_mean(states.stack(), axis=0), w_out)
+            loss = tf1.reduce_mean(tf1.nn.softmax_cross_entropy_with_logits_v2(
+                labels=y_, logits=logits))
+            train_op = tf1.train.AdamOptimizer(0.01).minimize(loss, global_step=global_step)
+            init = tf1.global_variables_initializer()
+    if build_only:
+        return graph
+    return sequence_model(target, graph, x, y_, x_data, y_data, steps, train_op, loss,
+                          global_step, init, batch)
+
+
+@program
+def nested_while_v1(target, cluster, workdir, steps, build_only=False):
+    time_steps, features, hidden, classes, batch = 4, 3, 6, 3, 16
+    x_data, y_data = sequences(12, 512, time_steps, features, classes)
+    graph = tf.Graph()
+    with graph.as_default():
+        tf1.set_random_seed(4)
+        with tf1.device(placed(cluster)):
+            global_step = tf1.train.get_or_create_global_step()
+            x = tf1.placeholder(tf.float32, [None, time_steps, features], name="x")
+            y_ = tf1.placeholder(tf.float32, [None, classes], name="y")
+            init_w = tf1.glorot_uniform_initializer(seed=5)
+            w_in = tf1.get_variable("w_in", [features, hidden], initializer=init_w)
+            w_h = tf1.get_variable("w_h", [hidden, hidden], initializer=init_w)
+            w_out = tf1.get_variable("w_out", [hidden, classes], initializer=init_w)
+            seq = tf1.transpose(x, [1, 0, 2])
+
+            def outer(t, h):
+                drive = tf1.matmul(tf1.gather(seq, t), w_in)
+
+                def refine(k, z):
+                    return k + 1, tf1.tanh(tf1.matmul(z, w_h) + drive)
+
+                _, h = tf1.while_loop(lambda k, z: k < 3, refine, [0, h], name="refine")
+                return t + 1, h
+
+            h0 = tf1.zeros([tf1.shape(x)[0], hidden])
+            _, h = tf1.while_loop(lambda t, h: t < time_steps, outer, [0, h0], name="time")
+            loss = tf1.reduce_mean(tf1.nn.softmax_cross_entropy_with_logits_v2(
+                labels=y_, logits=tf1.matmul(h, w_out)))
+            train_op = tf1.train.MomentumOptimizer(0.1, 0.9).minimize(
+                loss, global_step=global_step)
+            init = tf1.global_variables_initializer()
+    if build_only:
+        return graph
+    return sequence_model(target, graph, x, y_, x_data, y_data, steps, train_op, loss,
+                          global_step, init, batch)
+
+
+@program
+def dynamic_rnn_lstm(target, cluster, workdir, steps, build_only=False):
+    time_steps, features, hidden, classes, batch = 5, 4, 8, 3, 16
+    x_data, y_data = sequences(13, 512, time_steps, features, classes)
+    graph = tf.Graph()
+    with graph.as_default():
+        tf1.set_random_seed(6)
+        with tf1.device(placed(cluster)):
+            global_step = tf1.train.get_or_create_global_step()
+            x = tf1.placeholder(tf.float32, [None, time_steps, features], name="x")
+            y_ = tf1.placeholder(tf.float32, [None, classes], name="y")
+            cell = tf1.nn.rnn_cell.LSTMCell(
+                hidden, initializer=tf1.glorot_uniform_initializer(seed=7))
+            _, state = tf1.nn.dynamic_rnn(cell, x, dtype=tf.float32)
+            w_out = tf1.get_variable("out/w", [hidden, classes],
+                                     initializer=tf1.glorot_uniform_initializer(seed=8))
+            loss = tf1.reduce_mean(tf1.nn.softmax_cross_entropy_with_logits_v2(
+                labels=y_, logits=tf1.matmul(state.h, w_out)))
+            optimizer = tf1.train.AdamOptimizer(0.01)
+            grads, variables = zip(*optimizer.compute_gradients(loss))
+            clipped, _ = tf1.clip_by_global_norm(grads, 1.0)
+            train_op = optimizer.apply_gradients(zip(clipped, variables), global_step=global_step)
+            init = tf1.global_variables_initializer()
+    if build_only:
+        return graph
+    return sequence_model(target, graph, x, y_, x_data, y_data, steps, train_op, loss,
+                          global_step, init, batch)
