@@ -299,6 +299,13 @@ std::vector<GradCase> SliceCases() {
        [](const Scope& s, const std::vector<Output>& x) {
          return ops::GatherV2(s, x[0], Tensor::Vec<int64_t>({2, 2, 0}), -1);
        }},
+      {"Gather_matrix_indices_repeated",
+       "Gather",
+       {S({4, 3})},
+       [](const Scope& s, const std::vector<Output>& x) {
+         Tensor idx = Tensor::FromVector<int64_t>({3, 0, 3, 1}, TensorShape({2, 2}));
+         return OpBuilder(s, "Gather").Input(x[0]).Input(idx).Finish();
+       }},
   };
 }
 
