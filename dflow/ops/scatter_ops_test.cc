@@ -1,5 +1,5 @@
-// Scatter ops: rows of a reference variable updated in place (ScatterAdd,
-// ScatterSub, ScatterUpdate) and ScatterNd, against TensorFlow 2.21's values.
+// Scatter ops: rows of a reference or resource variable updated in place
+// (Scatter*, ResourceScatter*) and ScatterNd, against TensorFlow 2.21's values.
 #include <string>
 #include <vector>
 
@@ -67,6 +67,102 @@ TEST(ScatterOpsTest, BadIndicesAndShapesChangeNothing) {
   TestRef uninitialized;
   out = RunScatter("ScatterAdd", &uninitialized, Tensor::Vec<int32_t>({0}), Tensor::Vec<float>({1}));
   EXPECT_EQ(out.status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// The same updates through every op: rows 2, 0, 2 (row 2 twice, in order).
+const std::vector<float> kScatterInit = {1, 2, 3, 4, 5, 6};
+const std::vector<float> kScatterUpdates = {2, 0.5f, 4, -1, 3, 10};
+
+// TensorFlow 2.21's results of each op on kScatterInit / kScatterUpdates.
+const std::vector<std::pair<std::string, std::vector<double>>> kScatterResults = {
+    {"Add", {5, 1, 3, 4, 10, 16.5}},
+    {"Sub", {-3, 3, 3, 4, 0, -4.5}},
+    {"Mul", {4, -2, 3, 4, 30, 30}},
+    {"Div", {0.25, -2, 3, 4, 0.8333333333333334, 1.2}},
+    {"Min", {1, -1, 3, 4, 2, 0.5}},
+    {"Max", {4, 2, 3, 4, 5, 10}},
+    {"Update", {4, -1, 3, 4, 3, 10}},
+};
+
+TEST(ScatterOpsTest, EveryRefScatterAppliesRepeatedIndicesInOrder) {
+  for (const auto& [op, want] : kScatterResults) {
+    SCOPED_TRACE(op);
+    TestRef var(Tensor::FromVector<float>(kScatterInit, TensorShape({3, 2})));
+    auto out = RunScatter("Scatter" + op, &var, Tensor::Vec<int32_t>({2, 0, 2}),
+                          Tensor::FromVector<float>(kScatterUpdates, TensorShape({3, 2})));
+    ASSERT_TRUE(out.ok()) << out.status();
+    ExpectTensorEq<float>(var.tensor, std::vector<float>(want.begin(), want.end()), {3, 2});
+  }
+}
+
+absl::Status RunResourceScatter(const std::string& op, const Tensor& handle, Tensor indices,
+                                Tensor updates) {
+  OpTest t(op);
+  t.Attr("dtype", updates.dtype()).Attr("Tindices", indices.dtype());
+  t.Input(handle).Input(indices).Input(updates);
+  return t.Run().status();
+}
+
+TEST(ScatterOpsTest, EveryResourceScatterUpdatesTheVariable) {
+  for (const auto& [op, want] : kScatterResults) {
+    SCOPED_TRACE(op);
+    const std::string name = "scatter/" + op;
+    const Tensor h = NewResourceVar(
+        TestCpuDevice(), name,
+        Tensor::FromVector<double>({kScatterInit.begin(), kScatterInit.end()}, {3, 2}));
+    const Tensor before = ResourceVarValue(TestCpuDevice(), name);  // A snapshot.
+    ASSERT_TRUE(RunResourceScatter(
+                    "ResourceScatter" + op, h, Tensor::Vec<int64_t>({2, 0, 2}),
+                    Tensor::FromVector<double>({kScatterUpdates.begin(), kScatterUpdates.end()},
+                                               {3, 2}))
+                    .ok());
+    ExpectTensorEq<double>(ResourceVarValue(TestCpuDevice(), name), want, {3, 2});
+    ExpectTensorEq<double>(before, {kScatterInit.begin(), kScatterInit.end()}, {3, 2});
+  }
+  // A scalar update goes to every element of the rows; integer division truncates.
+  const Tensor h = NewResourceVar(TestCpuDevice(), "scatter/int", Tensor::Vec<int32_t>({7, -7, 9}));
+  ASSERT_TRUE(RunResourceScatter("ResourceScatterDiv", h, Tensor::Vec<int32_t>({0, 1, 2}),
+                                 Tensor::Vec<int32_t>({2, 2, 3}))
+                  .ok());
+  ExpectTensorEq<int32_t>(ResourceVarValue(TestCpuDevice(), "scatter/int"), {3, -3, 3}, {3});
+  ASSERT_TRUE(RunResourceScatter("ResourceScatterMax", h, Tensor::Vec<int32_t>({1, 2}),
+                                 Tensor::Scalar<int32_t>(0))
+                  .ok());
+  ExpectTensorEq<int32_t>(ResourceVarValue(TestCpuDevice(), "scatter/int"), {3, 0, 3}, {3});
+}
+
+TEST(ScatterOpsTest, ResourceScatterErrorsChangeNothing) {
+  const Tensor h = NewResourceVar(TestCpuDevice(), "scatter/bad",
+                                  Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, {3, 2}));
+  auto expect_unchanged = [] {
+    ExpectTensorEq<float>(ResourceVarValue(TestCpuDevice(), "scatter/bad"), {1, 2, 3, 4, 5, 6},
+                          {3, 2});
+  };
+  absl::Status s = RunResourceScatter("ResourceScatterAdd", h, Tensor::Vec<int32_t>({0, 3}),
+                                      Tensor::FromVector<float>({9, 9, 9, 9}, {2, 2}));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("indices[1] = 3 is not in [0, 3)"));
+  expect_unchanged();
+  s = RunResourceScatter("ResourceScatterAdd", h, Tensor::Vec<int32_t>({1}),
+                         Tensor::Vec<float>({9, 9}));
+  EXPECT_THAT(s.message(), HasSubstr("Must have updates.shape = indices.shape + params.shape[1:] "
+                                     "or updates.shape = [], got updates.shape [2]"));
+  s = RunResourceScatter("ResourceScatterAdd", h, Tensor::Vec<int32_t>({1}),
+                         Tensor::FromVector<double>({9, 9}, {1, 2}));
+  EXPECT_THAT(s.message(), HasSubstr("DType of scatter resource and updates does not match"));
+  s = RunResourceScatter("ResourceScatterAdd", ResourceVarHandle(TestCpuDevice(), "scatter/none"),
+                         Tensor::Vec<int32_t>({1}), Tensor::FromVector<float>({9, 9}, {1, 2}));
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  expect_unchanged();
+  // Integer division by zero is refused before any row is written.
+  const Tensor ints = NewResourceVar(TestCpuDevice(), "scatter/div0", Tensor::Vec<int32_t>({4, 5}));
+  s = RunResourceScatter("ResourceScatterDiv", ints, Tensor::Vec<int32_t>({0, 1}),
+                         Tensor::Vec<int32_t>({2, 0}));
+  EXPECT_THAT(s.message(), HasSubstr("updates must not contain 0"));
+  ExpectTensorEq<int32_t>(ResourceVarValue(TestCpuDevice(), "scatter/div0"), {4, 5}, {2});
+  TestRef ref(Tensor::Vec<int64_t>({4, 5}));
+  auto out = RunScatter("ScatterDiv", &ref, Tensor::Vec<int32_t>({0}), Tensor::Scalar<int64_t>(0));
+  EXPECT_THAT(out.status().message(), HasSubstr("updates must not contain 0"));
 }
 
 TEST(ScatterOpsTest, ScatterNdSumsUpdatesIntoZeros) {

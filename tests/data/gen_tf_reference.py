@@ -41,7 +41,10 @@ MaxPoolGrad Switch RefSwitch Merge RefMerge
 Reciprocal ReciprocalGrad Floor Ceil Round Log1p Expm1 Pow DivNoNan L2Loss StopGradient Assert
 ScalarSummary HistogramSummary MergeSummary DenseToDenseSetOperation ShapeN FusedBatchNormV3
 FusedBatchNormGradV3 LRN LRNGrad All Any ScatterAdd ScatterSub ScatterUpdate ScatterNd InTopKV2
-ArgMin CheckNumerics Gather ResourceGather GatherNd""".split()
+ArgMin CheckNumerics Gather ResourceGather GatherNd DynamicPartition DynamicStitch
+ParallelDynamicStitch Unique ScatterMul ScatterDiv ScatterMin ScatterMax ResourceScatterAdd
+ResourceScatterSub ResourceScatterMul ResourceScatterDiv ResourceScatterMin ResourceScatterMax
+ResourceScatterUpdate""".split()
 # Functional ops: dflow lowers them into Switch/Merge and inlined bodies before
 # placement (dflow/runtime/function.h), so they have no kernel.
 LOWERED_OPS = "If StatelessIf PartitionedCall StatefulPartitionedCall".split()
