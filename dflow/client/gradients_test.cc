@@ -309,6 +309,30 @@ std::vector<GradCase> SliceCases() {
   };
 }
 
+// SparseSegment reductions: rows 0 and 2 (twice) into segment 0, row 3 into
+// segment 2, segment 1 empty.
+BuildFn SparseSegment(const std::string& op, bool num_segments) {
+  return [op, num_segments](const Scope& s, const std::vector<Output>& x) {
+    OpBuilder b(s, op);
+    b.Input(x[0])
+        .Input(Tensor::Vec<int32_t>({0, 2, 2, 3}))
+        .Input(Tensor::Vec<int64_t>({0, 0, 0, 2}));
+    if (num_segments) b.Input(Tensor::Scalar<int32_t>(4));
+    return b.Finish();
+  };
+}
+
+std::vector<GradCase> SegmentCases() {
+  std::vector<GradCase> cases;
+  for (const char* r : {"Sum", "Mean", "SqrtN"}) {
+    const std::string op = std::string("SparseSegment") + r;
+    cases.push_back({op, op, {S({4, 3})}, SparseSegment(op, false)});
+    cases.push_back({op + "WithNumSegments", op + "WithNumSegments", {S({4, 3})},
+                     SparseSegment(op + "WithNumSegments", true)});
+  }
+  return cases;
+}
+
 // A small network: every gradient composed.
 std::vector<GradCase> CompositeCases() {
   return {
@@ -325,7 +349,7 @@ std::vector<GradCase> CompositeCases() {
 std::vector<GradCase> AllCases() {
   std::vector<GradCase> all;
   for (auto cases : {BinaryCases(), UnaryCases(), ReductionCases(), SelectCases(), ShapeCases(),
-                     SliceCases(), CompositeCases()}) {
+                     SliceCases(), SegmentCases(), CompositeCases()}) {
     all.insert(all.end(), cases.begin(), cases.end());
   }
   return all;

@@ -44,7 +44,10 @@ FusedBatchNormGradV3 LRN LRNGrad All Any ScatterAdd ScatterSub ScatterUpdate Sca
 ArgMin CheckNumerics Gather ResourceGather GatherNd DynamicPartition DynamicStitch
 ParallelDynamicStitch Unique ScatterMul ScatterDiv ScatterMin ScatterMax ResourceScatterAdd
 ResourceScatterSub ResourceScatterMul ResourceScatterDiv ResourceScatterMin ResourceScatterMax
-ResourceScatterUpdate""".split()
+ResourceScatterUpdate SparseSegmentSum SparseSegmentMean SparseSegmentSqrtN
+SparseSegmentSumWithNumSegments SparseSegmentMeanWithNumSegments SparseSegmentSqrtNWithNumSegments
+SparseSegmentSumGrad SparseSegmentMeanGrad SparseSegmentSqrtNGrad UnsortedSegmentMax
+UnsortedSegmentMin UnsortedSegmentProd""".split()
 # Functional ops: dflow lowers them into Switch/Merge and inlined bodies before
 # placement (dflow/runtime/function.h), so they have no kernel.
 LOWERED_OPS = "If StatelessIf PartitionedCall StatefulPartitionedCall".split()
