@@ -170,7 +170,8 @@ absl::Status GatherInto(OpKernelContext* ctx, const Tensor& params, const Tensor
   std::vector<int64_t> dims(p.begin(), p.begin() + axis);
   for (int i = batch_dims; i < indices_t.dims(); ++i) dims.push_back(indices_t.dim_size(i));
   for (int i = axis + 1; i < params.dims(); ++i) dims.push_back(params.dim_size(i));
-  ASSIGN_OR_RETURN(TensorShape out_shape, OutputShape(dims, params.dtype(), ctx->op_kernel().type_string()));
+  ASSIGN_OR_RETURN(TensorShape out_shape,
+                   OutputShape(dims, params.dtype(), ctx->op_kernel().type_string()));
   Tensor* out = ctx->allocate_output_for_overwrite(0, out_shape);
   if (out->NumElements() == 0) return absl::OkStatus();
   GatherLayout l;
@@ -270,8 +271,7 @@ class ResourceGatherOp : public OpKernel {
     ASSIGN_OR_RETURN(std::shared_ptr<Var> var, LookupInitializedVar(*ctx, 0));
     if (var->dtype() != dtype_) {
       return ctx->InvalidArgument("trying to read variable with wrong dtype: expected ",
-                                  DataTypeString(dtype_), ", got ",
-                                  DataTypeString(var->dtype()));
+                                  DataTypeString(dtype_), ", got ", DataTypeString(var->dtype()));
     }
     // A snapshot: later updates of the variable do not change it.
     std::optional<Tensor> value = var->Snapshot();
@@ -324,9 +324,8 @@ class GatherNdOp : public OpKernel {
     const int rank = indices_t.dims();
     const int64_t depth = indices_t.dim_size(rank - 1);
     if (depth > params.dims()) {
-      return ctx->InvalidArgument(
-          "index innermost dimension length must be <= params rank; saw: ", depth, " vs. ",
-          params.dims());
+      return ctx->InvalidArgument("index innermost dimension length must be <= params rank; saw: ",
+                                  depth, " vs. ", params.dims());
     }
     ASSIGN_OR_RETURN(std::vector<int64_t> indices, IndexValues(indices_t, "indices"));
     auto p = params.shape().dim_sizes();
@@ -347,12 +346,11 @@ class GatherNdOp : public OpKernel {
         offset = offset * p[d] + k;
       }
       if (bad && !ignore_bad_indices_) {
-        std::vector<int64_t> index(indices.begin() + i * depth,
-                                   indices.begin() + (i + 1) * depth);
-        return ctx->InvalidArgument("indices", Position(i, absl::MakeConstSpan(dims).first(rank - 1)),
-                                    " = [", absl::StrJoin(index, ", "),
-                                    "] does not index into param shape ",
-                                    params.shape().DebugString());
+        std::vector<int64_t> index(indices.begin() + i * depth, indices.begin() + (i + 1) * depth);
+        return ctx->InvalidArgument(
+            "indices", Position(i, absl::MakeConstSpan(dims).first(rank - 1)), " = [",
+            absl::StrJoin(index, ", "), "] does not index into param shape ",
+            params.shape().DebugString());
       }
       offsets[i] = bad ? -1 : offset * slice;
     }
@@ -362,12 +360,13 @@ class GatherNdOp : public OpKernel {
       using T = typename decltype(tag)::type;
       const T* src = ElementsOf<T>(params);
       T* dst = MutableElementsOf<T>(out);
-      ctx->intra_op_pool()->ParallelFor(
-          n, slice * static_cast<int64_t>(sizeof(T)) + 10, [&](int64_t begin, int64_t end) {
-            for (int64_t i = begin; i < end; ++i) {
-              if (offsets[i] >= 0) std::copy_n(src + offsets[i], slice, dst + i * slice);
-            }
-          });
+      ctx->intra_op_pool()->ParallelFor(n, slice * static_cast<int64_t>(sizeof(T)) + 10,
+                                        [&](int64_t begin, int64_t end) {
+                                          for (int64_t i = begin; i < end; ++i) {
+                                            if (offsets[i] >= 0)
+                                              std::copy_n(src + offsets[i], slice, dst + i * slice);
+                                          }
+                                        });
       return absl::OkStatus();
     });
   }
@@ -379,7 +378,8 @@ class GatherNdOp : public OpKernel {
 absl::Status GatherNdShape(InferenceContext* c) {
   const PartialShape& params = c->input(0);
   const PartialShape& indices = c->input(1);
-  if (params.rank_known() && params.rank() == 0) return c->Error("params must be at least a vector");
+  if (params.rank_known() && params.rank() == 0)
+    return c->Error("params must be at least a vector");
   if (indices.rank_known() && indices.rank() == 0) {
     return c->Error("indices must be at least a vector");
   }

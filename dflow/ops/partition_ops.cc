@@ -99,9 +99,9 @@ absl::Status DynamicPartitionShape(InferenceContext* c) {
   PartialShape out = PartialShape::Unknown();
   if (data.rank_known() && partitions.rank_known()) {
     if (partitions.rank() > data.rank()) {
-      return c->Error(absl::StrCat("data.shape must start with partitions.shape, got data.shape = ",
-                                   data.DebugString(),
-                                   ", partitions.shape = ", partitions.DebugString()));
+      return c->Error(absl::StrCat(
+          "data.shape must start with partitions.shape, got data.shape = ", data.DebugString(),
+          ", partitions.shape = ", partitions.DebugString()));
     }
     std::vector<int64_t> dims = {kUnknownDim};
     dims.insert(dims.end(), data.dims().begin() + partitions.rank(), data.dims().end());
@@ -142,12 +142,11 @@ class DynamicStitchOp : public OpKernel {
       const TensorShape& data = ctx->input(n_ + m).shape();
       if (!StartsWith(data, indices.shape())) return ShapeError(ctx, m);
       if (DimsFrom(data, indices.dims()) != row_dims) {
-        return ctx->InvalidArgument("Need data[0].shape[", index0.dims(), ":] = data[", m,
-                                    "].shape[", indices.dims(), ":], got data[0].shape = ",
-                                    data0.DebugString(), ", data[", m, "].shape = ",
-                                    data.DebugString(), ", indices[0].shape = ",
-                                    index0.DebugString(), ", indices[", m,
-                                    "].shape = ", indices.shape().DebugString());
+        return ctx->InvalidArgument(
+            "Need data[0].shape[", index0.dims(), ":] = data[", m, "].shape[", indices.dims(),
+            ":], got data[0].shape = ", data0.DebugString(), ", data[", m,
+            "].shape = ", data.DebugString(), ", indices[0].shape = ", index0.DebugString(),
+            ", indices[", m, "].shape = ", indices.shape().DebugString());
       }
       auto flat = indices.flat<int32_t>();
       for (int64_t i = 0; i < flat.size(); ++i) {

@@ -86,8 +86,9 @@ TEST(PartitionOpsTest, DynamicStitchMergesRowsLaterIndicesWin) {
     ExpectTensorEq<float>((*out)[0], {5, 6, 0, 0, 3, 4, 0, 0, 7, 8}, {5, 2});
   }
   // A scalar index takes a whole data tensor as its row.
-  auto out = Stitch({Tensor::Vec<int32_t>({0, 2}), Tensor::Scalar<int32_t>(1)},
-                    {Tensor::FromVector<double>({1, 2, 3, 4}, {2, 2}), Tensor::Vec<double>({5, 6})});
+  auto out =
+      Stitch({Tensor::Vec<int32_t>({0, 2}), Tensor::Scalar<int32_t>(1)},
+             {Tensor::FromVector<double>({1, 2, 3, 4}, {2, 2}), Tensor::Vec<double>({5, 6})});
   ASSERT_TRUE(out.ok()) << out.status();
   ExpectTensorEq<double>((*out)[0], {1, 2, 5, 6, 3, 4}, {3, 2});
   out = Stitch({Tensor(DT_INT32, TensorShape({0}))}, {Tensor(DT_FLOAT, TensorShape({0, 3}))});
@@ -96,7 +97,8 @@ TEST(PartitionOpsTest, DynamicStitchMergesRowsLaterIndicesWin) {
 }
 
 TEST(PartitionOpsTest, DynamicStitchErrors) {
-  auto out = Stitch({Tensor::Vec<int32_t>({0, -1})}, {Tensor::FromVector<float>({1, 2, 3, 4}, {2, 2})});
+  auto out =
+      Stitch({Tensor::Vec<int32_t>({0, -1})}, {Tensor::FromVector<float>({1, 2, 3, 4}, {2, 2})});
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(out.status().message(), HasSubstr("indices[0][1] = -1 is out of range"));
   out = Stitch({Tensor::Vec<int32_t>({0, 1})}, {Tensor::FromVector<float>({1, 2, 3}, {1, 3})});
@@ -107,8 +109,7 @@ TEST(PartitionOpsTest, DynamicStitchErrors) {
                 Tensor::FromVector<float>({5, 6, 7}, {1, 3})});
   EXPECT_THAT(out.status().message(), HasSubstr("Need data[0].shape[1:] = data[1].shape[1:]"));
   // One index of 2^30 asks for 2^31 rows of 2 floats: refused, not allocated.
-  out = Stitch({Tensor::Vec<int32_t>({1 << 30})},
-               {Tensor::FromVector<float>({5, 6}, {1, 2})});
+  out = Stitch({Tensor::Vec<int32_t>({1 << 30})}, {Tensor::FromVector<float>({5, 6}, {1, 2})});
   EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted);
 }
 

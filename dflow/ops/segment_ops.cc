@@ -111,8 +111,8 @@ struct SparseSegment {
       const int64_t limit = data.dim_size(0);
       for (size_t i = 0; i < indices.size(); ++i) {
         if (indices[i] < 0 || indices[i] >= limit) {
-          return ctx->InvalidArgument("Bad: indices[", i, "] == ", indices[i],
-                                      " out of range [0, ", limit, ")");
+          return ctx->InvalidArgument("Bad: indices[", i, "] == ", indices[i], " out of range [0, ",
+                                      limit, ")");
         }
       }
       ASSIGN_OR_RETURN(TensorShape shape, RowsShape(ctx, rows, data.shape()));
