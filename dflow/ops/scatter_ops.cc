@@ -10,6 +10,9 @@
 //       resource variable input 0 names, under its lock
 //   ScatterNd   a new tensor of `shape`, zero but for updates summed at
 //       indices (index vectors over its leading dimensions)
+//   SparseToDense   a new tensor of output_shape holding default_value but
+//       at sparse_indices, which get sparse_values (the last of repeated
+//       indices wins when validate_indices is off)
 //
 // An index out of range is INVALID_ARGUMENT naming it. OpDefs and error
 // texts follow TensorFlow's.
@@ -274,6 +277,117 @@ REGISTER_OP("ScatterNd")
     .Attr("bad_indices_policy: string = ''")
     .SetShapeFn(UnknownShape);
 CpuKernels<ScatterNdOp, float, double, int32_t, int64_t> scatter_nd_kernels("ScatterNd");
+
+// --- SparseToDense -------------------------------------------------------------------
+
+class SparseToDenseOp : public OpKernel {
+ public:
+  explicit SparseToDenseOp(OpKernelConstruction* c) : OpKernel(c) {
+    c->GetAttr("validate_indices", &validate_).IgnoreError();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& indices_t = ctx->input(0);
+    const Tensor& shape_t = ctx->input(1);
+    const Tensor& values = ctx->input(2);
+    const Tensor& default_value = ctx->input(3);
+    if (indices_t.dims() > 2) {
+      return ctx->InvalidArgument("sparse_indices should be a scalar, vector, or matrix, got shape ",
+                                  indices_t.shape().DebugString());
+    }
+    if (shape_t.dims() != 1) {
+      return ctx->InvalidArgument("output_shape must be rank 1, got shape ",
+                                  shape_t.shape().DebugString());
+    }
+    // n index vectors of `rank` elements each.
+    const int64_t n = indices_t.dims() > 0 ? indices_t.dim_size(0) : 1;
+    const int64_t rank = indices_t.dims() > 1 ? indices_t.dim_size(1) : 1;
+    if (shape_t.NumElements() != rank) {
+      return ctx->InvalidArgument("output_shape has incorrect number of elements: ",
+                                  shape_t.NumElements(), " should be: ", rank);
+    }
+    if (values.dims() != 0 && values.shape() != TensorShape({n})) {
+      return ctx->InvalidArgument("sparse_values has incorrect shape ",
+                                  values.shape().DebugString(), ", should be [] or [", n, "]");
+    }
+    if (default_value.dims() != 0) return ctx->InvalidArgument("default_value should be a scalar.");
+    ASSIGN_OR_RETURN(const std::vector<int64_t> dims, IndexInput(ctx, 1, "output_shape"));
+    for (int64_t d : dims) {
+      if (d < 0) return ctx->InvalidArgument("Dimension ", d, " must be >= 0");
+    }
+    ASSIGN_OR_RETURN(TensorShape shape, OutputShape(dims, values.dtype(), "SparseToDense"));
+    ASSIGN_OR_RETURN(const std::vector<int64_t> indices, IndexInput(ctx, 0, "sparse_indices"));
+    ASSIGN_OR_RETURN(const std::vector<int64_t> offsets, Offsets(ctx, indices, n, dims));
+    Tensor* out = ctx->allocate_output_for_overwrite(0, shape);
+    return SwitchByElementSize(values.dtype(), "SparseToDense", [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      T* o = MutableElementsOf<T>(out);
+      std::fill(o, o + out->NumElements(), ElementsOf<T>(default_value)[0]);
+      const T* v = ElementsOf<T>(values);
+      for (int64_t i = 0; i < n; ++i) o[offsets[i]] = v[values.dims() == 0 ? 0 : i];
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  // Each index vector's offset in the output. Out-of-bounds indices always
+  // fail; with validate_indices also unsorted or repeated ones.
+  absl::StatusOr<std::vector<int64_t>> Offsets(OpKernelContext* ctx,
+                                               const std::vector<int64_t>& indices, int64_t n,
+                                               const std::vector<int64_t>& dims) const {
+    const int64_t rank = static_cast<int64_t>(dims.size());
+    std::vector<int64_t> offsets(n);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t* index = indices.data() + i * rank;
+      int64_t offset = 0;
+      for (int64_t d = 0; d < rank; ++d) {
+        if (index[d] < 0 || index[d] >= dims[d]) {
+          return ctx->InvalidArgument("indices[", i, "] = ",
+                                      DimsString(absl::MakeConstSpan(index, rank)),
+                                      " is out of bounds: need 0 <= index < ", DimsString(dims));
+        }
+        offset = offset * dims[d] + index[d];
+      }
+      offsets[i] = offset;
+      if (!validate_ || i == 0) continue;
+      // Row-major offsets order the indices lexicographically.
+      if (offset == offsets[i - 1]) {
+        return ctx->InvalidArgument("indices[", i, "] = ", DimsString(absl::MakeConstSpan(index, rank)),
+                                    " is repeated");
+      }
+      if (offset < offsets[i - 1]) {
+        return ctx->InvalidArgument("indices[", i, "] = ", DimsString(absl::MakeConstSpan(index, rank)),
+                                    " is out of order. Many sparse ops require sorted indices.");
+      }
+    }
+    return offsets;
+  }
+
+  bool validate_ = true;
+};
+
+absl::Status SparseToDenseShape(InferenceContext* c) {
+  PartialShape shape;
+  RETURN_IF_ERROR(c->MakeShapeFromShapeTensor(1, &shape));
+  c->set_output(0, std::move(shape));
+  return absl::OkStatus();
+}
+
+REGISTER_OP("SparseToDense")
+    .Input("sparse_indices: Tindices")
+    .Input("output_shape: Tindices")
+    .Input("sparse_values: T")
+    .Input("default_value: T")
+    .Output("dense: T")
+    .Attr("validate_indices: bool = true")
+    .Attr("T: type")
+    .Attr("Tindices: {int32, int64}")
+    .SetShapeFn(SparseToDenseShape);
+REGISTER_KERNEL(KernelDefBuilder("SparseToDense")
+                    .Device(kDeviceCPU)
+                    .TypeConstraint("T", MovableTypes())
+                    .TypeConstraint("Tindices", IndexTypes()),
+                SparseToDenseOp);
 
 REGISTER_NO_GRADIENT("ScatterAdd");
 REGISTER_NO_GRADIENT("ScatterSub");

@@ -218,6 +218,77 @@ TEST(ScatterOpsTest, ScatterNdSumsUpdatesIntoZeros) {
   EXPECT_EQ(huge.Run().status().code(), absl::StatusCode::kResourceExhausted);
 }
 
+absl::StatusOr<std::vector<Tensor>> SparseToDense(const Tensor& indices, const Tensor& shape,
+                                                  const Tensor& values, const Tensor& default_value,
+                                                  bool validate = true) {
+  OpTest t("SparseToDense");
+  t.Attr("T", values.dtype()).Attr("Tindices", indices.dtype()).Attr("validate_indices", validate);
+  t.Input(indices).Input(shape).Input(values).Input(default_value);
+  return t.Run();
+}
+
+TEST(ScatterOpsTest, SparseToDenseFillsTheRest) {
+  // TensorFlow's values.
+  auto out = SparseToDense(Tensor::FromVector<int32_t>({0, 1, 2, 0}, {2, 2}),
+                           Tensor::Vec<int32_t>({3, 3}), Tensor::Vec<float>({5, 6}),
+                           Tensor::Scalar(-1.0f));
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectTensorEq<float>((*out)[0], {-1, 5, -1, -1, -1, -1, 6, -1, -1}, {3, 3});
+  out = SparseToDense(Tensor::Vec<int64_t>({0, 2}), Tensor::Vec<int64_t>({3}),
+                      Tensor::Scalar<int32_t>(7), Tensor::Scalar<int32_t>(1));
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectTensorEq<int32_t>((*out)[0], {7, 1, 7}, {3});
+  out = SparseToDense(Tensor::Scalar<int32_t>(1), Tensor::Vec<int32_t>({3}),
+                      Tensor::Scalar<int32_t>(7), Tensor::Scalar<int32_t>(1));
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectTensorEq<int32_t>((*out)[0], {1, 7, 1}, {3});
+  // Unvalidated: any order, the last repeated index wins.
+  out = SparseToDense(Tensor::FromVector<int32_t>({2, 0, 0, 1, 0, 1}, {3, 2}),
+                      Tensor::Vec<int32_t>({3, 3}), Tensor::Vec<double>({5, 6, 7}),
+                      Tensor::Scalar(-1.0), false);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectTensorEq<double>((*out)[0], {-1, 7, -1, -1, -1, -1, 5, -1, -1}, {3, 3});
+  out = SparseToDense(Tensor::Vec<int32_t>({1}), Tensor::Vec<int32_t>({2}),
+                      Tensor::Vec<std::string>({"x"}), Tensor::Scalar<std::string>("-"));
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectTensorEq<std::string>((*out)[0], {"-", "x"}, {2});
+}
+
+TEST(ScatterOpsTest, SparseToDenseErrors) {
+  auto error = [](const Tensor& indices, const Tensor& shape, const Tensor& values,
+                  const Tensor& default_value, bool validate = true) {
+    auto out = SparseToDense(indices, shape, values, default_value, validate);
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+    return std::string(out.status().message());
+  };
+  const Tensor m = Tensor::FromVector<int32_t>({0, 1, 2, 1}, {2, 2});
+  const Tensor v = Tensor::Vec<float>({5, 6}), d = Tensor::Scalar(-1.0f);
+  const Tensor shape = Tensor::Vec<int32_t>({3, 3});
+  EXPECT_THAT(error(Tensor::FromVector<int32_t>({2, 0, 0, 1}, {2, 2}), shape, v, d),
+              HasSubstr("indices[1] = [0,1] is out of order. Many sparse ops require sorted"));
+  EXPECT_THAT(error(Tensor::FromVector<int32_t>({0, 1, 0, 1}, {2, 2}), shape, v, d),
+              HasSubstr("indices[1] = [0,1] is repeated"));
+  for (bool validate : {true, false}) {
+    EXPECT_THAT(error(Tensor::FromVector<int32_t>({0, 1, 3, 1}, {2, 2}), shape, v, d, validate),
+                HasSubstr("indices[1] = [3,1] is out of bounds: need 0 <= index < [3,3]"));
+  }
+  EXPECT_THAT(error(Tensor::FromVector<int32_t>({0, -1}, {1, 2}), shape, Tensor::Scalar(1.0f), d),
+              HasSubstr("is out of bounds"));
+  EXPECT_THAT(error(m, shape, Tensor::Vec<float>({5, 6, 7}), d),
+              HasSubstr("sparse_values has incorrect shape [3], should be [] or [2]"));
+  EXPECT_THAT(error(m, shape, v, Tensor::Vec<float>({-1})),
+              HasSubstr("default_value should be a scalar."));
+  EXPECT_THAT(error(m, Tensor::Vec<int32_t>({3, 3, 3}), v, d),
+              HasSubstr("output_shape has incorrect number of elements: 3 should be: 2"));
+  EXPECT_THAT(error(m, Tensor::FromVector<int32_t>({3, 3}, {1, 2}), v, d),
+              HasSubstr("output_shape must be rank 1, got shape [1,2]"));
+  EXPECT_THAT(error(m, Tensor::Vec<int32_t>({3, -3}), v, d), HasSubstr("Dimension -3 must be >= 0"));
+  auto huge = SparseToDense(Tensor::FromVector<int64_t>({0, 0}, {1, 2}),
+                            Tensor::Vec<int64_t>({int64_t{1} << 30, int64_t{1} << 20}),
+                            Tensor::Vec<float>({1}), Tensor::Scalar(0.0f));
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kResourceExhausted);
+}
+
 TEST(LogicalReductionTest, AllAndAny) {
   const Tensor x = Tensor::FromVector<bool>({true, false, true, true, true, true}, TensorShape({2, 3}));
   OpTest all("All");

@@ -56,7 +56,8 @@ SparseApplyProximalGradientDescent SparseApplyFtrl SparseApplyFtrlV2 ResourceSpa
 ResourceSparseApplyAdagradV2 ResourceSparseApplyMomentum ResourceSparseApplyRMSProp
 ResourceSparseApplyCenteredRMSProp ResourceSparseApplyProximalAdagrad
 ResourceSparseApplyProximalGradientDescent ResourceSparseApplyFtrl
-ResourceSparseApplyFtrlV2""".split()
+ResourceSparseApplyFtrlV2 LogUniformCandidateSampler UniformCandidateSampler ComputeAccidentalHits
+SparseToDense""".split()
 # Functional ops: dflow lowers them into Switch/Merge and inlined bodies before
 # placement (dflow/runtime/function.h), so they have no kernel.
 LOWERED_OPS = "If StatelessIf PartitionedCall StatefulPartitionedCall".split()
