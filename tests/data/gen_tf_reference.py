@@ -298,12 +298,64 @@ def multi_device():
     g.save()
 
 
+def sparse_embedding():
+    """word2vec / wide & deep in small: a 2-way partitioned embedding (mod strategy)
+    and an embedding_lookup_sparse mean, trained by Adagrad's sparse updates, and a
+    wide weight per id trained by FTRL's, as TensorFlow 1.x builds them."""
+    g = Golden("sparse_embedding")
+
+    def init(full):
+        def make(shape, dtype=None, partition_info=None):
+            offset = partition_info.single_offset(shape) if partition_info else 0
+            return tf.constant(full[offset:offset + shape[0]])
+        return make
+
+    with g.graph.as_default():
+        ids = tf1.placeholder(tf.int64, [None], name="ids")
+        labels = tf1.placeholder(tf.int32, [None], name="labels")
+        bag = tf1.sparse_placeholder(tf.int64, name="bag")
+        emb = tf1.get_variable("emb", shape=[10, 3], initializer=init(rand(10, 3, seed=30)),
+                               partitioner=tf1.fixed_size_partitioner(2), use_resource=False)
+        wide = tf1.get_variable("wide", shape=[10, 4], initializer=init(rand(10, 4, seed=31)),
+                                use_resource=True)
+        w = tf1.get_variable("w", initializer=tf.constant(rand(3, 4, seed=32)), use_resource=True)
+        deep = (tf1.nn.embedding_lookup(emb, ids, partition_strategy="mod") +
+                tf1.nn.embedding_lookup_sparse(emb, bag, None, partition_strategy="mod",
+                                              combiner="mean"))
+        logits = tf.matmul(deep, w) + tf.gather(wide, ids)
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=labels, logits=logits), name="loss")
+        deep_vars = list(emb) + [w]
+        train = tf.group(
+            tf1.train.AdagradOptimizer(0.3).minimize(loss, var_list=deep_vars),
+            tf1.train.FtrlOptimizer(0.2, l1_regularization_strength=0.01,
+                                    l2_regularization_strength=0.02).minimize(
+                                        loss, var_list=[wide]), name="train")
+        init_op = tf1.global_variables_initializer()
+        values = [tf.identity(v, name="value_%d" % i) for i, v in enumerate(list(emb) + [w, wide])]
+    g.run([], targets=[init_op])
+    batches = [([1, 4, 4, 7], [0, 3, 3, 1], ([[0, 0], [0, 1], [1, 0], [2, 0], [3, 0], [3, 1]],
+                                            [2, 5, 4, 9, 0, 2])),
+               ([9, 0, 5], [2, 2, 0], ([[0, 0], [1, 0], [1, 1], [2, 0]], [3, 3, 8, 1]))]
+    for step in range(4):
+        batch_ids, batch_labels, (bag_indices, bag_values) = batches[step % 2]
+        n = len(batch_ids)
+        g.run([loss], targets=[train], tolerance=1e-4,
+              feeds={"ids:0": np.array(batch_ids, np.int64),
+                     "labels:0": np.array(batch_labels, np.int32),
+                     "bag/indices:0": np.array(bag_indices, np.int64),
+                     "bag/values:0": np.array(bag_values, np.int64),
+                     "bag/shape:0": np.array([n, 2], np.int64)})
+    g.run(values, tolerance=1e-4)
+    g.save()
+
+
 if __name__ == "__main__":
     import sys
     write_op_defs()
     if sys.argv[1:] == ["--op-defs-only"]:
         sys.exit(0)
     for make in (mlp_forward, math_ops, array_ops, conv_net, variables, random_ops,
-                 multi_device):
+                 multi_device, sparse_embedding):
         make()
     print("wrote", HERE)
