@@ -10,7 +10,8 @@
 //
 // An index out of range is INVALID_ARGUMENT naming it (validate_indices is
 // accepted and ignored: indices are always checked). OpDefs and error texts
-// follow TensorFlow's.
+// follow TensorFlow's. GatherNd's gradient is here, GatherV2's and Gather's
+// in array_grad.cc; ResourceGather has none (TensorFlow's is IndexedSlices).
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -18,6 +19,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "dflow/framework/gradient.h"
 #include "dflow/framework/kernel.h"
 #include "dflow/framework/op_def.h"
 #include "dflow/framework/shape_inference.h"
@@ -412,6 +414,17 @@ REGISTER_KERNEL(KernelDefBuilder("GatherNd")
                     .TypeConstraint("Tparams", MovableTypes())
                     .TypeConstraint("Tindices", IndexTypes()),
                 GatherNdOp);
+
+// d(params) = ScatterNd(indices, dy, shape(params)): each gathered slice's
+// gradient summed back where it came from.
+absl::Status GatherNdGrad(GradContext* g) {
+  GradBuilder* b = g->b();
+  const SymTensor indices = g->input(1);
+  const SymTensor shape = b->Op("Shape", {g->input(0)}, {{"out_type", AttrType(indices.dtype)}});
+  g->SetInputGrad(0, b->Op("ScatterNd", {indices, g->grad_output(0), shape}));
+  return absl::OkStatus();
+}
+REGISTER_GRADIENT("GatherNd", GatherNdGrad);
 
 }  // namespace
 }  // namespace dflow

@@ -11,7 +11,8 @@
 //       occurrence, idx[i] = where x[i] is in y (NaNs are all distinct,
 //       -0 equals 0, as C++'s == says)
 //
-// OpDefs and error texts follow TensorFlow's.
+// OpDefs and error texts follow TensorFlow's; the gradients of
+// DynamicPartition and the stitches are here too.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -19,12 +20,14 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "dflow/framework/gradient.h"
 #include "dflow/framework/kernel.h"
 #include "dflow/framework/op_def.h"
 #include "dflow/framework/shape_inference.h"
 #include "dflow/framework/status.h"
 #include "dflow/ops/array_util.h"
 #include "dflow/ops/cwise_ops.h"
+#include "dflow/ops/grad_util.h"
 
 namespace dflow {
 namespace {
@@ -276,6 +279,46 @@ REGISTER_OP("Unique")
     .SetShapeFn(UniqueShape);
 const CpuKernels<UniqueOp, float, double, int32_t, int64_t, uint8_t, bool, std::string>
     unique_kernels("Unique");
+
+// --- gradients -----------------------------------------------------------------------
+
+// d(data[m]) = the rows of dy that indices[m] wrote. As in TensorFlow, a
+// row overwritten by a later index still passes its gradient to every input
+// that named it.
+absl::Status DynamicStitchGrad(GradContext* g) {
+  GradBuilder* b = g->b();
+  const int n = g->num_inputs() / 2;
+  for (int m = 0; m < n; ++m) {
+    g->SetInputGrad(n + m, b->Op("GatherV2", {g->grad_output(0), g->input(m), grad::Int(b, 0)}));
+  }
+  return absl::OkStatus();
+}
+
+// Each output's gradient goes back to the positions its rows came from:
+// partition the positions 0..n-1 the same way and stitch the gradients.
+absl::Status DynamicPartitionGrad(GradContext* g) {
+  int64_t num = 0;
+  RETURN_IF_ERROR(g->GetAttr("num_partitions", &num));
+  GradBuilder* b = g->b();
+  const SymTensor partitions = g->input(1);
+  const SymTensor size = b->Op("Size", {partitions}, {{"out_type", AttrType(DT_INT32)}});
+  const SymTensor positions = b->Op(
+      "Reshape",
+      {b->Op("Range", {grad::Int(b, 0), size, grad::Int(b, 1)}), grad::ShapeOf(b, partitions)});
+  std::vector<SymTensor> parts =
+      b->OpN("DynamicPartition", {{positions}, {partitions}}, {{"num_partitions", AttrInt(num)}});
+  if (static_cast<int64_t>(parts.size()) != num) return b->status();
+  std::vector<SymTensor> grads;
+  for (int p = 0; p < num; ++p) grads.push_back(g->grad_output(p));
+  std::vector<SymTensor> stitched = b->OpN("DynamicStitch", {parts, grads}, {});
+  if (stitched.empty()) return b->status();
+  g->SetInputGrad(0, b->Op("Reshape", {stitched[0], grad::ShapeOf(b, g->input(0))}));
+  return absl::OkStatus();
+}
+
+REGISTER_GRADIENT("DynamicStitch", DynamicStitchGrad);
+REGISTER_GRADIENT("ParallelDynamicStitch", DynamicStitchGrad);
+REGISTER_GRADIENT("DynamicPartition", DynamicPartitionGrad);
 
 }  // namespace
 }  // namespace dflow
