@@ -238,5 +238,21 @@ TEST(CandidateSamplerTest, ComputeAccidentalHits) {
               HasSubstr("sampled_candidates must be a vector"));
 }
 
+TEST(CandidateSamplerTest, ShapeFunctions) {
+  tensorflow::NodeDef n;
+  n.set_name("n");
+  n.set_op("LogUniformCandidateSampler");
+  SetAttr(&n, "num_true", int64_t{2});
+  SetAttr(&n, "num_sampled", int64_t{7});
+  SetAttr(&n, "unique", true);
+  SetAttr(&n, "range_max", int64_t{100});
+  auto shapes = Infer(n, {PartialShape({5, -1})});
+  ASSERT_TRUE(shapes.ok()) << shapes.status();
+  EXPECT_EQ(*shapes, (std::vector<PartialShape>{PartialShape({7}), PartialShape({5, 2}),
+                                                PartialShape({7})}));
+  EXPECT_FALSE(Infer(n, {PartialShape({5, 3})}).ok());
+  EXPECT_FALSE(Infer(n, {PartialShape({5})}).ok());
+}
+
 }  // namespace
 }  // namespace dflow

@@ -158,5 +158,26 @@ TEST(GatherOpsTest, GatherNdErrorsAndIgnoredIndices) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted);
 }
 
+TEST(GatherOpsTest, ShapeFunctions) {
+  tensorflow::NodeDef g;
+  g.set_name("g");
+  g.set_op("Gather");
+  SetAttr(&g, "Tparams", DT_FLOAT);
+  SetAttr(&g, "Tindices", DT_INT32);
+  auto shapes = Infer(g, {PartialShape({3, 4}), PartialShape({2, -1})});
+  ASSERT_TRUE(shapes.ok()) << shapes.status();
+  EXPECT_EQ((*shapes)[0], PartialShape({2, -1, 4}));
+  EXPECT_FALSE(Infer(g, {PartialShape::Scalar(), PartialShape({2})}).ok());
+  g.set_op("GatherNd");
+  shapes = Infer(g, {PartialShape({3, 4, 5}), PartialShape({-1, 2})});
+  ASSERT_TRUE(shapes.ok()) << shapes.status();
+  EXPECT_EQ((*shapes)[0], PartialShape({-1, 5}));
+  shapes = Infer(g, {PartialShape({3, 4}), PartialShape({2, -1})});
+  ASSERT_TRUE(shapes.ok()) << shapes.status();
+  EXPECT_EQ((*shapes)[0], PartialShape::Unknown());
+  EXPECT_THAT(Infer(g, {PartialShape({3, 4}), PartialShape({2, 3})}).status().message(),
+              HasSubstr("index innermost dimension length must be <= params rank"));
+}
+
 }  // namespace
 }  // namespace dflow

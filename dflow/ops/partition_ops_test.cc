@@ -147,5 +147,34 @@ TEST(PartitionOpsTest, UniqueKeepsFirstOccurrenceOrder) {
   EXPECT_THAT(matrix.Run().status().message(), HasSubstr("unique expects a 1D vector"));
 }
 
+TEST(PartitionOpsTest, ShapeFunctions) {
+  tensorflow::NodeDef n;
+  n.set_name("n");
+  n.set_op("DynamicPartition");
+  SetAttr(&n, "T", DT_FLOAT);
+  SetAttr(&n, "num_partitions", int64_t{2});
+  auto shapes = Infer(n, {PartialShape({4, 3}), PartialShape({4})});
+  ASSERT_TRUE(shapes.ok()) << shapes.status();
+  EXPECT_EQ(*shapes, (std::vector<PartialShape>{PartialShape({-1, 3}), PartialShape({-1, 3})}));
+  EXPECT_FALSE(Infer(n, {PartialShape({4}), PartialShape({4, 3})}).ok());
+  tensorflow::NodeDef s;
+  s.set_name("s");
+  s.set_op("DynamicStitch");
+  SetAttr(&s, "T", DT_FLOAT);
+  SetAttr(&s, "N", int64_t{2});
+  shapes = Infer(s, {PartialShape({2}), PartialShape({1}), PartialShape({2, 3}),
+                     PartialShape({1, 3})});
+  ASSERT_TRUE(shapes.ok()) << shapes.status();
+  EXPECT_EQ((*shapes)[0], PartialShape({-1, 3}));
+  tensorflow::NodeDef u;
+  u.set_name("u");
+  u.set_op("Unique");
+  SetAttr(&u, "T", DT_INT32);
+  shapes = Infer(u, {PartialShape({5})});
+  ASSERT_TRUE(shapes.ok()) << shapes.status();
+  EXPECT_EQ(*shapes, (std::vector<PartialShape>{PartialShape({-1}), PartialShape({5})}));
+  EXPECT_FALSE(Infer(u, {PartialShape({5, 2})}).ok());
+}
+
 }  // namespace
 }  // namespace dflow

@@ -339,5 +339,18 @@ TEST(InTopKTest, TiesCountAndBadTargetsAreFalse) {
   EXPECT_THAT(bad.Run().status().message(), HasSubstr("must match length of targets"));
 }
 
+TEST(ScatterOpsTest, SparseToDenseShapeIsOutputShape) {
+  tensorflow::NodeDef n;
+  n.set_name("n");
+  n.set_op("SparseToDense");
+  SetAttr(&n, "T", DT_FLOAT);
+  SetAttr(&n, "Tindices", DT_INT32);
+  const Tensor shape = Tensor::Vec<int32_t>({3, 4});
+  auto shapes = Infer(n, {PartialShape({2, 2}), PartialShape({2}), PartialShape({2}), {}},
+                      {nullptr, &shape});
+  ASSERT_TRUE(shapes.ok()) << shapes.status();
+  EXPECT_EQ((*shapes)[0], PartialShape({3, 4}));
+}
+
 }  // namespace
 }  // namespace dflow

@@ -175,5 +175,36 @@ TEST(SegmentOpsTest, UnsortedSegmentMaxMinProd) {
   EXPECT_THAT(bad.Run().status().message(), HasSubstr("segment_ids[3] = 3 is out of range [0, 3)"));
 }
 
+TEST(SegmentOpsTest, ShapeFunctions) {
+  tensorflow::NodeDef n;
+  n.set_name("n");
+  n.set_op("SparseSegmentSum");
+  SetAttr(&n, "T", DT_FLOAT);
+  auto shapes = Infer(n, {PartialShape({4, 3}), PartialShape({-1}), PartialShape({-1})});
+  ASSERT_TRUE(shapes.ok()) << shapes.status();
+  EXPECT_EQ((*shapes)[0], PartialShape({-1, 3}));
+  EXPECT_FALSE(Infer(n, {PartialShape({4, 3}), PartialShape({2, 2}), PartialShape({4})}).ok());
+  n.set_op("SparseSegmentMeanWithNumSegments");
+  const Tensor seven = Tensor::Scalar<int32_t>(7);
+  shapes = Infer(n, {PartialShape({4, 3}), PartialShape({2}), PartialShape({2}), {}},
+                 {nullptr, nullptr, nullptr, &seven});
+  ASSERT_TRUE(shapes.ok()) << shapes.status();
+  EXPECT_EQ((*shapes)[0], PartialShape({7, 3}));
+  n.set_op("SparseSegmentSqrtNGrad");
+  shapes = Infer(n, {PartialShape({2, 3}), PartialShape({2}), PartialShape({2}), {}},
+                 {nullptr, nullptr, nullptr, &seven});
+  ASSERT_TRUE(shapes.ok()) << shapes.status();
+  EXPECT_EQ((*shapes)[0], PartialShape({7, 3}));
+  tensorflow::NodeDef u;
+  u.set_name("u");
+  u.set_op("UnsortedSegmentProd");
+  SetAttr(&u, "T", DT_FLOAT);
+  SetAttr(&u, "Tindices", DT_INT32);
+  shapes = Infer(u, {PartialShape({4, 2, 5}), PartialShape({4, 2}), {}},
+                 {nullptr, nullptr, &seven});
+  ASSERT_TRUE(shapes.ok()) << shapes.status();
+  EXPECT_EQ((*shapes)[0], PartialShape({7, 5}));
+}
+
 }  // namespace
 }  // namespace dflow
