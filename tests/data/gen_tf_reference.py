@@ -350,12 +350,49 @@ def sparse_embedding():
     g.save()
 
 
+def word2vec_sampled():
+    """word2vec's training step: a resource embedding and softmax weights trained by
+    SGD's sparse updates (resource scatter-adds) on sampled_softmax_loss, with a
+    log-uniform candidate sampler and accidental hits removed. The draw is dflow's own,
+    so only what does not depend on it is compared: the true classes' expected counts
+    and that training steps run."""
+    g = Golden("word2vec_sampled")
+    with g.graph.as_default():
+        words = tf1.placeholder(tf.int64, [None], name="words")
+        contexts = tf1.placeholder(tf.int64, [None, 1], name="contexts")
+        emb = tf1.get_variable("emb", initializer=tf.constant(rand(20, 4, seed=40)),
+                               use_resource=True)
+        weights = tf1.get_variable("softmax_w", initializer=tf.constant(rand(20, 4, seed=41)),
+                                   use_resource=True)
+        biases = tf1.get_variable("softmax_b", initializer=tf.zeros([20]), use_resource=True)
+        sampled = tf.random.log_uniform_candidate_sampler(
+            true_classes=contexts, num_true=1, num_sampled=6, unique=False, range_max=20,
+            seed=5, name="sampler")
+        loss = tf.reduce_mean(tf.nn.sampled_softmax_loss(
+            weights, biases, labels=contexts, inputs=tf.nn.embedding_lookup(emb, words),
+            num_sampled=6, num_classes=20, sampled_values=sampled,
+            remove_accidental_hits=True), name="loss")
+        train = tf1.train.GradientDescentOptimizer(0.5).minimize(loss, name="train")
+        true_expected = tf.identity(sampled[1], name="true_expected")
+        hits = tf.nn.compute_accidental_hits(
+            tf.constant([[3], [5]], tf.int64), tf.constant([5, 3, 3, 0], tf.int64), num_true=1)
+        hits = [tf.identity(h, name="hits_%d" % i) for i, h in enumerate(hits)]
+        init_op = tf1.global_variables_initializer()
+    g.run([], targets=[init_op])
+    feeds = {"words:0": np.array([1, 7, 7, 19], np.int64),
+             "contexts:0": np.array([[2], [0], [13], [7]], np.int64)}
+    for _ in range(3):
+        g.run([true_expected], targets=[train], feeds=feeds)
+    g.run(hits)
+    g.save()
+
+
 if __name__ == "__main__":
     import sys
     write_op_defs()
     if sys.argv[1:] == ["--op-defs-only"]:
         sys.exit(0)
     for make in (mlp_forward, math_ops, array_ops, conv_net, variables, random_ops,
-                 multi_device, sparse_embedding):
+                 multi_device, sparse_embedding, word2vec_sampled):
         make()
     print("wrote", HERE)
