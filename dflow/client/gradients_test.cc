@@ -380,6 +380,18 @@ std::vector<GradCase> SegmentCases() {
     cases.push_back({op + "WithNumSegments", op + "WithNumSegments", {S({4, 3})},
                      SparseSegment(op + "WithNumSegments", true)});
   }
+  // Every segment non-empty (an empty one holds the type's lowest or highest
+  // value, too large to difference); id -1 is dropped.
+  for (const char* r : {"Sum", "Max", "Min"}) {
+    const std::string op = std::string("UnsortedSegment") + r;
+    cases.push_back({op, op, {S({5, 3})}, [op](const Scope& s, const std::vector<Output>& x) {
+                       return OpBuilder(s, op)
+                           .Input(x[0])
+                           .Input(Tensor::Vec<int32_t>({2, 0, 2, -1, 1}))
+                           .Input(Tensor::Scalar<int32_t>(3))
+                           .Finish();
+                     }});
+  }
   return cases;
 }
 

@@ -13,8 +13,8 @@
 //       output[ids[i...], ...] (+ | max | min | *)= data[i..., ...]; negative
 //       ids are dropped; empty segments hold 0, the type's lowest, highest, 1
 //
-// OpDefs and error texts follow TensorFlow's; the SparseSegment ops'
-// gradients are registered here.
+// OpDefs and error texts follow TensorFlow's; the gradients of the
+// SparseSegment ops and of UnsortedSegmentSum/Max/Min are registered here.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -379,6 +379,59 @@ const UnsortedSegmentFamily<Combine::kSum> unsorted_segment_sum("UnsortedSegment
 const UnsortedSegmentFamily<Combine::kMax> unsorted_segment_max("UnsortedSegmentMax");
 const UnsortedSegmentFamily<Combine::kMin> unsorted_segment_min("UnsortedSegmentMin");
 const UnsortedSegmentFamily<Combine::kProd> unsorted_segment_prod("UnsortedSegmentProd");
+
+// The ids of an UnsortedSegment op made safe to gather with: negative ids
+// clipped to 0, and `kept` (ids >= 0) shaped ids.shape + [1, ...] to
+// broadcast against data.
+struct ClippedIds {
+  SymTensor clipped, kept;
+};
+
+absl::StatusOr<ClippedIds> ClipIds(GradBuilder* b, const SymTensor& data, const SymTensor& ids) {
+  const SymTensor zeros = b->Op("ZerosLike", {ids});
+  const SymTensor extra = b->Op("Sub", {b->Op("Rank", {data}), b->Op("Rank", {ids})});
+  const SymTensor ones =
+      b->Op("Fill", {b->Op("Reshape", {extra, grad::IntVec(b, {1})}), grad::Int(b, 1)});
+  std::vector<SymTensor> kept_shape =
+      b->OpN("ConcatV2", {{grad::ShapeOf(b, ids), ones}, {grad::Int(b, 0)}}, {});
+  if (kept_shape.empty()) return b->status();
+  return ClippedIds{b->Op("Maximum", {ids, zeros}),
+                    b->Op("Reshape", {b->Op("GreaterEqual", {ids, zeros}), kept_shape[0]})};
+}
+
+// rows[ids], zero where an id was dropped.
+SymTensor GatherKept(GradBuilder* b, const SymTensor& rows, const ClippedIds& ids) {
+  const SymTensor gathered = b->Op("GatherV2", {rows, ids.clipped, grad::Int(b, 0)});
+  return b->Op("SelectV2", {ids.kept, gathered, b->Op("ZerosLike", {gathered})});
+}
+
+// d(data) = dy[ids], zero for dropped ids.
+absl::Status UnsortedSegmentSumGrad(GradContext* g) {
+  ASSIGN_OR_RETURN(const ClippedIds ids, ClipIds(g->b(), g->input(0), g->input(1)));
+  g->SetInputGrad(0, GatherKept(g->b(), g->grad_output(0), ids));
+  return absl::OkStatus();
+}
+
+// d(data) for UnsortedSegmentMax/Min: each segment's gradient shared equally
+// by the elements equal to its result (ties split it), zero elsewhere and
+// for dropped ids, as TensorFlow's.
+absl::Status UnsortedSegmentMinMaxGrad(GradContext* g) {
+  GradBuilder* b = g->b();
+  const SymTensor data = g->input(0);
+  ASSIGN_OR_RETURN(const ClippedIds ids, ClipIds(b, data, g->input(1)));
+  const SymTensor selected =
+      b->Op("LogicalAnd", {b->Op("Equal", {data, GatherKept(b, g->output(0), ids)}), ids.kept});
+  const SymTensor count = b->Op(
+      "UnsortedSegmentSum",
+      {b->Op("Cast", {selected}, {{"DstT", AttrType(data.dtype)}}), g->input(1), g->input(2)});
+  const SymTensor share = GatherKept(b, b->Op("RealDiv", {g->grad_output(0), count}), ids);
+  g->SetInputGrad(0, b->Op("SelectV2", {selected, share, b->Op("ZerosLike", {share})}));
+  return absl::OkStatus();
+}
+
+REGISTER_GRADIENT("UnsortedSegmentSum", UnsortedSegmentSumGrad);
+REGISTER_GRADIENT("UnsortedSegmentMax", UnsortedSegmentMinMaxGrad);
+REGISTER_GRADIENT("UnsortedSegmentMin", UnsortedSegmentMinMaxGrad);
 
 }  // namespace
 }  // namespace dflow
