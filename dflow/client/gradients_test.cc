@@ -299,7 +299,100 @@ std::vector<GradCase> SliceCases() {
        [](const Scope& s, const std::vector<Output>& x) {
          return ops::GatherV2(s, x[0], Tensor::Vec<int64_t>({2, 2, 0}), -1);
        }},
+      {"Gather_matrix_indices_repeated",
+       "Gather",
+       {S({4, 3})},
+       [](const Scope& s, const std::vector<Output>& x) {
+         Tensor idx = Tensor::FromVector<int64_t>({3, 0, 3, 1}, TensorShape({2, 2}));
+         return OpBuilder(s, "Gather").Input(x[0]).Input(idx).Finish();
+       }},
   };
+}
+
+// SparseSegment reductions: rows 0 and 2 (twice) into segment 0, row 3 into
+// segment 2, segment 1 empty.
+BuildFn SparseSegment(const std::string& op, bool num_segments) {
+  return [op, num_segments](const Scope& s, const std::vector<Output>& x) {
+    OpBuilder b(s, op);
+    b.Input(x[0])
+        .Input(Tensor::Vec<int32_t>({0, 2, 2, 3}))
+        .Input(Tensor::Vec<int64_t>({0, 0, 0, 2}));
+    if (num_segments) b.Input(Tensor::Scalar<int32_t>(4));
+    return b.Finish();
+  };
+}
+
+std::vector<GradCase> PartitionCases() {
+  return {
+      {"GatherNd_repeated_elements",
+       "GatherNd",
+       {S({3, 4})},
+       [](const Scope& s, const std::vector<Output>& x) {
+         Tensor idx = Tensor::FromVector<int32_t>({2, 1, 0, 3, 2, 1}, TensorShape({3, 2}));
+         return OpBuilder(s, "GatherNd").Input(x[0]).Input(idx).Finish();
+       }},
+      {"GatherNd_rows_int64",
+       "GatherNd",
+       {S({3, 2})},
+       [](const Scope& s, const std::vector<Output>& x) {
+         Tensor idx = Tensor::FromVector<int64_t>({1, 1, 0}, TensorShape({3, 1}));
+         return OpBuilder(s, "GatherNd").Input(x[0]).Input(idx).Finish();
+       }},
+      {"DynamicStitch",
+       "DynamicStitch",
+       {S({2, 3}), S({1, 3})},
+       [](const Scope& s, const std::vector<Output>& x) {
+         return OpBuilder(s, "DynamicStitch")
+             .InputList({Tensor::Vec<int32_t>({0, 2}), Tensor::Vec<int32_t>({1})})
+             .InputList({x[0], x[1]})
+             .Finish();
+       }},
+      {"ParallelDynamicStitch_scalar_index",
+       "ParallelDynamicStitch",
+       {S({3}), S({2, 3})},
+       [](const Scope& s, const std::vector<Output>& x) {
+         return OpBuilder(s, "ParallelDynamicStitch")
+             .InputList({Tensor::Scalar<int32_t>(2), Tensor::Vec<int32_t>({1, 0})})
+             .InputList({x[0], x[1]})
+             .Finish();
+       }},
+      {"DynamicPartition_unused_output",
+       "DynamicPartition",
+       {S({4, 3})},
+       [](const Scope& s, const std::vector<Output>& x) {
+         std::vector<Output> parts = OpBuilder(s, "DynamicPartition")
+                                         .Input(x[0])
+                                         .Input(Tensor::Vec<int32_t>({1, 0, 1, 2}))
+                                         .Attr("num_partitions", int64_t{3})
+                                         .FinishAll();
+         if (parts.size() != 3) return Output();
+         // Partition 2 reaches no output: its gradient is zeros.
+         return ops::Concat(s, {parts[0], ops::Square(s, parts[1])}, 0);
+       }},
+  };
+}
+
+std::vector<GradCase> SegmentCases() {
+  std::vector<GradCase> cases;
+  for (const char* r : {"Sum", "Mean", "SqrtN"}) {
+    const std::string op = std::string("SparseSegment") + r;
+    cases.push_back({op, op, {S({4, 3})}, SparseSegment(op, false)});
+    cases.push_back({op + "WithNumSegments", op + "WithNumSegments", {S({4, 3})},
+                     SparseSegment(op + "WithNumSegments", true)});
+  }
+  // Every segment non-empty (an empty one holds the type's lowest or highest
+  // value, too large to difference); id -1 is dropped.
+  for (const char* r : {"Sum", "Max", "Min"}) {
+    const std::string op = std::string("UnsortedSegment") + r;
+    cases.push_back({op, op, {S({5, 3})}, [op](const Scope& s, const std::vector<Output>& x) {
+                       return OpBuilder(s, op)
+                           .Input(x[0])
+                           .Input(Tensor::Vec<int32_t>({2, 0, 2, -1, 1}))
+                           .Input(Tensor::Scalar<int32_t>(3))
+                           .Finish();
+                     }});
+  }
+  return cases;
 }
 
 // A small network: every gradient composed.
@@ -318,7 +411,8 @@ std::vector<GradCase> CompositeCases() {
 std::vector<GradCase> AllCases() {
   std::vector<GradCase> all;
   for (auto cases : {BinaryCases(), UnaryCases(), ReductionCases(), SelectCases(), ShapeCases(),
-                     SliceCases(), CompositeCases()}) {
+                     SliceCases(), PartitionCases(), SegmentCases(),
+                     CompositeCases()}) {
     all.insert(all.end(), cases.begin(), cases.end());
   }
   return all;

@@ -1,5 +1,5 @@
 // Gradient functions of the array ops (array_ops.cc, shape_ops.cc,
-// slice_ops.cc, transpose_ops.cc, variable_ops.cc, split_ops.cc,
+// slice_ops.cc, gather_ops.cc, transpose_ops.cc, variable_ops.cc, split_ops.cc,
 // layout_ops.cc), following TensorFlow's array_grad. Shape and index inputs get no gradient.
 #include <string>
 #include <vector>
@@ -87,20 +87,15 @@ absl::Status SliceGrad(GradContext* g) {
   return absl::OkStatus();
 }
 
-// Dense gradient of a gather: the output gradient, moved so the gathered
-// axis comes first, summed into the rows it was gathered from
-// (UnsortedSegmentSum), then moved back.
-absl::Status GatherV2Grad(GradContext* g) {
-  int64_t batch_dims = 0;
-  RETURN_IF_ERROR(g->GetAttr("batch_dims", &batch_dims));
-  if (batch_dims != 0) {
-    return absl::UnimplementedError("[GatherV2] gradient with batch_dims != 0");
-  }
+// Dense gradient of a gather along `axis_in` (an int32/int64 scalar): the
+// output gradient, moved so the gathered axis comes first, summed into the
+// rows it was gathered from (UnsortedSegmentSum), then moved back.
+absl::Status GatherGradAlong(GradContext* g, const SymTensor& axis_in) {
   GradBuilder* b = g->b();
   const SymTensor params_shape = ShapeOf(b, g->input(0));
   const SymTensor indices = g->input(1);
   const SymTensor rank = b->Op("Rank", {g->input(0)});
-  const SymTensor axis = b->Op("FloorMod", {ToInt32(b, g->input(2)), rank});
+  const SymTensor axis = b->Op("FloorMod", {ToInt32(b, axis_in), rank});
   const SymTensor axis_vec = b->Op("Reshape", {axis, IntVec(b, {1})});
   const SymTensor after_axis = b->Op("AddV2", {axis, Int(b, 1)});
   const SymTensor outer = b->Op("Slice", {params_shape, IntVec(b, {0}), axis_vec});
@@ -127,6 +122,18 @@ absl::Status GatherV2Grad(GradContext* g) {
   g->SetInputGrad(0, b->Op("Transpose", {summed, b->Op("InvertPermutation", {perm[0]})}));
   return absl::OkStatus();
 }
+
+absl::Status GatherV2Grad(GradContext* g) {
+  int64_t batch_dims = 0;
+  RETURN_IF_ERROR(g->GetAttr("batch_dims", &batch_dims));
+  if (batch_dims != 0) {
+    return absl::UnimplementedError("[GatherV2] gradient with batch_dims != 0");
+  }
+  return GatherGradAlong(g, g->input(2));
+}
+
+// Gather (v1) is GatherV2 along axis 0.
+absl::Status GatherGrad(GradContext* g) { return GatherGradAlong(g, Int(g->b(), 0)); }
 
 // Tile: view the gradient as [m0, s0, m1, s1, ...] and sum the copies (the
 // even axes).
@@ -224,6 +231,7 @@ REGISTER_GRADIENT("Pack", PackGrad);
 REGISTER_GRADIENT("ConcatV2", ConcatV2Grad);
 REGISTER_GRADIENT("Slice", SliceGrad);
 REGISTER_GRADIENT("GatherV2", GatherV2Grad);
+REGISTER_GRADIENT("Gather", GatherGrad);
 REGISTER_GRADIENT("Tile", TileGrad);
 REGISTER_GRADIENT("Fill", FillGrad);
 REGISTER_GRADIENT("Split", SplitGrad);

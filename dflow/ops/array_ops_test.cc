@@ -51,21 +51,6 @@ Tensor Run1(OpTest& t) {
   return (*out)[0];
 }
 
-// Shape inference for `node` with the given input shapes and (optional)
-// constant input values.
-absl::StatusOr<std::vector<PartialShape>> Infer(tensorflow::NodeDef node,
-                                                std::vector<PartialShape> shapes,
-                                                std::vector<const Tensor*> tensors = {}) {
-  ASSIGN_OR_RETURN(const OpDef* op, OpRegistry::Global()->LookUp(node.op()));
-  AddDefaultAttrs(*op, &node);
-  for (size_t i = node.input_size(); i < shapes.size(); ++i)
-    node.add_input("in" + std::to_string(i));
-  DataTypeVector in_types, out_types;
-  RETURN_IF_ERROR(InOutTypesForNode(node, *op, &in_types, &out_types));
-  tensors.resize(shapes.size(), nullptr);
-  return InferShapes(node, *op, shapes, tensors, in_types, static_cast<int>(out_types.size()));
-}
-
 tensorflow::NodeDef Node(const std::string& op) {
   tensorflow::NodeDef n;
   n.set_name("n");

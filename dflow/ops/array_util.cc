@@ -117,6 +117,24 @@ absl::Status CheckOutputSize(int64_t num_elements, DataType dtype, absl::string_
   return absl::OkStatus();
 }
 
+absl::StatusOr<TensorShape> OutputShape(absl::Span<const int64_t> dims, DataType dtype,
+                                        absl::string_view op) {
+  absl::StatusOr<TensorShape> shape = TensorShape::FromDims(dims);
+  if (!shape.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("[", op, "] output ", shape.status().message()));
+  }
+  RETURN_IF_ERROR(CheckOutputSize(shape->num_elements(), dtype, op));
+  if (dtype != DT_STRING) RETURN_IF_ERROR(CheckTensorBytes(dtype, *shape));
+  return shape;
+}
+
+absl::StatusOr<bool> IgnoresBadIndices(absl::string_view op, absl::string_view policy) {
+  if (policy.empty() || policy == "DEFAULT" || policy == "ERROR") return false;
+  if (policy == "IGNORE") return true;
+  return absl::InvalidArgumentError(absl::StrCat(
+      op, ": bad_indices_policy '", policy, "' is not one of DEFAULT, ERROR, IGNORE"));
+}
+
 absl::Status ConcatRows(const std::vector<const Tensor*>& inputs,
                         const std::vector<int64_t>& row_sizes, int64_t outer, Tensor* out,
                         ThreadPool* pool) {

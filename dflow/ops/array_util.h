@@ -103,6 +103,17 @@ inline std::string DimsString(absl::Span<const int64_t> dims) {
 // process on allocation).
 absl::Status CheckOutputSize(int64_t num_elements, DataType dtype, absl::string_view op);
 
+// `dims` as the shape of an output of `dtype`: InvalidArgument naming `op`
+// when a dim is negative or the element count overflows, ResourceExhausted
+// when the tensor would pass CheckOutputSize's limit or (but for strings,
+// whose bytes are unknown here) the process's TensorByteLimit().
+absl::StatusOr<TensorShape> OutputShape(absl::Span<const int64_t> dims, DataType dtype,
+                                        absl::string_view op);
+
+// Whether a kernel with a `bad_indices_policy` attr ("", DEFAULT, ERROR or
+// IGNORE) skips out-of-range indices; InvalidArgument for any other policy.
+absl::StatusOr<bool> IgnoresBadIndices(absl::string_view op, absl::string_view policy);
+
 // Copies rows of every input, side by side, into `out`: for each of `outer`
 // rows, input i contributes row_sizes[i] consecutive elements. This is
 // Concat along an axis (and Pack) once shapes are flattened to 2-D.

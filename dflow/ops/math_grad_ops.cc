@@ -1,9 +1,8 @@
 // Ops that exist for the gradients of the math ops (math_grad.cc):
 // BroadcastGradientArgs (which axes a broadcast input must be summed over),
 // the elementwise backprops SqrtGrad, RsqrtGrad, TanhGrad, SigmoidGrad and
-// ReciprocalGrad (inputs y = the forward output and dy), and
-// UnsortedSegmentSum (dense
-// gradient of a gather).
+// ReciprocalGrad (inputs y = the forward output and dy). UnsortedSegmentSum
+// (the dense gradient of a gather) is in segment_ops.cc.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -184,86 +183,6 @@ const CpuKernels<UnaryGrad<SigmoidGradFn>::For, float, double> sigmoid_grad_kern
 const OpDefBuilderReceiver reciprocal_grad_op = UnaryGradOpDef("ReciprocalGrad");
 const CpuKernels<UnaryGrad<ReciprocalGradFn>::For, float, double> reciprocal_grad_kernels(
     "ReciprocalGrad");
-
-// --- UnsortedSegmentSum ------------------------------------------------------
-
-// output[ids[i...], ...] += data[i..., ...]; negative ids are dropped, as in
-// TensorFlow. ids' shape must be a prefix of data's shape.
-template <typename T>
-class UnsortedSegmentSumOp : public OpKernel {
- public:
-  explicit UnsortedSegmentSumOp(OpKernelConstruction* c) : OpKernel(c) {}
-
-  absl::Status Compute(OpKernelContext* ctx) override {
-    const Tensor& data = ctx->input(0);
-    auto ids = IndexValues(ctx->input(1), "segment_ids");
-    if (!ids.ok()) return ctx->InvalidArgument(ids.status().message());
-    auto num = IndexScalar(ctx->input(2), "num_segments");
-    if (!num.ok()) return ctx->InvalidArgument(num.status().message());
-    RETURN_IF_ERROR(CheckPrefix(ctx, data.shape(), ctx->input(1).shape()));
-    if (*num < 0) return ctx->InvalidArgument("num_segments must be >= 0, got ", *num);
-    std::vector<int64_t> dims = {*num};
-    for (int d = ctx->input(1).dims(); d < data.dims(); ++d) dims.push_back(data.dim_size(d));
-    RETURN_IF_ERROR(
-        CheckOutputSize(DimProduct(dims, 0, dims.size()), data.dtype(), "UnsortedSegmentSum"));
-    Tensor* out = ctx->allocate_output(0, TensorShape(dims));
-    const int64_t inner = ids->empty() ? 0 : data.NumElements() / ids->size();
-    const T* in = data.flat<T>().data();
-    T* o = out->flat<T>().data();
-    for (size_t i = 0; i < ids->size(); ++i) {
-      const int64_t seg = (*ids)[i];
-      if (seg < 0) continue;
-      if (seg >= *num) {
-        return ctx->InvalidArgument("segment_ids[", i, "] = ", seg, " is out of range [0, ", *num,
-                                    ")");
-      }
-      for (int64_t k = 0; k < inner; ++k) o[seg * inner + k] += in[i * inner + k];
-    }
-    return absl::OkStatus();
-  }
-
- private:
-  static absl::Status CheckPrefix(OpKernelContext* ctx, const TensorShape& data,
-                                  const TensorShape& ids) {
-    bool prefix = ids.dims() <= data.dims();
-    for (int d = 0; prefix && d < ids.dims(); ++d) prefix = ids.dim_size(d) == data.dim_size(d);
-    if (prefix) return absl::OkStatus();
-    return ctx->InvalidArgument("segment_ids shape ", ids.DebugString(),
-                                " is not a prefix of data shape ", data.DebugString());
-  }
-};
-
-absl::Status UnsortedSegmentSumShape(InferenceContext* c) {
-  const PartialShape& data = c->input(0);
-  const PartialShape& ids = c->input(1);
-  int64_t num = kUnknownDim;
-  ASSIGN_OR_RETURN(auto num_value, ConstIndexInput(c, 2, "num_segments"));
-  if (num_value.has_value() && num_value->size() == 1) num = (*num_value)[0];
-  if (!data.rank_known() || !ids.rank_known()) {
-    c->set_output(0, PartialShape::Unknown());
-    return absl::OkStatus();
-  }
-  if (ids.rank() > data.rank()) {
-    return c->Error(absl::StrCat("segment_ids shape ", ids.DebugString(),
-                                 " is not a prefix of data shape ", data.DebugString()));
-  }
-  std::vector<int64_t> dims = {num};
-  for (int d = ids.rank(); d < data.rank(); ++d) dims.push_back(data.dim(d));
-  c->set_output(0, PartialShape(dims));
-  return absl::OkStatus();
-}
-
-REGISTER_OP("UnsortedSegmentSum")
-    .Input("data: T")
-    .Input("segment_ids: Tindices")
-    .Input("num_segments: Tnumsegments")
-    .Output("output: T")
-    .Attr("T: {float, double, int32, int64}")
-    .Attr("Tindices: {int32, int64}")
-    .Attr("Tnumsegments: {int32, int64} = DT_INT32")
-    .SetShapeFn(UnsortedSegmentSumShape);
-const CpuKernels<UnsortedSegmentSumOp, float, double, int32_t, int64_t> segment_sum_kernels(
-    "UnsortedSegmentSum");
 
 }  // namespace
 }  // namespace dflow

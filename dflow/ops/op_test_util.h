@@ -15,6 +15,8 @@
 #include "dflow/framework/attr_util.h"
 #include "dflow/framework/device.h"
 #include "dflow/framework/kernel.h"
+#include "dflow/framework/op_def.h"
+#include "dflow/framework/shape_inference.h"
 #include "dflow/framework/status.h"
 #include "dflow/framework/tensor.h"
 #include "dflow/ops/kernel_test_util.h"
@@ -84,6 +86,22 @@ inline std::string InvalidArgumentOf(OpTest& t) {
   }
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
   return std::string(out.status().message());
+}
+
+// Shape inference for `node` with the given input shapes and (optional)
+// constant input values; default attrs are added, missing inputs named.
+inline absl::StatusOr<std::vector<PartialShape>> Infer(tensorflow::NodeDef node,
+                                                       std::vector<PartialShape> shapes,
+                                                       std::vector<const Tensor*> tensors = {}) {
+  ASSIGN_OR_RETURN(const OpDef* op, OpRegistry::Global()->LookUp(node.op()));
+  AddDefaultAttrs(*op, &node);
+  for (size_t i = node.input_size(); i < shapes.size(); ++i) {
+    node.add_input("in" + std::to_string(i));
+  }
+  DataTypeVector in_types, out_types;
+  RETURN_IF_ERROR(InOutTypesForNode(node, *op, &in_types, &out_types));
+  tensors.resize(shapes.size(), nullptr);
+  return InferShapes(node, *op, shapes, tensors, in_types, static_cast<int>(out_types.size()));
 }
 
 // Element-wise comparison with a relative+absolute tolerance for floats.

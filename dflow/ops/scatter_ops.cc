@@ -1,16 +1,26 @@
 // Scatter ops:
 //
-//   ScatterAdd, ScatterSub, ScatterUpdate   rows of a reference variable,
-//       ref[indices[i], ...] (+= | -= | =) updates[i, ...], in place under the
-//       variable's lock; updates' shape is indices' shape + ref's row shape,
-//       or a scalar for every element
+//   ScatterAdd, ScatterSub, ScatterMul, ScatterDiv, ScatterMin, ScatterMax,
+//   ScatterUpdate   rows of a reference variable,
+//       ref[indices[i], ...] (+= | -= | *= | /= | min= | max= | =) updates[i, ...],
+//       in place under the variable's lock, indices in order (a repeated
+//       index applies each update); updates' shape is indices' shape + ref's
+//       row shape, or a scalar for every element
+//   ResourceScatter{Add,Sub,Mul,Div,Min,Max,Update}   the same on the
+//       resource variable input 0 names, under its lock
 //   ScatterNd   a new tensor of `shape`, zero but for updates summed at
 //       indices (index vectors over its leading dimensions)
+//   SparseToDense   a new tensor of output_shape holding default_value but
+//       at sparse_indices, which get sparse_values (the last of repeated
+//       indices wins when validate_indices is off)
 //
 // An index out of range is INVALID_ARGUMENT naming it. OpDefs and error
 // texts follow TensorFlow's.
+#include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -20,6 +30,7 @@
 #include "dflow/ops/array_util.h"
 #include "dflow/ops/cwise_ops.h"
 #include "dflow/ops/state_ops.h"
+#include "dflow/ops/variable_ops.h"
 
 namespace dflow {
 namespace {
@@ -32,10 +43,62 @@ absl::StatusOr<std::vector<int64_t>> IndexInput(OpKernelContext* ctx, int i, con
   return v;
 }
 
-enum class Scatter { kAdd, kSub, kUpdate };
+enum class Scatter { kAdd, kSub, kMul, kDiv, kMin, kMax, kUpdate };
 
+// ref[indices[i], ...] (op)= updates[i, ...] in place, after checking
+// updates' shape and every index (and, for integer division, every divisor)
+// so that an error changes nothing. REQUIRES: the caller holds ref's lock.
+template <Scatter kOp, typename T>
+absl::Status ScatterIntoRows(OpKernelContext* ctx, const std::vector<int64_t>& indices,
+                             Tensor* ref) {
+  const Tensor& indices_t = ctx->input(1);
+  const Tensor& updates = ctx->input(2);
+  if (ref->dims() < 1) return ctx->InvalidArgument("Expected ref to be at least 1-D");
+  // updates: indices' shape, then the shape of one row of ref.
+  TensorShape want = indices_t.shape();
+  for (int d = 1; d < ref->dims(); ++d) want.AddDim(ref->dim_size(d));
+  const bool scalar = updates.dims() == 0;  // One value for every element scattered.
+  if (!scalar && updates.shape() != want) {
+    return ctx->InvalidArgument(
+        "Must have updates.shape = indices.shape + params.shape[1:] or updates.shape = "
+        "[], got updates.shape ",
+        updates.shape().DebugString(), ", indices.shape ", indices_t.shape().DebugString(),
+        ", params.shape ", ref->shape().DebugString());
+  }
+  const int64_t rows = ref->dim_size(0);
+  const int64_t row = rows == 0 ? 0 : ref->NumElements() / rows;
+  for (size_t i = 0; i < indices.size(); ++i) {
+    if (indices[i] < 0 || indices[i] >= rows) {
+      return ctx->InvalidArgument("indices[", i, "] = ", indices[i], " is not in [0, ", rows,
+                                  ")");
+    }
+  }
+  const T* in = updates.flat<T>().data();
+  if constexpr (kOp == Scatter::kDiv && std::is_integral_v<T>) {
+    if (std::find(in, in + updates.NumElements(), T(0)) != in + updates.NumElements()) {
+      return ctx->InvalidArgument("updates must not contain 0");
+    }
+  }
+  T* out = ref->flat<T>().data();
+  for (size_t i = 0; i < indices.size(); ++i) {
+    T* dst = out + indices[i] * row;
+    for (int64_t k = 0; k < row; ++k) {
+      const T& v = scalar ? in[0] : in[i * row + k];
+      if constexpr (kOp == Scatter::kAdd) dst[k] += v;
+      if constexpr (kOp == Scatter::kSub) dst[k] -= v;
+      if constexpr (kOp == Scatter::kMul) dst[k] *= v;
+      if constexpr (kOp == Scatter::kDiv) dst[k] /= v;
+      if constexpr (kOp == Scatter::kMin) dst[k] = std::min(dst[k], v);
+      if constexpr (kOp == Scatter::kMax) dst[k] = std::max(dst[k], v);
+      if constexpr (kOp == Scatter::kUpdate) dst[k] = v;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Scatter<op> on a reference variable (input 0), which it outputs.
 template <Scatter kOp>
-struct ScatterRows {
+struct ScatterRef {
   template <typename T>
   class Op : public OpKernel {
    public:
@@ -43,46 +106,35 @@ struct ScatterRows {
 
     absl::Status Compute(OpKernelContext* ctx) override {
       ASSIGN_OR_RETURN(const std::vector<int64_t> indices, IndexInput(ctx, 1, "indices"));
-      const Tensor& indices_t = ctx->input(1);
-      const Tensor& updates = ctx->input(2);
       {
         RefInputsLock lock(*ctx, {0});
         RETURN_IF_ERROR(CheckRefInitialized(*ctx, 0));
-        Tensor* ref = MutableRefInput(ctx, 0);
-        if (ref->dims() < 1) return ctx->InvalidArgument("Expected ref to be at least 1-D");
-        // updates: indices' shape, then the shape of one row of ref.
-        TensorShape want = indices_t.shape();
-        for (int d = 1; d < ref->dims(); ++d) want.AddDim(ref->dim_size(d));
-        const bool scalar = updates.dims() == 0;  // One value for every element scattered.
-        if (!scalar && updates.shape() != want) {
-          return ctx->InvalidArgument(
-              "Must have updates.shape = indices.shape + params.shape[1:] or updates.shape = "
-              "[], got updates.shape ",
-              updates.shape().DebugString(), ", indices.shape ", indices_t.shape().DebugString(),
-              ", params.shape ", ref->shape().DebugString());
-        }
-        const int64_t rows = ref->dim_size(0);
-        const int64_t row = rows == 0 ? 0 : ref->NumElements() / rows;
-        for (size_t i = 0; i < indices.size(); ++i) {  // All checked before any is written.
-          if (indices[i] < 0 || indices[i] >= rows) {
-            return ctx->InvalidArgument("indices[", i, "] = ", indices[i], " is not in [0, ",
-                                        rows, ")");
-          }
-        }
-        T* out = ref->flat<T>().data();
-        const T* in = updates.flat<T>().data();
-        for (size_t i = 0; i < indices.size(); ++i) {
-          T* dst = out + indices[i] * row;
-          for (int64_t k = 0; k < row; ++k) {
-            const T& v = scalar ? in[0] : in[i * row + k];
-            if constexpr (kOp == Scatter::kAdd) dst[k] += v;
-            if constexpr (kOp == Scatter::kSub) dst[k] -= v;
-            if constexpr (kOp == Scatter::kUpdate) dst[k] = v;
-          }
-        }
+        RETURN_IF_ERROR((ScatterIntoRows<kOp, T>(ctx, indices, MutableRefInput(ctx, 0))));
       }
       ForwardRefInput(ctx, 0, 0);
       return absl::OkStatus();
+    }
+  };
+};
+
+// ResourceScatter<op> on the resource variable input 0 names.
+template <Scatter kOp>
+struct ScatterResource {
+  template <typename T>
+  class Op : public OpKernel {
+   public:
+    using OpKernel::OpKernel;
+
+    absl::Status Compute(OpKernelContext* ctx) override {
+      ASSIGN_OR_RETURN(const std::vector<int64_t> indices, IndexInput(ctx, 1, "indices"));
+      ASSIGN_OR_RETURN(std::shared_ptr<Var> var, LookupInitializedVar(*ctx, 0));
+      if (var->dtype() != DataTypeToEnum<T>::value) {
+        return ctx->InvalidArgument("DType of scatter resource and updates does not match: ",
+                                    DataTypeString(var->dtype()), " vs. ",
+                                    DataTypeString(DataTypeToEnum<T>::value));
+      }
+      absl::MutexLock l(var->mu());
+      return ScatterIntoRows<kOp, T>(ctx, indices, var->MutableTensor());
     }
   };
 };
@@ -104,17 +156,46 @@ OpDefBuilder ScatterOpDef(const std::string& name, const std::string& types, boo
       .SetShapeFn(ScatterShape);
 }
 
-const OpDefBuilderReceiver scatter_add_op =
-    ScatterOpDef("ScatterAdd", "{float, double, int32, int64}", false);
-CpuKernels<ScatterRows<Scatter::kAdd>::Op, float, double, int32_t, int64_t> scatter_add_kernels(
-    "ScatterAdd");
-const OpDefBuilderReceiver scatter_sub_op =
-    ScatterOpDef("ScatterSub", "{float, double, int32, int64}", false);
-CpuKernels<ScatterRows<Scatter::kSub>::Op, float, double, int32_t, int64_t> scatter_sub_kernels(
-    "ScatterSub");
-const OpDefBuilderReceiver scatter_update_op = ScatterOpDef("ScatterUpdate", "type", true);
-CpuKernels<ScatterRows<Scatter::kUpdate>::Op, float, double, int32_t, int64_t, bool>
-    scatter_update_kernels("ScatterUpdate");
+OpDefBuilder ResourceScatterOpDef(const std::string& name, const std::string& types) {
+  return OpDefBuilder(name)
+      .Input("resource: resource")
+      .Input("indices: Tindices")
+      .Input("updates: dtype")
+      .Attr("dtype: " + types)
+      .Attr("Tindices: {int32, int64}")
+      .SetIsStateful()
+      .SetShapeFn(NoOutputs);
+}
+
+constexpr char kNumbers[] = "{float, double, int32, int64}";
+
+// Registers Scatter<name> (ref) and ResourceScatter<name> with their kernels
+// for float, double, int32 and int64.
+template <Scatter kOp>
+struct ScatterFamily {
+  ScatterFamily(const std::string& name, const std::string& types, bool locking)
+      : ref_op(ScatterOpDef("Scatter" + name, types, locking)),
+        resource_op(ResourceScatterOpDef("ResourceScatter" + name, types)),
+        ref_kernels("Scatter" + name),
+        resource_kernels("ResourceScatter" + name, "dtype") {}
+  OpDefBuilderReceiver ref_op;
+  OpDefBuilderReceiver resource_op;
+  CpuKernels<ScatterRef<kOp>::template Op, float, double, int32_t, int64_t> ref_kernels;
+  CpuKernels<ScatterResource<kOp>::template Op, float, double, int32_t, int64_t>
+      resource_kernels;
+};
+
+const ScatterFamily<Scatter::kAdd> scatter_add("Add", kNumbers, false);
+const ScatterFamily<Scatter::kSub> scatter_sub("Sub", kNumbers, false);
+const ScatterFamily<Scatter::kMul> scatter_mul("Mul", kNumbers, false);
+const ScatterFamily<Scatter::kDiv> scatter_div("Div", kNumbers, false);
+const ScatterFamily<Scatter::kMin> scatter_min("Min", kNumbers, false);
+const ScatterFamily<Scatter::kMax> scatter_max("Max", kNumbers, false);
+const ScatterFamily<Scatter::kUpdate> scatter_update("Update", "type", true);
+// ScatterUpdate also moves bools.
+CpuKernels<ScatterRef<Scatter::kUpdate>::Op, bool> scatter_update_bool_kernels("ScatterUpdate");
+CpuKernels<ScatterResource<Scatter::kUpdate>::Op, bool> resource_scatter_update_bool_kernels(
+    "ResourceScatterUpdate", "dtype");
 
 // --- ScatterNd -------------------------------------------------------------------------
 
@@ -124,12 +205,9 @@ class ScatterNdOp : public OpKernel {
   explicit ScatterNdOp(OpKernelConstruction* c) : OpKernel(c) {
     std::string policy;
     if (c->HasAttr("bad_indices_policy")) c->GetAttr("bad_indices_policy", &policy).IgnoreError();
-    if (policy != "" && policy != "DEFAULT" && policy != "ERROR" && policy != "IGNORE") {
-      c->SetStatus(absl::InvalidArgumentError(
-          absl::StrCat("ScatterNd: bad_indices_policy '", policy, "' is not one of DEFAULT, "
-                       "ERROR, IGNORE")));
-    }
-    ignore_bad_indices_ = policy == "IGNORE";
+    absl::StatusOr<bool> ignore = IgnoresBadIndices("ScatterNd", policy);
+    c->SetStatus(ignore.status());
+    ignore_bad_indices_ = ignore.value_or(false);
   }
 
   absl::Status Compute(OpKernelContext* ctx) override {
@@ -200,8 +278,123 @@ REGISTER_OP("ScatterNd")
     .SetShapeFn(UnknownShape);
 CpuKernels<ScatterNdOp, float, double, int32_t, int64_t> scatter_nd_kernels("ScatterNd");
 
+// --- SparseToDense -------------------------------------------------------------------
+
+class SparseToDenseOp : public OpKernel {
+ public:
+  explicit SparseToDenseOp(OpKernelConstruction* c) : OpKernel(c) {
+    c->GetAttr("validate_indices", &validate_).IgnoreError();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& indices_t = ctx->input(0);
+    const Tensor& shape_t = ctx->input(1);
+    const Tensor& values = ctx->input(2);
+    const Tensor& default_value = ctx->input(3);
+    if (indices_t.dims() > 2) {
+      return ctx->InvalidArgument("sparse_indices should be a scalar, vector, or matrix, got shape ",
+                                  indices_t.shape().DebugString());
+    }
+    if (shape_t.dims() != 1) {
+      return ctx->InvalidArgument("output_shape must be rank 1, got shape ",
+                                  shape_t.shape().DebugString());
+    }
+    // n index vectors of `rank` elements each.
+    const int64_t n = indices_t.dims() > 0 ? indices_t.dim_size(0) : 1;
+    const int64_t rank = indices_t.dims() > 1 ? indices_t.dim_size(1) : 1;
+    if (shape_t.NumElements() != rank) {
+      return ctx->InvalidArgument("output_shape has incorrect number of elements: ",
+                                  shape_t.NumElements(), " should be: ", rank);
+    }
+    if (values.dims() != 0 && values.shape() != TensorShape({n})) {
+      return ctx->InvalidArgument("sparse_values has incorrect shape ",
+                                  values.shape().DebugString(), ", should be [] or [", n, "]");
+    }
+    if (default_value.dims() != 0) return ctx->InvalidArgument("default_value should be a scalar.");
+    ASSIGN_OR_RETURN(const std::vector<int64_t> dims, IndexInput(ctx, 1, "output_shape"));
+    for (int64_t d : dims) {
+      if (d < 0) return ctx->InvalidArgument("Dimension ", d, " must be >= 0");
+    }
+    ASSIGN_OR_RETURN(TensorShape shape, OutputShape(dims, values.dtype(), "SparseToDense"));
+    ASSIGN_OR_RETURN(const std::vector<int64_t> indices, IndexInput(ctx, 0, "sparse_indices"));
+    ASSIGN_OR_RETURN(const std::vector<int64_t> offsets, Offsets(ctx, indices, n, dims));
+    Tensor* out = ctx->allocate_output_for_overwrite(0, shape);
+    return SwitchByElementSize(values.dtype(), "SparseToDense", [&](auto tag) -> absl::Status {
+      using T = typename decltype(tag)::type;
+      T* o = MutableElementsOf<T>(out);
+      std::fill(o, o + out->NumElements(), ElementsOf<T>(default_value)[0]);
+      const T* v = ElementsOf<T>(values);
+      for (int64_t i = 0; i < n; ++i) o[offsets[i]] = v[values.dims() == 0 ? 0 : i];
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  // Each index vector's offset in the output. Out-of-bounds indices always
+  // fail; with validate_indices also unsorted or repeated ones.
+  absl::StatusOr<std::vector<int64_t>> Offsets(OpKernelContext* ctx,
+                                               const std::vector<int64_t>& indices, int64_t n,
+                                               const std::vector<int64_t>& dims) const {
+    const int64_t rank = static_cast<int64_t>(dims.size());
+    std::vector<int64_t> offsets(n);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t* index = indices.data() + i * rank;
+      int64_t offset = 0;
+      for (int64_t d = 0; d < rank; ++d) {
+        if (index[d] < 0 || index[d] >= dims[d]) {
+          return ctx->InvalidArgument("indices[", i, "] = ",
+                                      DimsString(absl::MakeConstSpan(index, rank)),
+                                      " is out of bounds: need 0 <= index < ", DimsString(dims));
+        }
+        offset = offset * dims[d] + index[d];
+      }
+      offsets[i] = offset;
+      if (!validate_ || i == 0) continue;
+      // Row-major offsets order the indices lexicographically.
+      if (offset == offsets[i - 1]) {
+        return ctx->InvalidArgument("indices[", i, "] = ", DimsString(absl::MakeConstSpan(index, rank)),
+                                    " is repeated");
+      }
+      if (offset < offsets[i - 1]) {
+        return ctx->InvalidArgument("indices[", i, "] = ", DimsString(absl::MakeConstSpan(index, rank)),
+                                    " is out of order. Many sparse ops require sorted indices.");
+      }
+    }
+    return offsets;
+  }
+
+  bool validate_ = true;
+};
+
+absl::Status SparseToDenseShape(InferenceContext* c) {
+  PartialShape shape;
+  RETURN_IF_ERROR(c->MakeShapeFromShapeTensor(1, &shape));
+  c->set_output(0, std::move(shape));
+  return absl::OkStatus();
+}
+
+REGISTER_OP("SparseToDense")
+    .Input("sparse_indices: Tindices")
+    .Input("output_shape: Tindices")
+    .Input("sparse_values: T")
+    .Input("default_value: T")
+    .Output("dense: T")
+    .Attr("validate_indices: bool = true")
+    .Attr("T: type")
+    .Attr("Tindices: {int32, int64}")
+    .SetShapeFn(SparseToDenseShape);
+REGISTER_KERNEL(KernelDefBuilder("SparseToDense")
+                    .Device(kDeviceCPU)
+                    .TypeConstraint("T", MovableTypes())
+                    .TypeConstraint("Tindices", IndexTypes()),
+                SparseToDenseOp);
+
 REGISTER_NO_GRADIENT("ScatterAdd");
 REGISTER_NO_GRADIENT("ScatterSub");
+REGISTER_NO_GRADIENT("ScatterMul");
+REGISTER_NO_GRADIENT("ScatterDiv");
+REGISTER_NO_GRADIENT("ScatterMin");
+REGISTER_NO_GRADIENT("ScatterMax");
 REGISTER_NO_GRADIENT("ScatterUpdate");
 
 }  // namespace

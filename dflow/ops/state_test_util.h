@@ -9,6 +9,7 @@
 #define DFLOW_OPS_STATE_TEST_UTIL_H_
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "dflow/framework/op_def.h"
 #include "dflow/framework/status.h"
 #include "dflow/framework/tensor.h"
+#include "dflow/ops/variable_ops.h"
 
 namespace dflow {
 
@@ -60,6 +62,34 @@ inline absl::StatusOr<KernelOutputs> RunWithRefs(OpKernel* kernel, Device* devic
     out.refs.push_back(v.is_ref() ? v.tensor : nullptr);
   }
   return out;
+}
+
+// A handle naming resource variable `name` (container "localhost") on
+// `device`, whether or not it exists.
+inline Tensor ResourceVarHandle(Device* device, const std::string& name) {
+  Tensor h(DT_RESOURCE);
+  h.scalar<ResourceHandle>() = MakeResourceHandle<Var>(device->name(), "localhost", name);
+  return h;
+}
+
+// Creates resource variable `name` on `device` holding `value`; its handle.
+inline Tensor NewResourceVar(Device* device, const std::string& name, const Tensor& value) {
+  auto var = std::make_shared<Var>(value.dtype());
+  {
+    absl::MutexLock l(var->mu());
+    var->SetValue(value);
+  }
+  absl::Status s = device->resource_manager()->Create<Var>("localhost", name, var);
+  if (!s.ok()) return Tensor();  // The test's later checks fail on it.
+  return ResourceVarHandle(device, name);
+}
+
+// The value of resource variable `name` on `device` (empty when missing).
+inline Tensor ResourceVarValue(Device* device, const std::string& name) {
+  absl::StatusOr<std::shared_ptr<Var>> var =
+      device->resource_manager()->Lookup<Var>("localhost", name);
+  if (!var.ok()) return Tensor();
+  return (*var)->Snapshot().value_or(Tensor());
 }
 
 // "(var:T&, alpha:T) -> (out:T&) [T:type, use_locking:bool=false] stateful":

@@ -1,30 +1,50 @@
-// Optimizer update kernels, in TensorFlow's two flavours: Apply* take the
+// Optimizer update kernels, in TensorFlow's flavours: Apply* take the
 // variable and its slots as ref inputs (VariableV2) and output the variable's
-// ref; ResourceApply* take resource handles (VarHandleOp) and output nothing.
+// ref; ResourceApply* take resource handles (VarHandleOp) and output nothing;
+// SparseApply* / ResourceSparseApply* apply the same update to the rows
+// `indices` names only, with grad holding one row per index (a repeated
+// index updates its row once per occurrence, in order).
 //
-//   ApplyGradientDescent  var -= alpha * delta
-//   ApplyMomentum         accum = accum * momentum + grad
-//                         var -= lr * accum                       (plain)
-//                         var -= lr * grad + lr * momentum * accum (nesterov)
-//   ApplyAdam             alpha = lr * sqrt(1 - beta2^t) / (1 - beta1^t)
-//                         m += (grad - m) * (1 - beta1)
-//                         v += (grad^2 - v) * (1 - beta2)
-//                         var -= alpha * m / (sqrt(v) + epsilon)   (plain)
-//                         var -= alpha * (grad * (1 - beta1) + beta1 * m) / (sqrt(v) + epsilon)
-//   ApplyAdagrad          accum += grad^2 (when update_slots); var -= lr * grad / sqrt(accum)
-//   ApplyRMSProp          ms += (grad^2 - ms) * (1 - rho)
-//                         mom = mom * momentum + lr * grad / sqrt(ms + epsilon); var -= mom
+//   GradientDescent  var -= alpha * delta
+//   Momentum         accum = accum * momentum + grad
+//                    var -= lr * accum                       (plain)
+//                    var -= lr * grad + lr * momentum * accum (nesterov)
+//   Adam             alpha = lr * sqrt(1 - beta2^t) / (1 - beta1^t)
+//                    m += (grad - m) * (1 - beta1)
+//                    v += (grad^2 - v) * (1 - beta2)
+//                    var -= alpha * m / (sqrt(v) + epsilon)   (plain)
+//                    var -= alpha * (grad * (1 - beta1) + beta1 * m) / (sqrt(v) + epsilon)
+//   Adagrad          accum += grad^2 (when update_slots); var -= lr * grad / sqrt(accum)
+//   AdagradV2        as Adagrad with var -= lr * grad / (sqrt(accum) + epsilon)
+//   RMSProp          ms += (grad^2 - ms) * (1 - rho)
+//                    mom = mom * momentum + lr * grad / sqrt(ms + epsilon); var -= mom
+//   CenteredRMSProp  as RMSProp, also mg += (grad - mg) * (1 - rho), and
+//                    mom = mom * momentum + lr * grad / sqrt(ms - mg^2 + epsilon)
+//   ProximalAdagrad  accum += grad^2; rate = lr / sqrt(accum); then the
+//                    proximal step below with var - rate * grad
+//   ProximalGradientDescent  the proximal step with rate = alpha:
+//                    var = sign(v) * max(|v| - rate * l1, 0) / (1 + rate * l2)
+//   Ftrl, FtrlV2     FTRL-proximal (FtrlUpdate below)
 //
 // Every update holds the exclusive locks of all the variables it touches,
 // whatever use_locking says (TensorFlow lets use_locking=false updates race;
 // dflow's copy-on-write of shared buffers needs the lock). A variable's
-// earlier reads are snapshots that the update does not change.
+// earlier reads are snapshots that the update does not change. Everything
+// is checked (shapes, indices, hyperparameter ranges) before anything is
+// written. Unlike TensorFlow, the dense Ftrl and Proximal ops check their
+// hyperparameters' ranges as the sparse ones do (TensorFlow's Python
+// optimizers check them too).
+#include <algorithm>
 #include <array>
+#include <cmath>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "dflow/framework/shape_inference.h"
+#include "dflow/ops/array_util.h"
 #include "dflow/ops/eigen_util.h"
 #include "dflow/ops/state_ops.h"
 #include "dflow/ops/variable_ops.h"
@@ -130,14 +150,174 @@ struct RMSPropUpdate {
   }
 };
 
+struct AdagradV2Update {
+  static constexpr int kNumVars = 2;
+  static constexpr int64_t kCost = 10;
+  explicit AdagradV2Update(OpKernelConstruction* c) {
+    c->GetAttr("update_slots", &update_slots).IgnoreError();
+  }
+  template <typename T>
+  void operator()(const std::array<T*, 2>& vars, const T* s, const T* g, int64_t n) const {
+    auto var = EigenView(vars[0], n);
+    auto accum = EigenView(vars[1], n);
+    auto grad = EigenView(g, n);
+    if (update_slots) accum += grad.square();
+    var -= grad * s[0] / (accum.sqrt() + s[1]);  // lr, epsilon
+  }
+  bool update_slots = true;
+};
+
+struct CenteredRMSPropUpdate {
+  static constexpr int kNumVars = 4;
+  static constexpr int64_t kCost = 20;
+  explicit CenteredRMSPropUpdate(OpKernelConstruction*) {}
+  template <typename T>
+  void operator()(const std::array<T*, 4>& vars, const T* s, const T* g, int64_t n) const {
+    auto var = EigenView(vars[0], n);
+    auto mg = EigenView(vars[1], n);
+    auto ms = EigenView(vars[2], n);
+    auto mom = EigenView(vars[3], n);
+    auto grad = EigenView(g, n);
+    const T lr = s[0], rho = s[1], momentum = s[2], epsilon = s[3];
+    ms += (grad.square() - ms) * (T(1) - rho);
+    mg += (grad - mg) * (T(1) - rho);
+    mom = mom * momentum + (grad * lr) * (ms - mg.square() + epsilon).rsqrt();
+    var -= mom;
+  }
+};
+
+// A hyperparameter's range check: TensorFlow's error "<name> is not a <what>: []".
+struct RangeCheck {
+  const char* name;
+  bool ok;
+  const char* what;
+};
+
+absl::Status CheckRanges(std::initializer_list<RangeCheck> checks) {
+  for (const RangeCheck& c : checks) {
+    if (!c.ok) return absl::InvalidArgumentError(absl::StrCat(c.name, " is not a ", c.what, ": []"));
+  }
+  return absl::OkStatus();
+}
+
+// Shrinks a proximal step: prox is the plain step, lr its rate (per element).
+template <typename T>
+T Shrink(T prox, T lr, T l1, T l2) {
+  const T shrunk = l1 > T(0) ? std::copysign(std::max(std::abs(prox) - lr * l1, T(0)), prox) : prox;
+  return shrunk / (T(1) + lr * l2);
+}
+
+struct ProximalAdagradUpdate {
+  static constexpr int kNumVars = 2;
+  static constexpr int64_t kCost = 20;
+  explicit ProximalAdagradUpdate(OpKernelConstruction*) {}
+  template <typename T>
+  absl::Status Check(const T* s) const {  // lr, l1, l2
+    return CheckRanges({{"lr", s[0] > T(0), "positive scalar"},
+                        {"l1 regularization strength", s[1] >= T(0), "non-negative scalar"},
+                        {"l2 regularization strength", s[2] >= T(0), "non-negative scalar"}});
+  }
+  template <typename T>
+  void operator()(const std::array<T*, 2>& vars, const T* s, const T* g, int64_t n) const {
+    T* var = vars[0];
+    T* accum = vars[1];
+    for (int64_t i = 0; i < n; ++i) {
+      accum[i] += g[i] * g[i];
+      const T lr = s[0] / std::sqrt(accum[i]);
+      var[i] = Shrink(var[i] - lr * g[i], lr, s[1], s[2]);
+    }
+  }
+};
+
+struct ProximalGradientDescentUpdate {
+  static constexpr int kNumVars = 1;
+  static constexpr int64_t kCost = 10;
+  explicit ProximalGradientDescentUpdate(OpKernelConstruction*) {}
+  template <typename T>
+  absl::Status Check(const T* s) const {  // alpha, l1, l2
+    return CheckRanges({{"alpha", s[0] > T(0), "positive scalar"},
+                        {"l1 regularization strength", s[1] >= T(0), "non-negative scalar"},
+                        {"l2 regularization strength", s[2] >= T(0), "non-negative scalar"}});
+  }
+  template <typename T>
+  void operator()(const std::array<T*, 1>& vars, const T* s, const T* g, int64_t n) const {
+    T* var = vars[0];
+    for (int64_t i = 0; i < n; ++i) var[i] = Shrink(var[i] - s[0] * g[i], s[0], s[1], s[2]);
+  }
+};
+
+// FTRL-proximal, Ftrl and FtrlV2 (which adds l2_shrinkage):
+//   g' = grad + 2 * l2_shrinkage * var        (V2; else g' = grad)
+//   new_accum = accum + grad^2
+//   p(a) = a^(-lr_power)                       (sqrt(a) when lr_power = -0.5)
+//   linear += g' - (p(new_accum) - p(accum)) / lr * var
+//   quadratic = p(new_accum) / lr + 2 * l2
+//   var = |linear| > l1 ? (sign(linear) * l1 - linear) / quadratic : 0
+// With multiply_linear_by_lr, linear holds lr * linear:
+//   linear += g' * lr - (p(new_accum) - p(accum)) * var
+//   quadratic = p(new_accum) + 2 * l2 * lr, and l1 becomes l1 * lr.
+struct FtrlUpdate {
+  static constexpr int kNumVars = 3;
+  static constexpr int64_t kCost = 40;
+  explicit FtrlUpdate(OpKernelConstruction* c) {
+    c->GetAttr("multiply_linear_by_lr", &multiply_linear_by_lr).IgnoreError();
+    for (const OpArg& arg : c->op_def().inputs) v2 |= arg.name == "l2_shrinkage";
+  }
+  // Scalars: lr, l1, l2, [l2_shrinkage,] lr_power.
+  template <typename T>
+  absl::Status Check(const T* s) const {
+    const T shrinkage = v2 ? s[3] : T(0), lr_power = s[v2 ? 4 : 3];
+    return CheckRanges({{"lr", s[0] > T(0) || (multiply_linear_by_lr && s[0] == T(0)),
+                         "positive scalar (or zero if multiply_linear_by_lr is set)"},
+                        {"l1 regularization strength", s[1] >= T(0), "non-negative scalar"},
+                        {"l2 regularization strength", s[2] >= T(0), "non-negative scalar"},
+                        {"l2 shrinkage regularization strength", shrinkage >= T(0),
+                         "non-negative scalar"},
+                        {"lr_power", lr_power <= T(0), "non-positive scalar"}});
+  }
+  template <typename T>
+  void operator()(const std::array<T*, 3>& vars, const T* s, const T* g, int64_t n) const {
+    T* var = vars[0];
+    T* accum = vars[1];
+    T* linear = vars[2];
+    const T lr = s[0], l1 = s[1], l2 = s[2], shrinkage = v2 ? s[3] : T(0);
+    const T lr_power = s[v2 ? 4 : 3];
+    auto power = [lr_power](T a) {
+      return lr_power == T(-0.5) ? std::sqrt(a) : std::pow(a, -lr_power);
+    };
+    for (int64_t i = 0; i < n; ++i) {
+      const T grad = g[i] + T(2) * shrinkage * var[i];
+      const T new_accum = accum[i] + g[i] * g[i];
+      const T sigma = power(new_accum) - power(accum[i]);
+      T quadratic, l1_eff;
+      if (multiply_linear_by_lr) {
+        linear[i] += grad * lr - sigma * var[i];
+        quadratic = power(new_accum) + T(2) * l2 * lr;
+        l1_eff = l1 * lr;
+      } else {
+        linear[i] += grad - sigma / lr * var[i];
+        quadratic = power(new_accum) / lr + T(2) * l2;
+        l1_eff = l1;
+      }
+      const T l = linear[i];
+      var[i] = std::abs(l) > l1_eff ? (std::copysign(l1_eff, l) - l) / quadratic : T(0);
+      accum[i] = new_accum;
+    }
+  }
+  bool multiply_linear_by_lr = false;
+  bool v2 = false;
+};
+
+
 // --- the kernel --------------------------------------------------------------------
 
 // Where the inputs of an apply op are: the first kNumVars are the variable
-// and its slots, the one named "grad" (or "delta") the gradient, the rest
-// scalars.
+// and its slots, the one named "grad" (or "delta") the gradient, "indices"
+// (sparse ops) the rows it updates, the rest scalars.
 struct InputLayout {
   std::vector<std::string> names;
   int grad = -1;
+  int indices = -1;
   std::vector<int> scalars;
 };
 
@@ -148,6 +328,8 @@ InputLayout LayoutOf(const OpDef& op, int num_vars) {
     layout.names.push_back(name);
     if (name == "grad" || name == "delta") {
       layout.grad = i;
+    } else if (name == "indices") {
+      layout.indices = i;
     } else if (i >= num_vars) {
       layout.scalars.push_back(i);
     }
@@ -155,8 +337,10 @@ InputLayout LayoutOf(const OpDef& op, int num_vars) {
   return layout;
 }
 
-// One kernel class for both flavours: kResource selects handles over refs.
-template <class Functor, bool kResource>
+// One kernel class for every flavour: kResource selects handles over refs,
+// kSparse updates only the rows `indices` names (in order: a repeated row is
+// updated once per occurrence, as in TensorFlow).
+template <class Functor, bool kResource, bool kSparse>
 class ApplyOp : public OpKernel {
  public:
   static constexpr int kNumVars = Functor::kNumVars;
@@ -167,15 +351,23 @@ class ApplyOp : public OpKernel {
   }
 
   absl::Status Compute(OpKernelContext* ctx) override {
+    std::vector<int64_t> rows;  // Sparse: the rows to update, read before any lock.
+    if constexpr (kSparse) {
+      const Tensor& indices = ctx->input(layout_.indices);
+      if (indices.dims() != 1) return ctx->InvalidArgument("indices must be one-dimensional");
+      absl::StatusOr<std::vector<int64_t>> v = IndexValues(indices, "indices");
+      if (!v.ok()) return ctx->InvalidArgument(v.status().message());
+      rows = *std::move(v);
+    }
     if constexpr (kResource) {
-      return ComputeResource(ctx);
+      return ComputeResource(ctx, rows);
     } else {
-      return ComputeRef(ctx);
+      return ComputeRef(ctx, rows);
     }
   }
 
  private:
-  absl::Status ComputeRef(OpKernelContext* ctx) {
+  absl::Status ComputeRef(OpKernelContext* ctx, const std::vector<int64_t>& rows) {
     {
       std::vector<int> indices(kNumVars);
       for (int i = 0; i < kNumVars; ++i) indices[i] = i;
@@ -185,16 +377,16 @@ class ApplyOp : public OpKernel {
         RETURN_IF_ERROR(CheckRefInitialized(*ctx, i));
         current[i] = ctx->mutable_input(i);
       }
-      RETURN_IF_ERROR(Validate(*ctx, current));
+      RETURN_IF_ERROR(Validate(*ctx, current, rows));
       std::array<Tensor*, kNumVars> vars;
       for (int i = 0; i < kNumVars; ++i) vars[i] = MutableRefInput(ctx, i);
-      RETURN_IF_ERROR(Update(ctx, vars));
+      RETURN_IF_ERROR(Update(ctx, vars, rows));
     }
     ForwardRefInput(ctx, 0, 0);
     return absl::OkStatus();
   }
 
-  absl::Status ComputeResource(OpKernelContext* ctx) {
+  absl::Status ComputeResource(OpKernelContext* ctx, const std::vector<int64_t>& rows) {
     std::vector<std::shared_ptr<Var>> owned(kNumVars);
     std::vector<Var*> raw(kNumVars);
     for (int i = 0; i < kNumVars; ++i) {
@@ -209,21 +401,24 @@ class ApplyOp : public OpKernel {
     VarsLock lock(raw);
     std::array<const Tensor*, kNumVars> current;
     for (int i = 0; i < kNumVars; ++i) current[i] = &ReadLocked(raw[i]);
-    RETURN_IF_ERROR(Validate(*ctx, current));
+    RETURN_IF_ERROR(Validate(*ctx, current, rows));
     std::array<Tensor*, kNumVars> vars;
     for (int i = 0; i < kNumVars; ++i) vars[i] = MutableLocked(raw[i]);
-    return Update(ctx, vars);
+    return Update(ctx, vars, rows);
   }
 
   // VarsLock holds every variable's lock; the analysis cannot see it.
   static const Tensor& ReadLocked(Var* v) ABSL_NO_THREAD_SAFETY_ANALYSIS { return v->tensor(); }
   static Tensor* MutableLocked(Var* v) ABSL_NO_THREAD_SAFETY_ANALYSIS { return v->MutableTensor(); }
 
-  // Slots and gradient must have the variable's shape; the rest are scalars.
-  absl::Status Validate(const OpKernelContext& ctx,
-                        const std::array<const Tensor*, kNumVars>& vars) const {
+  // Slots must have the variable's shape, and the gradient too (sparse: the
+  // shape of the rows it updates); the rest are scalars. Sparse rows must be
+  // rows of the variable.
+  absl::Status Validate(const OpKernelContext& ctx, const std::array<const Tensor*, kNumVars>& vars,
+                        const std::vector<int64_t>& rows) const {
     const TensorShape& shape = vars[0]->shape();
-    for (int i = 1; i <= kNumVars; ++i) {
+    const int last = kSparse ? kNumVars - 1 : kNumVars;  // Sparse: grad is checked below.
+    for (int i = 1; i <= last; ++i) {
       const int index = i < kNumVars ? i : layout_.grad;
       const TensorShape& other = i < kNumVars ? vars[i]->shape() : ctx.input(index).shape();
       if (other != shape) {
@@ -240,31 +435,77 @@ class ApplyOp : public OpKernel {
                                    " is not a scalar: ", t.shape().DebugString());
       }
     }
+    if constexpr (kSparse) return ValidateRows(ctx, shape, rows);
     return absl::OkStatus();
   }
 
-  absl::Status Update(OpKernelContext* ctx, const std::array<Tensor*, kNumVars>& vars) const {
-    if (dtype_ == DT_FLOAT) return UpdateTyped<float>(ctx, vars);
-    if (dtype_ == DT_DOUBLE) return UpdateTyped<double>(ctx, vars);
+  // grad is [rows.size()] + var.shape[1:] and every row is in var.
+  absl::Status ValidateRows(const OpKernelContext& ctx, const TensorShape& var,
+                            const std::vector<int64_t>& rows) const {
+    const TensorShape& grad = ctx.input(layout_.grad).shape();
+    if (var.dims() < 1) return ctx.InvalidArgument("var must be at least 1 dimensional");
+    if (grad.dims() != var.dims()) {
+      return ctx.InvalidArgument("var and grad do not have the same rank: var=",
+                                 var.DebugString(), " grad=", grad.DebugString());
+    }
+    for (int d = 1; d < var.dims(); ++d) {
+      if (grad.dim_size(d) != var.dim_size(d)) {
+        return ctx.InvalidArgument("var and grad must match in dimension ", d, ": var=",
+                                   var.DebugString(), " grad=", grad.DebugString());
+      }
+    }
+    if (grad.dim_size(0) != static_cast<int64_t>(rows.size())) {
+      return ctx.InvalidArgument(
+          "grad must be the same size as indices in the first dimension: grad=",
+          grad.DebugString(), ", ", rows.size(), " indices");
+    }
+    for (size_t i = 0; i < rows.size(); ++i) {
+      if (rows[i] < 0 || rows[i] >= var.dim_size(0)) {
+        return ctx.InvalidArgument("Index ", rows[i], " at offset ", i,
+                                   " in indices is out of range [0, ", var.dim_size(0), ")");
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Update(OpKernelContext* ctx, const std::array<Tensor*, kNumVars>& vars,
+                      const std::vector<int64_t>& rows) const {
+    if (dtype_ == DT_FLOAT) return UpdateTyped<float>(ctx, vars, rows);
+    if (dtype_ == DT_DOUBLE) return UpdateTyped<double>(ctx, vars, rows);
     return ctx->InvalidArgument("unsupported dtype ", DataTypeString(dtype_));
   }
 
   template <typename T>
-  absl::Status UpdateTyped(OpKernelContext* ctx, const std::array<Tensor*, kNumVars>& vars) const {
+  absl::Status UpdateTyped(OpKernelContext* ctx, const std::array<Tensor*, kNumVars>& vars,
+                           const std::vector<int64_t>& rows) const {
     std::vector<T> scalars;
     for (int index : layout_.scalars) scalars.push_back(ctx->input(index).scalar<T>());
+    if constexpr (requires { functor_.Check(scalars.data()); }) {
+      absl::Status s = functor_.Check(scalars.data());
+      if (!s.ok()) return ctx->InvalidArgument(s.message());
+    }
     std::array<T*, kNumVars> data;
     for (int i = 0; i < kNumVars; ++i) {
       Tensor* t = vars[i];
       data[i] = t->flat<T>().data();
     }
     const T* grad = ctx->input(layout_.grad).flat<T>().data();
-    const int64_t n = vars[0]->NumElements();
-    ParallelForElements(ctx, n, Functor::kCost, [&](int64_t begin, int64_t end) {
+    // The elements [begin, begin + n) of every variable, with grad at g.
+    auto apply = [&](int64_t begin, int64_t n, const T* g) {
       std::array<T*, kNumVars> shard;
       for (int i = 0; i < kNumVars; ++i) shard[i] = data[i] + begin;
-      functor_(shard, scalars.data(), grad + begin, end - begin);
-    });
+      functor_(shard, scalars.data(), g, n);
+    };
+    if constexpr (kSparse) {
+      const int64_t var_rows = vars[0]->dim_size(0);
+      const int64_t row = var_rows == 0 ? 0 : vars[0]->NumElements() / var_rows;
+      for (size_t i = 0; i < rows.size(); ++i) apply(rows[i] * row, row, grad + i * row);
+    } else {
+      ParallelForElements(ctx, vars[0]->NumElements(), Functor::kCost,
+                          [&](int64_t begin, int64_t end) {
+                            apply(begin, end - begin, grad + begin);
+                          });
+    }
     return absl::OkStatus();
   }
 
@@ -275,8 +516,9 @@ class ApplyOp : public OpKernel {
 
 // --- shape functions ------------------------------------------------------------------
 
-// Checks the scalar inputs' ranks; for ref ops also merges the variable,
-// slot and gradient shapes into output 0.
+// Checks the scalar inputs' ranks (and indices' for sparse ops); for dense
+// ref ops also merges the variable, slot and gradient shapes into output 0,
+// for sparse ref ops the variable and slot shapes.
 ShapeFn ApplyShapeFn(int num_vars, bool resource) {
   return [num_vars, resource](InferenceContext* c) -> absl::Status {
     ASSIGN_OR_RETURN(const OpDef* op, OpRegistry::Global()->LookUp(c->node_def().op()));
@@ -288,9 +530,14 @@ ShapeFn ApplyShapeFn(int num_vars, bool resource) {
             absl::StrCat(layout.names[index], " is not a scalar: ", c->input(index).DebugString()));
       }
     }
+    const bool sparse = layout.indices >= 0;
+    PartialShape unused;
+    if (sparse && !c->WithRank(c->input(layout.indices), 1, &unused).ok()) {
+      return c->Error("indices must be one-dimensional");
+    }
     if (resource) return absl::OkStatus();
     PartialShape shape = c->input(0);
-    for (int i = 1; i <= num_vars; ++i) {
+    for (int i = 1; i <= num_vars - (sparse ? 1 : 0); ++i) {
       const int index = i < num_vars ? i : layout.grad;
       absl::StatusOr<PartialShape> merged = PartialShape::Merge(shape, c->input(index));
       if (!merged.ok()) {
@@ -307,143 +554,114 @@ ShapeFn ApplyShapeFn(int num_vars, bool resource) {
 
 // --- registration -----------------------------------------------------------------------
 
+// The OpDef of an apply op whose inputs are `inputs` (the first num_vars the
+// variable and slots: refs, or resources for `resource`; "indices" of type
+// Tindices; the rest T), with use_locking and `attrs`.
+OpDefBuilder ApplyOpDef(const std::string& name, const std::vector<std::string>& inputs,
+                        int num_vars, bool resource, const std::vector<std::string>& attrs) {
+  OpDefBuilder b(name);
+  bool sparse = false;
+  for (int i = 0; i < static_cast<int>(inputs.size()); ++i) {
+    if (i < num_vars) {
+      b.Input(inputs[i] + (resource ? ": resource" : ": Ref(T)"));
+    } else if (inputs[i] == "indices") {
+      b.Input("indices: Tindices");
+      sparse = true;
+    } else {
+      b.Input(inputs[i] + ": T");
+    }
+  }
+  if (!resource) b.Output("out: Ref(T)");
+  b.Attr("T: numbertype");
+  if (sparse) b.Attr("Tindices: {int32, int64}");
+  b.Attr("use_locking: bool = false");
+  for (const std::string& a : attrs) b.Attr(a);
+  if (resource) b.SetIsStateful();
+  return b.SetShapeFn(ApplyShapeFn(num_vars, resource));
+}
+
 const DataTypeVector kApplyTypes = {DT_FLOAT, DT_DOUBLE};
 
-#define DFLOW_REGISTER_APPLY_KERNELS(op, Functor)                                               \
-  REGISTER_KERNEL(                                                                              \
-      KernelDefBuilder("Apply" op).Device(kDeviceCPU).TypeConstraint("T", kApplyTypes),         \
-      ApplyOp<Functor, false>);                                                                 \
-  REGISTER_KERNEL(                                                                              \
-      KernelDefBuilder("ResourceApply" op).Device(kDeviceCPU).TypeConstraint("T", kApplyTypes), \
-      ApplyOp<Functor, true>)
+// Registers <kind><name> (ref variables) and Resource<kind><name>, kind
+// "Apply" or "SparseApply", with their float and double kernels.
+template <class Functor, bool kSparse>
+struct ApplyFamily {
+  ApplyFamily(const std::string& name, const std::vector<std::string>& inputs,
+              const std::vector<std::string>& attrs = {})
+      : ref_op(ApplyOpDef(Kind() + name, inputs, Functor::kNumVars, false, attrs)),
+        resource_op(ApplyOpDef("Resource" + Kind() + name, inputs, Functor::kNumVars, true, attrs)),
+        ref_kernel(KernelDefBuilder(Kind() + name).Device(kDeviceCPU).TypeConstraint("T", kApplyTypes),
+                   [](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> {
+                     return std::make_unique<ApplyOp<Functor, false, kSparse>>(c);
+                   }),
+        resource_kernel(
+            KernelDefBuilder("Resource" + Kind() + name)
+                .Device(kDeviceCPU)
+                .TypeConstraint("T", kApplyTypes),
+            [](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> {
+              return std::make_unique<ApplyOp<Functor, true, kSparse>>(c);
+            }) {}
+  static std::string Kind() { return kSparse ? "SparseApply" : "Apply"; }
 
-REGISTER_OP("ApplyGradientDescent")
-    .Input("var: Ref(T)")
-    .Input("alpha: T")
-    .Input("delta: T")
-    .Output("out: Ref(T)")
-    .Attr("T: numbertype")
-    .Attr("use_locking: bool = false")
-    .SetShapeFn(ApplyShapeFn(1, false));
-REGISTER_OP("ResourceApplyGradientDescent")
-    .Input("var: resource")
-    .Input("alpha: T")
-    .Input("delta: T")
-    .Attr("T: numbertype")
-    .Attr("use_locking: bool = false")
-    .SetIsStateful()
-    .SetShapeFn(ApplyShapeFn(1, true));
-DFLOW_REGISTER_APPLY_KERNELS("GradientDescent", GradientDescentUpdate);
+  OpDefBuilderReceiver ref_op, resource_op;
+  KernelRegistrar ref_kernel, resource_kernel;
+};
 
-REGISTER_OP("ApplyMomentum")
-    .Input("var: Ref(T)")
-    .Input("accum: Ref(T)")
-    .Input("lr: T")
-    .Input("grad: T")
-    .Input("momentum: T")
-    .Output("out: Ref(T)")
-    .Attr("T: numbertype")
-    .Attr("use_locking: bool = false")
-    .Attr("use_nesterov: bool = false")
-    .SetShapeFn(ApplyShapeFn(2, false));
-REGISTER_OP("ResourceApplyMomentum")
-    .Input("var: resource")
-    .Input("accum: resource")
-    .Input("lr: T")
-    .Input("grad: T")
-    .Input("momentum: T")
-    .Attr("T: numbertype")
-    .Attr("use_locking: bool = false")
-    .Attr("use_nesterov: bool = false")
-    .SetIsStateful()
-    .SetShapeFn(ApplyShapeFn(2, true));
-DFLOW_REGISTER_APPLY_KERNELS("Momentum", MomentumUpdate);
+template <class Functor>
+using Dense = ApplyFamily<Functor, false>;
+template <class Functor>
+using Sparse = ApplyFamily<Functor, true>;
 
-REGISTER_OP("ApplyAdam")
-    .Input("var: Ref(T)")
-    .Input("m: Ref(T)")
-    .Input("v: Ref(T)")
-    .Input("beta1_power: T")
-    .Input("beta2_power: T")
-    .Input("lr: T")
-    .Input("beta1: T")
-    .Input("beta2: T")
-    .Input("epsilon: T")
-    .Input("grad: T")
-    .Output("out: Ref(T)")
-    .Attr("T: numbertype")
-    .Attr("use_locking: bool = false")
-    .Attr("use_nesterov: bool = false")
-    .SetShapeFn(ApplyShapeFn(3, false));
-REGISTER_OP("ResourceApplyAdam")
-    .Input("var: resource")
-    .Input("m: resource")
-    .Input("v: resource")
-    .Input("beta1_power: T")
-    .Input("beta2_power: T")
-    .Input("lr: T")
-    .Input("beta1: T")
-    .Input("beta2: T")
-    .Input("epsilon: T")
-    .Input("grad: T")
-    .Attr("T: numbertype")
-    .Attr("use_locking: bool = false")
-    .Attr("use_nesterov: bool = false")
-    .SetIsStateful()
-    .SetShapeFn(ApplyShapeFn(3, true));
-DFLOW_REGISTER_APPLY_KERNELS("Adam", AdamUpdate);
+const Dense<GradientDescentUpdate> gradient_descent("GradientDescent", {"var", "alpha", "delta"});
+const Dense<MomentumUpdate> momentum("Momentum", {"var", "accum", "lr", "grad", "momentum"},
+                                     {"use_nesterov: bool = false"});
+const Dense<AdamUpdate> adam("Adam",
+                             {"var", "m", "v", "beta1_power", "beta2_power", "lr", "beta1",
+                              "beta2", "epsilon", "grad"},
+                             {"use_nesterov: bool = false"});
+const Dense<AdagradUpdate> adagrad("Adagrad", {"var", "accum", "lr", "grad"},
+                                   {"update_slots: bool = true"});
+const Dense<AdagradV2Update> adagrad_v2("AdagradV2", {"var", "accum", "lr", "epsilon", "grad"},
+                                        {"update_slots: bool = true"});
+const Dense<RMSPropUpdate> rms_prop("RMSProp",
+                                    {"var", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad"});
+const Dense<CenteredRMSPropUpdate> centered_rms_prop(
+    "CenteredRMSProp", {"var", "mg", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad"});
+const Dense<ProximalAdagradUpdate> proximal_adagrad("ProximalAdagrad",
+                                                    {"var", "accum", "lr", "l1", "l2", "grad"});
+const Dense<ProximalGradientDescentUpdate> proximal_gradient_descent(
+    "ProximalGradientDescent", {"var", "alpha", "l1", "l2", "delta"});
+const Dense<FtrlUpdate> ftrl("Ftrl",
+                             {"var", "accum", "linear", "grad", "lr", "l1", "l2", "lr_power"},
+                             {"multiply_linear_by_lr: bool = false"});
+const Dense<FtrlUpdate> ftrl_v2(
+    "FtrlV2", {"var", "accum", "linear", "grad", "lr", "l1", "l2", "l2_shrinkage", "lr_power"},
+    {"multiply_linear_by_lr: bool = false"});
 
-REGISTER_OP("ApplyAdagrad")
-    .Input("var: Ref(T)")
-    .Input("accum: Ref(T)")
-    .Input("lr: T")
-    .Input("grad: T")
-    .Output("out: Ref(T)")
-    .Attr("T: numbertype")
-    .Attr("use_locking: bool = false")
-    .Attr("update_slots: bool = true")
-    .SetShapeFn(ApplyShapeFn(2, false));
-REGISTER_OP("ResourceApplyAdagrad")
-    .Input("var: resource")
-    .Input("accum: resource")
-    .Input("lr: T")
-    .Input("grad: T")
-    .Attr("T: numbertype")
-    .Attr("use_locking: bool = false")
-    .Attr("update_slots: bool = true")
-    .SetIsStateful()
-    .SetShapeFn(ApplyShapeFn(2, true));
-DFLOW_REGISTER_APPLY_KERNELS("Adagrad", AdagradUpdate);
-
-REGISTER_OP("ApplyRMSProp")
-    .Input("var: Ref(T)")
-    .Input("ms: Ref(T)")
-    .Input("mom: Ref(T)")
-    .Input("lr: T")
-    .Input("rho: T")
-    .Input("momentum: T")
-    .Input("epsilon: T")
-    .Input("grad: T")
-    .Output("out: Ref(T)")
-    .Attr("T: numbertype")
-    .Attr("use_locking: bool = false")
-    .SetShapeFn(ApplyShapeFn(3, false));
-REGISTER_OP("ResourceApplyRMSProp")
-    .Input("var: resource")
-    .Input("ms: resource")
-    .Input("mom: resource")
-    .Input("lr: T")
-    .Input("rho: T")
-    .Input("momentum: T")
-    .Input("epsilon: T")
-    .Input("grad: T")
-    .Attr("T: numbertype")
-    .Attr("use_locking: bool = false")
-    .SetIsStateful()
-    .SetShapeFn(ApplyShapeFn(3, true));
-DFLOW_REGISTER_APPLY_KERNELS("RMSProp", RMSPropUpdate);
-
-#undef DFLOW_REGISTER_APPLY_KERNELS
+const Sparse<AdagradUpdate> sparse_adagrad("Adagrad", {"var", "accum", "lr", "grad", "indices"},
+                                           {"update_slots: bool = true"});
+const Sparse<AdagradV2Update> sparse_adagrad_v2(
+    "AdagradV2", {"var", "accum", "lr", "epsilon", "grad", "indices"},
+    {"update_slots: bool = true"});
+const Sparse<MomentumUpdate> sparse_momentum(
+    "Momentum", {"var", "accum", "lr", "grad", "indices", "momentum"},
+    {"use_nesterov: bool = false"});
+const Sparse<RMSPropUpdate> sparse_rms_prop(
+    "RMSProp", {"var", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad", "indices"});
+const Sparse<CenteredRMSPropUpdate> sparse_centered_rms_prop(
+    "CenteredRMSProp",
+    {"var", "mg", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad", "indices"});
+const Sparse<ProximalAdagradUpdate> sparse_proximal_adagrad(
+    "ProximalAdagrad", {"var", "accum", "lr", "l1", "l2", "grad", "indices"});
+const Sparse<ProximalGradientDescentUpdate> sparse_proximal_gradient_descent(
+    "ProximalGradientDescent", {"var", "alpha", "l1", "l2", "grad", "indices"});
+const Sparse<FtrlUpdate> sparse_ftrl(
+    "Ftrl", {"var", "accum", "linear", "grad", "indices", "lr", "l1", "l2", "lr_power"},
+    {"multiply_linear_by_lr: bool = false"});
+const Sparse<FtrlUpdate> sparse_ftrl_v2(
+    "FtrlV2",
+    {"var", "accum", "linear", "grad", "indices", "lr", "l1", "l2", "l2_shrinkage", "lr_power"},
+    {"multiply_linear_by_lr: bool = false"});
 
 }  // namespace
 }  // namespace dflow

@@ -48,7 +48,25 @@ FusedBatchNormGradV3 LRN LRNGrad All Any ScatterAdd ScatterSub ScatterUpdate Sca
 ArgMin CheckNumerics
 Split SplitV Unpack ReverseV2 BroadcastTo Diag DiagPart OneHot PreventGradient Cumsum Cumprod
 ClipByValue TopKV2 FusedBatchNorm FusedBatchNormV2 FusedBatchNormGrad FusedBatchNormGradV2
-TensorSummaryV2 ImageSummary LogicalOr""".split()
+TensorSummaryV2 ImageSummary LogicalOr
+
+Gather ResourceGather GatherNd DynamicPartition DynamicStitch
+ParallelDynamicStitch Unique ScatterMul ScatterDiv ScatterMin ScatterMax ResourceScatterAdd
+ResourceScatterSub ResourceScatterMul ResourceScatterDiv ResourceScatterMin ResourceScatterMax
+ResourceScatterUpdate SparseSegmentSum SparseSegmentMean SparseSegmentSqrtN
+SparseSegmentSumWithNumSegments SparseSegmentMeanWithNumSegments SparseSegmentSqrtNWithNumSegments
+SparseSegmentSumGrad SparseSegmentMeanGrad SparseSegmentSqrtNGrad UnsortedSegmentMax
+UnsortedSegmentMin UnsortedSegmentProd ApplyAdagradV2 ApplyCenteredRMSProp ApplyProximalAdagrad
+ApplyProximalGradientDescent ApplyFtrl ApplyFtrlV2 ResourceApplyAdagradV2
+ResourceApplyCenteredRMSProp ResourceApplyProximalAdagrad ResourceApplyProximalGradientDescent
+ResourceApplyFtrl ResourceApplyFtrlV2 SparseApplyAdagrad SparseApplyAdagradV2 SparseApplyMomentum
+SparseApplyRMSProp SparseApplyCenteredRMSProp SparseApplyProximalAdagrad
+SparseApplyProximalGradientDescent SparseApplyFtrl SparseApplyFtrlV2 ResourceSparseApplyAdagrad
+ResourceSparseApplyAdagradV2 ResourceSparseApplyMomentum ResourceSparseApplyRMSProp
+ResourceSparseApplyCenteredRMSProp ResourceSparseApplyProximalAdagrad
+ResourceSparseApplyProximalGradientDescent ResourceSparseApplyFtrl
+ResourceSparseApplyFtrlV2 LogUniformCandidateSampler UniformCandidateSampler ComputeAccidentalHits
+SparseToDense SparseReshape SparseFillEmptyRows""".split()
 # Functional ops: dflow lowers them into Switch/Merge and inlined bodies before
 # placement (dflow/runtime/function.h), so they have no kernel.
 LOWERED_OPS = "If StatelessIf While StatelessWhile PartitionedCall StatefulPartitionedCall".split()
@@ -328,6 +346,95 @@ def small_ops():
     g.save()
 
 
+def sparse_embedding():
+    """word2vec / wide & deep in small: a 2-way partitioned embedding (mod strategy)
+    and an embedding_lookup_sparse mean, trained by Adagrad's sparse updates, and a
+    wide weight per id trained by FTRL's, as TensorFlow 1.x builds them."""
+    g = Golden("sparse_embedding")
+
+    def init(full):
+        def make(shape, dtype=None, partition_info=None):
+            offset = partition_info.single_offset(shape) if partition_info else 0
+            return tf.constant(full[offset:offset + shape[0]])
+        return make
+
+    with g.graph.as_default():
+        ids = tf1.placeholder(tf.int64, [None], name="ids")
+        labels = tf1.placeholder(tf.int32, [None], name="labels")
+        bag = tf1.sparse_placeholder(tf.int64, name="bag")
+        emb = tf1.get_variable("emb", shape=[10, 3], initializer=init(rand(10, 3, seed=30)),
+                               partitioner=tf1.fixed_size_partitioner(2), use_resource=False)
+        wide = tf1.get_variable("wide", shape=[10, 4], initializer=init(rand(10, 4, seed=31)),
+                                use_resource=True)
+        w = tf1.get_variable("w", initializer=tf.constant(rand(3, 4, seed=32)), use_resource=True)
+        deep = (tf1.nn.embedding_lookup(emb, ids, partition_strategy="mod") +
+                tf1.nn.embedding_lookup_sparse(emb, bag, None, partition_strategy="mod",
+                                              combiner="mean"))
+        logits = tf.matmul(deep, w) + tf.gather(wide, ids)
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=labels, logits=logits), name="loss")
+        deep_vars = list(emb) + [w]
+        train = tf.group(
+            tf1.train.AdagradOptimizer(0.3).minimize(loss, var_list=deep_vars),
+            tf1.train.FtrlOptimizer(0.2, l1_regularization_strength=0.01,
+                                    l2_regularization_strength=0.02).minimize(
+                                        loss, var_list=[wide]), name="train")
+        init_op = tf1.global_variables_initializer()
+        values = [tf.identity(v, name="value_%d" % i) for i, v in enumerate(list(emb) + [w, wide])]
+    g.run([], targets=[init_op])
+    batches = [([1, 4, 4, 7], [0, 3, 3, 1], ([[0, 0], [0, 1], [1, 0], [2, 0], [3, 0], [3, 1]],
+                                            [2, 5, 4, 9, 0, 2])),
+               ([9, 0, 5], [2, 2, 0], ([[0, 0], [1, 0], [1, 1], [2, 0]], [3, 3, 8, 1]))]
+    for step in range(4):
+        batch_ids, batch_labels, (bag_indices, bag_values) = batches[step % 2]
+        n = len(batch_ids)
+        g.run([loss], targets=[train], tolerance=1e-4,
+              feeds={"ids:0": np.array(batch_ids, np.int64),
+                     "labels:0": np.array(batch_labels, np.int32),
+                     "bag/indices:0": np.array(bag_indices, np.int64),
+                     "bag/values:0": np.array(bag_values, np.int64),
+                     "bag/shape:0": np.array([n, 2], np.int64)})
+    g.run(values, tolerance=1e-4)
+    g.save()
+
+
+def word2vec_sampled():
+    """word2vec's training step: a resource embedding and softmax weights trained by
+    SGD's sparse updates (resource scatter-adds) on sampled_softmax_loss, with a
+    log-uniform candidate sampler and accidental hits removed. The draw is dflow's own,
+    so only what does not depend on it is compared: the true classes' expected counts
+    and that training steps run."""
+    g = Golden("word2vec_sampled")
+    with g.graph.as_default():
+        words = tf1.placeholder(tf.int64, [None], name="words")
+        contexts = tf1.placeholder(tf.int64, [None, 1], name="contexts")
+        emb = tf1.get_variable("emb", initializer=tf.constant(rand(20, 4, seed=40)),
+                               use_resource=True)
+        weights = tf1.get_variable("softmax_w", initializer=tf.constant(rand(20, 4, seed=41)),
+                                   use_resource=True)
+        biases = tf1.get_variable("softmax_b", initializer=tf.zeros([20]), use_resource=True)
+        sampled = tf.random.log_uniform_candidate_sampler(
+            true_classes=contexts, num_true=1, num_sampled=6, unique=False, range_max=20,
+            seed=5, name="sampler")
+        loss = tf.reduce_mean(tf.nn.sampled_softmax_loss(
+            weights, biases, labels=contexts, inputs=tf.nn.embedding_lookup(emb, words),
+            num_sampled=6, num_classes=20, sampled_values=sampled,
+            remove_accidental_hits=True), name="loss")
+        train = tf1.train.GradientDescentOptimizer(0.5).minimize(loss, name="train")
+        true_expected = tf.identity(sampled[1], name="true_expected")
+        hits = tf.nn.compute_accidental_hits(
+            tf.constant([[3], [5]], tf.int64), tf.constant([5, 3, 3, 0], tf.int64), num_true=1)
+        hits = [tf.identity(h, name="hits_%d" % i) for i, h in enumerate(hits)]
+        init_op = tf1.global_variables_initializer()
+    g.run([], targets=[init_op])
+    feeds = {"words:0": np.array([1, 7, 7, 19], np.int64),
+             "contexts:0": np.array([[2], [0], [13], [7]], np.int64)}
+    for _ in range(3):
+        g.run([true_expected], targets=[train], feeds=feeds)
+    g.run(hits)
+    g.save()
+
+
 if __name__ == "__main__":
     import sys
     write_op_defs()
@@ -338,6 +445,6 @@ if __name__ == "__main__":
             globals()[name]()
         sys.exit(0)
     for make in (mlp_forward, math_ops, array_ops, conv_net, variables, random_ops,
-                 multi_device, small_ops):
+                 multi_device, small_ops, sparse_embedding, word2vec_sampled):
         make()
     print("wrote", HERE)
