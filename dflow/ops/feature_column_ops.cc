@@ -163,6 +163,9 @@ class StringToHashBucketFastOp : public OpKernel {
  public:
   explicit StringToHashBucketFastOp(OpKernelConstruction* c) : OpKernel(c) {
     c->GetAttr("num_buckets", &num_buckets_).IgnoreError();
+    if (num_buckets_ < 1) {  // The OpDef's minimum; checked again before dividing by it.
+      c->SetStatus(absl::InvalidArgumentError("StringToHashBucketFast: num_buckets must be >= 1"));
+    }
   }
 
   absl::Status Compute(OpKernelContext* ctx) override {
