@@ -95,7 +95,7 @@ TEST_P(TfGoldenTest, MatchesTensorFlow) {
 INSTANTIATE_TEST_SUITE_P(Graphs, TfGoldenTest,
                          ::testing::Values("mlp_forward", "math_ops", "array_ops", "conv_net",
                                            "variables", "random_ops", "multi_device", "small_ops",
-                                           "sparse_embedding", "word2vec_sampled"));
+                                           "sparse_embedding", "word2vec_sampled", "wide_deep"));
 
 }  // namespace
 }  // namespace dflow

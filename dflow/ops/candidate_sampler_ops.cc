@@ -83,6 +83,10 @@ class CandidateSamplerOp : public OpKernel {
     c->GetAttr("range_max", &range_max_).IgnoreError();
     c->GetAttr("seed", &seed).IgnoreError();
     c->GetAttr("seed2", &seed2).IgnoreError();
+    if (num_true_ < 1 || num_sampled_ < 1 || range_max_ < 1) {  // The OpDef's minimums.
+      c->SetStatus(absl::InvalidArgumentError(
+          "candidate sampler: num_true, num_sampled and range_max must be >= 1"));
+    }
     if (seed == 0 && seed2 == 0) {
       absl::BitGen bits;
       seed = static_cast<int64_t>(absl::Uniform<uint64_t>(bits));

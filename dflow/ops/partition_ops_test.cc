@@ -162,8 +162,8 @@ TEST(PartitionOpsTest, ShapeFunctions) {
   s.set_op("DynamicStitch");
   SetAttr(&s, "T", DT_FLOAT);
   SetAttr(&s, "N", int64_t{2});
-  shapes = Infer(s, {PartialShape({2}), PartialShape({1}), PartialShape({2, 3}),
-                     PartialShape({1, 3})});
+  shapes =
+      Infer(s, {PartialShape({2}), PartialShape({1}), PartialShape({2, 3}), PartialShape({1, 3})});
   ASSERT_TRUE(shapes.ok()) << shapes.status();
   EXPECT_EQ((*shapes)[0], PartialShape({-1, 3}));
   tensorflow::NodeDef u;

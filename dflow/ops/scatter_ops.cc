@@ -45,6 +45,16 @@ absl::StatusOr<std::vector<int64_t>> IndexInput(OpKernelContext* ctx, int i, con
 
 enum class Scatter { kAdd, kSub, kMul, kDiv, kMin, kMax, kUpdate };
 
+// x / y; for integers (y != 0) the lowest value divided by -1 wraps to
+// itself instead of trapping.
+template <typename T>
+T Divide(T x, T y) {
+  if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
+    if (y == T(-1)) return static_cast<T>(std::make_unsigned_t<T>(0) - std::make_unsigned_t<T>(x));
+  }
+  return x / y;
+}
+
 // ref[indices[i], ...] (op)= updates[i, ...] in place, after checking
 // updates' shape and every index (and, for integer division, every divisor)
 // so that an error changes nothing. REQUIRES: the caller holds ref's lock.
@@ -87,7 +97,7 @@ absl::Status ScatterIntoRows(OpKernelContext* ctx, const std::vector<int64_t>& i
       if constexpr (kOp == Scatter::kAdd) dst[k] += v;
       if constexpr (kOp == Scatter::kSub) dst[k] -= v;
       if constexpr (kOp == Scatter::kMul) dst[k] *= v;
-      if constexpr (kOp == Scatter::kDiv) dst[k] /= v;
+      if constexpr (kOp == Scatter::kDiv) dst[k] = Divide(dst[k], v);
       if constexpr (kOp == Scatter::kMin) dst[k] = std::min(dst[k], v);
       if constexpr (kOp == Scatter::kMax) dst[k] = std::max(dst[k], v);
       if constexpr (kOp == Scatter::kUpdate) dst[k] = v;

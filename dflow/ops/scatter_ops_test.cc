@@ -1,5 +1,6 @@
 // Scatter ops: rows of a reference or resource variable updated in place
 // (Scatter*, ResourceScatter*) and ScatterNd, against TensorFlow 2.21's values.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -163,6 +164,14 @@ TEST(ScatterOpsTest, ResourceScatterErrorsChangeNothing) {
   TestRef ref(Tensor::Vec<int64_t>({4, 5}));
   auto out = RunScatter("ScatterDiv", &ref, Tensor::Vec<int32_t>({0}), Tensor::Scalar<int64_t>(0));
   EXPECT_THAT(out.status().message(), HasSubstr("updates must not contain 0"));
+  // The lowest int32 divided by -1 wraps (TensorFlow's kernel traps on it).
+  const Tensor lowest = NewResourceVar(TestCpuDevice(), "scatter/lowest",
+                                       Tensor::Vec<int32_t>({INT32_MIN, 7}));
+  ASSERT_TRUE(RunResourceScatter("ResourceScatterDiv", lowest, Tensor::Vec<int32_t>({0, 1}),
+                                 Tensor::Vec<int32_t>({-1, -1}))
+                  .ok());
+  ExpectTensorEq<int32_t>(ResourceVarValue(TestCpuDevice(), "scatter/lowest"), {INT32_MIN, -7},
+                          {2});
 }
 
 TEST(ScatterOpsTest, ScatterNdSumsUpdatesIntoZeros) {

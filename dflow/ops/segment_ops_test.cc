@@ -200,8 +200,8 @@ TEST(SegmentOpsTest, ShapeFunctions) {
   u.set_op("UnsortedSegmentProd");
   SetAttr(&u, "T", DT_FLOAT);
   SetAttr(&u, "Tindices", DT_INT32);
-  shapes = Infer(u, {PartialShape({4, 2, 5}), PartialShape({4, 2}), {}},
-                 {nullptr, nullptr, &seven});
+  shapes =
+      Infer(u, {PartialShape({4, 2, 5}), PartialShape({4, 2}), {}}, {nullptr, nullptr, &seven});
   ASSERT_TRUE(shapes.ok()) << shapes.status();
   EXPECT_EQ((*shapes)[0], PartialShape({7, 5}));
 }

@@ -420,11 +420,15 @@ TEST(SparseTrainingOpsTest, HyperparameterRangesAreChecked) {
 
 TEST(SparseTrainingOpsTest, ShapeFunctions) {
   NodeDef n = UpdateNode("Adagrad", false, DT_INT32);
-  auto shapes = Infer(n, {PartialShape({3, -1}), PartialShape({-1, 2}), {}, PartialShape({5, 2}),
-                          PartialShape({5})});
+  auto shapes = Infer(
+      n,
+      {PartialShape({3, -1}), PartialShape({-1, 2}), {}, PartialShape({5, 2}), PartialShape({5})});
   ASSERT_TRUE(shapes.ok()) << shapes.status();
   EXPECT_EQ((*shapes)[0], PartialShape({3, 2}));
-  EXPECT_THAT(Infer(n, {PartialShape({3, 2}), PartialShape({3, 2}), {}, PartialShape({5, 2}),
+  EXPECT_THAT(Infer(n, {PartialShape({3, 2}),
+                        PartialShape({3, 2}),
+                        {},
+                        PartialShape({5, 2}),
                         PartialShape({5, 1})})
                   .status()
                   .message(),
@@ -434,11 +438,13 @@ TEST(SparseTrainingOpsTest, ShapeFunctions) {
                   .status()
                   .message(),
               HasSubstr("lr is not a scalar"));
-  EXPECT_THAT(Infer(n, {PartialShape({3, 2}), PartialShape({4, 2}), {}, PartialShape({5, 2}),
-                        PartialShape({5})})
-                  .status()
-                  .message(),
-              HasSubstr("var and accum do not have the same shape"));
+  EXPECT_THAT(
+      Infer(
+          n,
+          {PartialShape({3, 2}), PartialShape({4, 2}), {}, PartialShape({5, 2}), PartialShape({5})})
+          .status()
+          .message(),
+      HasSubstr("var and accum do not have the same shape"));
 }
 
 }  // namespace

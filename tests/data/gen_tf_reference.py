@@ -66,7 +66,7 @@ ResourceSparseApplyAdagradV2 ResourceSparseApplyMomentum ResourceSparseApplyRMSP
 ResourceSparseApplyCenteredRMSProp ResourceSparseApplyProximalAdagrad
 ResourceSparseApplyProximalGradientDescent ResourceSparseApplyFtrl
 ResourceSparseApplyFtrlV2 LogUniformCandidateSampler UniformCandidateSampler ComputeAccidentalHits
-SparseToDense SparseReshape SparseFillEmptyRows""".split()
+SparseToDense SparseReshape SparseFillEmptyRows StringToHashBucketFast Bucketize""".split()
 # Functional ops: dflow lowers them into Switch/Merge and inlined bodies before
 # placement (dflow/runtime/function.h), so they have no kernel.
 LOWERED_OPS = "If StatelessIf While StatelessWhile PartitionedCall StatefulPartitionedCall".split()
@@ -435,6 +435,55 @@ def word2vec_sampled():
     g.save()
 
 
+def wide_deep():
+    """Wide & deep with TensorFlow 1.x's feature columns: hashed and bucketized
+    columns in a linear model trained by FTRL, an embedding column (sqrtn combiner)
+    and a numeric column under a dense layer trained by Adagrad."""
+    g = Golden("wide_deep")
+    with g.graph.as_default():
+        fc = tf1.feature_column
+        word = fc.categorical_column_with_hash_bucket("word", 20)
+        age = fc.numeric_column("age")
+        age_buckets = fc.bucketized_column(age, [18.0, 30.0, 50.0])
+        features = {"word": tf1.sparse_placeholder(tf.string, name="word"),
+                    "age": tf1.placeholder(tf.float32, [None, 1], name="age")}
+        labels = tf1.placeholder(tf.float32, [None, 1], name="labels")
+        with tf1.variable_scope("wide"):
+            wide = fc.linear_model(features, [word, age_buckets])
+        embedding = fc.embedding_column(word, 3, combiner="sqrtn",
+                                        initializer=tf1.constant_initializer(rand(20, 3, seed=50)))
+        with tf1.variable_scope("deep"):
+            deep_in = fc.input_layer(features, [embedding, age])
+            w = tf1.get_variable("w", initializer=tf.constant(rand(4, 1, seed=51)))
+            deep = tf.matmul(tf.nn.relu(deep_in), w)
+        logits = wide + deep
+        loss = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(labels=labels,
+                                                                      logits=logits), name="loss")
+        wide_vars = tf1.get_collection(tf1.GraphKeys.TRAINABLE_VARIABLES, "wide")
+        deep_vars = tf1.get_collection(tf1.GraphKeys.TRAINABLE_VARIABLES, "deep")
+        train = tf.group(
+            tf1.train.FtrlOptimizer(0.3, l1_regularization_strength=0.01).minimize(
+                loss, var_list=wide_vars),
+            tf1.train.AdagradOptimizer(0.2).minimize(loss, var_list=deep_vars), name="train")
+        init_op = tf1.global_variables_initializer()
+        values = [tf.identity(v, name="value_%d" % i) for i, v in enumerate(wide_vars + deep_vars)]
+    g.run([], targets=[init_op])
+    batches = [(["cat", "dog", "cat", "fish", "bird"], [[0, 0], [0, 1], [1, 0], [2, 0], [2, 1]],
+                [[12.0], [25.0], [61.0]], [[1.0], [0.0], [1.0]]),
+               (["dog", "eel", "ant"], [[0, 0], [2, 0], [2, 1]], [[30.0], [17.0], [45.0]],
+                [[0.0], [1.0], [1.0]])]
+    for step in range(4):
+        words, indices, ages, batch_labels = batches[step % 2]
+        g.run([loss], targets=[train], tolerance=1e-4,
+              feeds={"word/indices:0": np.array(indices, np.int64),
+                     "word/values:0": np.array(words, object),
+                     "word/shape:0": np.array([len(ages), 2], np.int64),
+                     "age:0": np.array(ages, np.float32),
+                     "labels:0": np.array(batch_labels, np.float32)})
+    g.run(values, tolerance=1e-4)
+    g.save()
+
+
 if __name__ == "__main__":
     import sys
     write_op_defs()
@@ -445,6 +494,6 @@ if __name__ == "__main__":
             globals()[name]()
         sys.exit(0)
     for make in (mlp_forward, math_ops, array_ops, conv_net, variables, random_ops,
-                 multi_device, small_ops, sparse_embedding, word2vec_sampled):
+                 multi_device, small_ops, sparse_embedding, word2vec_sampled, wide_deep):
         make()
     print("wrote", HERE)
