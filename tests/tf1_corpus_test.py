@@ -3,7 +3,7 @@
 
 For every program: run it in local TensorFlow (an in-process session, no device
 function), then against a dflow cluster of real `dflow server` processes on
-127.0.0.1 (1 ps + 1 worker; the program's variables placed on the ps by
+127.0.0.1 (1 ps + 1 worker, or the program's CLUSTER_SHAPES; its variables placed on the ps by
 tf.compat.v1.train.replica_device_setter, everything else on the worker, the
 session on grpc://worker), with the program's own driver (Supervisor,
 MonitoredTrainingSession) unchanged, and on a cluster of TensorFlow's own servers
@@ -37,16 +37,21 @@ RUN_TIMEOUT_S = 180
 RTOL, ATOL = 1e-5, 1e-6
 
 
+def cluster_shape(programs, name):
+    return programs.CLUSTER_SHAPES.get(name, {"ps": 1, "worker": 1})
+
+
 def run_child(args):
     np, tf = import_tensorflow_or_skip()
     import tf1_programs
     if args.cluster == "tensorflow":  # TensorFlow's own servers, in this process.
         from dflow_cluster import free_port
-        spec = {"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}"]}
-        servers = [tf.distribute.Server(tf.train.ClusterSpec(spec), job_name=job, task_index=0,
+        shape = cluster_shape(tf1_programs, args.run)
+        spec = {job: [f"127.0.0.1:{free_port()}" for _ in range(n)] for job, n in shape.items()}
+        servers = [tf.distribute.Server(tf.train.ClusterSpec(spec), job_name=job, task_index=i,
                                         config=tf1_programs.session_config())
-                   for job in ("ps", "worker")]
-        args.target, args.cluster = servers[1].target, json.dumps(spec)
+                   for job, n in shape.items() for i in range(n)]
+        args.target, args.cluster = servers[-1].target, json.dumps(spec)
     cluster = json.loads(args.cluster) if args.cluster else None
     records = tf1_programs.PROGRAMS[args.run](args.target, cluster, args.workdir, args.steps)
     with open(args.out, "w") as f:
@@ -113,7 +118,8 @@ def main():
             print(f"FAIL {name}: TensorFlow itself failed: {error or tf_error}")
             failures.append(name)
             continue
-        cluster, ports, servers = start_cluster(args.dflow, tmp, {"ps": 1, "worker": 1})
+        cluster, ports, servers = start_cluster(args.dflow, tmp,
+                                                cluster_shape(tf1_programs, name))
         try:
             got, error = run_program(name, args.steps, tmp, f"grpc://127.0.0.1:{ports['worker'][0]}",
                                      cluster)

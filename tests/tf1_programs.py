@@ -42,6 +42,18 @@ Programs:
                    of the state, trained by SGD with momentum through both loops
   dynamic_rnn_lstm tf.compat.v1.nn.dynamic_rnn over an LSTMCell (tf-keras), the
                    classic sequence classifier, Adam, gradient clipping by global norm
+  layers_batch_norm tf.compat.v1.layers (tf-keras): conv2d, batch_normalization in
+                   training (its UPDATE_OPS under the train op), dropout, dense, Adam,
+                   under MonitoredTrainingSession
+  word2vec         skip-gram with an embedding partitioned over 2 ps tasks
+                   (fixed_size_partitioner, embedding_lookup's DynamicPartition/Stitch),
+                   nce_loss with accidental hits removed, sparse SGD updates on both ps.
+                   The negative samples are drawn in numpy and fed as nce_loss's
+                   sampled_values (with TensorFlow's log-uniform expected counts):
+                   dflow's sampler draws from its own random stream, not TensorFlow's
+  wide_deep        feature columns (hashed and bucketized columns in a linear model
+                   trained by FTRL, an embedding column and a numeric column under a
+                   dense layer trained by Adagrad), string features fed as a sparse tensor
 
 Programs that need tf-keras (TF_USE_LEGACY_KERAS=1, set here before TensorFlow is
 imported) are listed in NEEDS_TF_KERAS; the test skips them, saying so, without it.
@@ -60,7 +72,9 @@ tf1 = tf.compat.v1
 # (Supervisor's threads use the graph), reference variables, v1 control flow.
 tf1.disable_v2_behavior()
 PROGRAMS = {}
-NEEDS_TF_KERAS = {"dynamic_rnn_lstm"}
+NEEDS_TF_KERAS = {"dynamic_rnn_lstm", "layers_batch_norm"}
+# Tasks per job of the cluster a program runs on, when not 1 ps + 1 worker.
+CLUSTER_SHAPES = {"word2vec": {"ps": 2, "worker": 1}}
 
 
 def placed(cluster, device=""):
@@ -545,3 +559,155 @@ def dynamic_rnn_lstm(target, cluster, workdir, steps, build_only=False):
         return graph
     return sequence_model(target, graph, x, y_, x_data, y_data, steps, train_op, loss,
                           global_step, init, batch)
+
+
+@program
+def layers_batch_norm(target, cluster, workdir, steps, build_only=False):
+    side, classes, batch = 8, 4, 16
+    x_data, y_data = images(14, 512, side, classes)
+    get = batches(x_data, y_data, batch)
+    graph = tf.Graph()
+    with graph.as_default():
+        tf1.set_random_seed(15)
+        with tf1.device(placed(cluster)):
+            global_step = tf1.train.get_or_create_global_step()
+            x = tf1.placeholder(tf.float32, [None, side, side, 1], name="images")
+            labels = tf1.placeholder(tf.int32, [None], name="labels")
+            layers = tf1.layers
+            init = tf1.glorot_uniform_initializer(seed=16)
+            # No bias before batch norm: its gradient is zero but for rounding, which
+            # Adam would turn into full-size steps of either sign.
+            net = layers.conv2d(x, 4, 3, padding="same", use_bias=False, kernel_initializer=init)
+            net = tf1.nn.relu(layers.batch_normalization(net, training=True))
+            net = layers.max_pooling2d(net, 2, 2)
+            net = layers.dropout(layers.flatten(net), rate=0.2, training=True, seed=17)
+            logits = layers.dense(net, classes, kernel_initializer=init)
+            loss = tf1.losses.sparse_softmax_cross_entropy(labels, logits)
+            with tf1.control_dependencies(tf1.get_collection(tf1.GraphKeys.UPDATE_OPS)):
+                train_op = tf1.train.AdamOptimizer(0.01).minimize(loss, global_step=global_step)
+            moving = [v for v in tf1.global_variables() if "moving_mean" in v.name][0]
+    if build_only:
+        return graph
+    records = []
+    with graph.as_default():
+        with tf1.train.MonitoredTrainingSession(master=target, is_chief=True,
+                                               checkpoint_dir=None) as sess:
+            for i in range(steps):
+                xs, ys = get(i)
+                _, value = sess.run([train_op, loss], feed_dict={x: xs, labels: ys})
+                mm, step = sess.run([moving, global_step])
+                records.append({"loss": float(value), "moving_mean": mm.tolist(),
+                                "global_step": int(step)})
+    return records
+
+
+@program
+def word2vec(target, cluster, workdir, steps, build_only=False):
+    vocabulary, dim, batch, negatives = 40, 6, 16, 8
+    rng = np.random.RandomState(18)
+    corpus = rng.zipf(1.5, 4000) % vocabulary
+    pairs = np.stack([corpus[:-1], corpus[1:]], axis=1)
+    log_range = math.log(vocabulary + 1)
+
+    def expected(ids):  # TensorFlow's log-uniform probability times the draws.
+        return negatives * (np.log((ids + 2.0) / (ids + 1.0)) / log_range)
+
+    graph = tf.Graph()
+    with graph.as_default():
+        tf1.set_random_seed(19)
+        with tf1.device(placed(cluster)):
+            global_step = tf1.train.get_or_create_global_step()
+            words = tf1.placeholder(tf.int64, [None], name="words")
+            contexts = tf1.placeholder(tf.int64, [None, 1], name="contexts")
+            sampled = tf1.placeholder(tf.int64, [negatives], name="sampled")
+            true_expected = tf1.placeholder(tf.float32, [None, 1], name="true_expected")
+            sampled_expected = tf1.placeholder(tf.float32, [negatives], name="sampled_expected")
+            partitioner = tf1.fixed_size_partitioner(2)
+            embeddings = tf1.get_variable(
+                "embeddings", [vocabulary, dim], partitioner=partitioner,
+                initializer=tf1.random_uniform_initializer(-1.0, 1.0, seed=20))
+            nce_w = tf1.get_variable(
+                "nce_w", [vocabulary, dim], partitioner=partitioner,
+                initializer=tf1.truncated_normal_initializer(stddev=1.0 / math.sqrt(dim), seed=21))
+            nce_b = tf1.get_variable("nce_b", [vocabulary], initializer=tf1.zeros_initializer())
+            embedded = tf1.nn.embedding_lookup(embeddings, words)
+            loss = tf1.reduce_mean(tf1.nn.nce_loss(
+                weights=nce_w, biases=nce_b, labels=contexts, inputs=embedded,
+                num_sampled=negatives, num_classes=vocabulary,
+                sampled_values=(sampled, true_expected, sampled_expected),
+                remove_accidental_hits=True))
+            train_op = tf1.train.GradientDescentOptimizer(0.5).minimize(
+                loss, global_step=global_step)
+            norm = tf1.sqrt(tf1.reduce_sum(tf1.square(tf1.concat(list(embeddings), 0))))
+            init = tf1.global_variables_initializer()
+    if build_only:
+        return graph
+    records = []
+    with graph.as_default(), tf1.Session(target) as sess:
+        sess.run(init)
+        for i in range(steps):
+            chunk = pairs[(i * batch) % (len(pairs) - batch):][:batch]
+            draw = (np.exp(rng.rand(negatives) * log_range).astype(np.int64) - 1) % vocabulary
+            feed = {words: chunk[:, 0], contexts: chunk[:, 1:],
+                    sampled: draw, true_expected: expected(chunk[:, 1:]).astype(np.float32),
+                    sampled_expected: expected(draw).astype(np.float32)}
+            _, value = sess.run([train_op, loss], feed_dict=feed)
+            records.append({"loss": float(value), "embedding_norm": float(sess.run(norm)),
+                            "global_step": int(sess.run(global_step))})
+    return records
+
+
+@program
+def wide_deep(target, cluster, workdir, steps, build_only=False):
+    rng = np.random.RandomState(22)
+    vocabulary = ["cat", "dog", "fish", "bird", "eel", "ant", "owl", "yak"]
+    graph = tf.Graph()
+    with graph.as_default():
+        tf1.set_random_seed(23)
+        with tf1.device(placed(cluster)):
+            global_step = tf1.train.get_or_create_global_step()
+            fc = tf1.feature_column
+            word = fc.categorical_column_with_hash_bucket("word", 20)
+            age = fc.numeric_column("age")
+            age_buckets = fc.bucketized_column(age, [18.0, 30.0, 50.0])
+            features = {"word": tf1.sparse_placeholder(tf.string, name="word"),
+                        "age": tf1.placeholder(tf.float32, [None, 1], name="age")}
+            labels = tf1.placeholder(tf.float32, [None, 1], name="labels")
+            with tf1.variable_scope("wide"):
+                wide = fc.linear_model(features, [word, age_buckets])
+            embedding = fc.embedding_column(
+                word, 4, combiner="sqrtn",
+                initializer=tf1.truncated_normal_initializer(stddev=0.5, seed=24))
+            with tf1.variable_scope("deep"):
+                hidden = tf1.layers.dense(fc.input_layer(features, [embedding, age]), 8,
+                                          activation=tf1.nn.relu,
+                                          kernel_initializer=tf1.glorot_uniform_initializer(
+                                              seed=25))
+                deep = tf1.layers.dense(hidden, 1, kernel_initializer=tf1.glorot_uniform_initializer(
+                    seed=26))
+            loss = tf1.reduce_mean(tf1.nn.sigmoid_cross_entropy_with_logits(
+                labels=labels, logits=wide + deep))
+            wide_vars = tf1.get_collection(tf1.GraphKeys.TRAINABLE_VARIABLES, "wide")
+            deep_vars = tf1.get_collection(tf1.GraphKeys.TRAINABLE_VARIABLES, "deep")
+            train_op = tf1.group(
+                tf1.train.FtrlOptimizer(0.3, l1_regularization_strength=0.01).minimize(
+                    loss, var_list=wide_vars, global_step=global_step),
+                tf1.train.AdagradOptimizer(0.2).minimize(loss, var_list=deep_vars))
+            init = tf1.global_variables_initializer()
+    if build_only:
+        return graph
+    records = []
+    with graph.as_default(), tf1.Session(target) as sess:
+        sess.run(init)
+        for _ in range(steps):
+            rows = 8
+            counts = rng.randint(1, 3, rows)
+            indices = [[r, k] for r in range(rows) for k in range(counts[r])]
+            ages = rng.uniform(10, 70, (rows, 1)).astype(np.float32)
+            feed = {features["word"]: tf1.SparseTensorValue(
+                        indices, rng.choice(vocabulary, len(indices)).astype(object), [rows, 2]),
+                    features["age"]: ages,
+                    labels: (ages > 35).astype(np.float32)}
+            _, value = sess.run([train_op, loss], feed_dict=feed)
+            records.append({"loss": float(value), "global_step": int(sess.run(global_step))})
+    return records

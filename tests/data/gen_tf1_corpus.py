@@ -20,8 +20,10 @@ import tf1_programs  # noqa: E402
 def main():
     out = os.path.join(HERE, "tf1_corpus")
     os.makedirs(out, exist_ok=True)
-    cluster = {"ps": ["127.0.0.1:2222"], "worker": ["127.0.0.1:2223"]}
     for name, program in sorted(tf1_programs.PROGRAMS.items()):
+        shape = tf1_programs.CLUSTER_SHAPES.get(name, {"ps": 1, "worker": 1})
+        ports = iter(range(2222, 2300))
+        cluster = {job: [f"127.0.0.1:{next(ports)}" for _ in range(n)] for job, n in shape.items()}
         graph = program(None, cluster, None, 0, build_only=True)
         tf.io.write_graph(graph.as_graph_def(), out, name + ".pbtxt", as_text=True)
         print("wrote", os.path.join(out, name + ".pbtxt"))
