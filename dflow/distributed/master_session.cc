@@ -13,6 +13,7 @@
 #include "dflow/framework/tensor.h"
 #include "dflow/runtime/executor.h"
 #include "dflow/runtime/function.h"
+#include "dflow/runtime/control_flow.h"
 #include "dflow/runtime/partition.h"
 #include "dflow/runtime/session_util.h"
 #include "dflow/runtime/subgraph.h"
@@ -292,6 +293,7 @@ absl::StatusOr<std::shared_ptr<const MasterSession::Plan>> MasterSession::BuildP
     }
   }
   ASSIGN_OR_RETURN(std::unique_ptr<Graph> placed, PlaceForPlan(feeds, fetches, targets));
+  RETURN_IF_ERROR(AddControlLoops(placed.get()));
   RETURN_IF_ERROR(RegisterPartitions(*placed, deadline, plan.get()));
   return plan;
 }

@@ -1,7 +1,10 @@
 #include "dflow/distributed/master.h"
 
+#include <cmath>
+#include <fstream>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -12,6 +15,7 @@
 #include "dflow/distributed/worker_test_util.h"
 #include "dflow/framework/attr_util.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 
 namespace dflow {
@@ -69,7 +73,6 @@ class InProcessCluster {
 const char kPs[] = "/job:ps/replica:0/task:0";
 const char kWorker0[] = "/job:worker/replica:0/task:0";
 const char kWorker1[] = "/job:worker/replica:0/task:1";
-
 
 TEST(MasterTest, OpsRunWhereTheyArePinnedAndTensorsCrossTasks) {
   InProcessCluster cluster;
@@ -284,6 +287,75 @@ TEST(MasterTest, CallablesRunTheirSignature) {
   EXPECT_TRUE(cluster.master().ReleaseCallable(release, &released).ok());
   EXPECT_EQ(cluster.master().ReleaseCallable(release, &released).code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// --- loops spanning tasks -------------------------------------------------------
+
+// A TensorFlow-built loop graph (tests/data/control_flow) with its devices
+// moved: each "/device:CPU:k" becomes where[k].
+tensorflow::GraphDef LoopGraph(const std::string& name, const std::vector<std::string>& where) {
+  std::ifstream in(std::string(DFLOW_TEST_DATA_DIR) + "/control_flow/" + name + ".pbtxt");
+  std::stringstream text;
+  text << in.rdbuf();
+  tensorflow::GraphDef g;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text.str(), &g)) << name;
+  for (tensorflow::NodeDef& n : *g.mutable_node()) {
+    for (size_t k = 0; k < where.size(); ++k) {
+      if (n.device() == absl::StrCat("/device:CPU:", k)) n.set_device(where[k]);
+    }
+  }
+  return g;
+}
+
+// while_v1_devices: s <- (tanh(s) + x * i) / 2 for i < n, x = [1, 2, 3].
+std::vector<float> SpanLoop(int n) {
+  std::vector<float> s(3, 0.0f);
+  for (int i = 0; i < n; ++i) {
+    for (int k = 0; k < 3; ++k) s[k] = (std::tanh(s[k]) + (k + 1.0f) * i) * 0.5f;
+  }
+  return s;
+}
+
+// The body's second half runs on worker 1: per iteration the loop state goes
+// there and back (RecvTensor keyed by frame and iteration), and worker 1
+// runs the loop's iterations through its control loop.
+TEST(MasterTest, LoopBodySpansTwoTasks) {
+  InProcessCluster cluster;
+  auto session = cluster.NewSession();
+  const std::string w0 = absl::StrCat(kWorker0, "/device:CPU:0");
+  const std::string w1 = absl::StrCat(kWorker1, "/device:CPU:1");
+  ASSERT_TRUE(session->Create(LoopGraph("while_v1_devices", {w0, w1})).ok());
+  for (int n : {0, 1, 7, 300}) {
+    std::vector<Tensor> out;
+    absl::Status s = session->Run({{"n", Tensor::Scalar<int32_t>(n)}}, {"total:0"}, {}, &out);
+    ASSERT_TRUE(s.ok()) << "n=" << n << ": " << s;
+    const std::vector<float> want = SpanLoop(n);
+    for (int k = 0; k < 3; ++k) EXPECT_NEAR(Floats(out[0])[k], want[k], 1e-5) << "n=" << n;
+  }
+}
+
+// Nested loops whose frames span two devices of one task (the worker's own
+// partitioning cuts them) and, in the second graph, two tasks.
+TEST(MasterTest, NestedLoopsSpanDevicesAndTasks) {
+  InProcessCluster cluster;
+  for (const std::string& second :
+       {absl::StrCat(kWorker0, "/device:CPU:1"), absl::StrCat(kWorker1, "/device:CPU:0")}) {
+    auto session = cluster.NewSession();
+    ASSERT_TRUE(session
+                    ->Create(LoopGraph("while_v1_nested_devices",
+                                       {absl::StrCat(kWorker0, "/device:CPU:0"), second}))
+                    .ok());
+    for (int n : {0, 1, 6}) {
+      std::vector<Tensor> out;
+      absl::Status s = session->Run({{"n", Tensor::Scalar<int32_t>(n)}}, {"total:0"}, {}, &out);
+      ASSERT_TRUE(s.ok()) << second << " n=" << n << ": " << s;
+      int want = 0;
+      for (int i = 0; i < n; ++i) {
+        for (int j = 0; j < i; ++j) want += i * j;
+      }
+      EXPECT_EQ(out[0].scalar<int32_t>(), want) << second << " n=" << n;
+    }
+  }
 }
 
 }  // namespace

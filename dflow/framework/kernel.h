@@ -166,6 +166,8 @@ class OpKernelContext {
     // What lives for this step only, on this device (stacks, TensorArrays);
     // null outside an executor.
     ResourceMgr* step_resources = nullptr;
+    // The loop instance and iteration the node runs in (root: 0:0).
+    FrameAndIter frame_iter;
   };
 
   explicit OpKernelContext(Params* params);
@@ -210,6 +212,7 @@ class OpKernelContext {
     return params_->cancellation_manager;
   }
   bool is_input_dead() const { return params_->is_input_dead; }
+  FrameAndIter frame_iter() const { return params_->frame_iter; }
   CallFrameInterface* call_frame() const { return params_->call_frame; }
   absl::Time deadline() const { return params_->deadline; }
   const std::function<void(std::function<void()>)>& runner() const {

@@ -40,9 +40,17 @@ absl::StatusOr<DeviceName> ParseFullDevice(absl::string_view key, absl::string_v
 }  // namespace
 
 std::string Rendezvous::CreateKey(absl::string_view src_device, uint64_t src_incarnation,
-                                  absl::string_view dst_device, absl::string_view name) {
+                                  absl::string_view dst_device, absl::string_view name,
+                                  FrameAndIter frame_iter) {
   return absl::StrCat(src_device, ";", absl::Hex(src_incarnation, absl::kZeroPad16), ";",
-                      dst_device, ";", name, ";0:0");
+                      dst_device, ";", name, ";", frame_iter.frame_id, ":", frame_iter.iter_id);
+}
+
+Rendezvous::ParsedKey Rendezvous::InFrame(const ParsedKey& key, FrameAndIter frame_iter) {
+  ParsedKey p = key;
+  p.full_key =
+      CreateKey(key.src_device, key.src_incarnation, key.dst_device, key.edge_name, frame_iter);
+  return p;
 }
 
 absl::StatusOr<Rendezvous::ParsedKey> Rendezvous::ParseKey(absl::string_view key) {

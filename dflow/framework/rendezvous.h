@@ -3,6 +3,8 @@
 //   "<src_device>;<src_incarnation as 16 hex digits>;<dst_device>;<tensor_name>;<frame_id>:<iter_id>"
 // e.g. "/job:ps/replica:0/task:0/device:CPU:0;0000000000000001;
 //       /job:worker/replica:0/task:0/device:CPU:0;edge_5_w;0:0".
+// Outside loops the frame and iteration are 0:0; inside a loop they name the
+// loop instance and its iteration, the same on both sides of a cut edge.
 #ifndef DFLOW_FRAMEWORK_RENDEZVOUS_H_
 #define DFLOW_FRAMEWORK_RENDEZVOUS_H_
 
@@ -17,6 +19,16 @@
 #include "dflow/framework/tensor.h"
 
 namespace dflow {
+
+// Which loop instance and iteration a node runs in. The root frame is 0 and
+// has one iteration, 0; a loop instance's id is derived from its parent's id,
+// the parent's iteration and the loop's frame name, so every partition of a
+// loop computes the same ids.
+struct FrameAndIter {
+  uint64_t frame_id = 0;
+  int64_t iter_id = 0;
+  bool IsRoot() const { return frame_id == 0 && iter_id == 0; }
+};
 
 class Rendezvous {
  public:
@@ -35,7 +47,10 @@ class Rendezvous {
   virtual ~Rendezvous() = default;
 
   static std::string CreateKey(absl::string_view src_device, uint64_t src_incarnation,
-                               absl::string_view dst_device, absl::string_view name);
+                               absl::string_view dst_device, absl::string_view name,
+                               FrameAndIter frame_iter = {});
+  // `key` moved to another loop frame and iteration.
+  static ParsedKey InFrame(const ParsedKey& key, FrameAndIter frame_iter);
   // InvalidArgument quoting the key when it is malformed.
   static absl::StatusOr<ParsedKey> ParseKey(absl::string_view key);
 

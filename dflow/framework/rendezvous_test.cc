@@ -99,6 +99,21 @@ TEST(RendezvousKeyTest, ParseRoundTrips) {
   EXPECT_EQ(p.dst.type, "CPU");
 }
 
+// Inside a loop the key names the loop instance and iteration, so each
+// iteration's value has its own slot.
+TEST(RendezvousKeyTest, KeysInsideALoopNameFrameAndIteration) {
+  EXPECT_EQ(Rendezvous::CreateKey(kPs, 1, kWorker, "e", FrameAndIter{77, 3}),
+            std::string(kPs) + ";0000000000000001;" + kWorker + ";e;77:3");
+  Rendezvous::ParsedKey root = MustParse(Rendezvous::CreateKey(kPs, 1, kWorker, "e"));
+  Rendezvous::ParsedKey in_loop = Rendezvous::InFrame(root, FrameAndIter{77, 3});
+  EXPECT_EQ(in_loop.full_key, Rendezvous::CreateKey(kPs, 1, kWorker, "e", FrameAndIter{77, 3}));
+  EXPECT_EQ(in_loop.edge_name, "e");
+  EXPECT_EQ(in_loop.src_device, kPs);
+  EXPECT_NE(Rendezvous::InFrame(root, FrameAndIter{77, 4}).full_key, in_loop.full_key);
+  EXPECT_TRUE(FrameAndIter{}.IsRoot());
+  EXPECT_FALSE((FrameAndIter{77, 0}).IsRoot());
+}
+
 TEST(RendezvousKeyTest, ParseAcceptsUpperCaseAndShortHex) {
   std::string key = std::string(kPs) + ";00000000000000AB;" + kWorker + ";t;0:0";
   EXPECT_EQ(MustParse(key).src_incarnation, 0xabu);

@@ -53,6 +53,12 @@ absl::StatusOr<Rendezvous::ParsedKey> KeyFromAttrs(OpKernelConstruction* c) {
   return key;
 }
 
+// The key of this run: inside a loop, the node's frame and iteration.
+Rendezvous::ParsedKey KeyIn(const OpKernelContext* ctx, const Rendezvous::ParsedKey& key) {
+  const FrameAndIter fi = ctx->frame_iter();
+  return fi.IsRoot() ? key : Rendezvous::InFrame(key, fi);
+}
+
 class SendOp : public OpKernel {
  public:
   explicit SendOp(OpKernelConstruction* c) : OpKernel(c) {
@@ -70,7 +76,7 @@ class SendOp : public OpKernel {
     }
     static const Tensor kEmpty;
     const Tensor& value = ctx->is_input_dead() ? kEmpty : ctx->input(0);
-    return ctx->rendezvous()->Send(key_, value, ctx->is_input_dead());
+    return ctx->rendezvous()->Send(KeyIn(ctx, key_), value, ctx->is_input_dead());
   }
   bool IsExpensive() const override { return false; }
 
@@ -107,7 +113,8 @@ class RecvOp : public AsyncOpKernel {
     auto shared_done = std::make_shared<DoneCallback>(std::move(done));
     if (!RegisterCancellation(ctx, state, shared_done)) return;
     ctx->rendezvous()->RecvAsync(
-        key_, [ctx, state, shared_done](const absl::Status& s, const Tensor& v, bool dead) {
+        KeyIn(ctx, key_),
+        [ctx, state, shared_done](const absl::Status& s, const Tensor& v, bool dead) {
           if (!state->Claim()) return;  // Cancelled first; ctx may be gone.
           if (state->cm != nullptr) state->cm->Deregister(state->token);
           if (s.ok()) {

@@ -36,6 +36,27 @@ struct ControlFlowInfo {
 // be reached from the nodes without inputs.
 absl::StatusOr<ControlFlowInfo> BuildControlFlowInfo(const Graph& g);
 
+// Loops whose nodes run on more than one device, as TensorFlow's partitioner
+// runs them: each device that an edge inside a loop frame reaches from
+// another device gets, once per frame, a control loop
+//
+//   Const -> Enter -> Merge -> Switch(pred: the frame's LoopCond) -> NextIteration -> Merge
+//
+// (a nested frame's Enter reads its parent's control-loop Merge on that
+// device instead of the Const), and that edge's destination a control edge
+// from the control loop's Merge. The control loop runs the frame's
+// iterations on that device; partitioning gives the _Recv of a cut edge the
+// destination's control-loop Merges as control inputs, so it runs once per
+// iteration, in that iteration's frame (the rendezvous key names both).
+// Control-loop nodes are named "_cloop/..."; a graph without such loops is
+// unchanged. REQUIRES: `g` is placed (assigned devices set).
+// InvalidArgument naming the frame when a frame spanning devices has no
+// LoopCond, or more than one.
+absl::Status AddControlLoops(Graph* g);
+
+// A Merge that AddControlLoops added.
+bool IsControlLoopMerge(const Node& n);
+
 }  // namespace dflow
 
 #endif  // DFLOW_RUNTIME_CONTROL_FLOW_H_

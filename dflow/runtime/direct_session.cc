@@ -16,6 +16,7 @@
 #include "dflow/framework/status.h"
 #include "dflow/runtime/call_frame.h"
 #include "dflow/runtime/function.h"
+#include "dflow/runtime/control_flow.h"
 #include "dflow/runtime/partition.h"
 #include "dflow/runtime/placer.h"
 #include "dflow/runtime/rendezvous_local.h"
@@ -189,6 +190,7 @@ absl::StatusOr<std::shared_ptr<const DirectSession::Signature>> DirectSession::B
     absl::StatusOr<Device*> dev = device_mgr_->LookupDevice(d);
     return dev.ok() ? (*dev)->incarnation() : 0;
   };
+  RETURN_IF_ERROR(AddControlLoops(g.get()));
   ASSIGN_OR_RETURN(auto parts, Partition(*g, popts));
   for (auto& [loc, def] : parts) {
     ASSIGN_OR_RETURN(Device * device, device_mgr_->LookupDevice(loc));

@@ -116,6 +116,20 @@ absl::Status Annotate(const absl::Status& s, const std::string& prefix) {
   return out;
 }
 
+// FNV-1a over the parent instance, its iteration and the frame name: the
+// same in every partition (and process) running the loop, never 0.
+uint64_t LoopInstanceId(uint64_t parent, int64_t parent_iter, absl::string_view frame_name) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  auto mix = [&h](const void* data, size_t n) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ULL;
+  };
+  mix(&parent, sizeof(parent));
+  mix(&parent_iter, sizeof(parent_iter));
+  mix(frame_name.data(), frame_name.size());
+  return h == 0 ? 1 : h;
+}
+
 }  // namespace
 
 bool IsDerivedError(const absl::Status& s) {
@@ -204,6 +218,7 @@ class ExecutorState {
     const int static_id;
     const Executor::FrameInfo& info;
     IterationState* const parent_iter;  // Null for the root frame.
+    const uint64_t id;                  // FrameAndIter::frame_id: equal in every partition.
     absl::Mutex mu;
     int pending_enters ABSL_GUARDED_BY(mu);
     int64_t iteration_count ABSL_GUARDED_BY(mu) = 0;  // The newest iteration.
@@ -319,6 +334,9 @@ ExecutorState::FrameState::FrameState(const Executor& exec, int static_id,
     : static_id(static_id),
       info(exec.frames_[static_id]),
       parent_iter(parent_iter),
+      id(parent_iter == nullptr
+             ? 0
+             : LoopInstanceId(parent_iter->frame->id, parent_iter->index, info.name)),
       pending_enters(info.num_enters) {
   iterations.push_back(std::make_unique<IterationState>(exec, this, 0));
 }
@@ -412,6 +430,7 @@ bool ExecutorState::RunNode(TaggedNode node, Params* params, ReadyQueue* inline_
   }
   absl::Status s = PrepareInputs(node, dead, params);
   if (!s.ok()) return Complete(node, s, nullptr, inline_ready);
+  params->frame_iter = FrameAndIter{node.iter->frame->id, node.iter->index};
   if (item.async != nullptr) return StartAsync(node, *params, inline_ready);
   OpKernelContext ctx(params);
   s = item.kernel->Compute(&ctx);

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -20,6 +21,7 @@
 #include "dflow/framework/status.h"
 #include "dflow/runtime/direct_session.h"
 #include "dflow/runtime/session_util.h"
+#include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -35,8 +37,10 @@ tensorflow::GraphDef ParseGraph(const std::string& text) {
   return g;
 }
 
-std::unique_ptr<DirectSession> NewSession() {
-  absl::StatusOr<std::unique_ptr<DirectSession>> s = DirectSession::New(SessionOptions());
+std::unique_ptr<DirectSession> NewSession(int cpus = 1) {
+  SessionOptions options;
+  (*options.config.mutable_device_count())["CPU"] = cpus;
+  absl::StatusOr<std::unique_ptr<DirectSession>> s = DirectSession::New(options);
   EXPECT_TRUE(s.ok()) << s.status();
   return s.ok() ? *std::move(s) : nullptr;
 }
@@ -96,8 +100,9 @@ TEST_P(ControlFlowGoldenTest, ReplaysTensorFlowsRuns) {
     std::ifstream in(kDir + c["graph"].get<std::string>());
     std::stringstream text;
     text << in.rdbuf();
-    std::unique_ptr<DirectSession> s = NewSession();
-    ASSERT_TRUE(s->Create(ParseGraph(text.str())).ok());
+    std::unique_ptr<DirectSession> s = NewSession(c.value("cpus", 1));
+    absl::Status created = s->Create(ParseGraph(text.str()));
+    ASSERT_TRUE(created.ok()) << created;
     for (const std::string& op : c["init"]) ASSERT_TRUE(s->Run({}, {}, {op}, nullptr).ok()) << op;
     int k = 0;
     for (const nlohmann::json& run : c["runs"]) {
@@ -128,7 +133,8 @@ INSTANTIATE_TEST_SUITE_P(TensorFlowGraphs, ControlFlowGoldenTest,
                                            "while_v1_parallel", "while_v1_nested",
                                            "while_v1_in_cond", "while_v1_ref", "while_v2",
                                            "while_v2_nested", "while_v2_resource", "while_v1_grad",
-                                           "tensor_array_v1"));
+                                           "tensor_array_v1", "while_v1_devices",
+                                           "while_v1_nested_devices", "while_v1_grad_devices"));
 
 // --- Switch / Merge in the executor ---------------------------------------------
 
@@ -413,6 +419,75 @@ TEST(LoopTest, ConcurrentStepsRunTheirOwnIterations) {
         std::vector<Tensor> out;
         absl::Status st = s->Run({{"n", Tensor::Scalar<int32_t>(n)}}, {"total:0"}, {}, &out);
         // sum over i < n, j < i of i * j
+        int want = 0;
+        for (int i = 0; i < n; ++i) {
+          for (int j = 0; j < i; ++j) want += i * j;
+        }
+        if (!st.ok() || out[0].scalar<int32_t>() != want) ++wrong;
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+// A loop whose body runs partly on CPU:1: values cross both ways, so each
+// device gets a control loop of the same frame, and every _Recv inside the
+// frame waits on its Merge: values cross once per iteration, under keys
+// naming frame and iteration.
+TEST(LoopTest, LoopAcrossDevicesRunsAControlLoopOnEachDevice) {
+  std::unique_ptr<DirectSession> s = NewSession(2);
+  ASSERT_TRUE(s->Create(GoldenGraph("while_v1_devices")).ok());
+  tensorflow::RunOptions opts;
+  opts.set_output_partition_graphs(true);
+  std::vector<Tensor> out;
+  tensorflow::RunMetadata meta;
+  ASSERT_TRUE(s->Run(opts, {{"n", Tensor::Scalar<int32_t>(7)}}, {"total:0"}, {}, &out, &meta).ok());
+  ASSERT_EQ(meta.partition_graphs_size(), 2);
+  std::set<std::string> control_enters;  // Their devices.
+  int recvs_in_frame = 0;
+  for (const tensorflow::GraphDef& part : meta.partition_graphs()) {
+    for (const tensorflow::NodeDef& n : part.node()) {
+      if (n.op() == "Enter" && absl::StartsWith(n.name(), "_cloop/")) {
+        EXPECT_TRUE(control_enters.insert(n.device()).second) << n.device();
+        EXPECT_EQ(n.attr().at("frame_name").s(), "span/while_context");
+      }
+      if (n.op() != "_Recv") continue;
+      for (const std::string& in : n.input()) {
+        if (absl::StartsWith(in, "^_cloop/")) ++recvs_in_frame;
+      }
+    }
+  }
+  EXPECT_EQ(control_enters.size(), 2u);
+  EXPECT_GT(recvs_in_frame, 0);
+}
+
+TEST(LoopTest, CancellingALoopAcrossDevicesEndsIt) {
+  std::unique_ptr<DirectSession> s = NewSession(2);
+  ASSERT_TRUE(s->Create(GoldenGraph("while_v1_devices")).ok());
+  tensorflow::RunOptions opts;
+  opts.set_timeout_in_ms(200);
+  std::vector<Tensor> out;
+  const absl::Time start = absl::Now();
+  absl::Status st =
+      s->Run(opts, {{"n", Tensor::Scalar<int32_t>(INT32_MAX)}}, {"total:0"}, {}, &out, nullptr);
+  EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded) << st;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  ASSERT_TRUE(s->Run({{"n", Tensor::Scalar<int32_t>(0)}}, {"total:0"}, {}, &out).ok());
+  ExpectEqual(Tensor::Vec<float>({0, 0, 0}), out[0], "no iteration");
+}
+
+TEST(LoopTest, ConcurrentStepsOfALoopAcrossDevices) {
+  std::unique_ptr<DirectSession> s = NewSession(2);
+  ASSERT_TRUE(s->Create(GoldenGraph("while_v1_nested_devices")).ok());
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int k = 0; k < 20; ++k) {
+        const int n = (t + k) % 7;
+        std::vector<Tensor> out;
+        absl::Status st = s->Run({{"n", Tensor::Scalar<int32_t>(n)}}, {"total:0"}, {}, &out);
         int want = 0;
         for (int i = 0; i < n; ++i) {
           for (int j = 0; j < i; ++j) want += i * j;

@@ -52,8 +52,9 @@ class Partitioner {
   absl::Status AddNodeCopies();
   absl::Status ConnectEdge(const Edge* e);
   absl::StatusOr<std::string> RecvFor(const Edge* e);
-  void AddSendRecv(const Edge* e, const std::string& input, DataType type,
-                   const std::string& send_name, const std::string& recv_name);
+  // Returns the _Recv.
+  tensorflow::NodeDef* AddSendRecv(const Edge* e, const std::string& input, DataType type,
+                                   const std::string& send_name, const std::string& recv_name);
   std::string NewName(const std::string& prefix);
 
   const Graph& g_;
@@ -104,8 +105,9 @@ absl::Status Partitioner::AddNodeCopies() {
 
 // Adds a _Send of `input` (of `type`) on the source side of `e` and the
 // matching _Recv on the destination side.
-void Partitioner::AddSendRecv(const Edge* e, const std::string& input, DataType type,
-                              const std::string& send_name, const std::string& recv_name) {
+tensorflow::NodeDef* Partitioner::AddSendRecv(const Edge* e, const std::string& input,
+                                              DataType type, const std::string& send_name,
+                                              const std::string& recv_name) {
   const std::string tensor_name = absl::StrCat("edge_", e->id, "_", e->src->name());
   const std::string& send_device = DeviceOf(e->src);
   const std::string& recv_device = DeviceOf(e->dst);
@@ -131,6 +133,15 @@ void Partitioner::AddSendRecv(const Edge* e, const std::string& input, DataType 
   recv->set_device(recv_device);
   SetAttr(recv, "tensor_type", type);
   common(recv);
+  // Inside a loop spanning devices, the destination waits on its device's
+  // control loop (AddControlLoops); so does the _Recv, once per iteration.
+  for (const Edge* in : e->dst->in_edges()) {
+    if (in->IsControlEdge() && IsControlLoopMerge(*in->src) &&
+        loc_[in->src->id()] == loc_[e->dst->id()]) {
+      recv->add_input(absl::StrCat("^", in->src->name()));
+    }
+  }
+  return recv;
 }
 
 // The _Recv delivering e's source (tensor or control) to e's destination
@@ -141,12 +152,13 @@ absl::StatusOr<std::string> Partitioner::RecvFor(const Edge* e) {
   if (it != recvs_.end()) return it->second;
   const std::string& src = e->src->name();
   std::string recv_name;
+  tensorflow::NodeDef* recv = nullptr;
   if (e->IsControlEdge()) {
     tensorflow::NodeDef* dummy = parts_[loc_[e->src->id()]].add_node();
     *dummy = DummyConst(NewName(absl::StrCat(src, "/ctrl")), e->src);
     std::string send_name = NewName(src);
     recv_name = NewName(src);
-    AddSendRecv(e, dummy->name(), DT_FLOAT, send_name, recv_name);
+    recv = AddSendRecv(e, dummy->name(), DT_FLOAT, send_name, recv_name);
   } else {
     if (IsRefType(e->dst->input_type(e->dst_input))) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -156,8 +168,15 @@ absl::StatusOr<std::string> Partitioner::RecvFor(const Edge* e) {
     }
     std::string send_name = NewName(src);
     recv_name = NewName(src);
-    AddSendRecv(e, DataInput(src, e->src_output), BaseType(e->src->output_type(e->src_output)),
-                send_name, recv_name);
+    recv = AddSendRecv(e, DataInput(src, e->src_output),
+                       BaseType(e->src->output_type(e->src_output)), send_name, recv_name);
+  }
+  const int frame = frames_.frame_of[e->dst->id()];
+  if (frame > 0 && recv->input_size() == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "[Partition] while loop '", frames_.frames[frame].name, "' spans ", loc_[e->src->id()],
+        " ('", src, "') and ", loc_[e->dst->id()], " ('", e->dst->name(),
+        "') without a control loop there: run AddControlLoops before partitioning"));
   }
   recvs_.emplace(key, recv_name);
   return recv_name;
@@ -167,13 +186,6 @@ absl::Status Partitioner::ConnectEdge(const Edge* e) {
   Inputs& in = inputs_[e->dst->id()];
   const bool local = loc_[e->src->id()] == loc_[e->dst->id()];
   std::string src = e->src->name();
-  if (!local && frames_.frame_of[e->dst->id()] > 0) {
-    return absl::UnimplementedError(absl::StrCat(
-        "[Partition] while loop '", frames_.frames[frames_.frame_of[e->dst->id()]].name,
-        "' spans ", loc_[e->src->id()], " ('", e->src->name(), "') and ", loc_[e->dst->id()],
-        " ('", e->dst->name(), "'); dflow runs each loop on one device: place its nodes "
-        "together"));
-  }
   if (!local) {
     ASSIGN_OR_RETURN(src, RecvFor(e));
   }

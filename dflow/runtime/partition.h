@@ -38,11 +38,12 @@ struct PartitionOptions {
 // _Send/_Recv pair serves all consumers of a tensor at one destination; its
 // tensor_name is "edge_<edge id>_<source node>", its send/recv devices the
 // devices of the producer and of the first consumer. InvalidArgument when a
-// node has no location or device, or a ref input is fed across locations;
-// Unimplemented when a while loop's nodes (those between its Enter and Exit
-// nodes) are in more than one location.
-absl::StatusOr<std::map<std::string, tensorflow::GraphDef>> Partition(
-    const Graph& g, const PartitionOptions& opts);
+// node has no location or device, or a ref input is fed across locations.
+// A while loop may span locations once AddControlLoops (control_flow.h) gave
+// it a control loop on each device its cut edges reach: a cut edge's _Recv
+// then runs once per iteration, after the destination's control-loop Merge.
+absl::StatusOr<std::map<std::string, tensorflow::GraphDef>> Partition(const Graph& g,
+                                                                      const PartitionOptions& opts);
 
 }  // namespace dflow
 

@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "dflow/framework/attr_util.h"
 #include "dflow/framework/device_name.h"
+#include "dflow/runtime/control_flow.h"
 #include "dflow/runtime/graph_test_util.h"
 #include "dflow/runtime/placer.h"
 #include "gmock/gmock.h"
@@ -17,13 +18,13 @@
 namespace dflow {
 namespace {
 
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::UnorderedElementsAre;
 using testing_util::GraphBuilder;
 using testing_util::LocalCpu;
 using testing_util::MakeDevice;
 using testing_util::Raw;
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::UnorderedElementsAre;
 
 using Parts = std::map<std::string, tensorflow::GraphDef>;
 
@@ -290,7 +291,7 @@ TEST_F(PartitionTest, RefEdgeAcrossLocationsFails) {
   EXPECT_THAT(s.message(), HasSubstr("'v'"));
 }
 
-TEST_F(PartitionTest, LoopAcrossLocationsFailsNamingTheLoop) {
+TEST_F(PartitionTest, LoopAcrossLocationsNeedsItsControlLoops) {
   GraphBuilder b;
   b.Const("a");
   tensorflow::NodeDef* enter = b.Node("enter", "Enter", {"a"});
@@ -304,10 +305,17 @@ TEST_F(PartitionTest, LoopAcrossLocationsFailsNamingTheLoop) {
     g->FindNode(n)->set_assigned_device_name(LocalCpu(0));
   }
   g->FindNode("body")->set_assigned_device_name(LocalCpu(1));
+  // Cut inside the frame, without a control loop on CPU:1: refused.
   absl::Status s = Partition(*g, PartitionOptions()).status();
-  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
   EXPECT_THAT(s.message(), HasSubstr("'while/ctx'"));
   EXPECT_THAT(s.message(), HasSubstr("'body'"));
+  EXPECT_THAT(s.message(), HasSubstr("AddControlLoops"));
+  // A control loop needs the frame's LoopCond, which this frame lacks.
+  s = AddControlLoops(g.get());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("'while/ctx'"));
+  EXPECT_THAT(s.message(), HasSubstr("LoopCond"));
   // Edges into the loop's Enter and out of its Exit may cross devices.
   g->FindNode("body")->set_assigned_device_name(LocalCpu(0));
   g->FindNode("a")->set_assigned_device_name(LocalCpu(1));

@@ -32,7 +32,14 @@ Cases:
   while_v1_grad      tf.gradients through a TensorFlow 1.x loop (the forward values
                      kept on stacks: StackV2 / StackPushV2 / StackPopV2);
   tensor_array_v1    an RNN-style loop over TensorArrays (unstack, read, write, stack)
-                     and its gradient (TensorArrayGradV3, aggregated writes).
+                     and its gradient (TensorArrayGradV3, aggregated writes);
+  while_v1_devices   a loop whose body runs partly on a second CPU device (0, 1, 7 and
+                     1,000 iterations, 10 in parallel);
+  while_v1_nested_devices
+                     a loop in a loop, each spanning both devices;
+  while_v1_grad_devices
+                     tf.gradients through a loop whose body spans both devices.
+The *_devices cases run in a session with two CPU devices ("cpus": 2).
 
 Run: python3 tests/data/gen_control_flow_reference.py   (needs tensorflow)
 """
@@ -58,12 +65,13 @@ def value(v):
     return {"dtype": dtype, "shape": list(a.shape), "values": a.ravel().tolist()}
 
 
-def record(name, g, init, runs):
+def record(name, g, init, runs, cpus=1):
     """Runs `runs` ([(feeds, fetches, targets)]) in a fresh session of `g`."""
     with open(os.path.join(HERE, name + ".pbtxt"), "w") as f:
         f.write(text_format.MessageToString(g.as_graph_def()))
     out = []
-    with tf1.Session(graph=g) as s:
+    config = tf1.ConfigProto(device_count={"CPU": cpus})
+    with tf1.Session(graph=g, config=config) as s:
         for op in init:
             s.run(op)
         for feeds, fetches, targets in runs:
@@ -71,7 +79,10 @@ def record(name, g, init, runs):
             out.append({"feeds": {k: value(v) for k, v in feeds.items()},
                         "fetches": fetches, "targets": targets,
                         "expected": [value(v) for v in got]})
-    return {"name": name, "graph": name + ".pbtxt", "init": init, "runs": out}
+    case = {"name": name, "graph": name + ".pbtxt", "init": init, "runs": out}
+    if cpus > 1:
+        case["cpus"] = cpus
+    return case
 
 
 def cond_graph(v2):
@@ -315,6 +326,76 @@ def tensor_array_v1():
     return g, [({"x:0": xs}, ["y:0", "loss:0", "gw:0", "gx:0"], [])]
 
 
+CPU0, CPU1 = "/device:CPU:0", "/device:CPU:1"
+
+
+def while_v1_devices():
+    v1_loops()
+    g = tf.Graph()
+    with g.as_default(), tf.device(CPU0):
+        n = tf1.placeholder(tf.int32, [], name="n")
+        x = tf.constant(X, name="x")
+
+        def body(i, s):
+            with tf.device(CPU1):  # The loop variables and the invariant x cross here.
+                y = tf.tanh(s) + x * tf.cast(i, tf.float32)
+            return i + 1, y * 0.5
+
+        _, total = tf.while_loop(lambda i, s: i < n, body, [tf.constant(0), tf.zeros([3])],
+                                 name="span")
+        tf.identity(total, name="total")
+        tf.no_op(name="init")
+    return g, [({"n:0": np.int32(k)}, ["total:0"], []) for k in (0, 1, 7, 1000)]
+
+
+def while_v1_nested_devices():
+    v1_loops()
+    g = tf.Graph()
+    with g.as_default(), tf.device(CPU0):
+        n = tf1.placeholder(tf.int32, [], name="n")
+
+        def outer(i, total):
+            with tf.device(CPU1):  # The inner loop's own nodes on CPU:1 ...
+                def inner_body(j, s):
+                    with tf.device(CPU0):  # ... and its body's sum back on CPU:0.
+                        s = s + i * j
+                    return j + 1, s
+
+                _, inner = tf.while_loop(lambda j, s: j < i, inner_body, [0, 0], name="inner")
+            return i + 1, total + inner
+
+        _, total = tf.while_loop(lambda i, t: i < n, outer, [0, 0], name="outer")
+        tf.identity(total, name="total")
+        tf.no_op(name="init")
+    return g, [({"n:0": np.int32(k)}, ["total:0"], []) for k in (0, 1, 6)]
+
+
+def while_v1_grad_devices():
+    v1_loops()
+    g = tf.Graph()
+    with g.as_default(), tf.device(CPU0):
+        x = tf1.placeholder(tf.float32, [2, 3], name="x")
+        w = tf.constant(W, name="w")
+
+        def body(i, h):
+            with tf.device(CPU1):
+                # The copy keeps the matmul's saved input on its device: TensorFlow
+                # colocates a saved value's stack with both its producer and consumer.
+                z = tf.matmul(tf.identity(h), w)
+            return i + 1, tf.tanh(z)
+
+        _, h = tf.while_loop(lambda i, h: i < 4, body, [0, x], name="loop")
+        loss = tf.reduce_sum(h * h, name="loss")
+    with g.as_default():
+        # Each gradient op on its forward op's device, as multi-device TF1 models do.
+        gw, gx = tf1.gradients(loss, [w, x], colocate_gradients_with_ops=True)
+        tf.identity(gw, name="gw")
+        tf.identity(gx, name="gx")
+        tf.no_op(name="init")
+    return g, [({"x:0": X23}, ["loss:0", "gw:0", "gx:0"], []),
+               ({"x:0": -X23}, ["loss:0", "gw:0", "gx:0"], [])]
+
+
 def main():
     os.makedirs(HERE, exist_ok=True)
     cases = []
@@ -332,6 +413,10 @@ def main():
                             ("while_v1_grad", while_v1_grad()),
                             ("tensor_array_v1", tensor_array_v1())):
         cases.append(record(name, g, ["init"], runs))
+    for name, (g, runs) in (("while_v1_devices", while_v1_devices()),
+                            ("while_v1_nested_devices", while_v1_nested_devices()),
+                            ("while_v1_grad_devices", while_v1_grad_devices())):
+        cases.append(record(name, g, ["init"], runs, cpus=2))
     with open(os.path.join(HERE, "cases.json"), "w") as f:
         json.dump({"cases": cases}, f, indent=1)
     for c in cases:
