@@ -40,6 +40,12 @@ Programs:
                    trained by Adam through the loop (stacks keep the forward values)
   nested_while_v1  a loop in a loop: per time step, three inner refinement iterations
                    of the state, trained by SGD with momentum through both loops
+  rnn_model_parallel
+                   a two-layer RNN split over two workers (model parallelism, as
+                   GNMT-style programs placed layers): one tf.while_loop whose body runs
+                   layer 1 on worker 0 and layer 2 on worker 1 (locally: CPU:0 and CPU:1),
+                   each value crossing through an identity on its consumer's device,
+                   trained by Adam with colocate_gradients_with_ops
   dynamic_rnn_lstm tf.compat.v1.nn.dynamic_rnn over an LSTMCell (tf-keras), the
                    classic sequence classifier, Adam, gradient clipping by global norm
   layers_batch_norm tf.compat.v1.layers (tf-keras): conv2d, batch_normalization in
@@ -74,7 +80,8 @@ tf1.disable_v2_behavior()
 PROGRAMS = {}
 NEEDS_TF_KERAS = {"dynamic_rnn_lstm", "layers_batch_norm"}
 # Tasks per job of the cluster a program runs on, when not 1 ps + 1 worker.
-CLUSTER_SHAPES = {"word2vec": {"ps": 2, "worker": 1}}
+CLUSTER_SHAPES = {"word2vec": {"ps": 2, "worker": 1},
+                  "rnn_model_parallel": {"ps": 1, "worker": 2}}
 
 
 def placed(cluster, device=""):
@@ -443,11 +450,11 @@ def sequences(seed, examples, time_steps, features, classes):
 
 
 def sequence_model(target, graph, x, y_, x_data, y_data, steps, train_op, loss, global_step,
-                   init, batch):
+                   init, batch, config=None):
     """Trains `steps` steps in a plain Session; records loss and global step."""
     get = batches(x_data, y_data, batch)
     records = []
-    with graph.as_default(), tf1.Session(target) as sess:
+    with graph.as_default(), tf1.Session(target, config=config) as sess:
         sess.run(init)
         for i in range(steps):
             xs, ys = get(i)
@@ -530,6 +537,45 @@ def nested_while_v1(target, cluster, workdir, steps, build_only=False):
         return graph
     return sequence_model(target, graph, x, y_, x_data, y_data, steps, train_op, loss,
                           global_step, init, batch)
+
+
+@program
+def rnn_model_parallel(target, cluster, workdir, steps, build_only=False):
+    time_steps, features, hidden, classes, batch = 5, 4, 8, 3, 16
+    x_data, y_data = sequences(27, 512, time_steps, features, classes)
+    second = "/job:worker/task:1" if cluster else "/device:CPU:1"
+    graph = tf.Graph()
+    with graph.as_default():
+        tf1.set_random_seed(28)
+        with tf1.device(placed(cluster)):
+            global_step = tf1.train.get_or_create_global_step()
+            x = tf1.placeholder(tf.float32, [None, time_steps, features], name="x")
+            y_ = tf1.placeholder(tf.float32, [None, classes], name="y")
+            init_w = tf1.glorot_uniform_initializer(seed=29)
+            w1 = tf1.get_variable("layer1/w", [features + hidden, hidden], initializer=init_w)
+            w2 = tf1.get_variable("layer2/w", [2 * hidden, hidden], initializer=init_w)
+            w_out = tf1.get_variable("out/w", [hidden, classes], initializer=init_w)
+            seq = tf1.transpose(x, [1, 0, 2])
+
+            def step(t, h1, h2):
+                h1 = tf1.tanh(tf1.matmul(tf1.concat([tf1.gather(seq, t), h1], 1), w1))
+                with tf1.device(second):
+                    below, state = tf1.identity(h1), tf1.identity(h2)
+                    h2 = tf1.tanh(tf1.matmul(tf1.concat([below, state], 1), w2))
+                return t + 1, h1, h2
+
+            zeros = tf1.zeros([tf1.shape(x)[0], hidden])
+            _, _, h2 = tf1.while_loop(lambda t, a, b: t < time_steps, step, [0, zeros, zeros],
+                                      name="layers")
+            loss = tf1.reduce_mean(tf1.nn.softmax_cross_entropy_with_logits_v2(
+                labels=y_, logits=tf1.matmul(tf1.identity(h2), w_out)))
+            train_op = tf1.train.AdamOptimizer(0.01).minimize(
+                loss, global_step=global_step, colocate_gradients_with_ops=True)
+            init = tf1.global_variables_initializer()
+    if build_only:
+        return graph
+    return sequence_model(target, graph, x, y_, x_data, y_data, steps, train_op, loss,
+                          global_step, init, batch, config=session_config())
 
 
 @program
