@@ -67,7 +67,11 @@ ResourceSparseApplyCenteredRMSProp ResourceSparseApplyProximalAdagrad
 ResourceSparseApplyProximalGradientDescent ResourceSparseApplyFtrl
 ResourceSparseApplyFtrlV2 LogUniformCandidateSampler UniformCandidateSampler ComputeAccidentalHits
 SparseToDense SparseReshape SparseFillEmptyRows StringToHashBucketFast Bucketize
-VariableShape""".split()
+VariableShape
+
+EmptyTensorList TensorListReserve TensorListFromTensor TensorListStack TensorListGetItem
+TensorListSetItem TensorListPushBack TensorListPopBack TensorListLength
+TensorListElementShape""".split()
 # Functional ops: dflow lowers them into Switch/Merge and inlined bodies before
 # placement (dflow/runtime/function.h), so they have no kernel.
 LOWERED_OPS = "If StatelessIf While StatelessWhile PartitionedCall StatefulPartitionedCall".split()
