@@ -60,6 +60,11 @@ Programs:
   wide_deep        feature columns (hashed and bucketized columns in a linear model
                    trained by FTRL, an embedding column and a numeric column under a
                    dense layer trained by Adagrad), string features fed as a sparse tensor
+  while_v2         a hand-written RNN in tf.while_loop under control flow v2 (a While op,
+                   switched on while this program builds its graph only): inputs read
+                   from and per-step states written to tf.TensorArrays (TensorList ops
+                   on variant tensors), a loss on the stacked states, Adam; the gradient
+                   While pops the forward values TensorFlow accumulated in TensorLists
 
 Programs that need tf-keras (TF_USE_LEGACY_KERAS=1, set here before TensorFlow is
 imported) are listed in NEEDS_TF_KERAS; the test skips them, saying so, without it.
@@ -757,3 +762,51 @@ def wide_deep(target, cluster, workdir, steps, build_only=False):
             _, value = sess.run([train_op, loss], feed_dict=feed)
             records.append({"loss": float(value), "global_step": int(sess.run(global_step))})
     return records
+
+
+@program
+def while_v2(target, cluster, workdir, steps, build_only=False):
+    from tensorflow.python.ops import control_flow_v2_toggles as toggles
+    time_steps, features, hidden, classes, batch = 5, 4, 8, 3, 16
+    x_data, y_data = sequences(30, 512, time_steps, features, classes)
+    graph = tf.Graph()
+    was_v2 = toggles.control_flow_v2_enabled()
+    toggles.enable_control_flow_v2()
+    try:
+        with graph.as_default():
+            tf1.set_random_seed(31)
+            with tf1.device(placed(cluster)):
+                global_step = tf1.train.get_or_create_global_step()
+                x = tf1.placeholder(tf.float32, [None, time_steps, features], name="x")
+                y_ = tf1.placeholder(tf.float32, [None, classes], name="y")
+                init_w = tf1.glorot_uniform_initializer(seed=32)
+                w_in = tf1.get_variable("rnn_v2/w_in", [features, hidden], initializer=init_w)
+                w_h = tf1.get_variable("rnn_v2/w_h", [hidden, hidden], initializer=init_w)
+                b = tf1.get_variable("rnn_v2/b", [hidden],
+                                     initializer=tf1.zeros_initializer())
+                w_out = tf1.get_variable("rnn_v2/w_out", [hidden, classes], initializer=init_w)
+                inputs = tf.TensorArray(tf.float32, size=time_steps).unstack(
+                    tf1.transpose(x, [1, 0, 2]))
+                states = tf.TensorArray(tf.float32, size=time_steps)
+
+                def step(t, h, states):
+                    h = tf1.tanh(tf1.matmul(inputs.read(t), w_in) + tf1.matmul(h, w_h) + b)
+                    return t + 1, h, states.write(t, h)
+
+                h0 = tf1.zeros([tf1.shape(x)[0], hidden])
+                _, h, states = tf1.while_loop(lambda t, h, s: t < time_steps, step,
+                                              [0, h0, states])
+                logits = tf1.matmul(h + tf1.reduce_mean(states.stack(), axis=0), w_out)
+                loss = tf1.reduce_mean(tf1.nn.softmax_cross_entropy_with_logits_v2(
+                    labels=y_, logits=logits))
+                train_op = tf1.train.AdamOptimizer(0.01).minimize(loss, global_step=global_step)
+                init = tf1.global_variables_initializer()
+    finally:
+        if not was_v2:
+            toggles.disable_control_flow_v2()
+    if not any(n.op in ("While", "StatelessWhile") for n in graph.as_graph_def().node):
+        raise AssertionError("while_v2 built no While op: control flow v2 was not on")
+    if build_only:
+        return graph
+    return sequence_model(target, graph, x, y_, x_data, y_data, steps, train_op, loss,
+                          global_step, init, batch)

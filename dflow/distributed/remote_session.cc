@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "dflow/framework/status.h"
+#include "dflow/framework/variant.h"
 #include "dflow/runtime/session_util.h"
 
 namespace dflow {
@@ -74,6 +75,7 @@ absl::Status RemoteSession::Run(const tensorflow::RunOptions& options,
     req.set_session_handle(handle_);
   }
   for (const auto& [name, value] : feeds) {
+    RETURN_IF_ERROR(CheckEncodable(value, absl::StrCat("[Session] feed '", name, "'")));
     tensorflow::NamedTensorProto* f = req.add_feed();
     f->set_name(name);
     value.AsProtoTensorContent(f->mutable_tensor());

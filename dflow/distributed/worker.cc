@@ -12,6 +12,7 @@
 #include "dflow/distributed/step_rendezvous.h"
 #include "dflow/framework/cancellation.h"
 #include "dflow/framework/status.h"
+#include "dflow/framework/variant.h"
 #include "dflow/runtime/executor.h"
 #include "dflow/runtime/function.h"
 #include "dflow/runtime/graph.h"
@@ -298,6 +299,7 @@ absl::Status Worker::CollectRecvs(const tensorflow::RunGraphRequest& req, StepRe
       return absl::InvalidArgumentError(
           absl::StrCat("recv_key '", name, "' was not computed (its input was dead)"));
     }
+    RETURN_IF_ERROR(CheckEncodable(got->value, absl::StrCat("recv_key '", name, "'")));
     tensorflow::NamedTensorProto* out = resp->add_recv();
     out->set_name(name);
     got->value.AsProtoTensorContent(out->mutable_tensor());
@@ -484,9 +486,12 @@ void Worker::RecvTensorAsync(const CallOptions& opts, const tensorflow::RecvTens
   });
   DeadlineTimer* timer = timer_.get();
   rendez->RecvLocalAsync(
-      *key, [call, resp, timer](const absl::Status& s, const Tensor& value, bool dead) {
+      *key, [call, resp, timer, full_key](const absl::Status& recv_status, const Tensor& value,
+                                          bool dead) {
         if (!call->Claim()) return;
         timer->Cancel(call->timer);
+        absl::Status s = recv_status;
+        if (s.ok() && !dead) s = CheckEncodable(value, absl::StrCat("key '", full_key, "'"));
         if (s.ok()) {
           resp->is_dead = dead;
           resp->tensor = dead ? Tensor() : value;

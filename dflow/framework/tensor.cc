@@ -16,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "dflow/framework/coding.h"
 #include "dflow/framework/status.h"
+#include "dflow/framework/variant.h"
 
 namespace dflow {
 namespace {
@@ -24,6 +25,7 @@ size_t ElementBytes(DataType dtype) {
   switch (BaseType(dtype)) {
     case DT_STRING: return sizeof(std::string);
     case DT_RESOURCE: return sizeof(ResourceHandle);
+    case tensorflow::DT_VARIANT: return sizeof(Variant);
     default: return DataTypeSize(dtype);
   }
 }
@@ -167,6 +169,9 @@ TensorBuffer::TensorBuffer(DataType dtype, int64_t num_elements, bool zero_fill)
   } else if (dtype_ == DT_RESOURCE) {
     auto* p = static_cast<ResourceHandle*>(data_);
     for (int64_t i = 0; i < num_elements_; ++i) new (p + i) ResourceHandle();
+  } else if (dtype_ == tensorflow::DT_VARIANT) {
+    auto* p = static_cast<Variant*>(data_);
+    for (int64_t i = 0; i < num_elements_; ++i) new (p + i) Variant();
   } else if (zero_fill) {
     std::memset(data_, 0, bytes_);
   }
@@ -179,6 +184,9 @@ TensorBuffer::~TensorBuffer() {
   } else if (dtype_ == DT_RESOURCE) {
     auto* p = static_cast<ResourceHandle*>(data_);
     for (int64_t i = 0; i < num_elements_; ++i) p[i].~ResourceHandle();
+  } else if (dtype_ == tensorflow::DT_VARIANT) {
+    auto* p = static_cast<Variant*>(data_);
+    for (int64_t i = 0; i < num_elements_; ++i) p[i].~Variant();
   }
   LargeBufferCache::Get()->Free(data_, AllocationBytes(bytes_));
 }
@@ -304,7 +312,8 @@ void Tensor::AsProtoTensorContent(tensorflow::TensorProto* proto) const {
   proto->Clear();
   proto->set_dtype(dtype_);
   shape_.AsProto(proto->mutable_tensor_shape());
-  if (dtype_ == DT_STRING || dtype_ == DT_RESOURCE) {
+  // Variants write no values (never their bytes): see CheckEncodable.
+  if (dtype_ == DT_STRING || dtype_ == DT_RESOURCE || dtype_ == tensorflow::DT_VARIANT) {
     AsProtoField(proto);
     return;
   }
@@ -366,6 +375,8 @@ Tensor Tensor::DeepCopy() const {
   } else if (dtype_ == DT_RESOURCE) {
     std::copy_n(flat<ResourceHandle>().begin(), NumElements(),
                 t.flat<ResourceHandle>().begin());
+  } else if (dtype_ == tensorflow::DT_VARIANT) {  // Each value cloned.
+    std::copy_n(VariantData(*this), NumElements(), VariantData(t));
   } else if (TotalBytes() > 0) {
     std::memcpy(t.raw_data(), raw_data(), TotalBytes());
   }
@@ -382,6 +393,7 @@ std::string Tensor::ValueString(int64_t i) const {
     case DT_BOOL: return flat<bool>()[i] ? "true" : "false";
     case DT_STRING: return flat<std::string>()[i];
     case DT_RESOURCE: return flat<ResourceHandle>()[i].DebugString();
+    case tensorflow::DT_VARIANT: return VariantData(*this)[i].DebugString();
     default: return "?";
   }
 }

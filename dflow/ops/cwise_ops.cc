@@ -478,7 +478,7 @@ REGISTER_OP("AddN")
     .Input("inputs: N * T")
     .Output("sum: T")
     .Attr("N: int >= 1")
-    .Attr("T: {float, double, int32, int64, uint8}")
+    .Attr("T: {float, double, int32, int64, uint8, variant}")  // Variant: list_ops.cc.
     .SetShapeFn(AddNShape);
 CpuKernels<AddNOp, float, double, int32_t, int64_t, uint8_t> add_n_kernels("AddN");
 

@@ -8,6 +8,8 @@
 #include "dflow/ops/variable_ops.h"
 
 #include <algorithm>
+#include <limits>
+#include <optional>
 #include <type_traits>
 
 #include "dflow/framework/shape_inference.h"
@@ -153,6 +155,35 @@ class ReadVariableOp : public OpKernel {
 
  private:
   DataType dtype_ = DT_INVALID;
+};
+
+// --- VariableShape ---------------------------------------------------------------
+
+// The shape of the variable's value (TensorFlow's gradients of a resource
+// captured by a control flow v2 loop size their zeros with it).
+class VariableShapeOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    ASSIGN_OR_RETURN(std::shared_ptr<Var> var, LookupInitializedVar(*ctx, 0));
+    std::optional<Tensor> value = var->Snapshot();
+    if (!value) return absl::InternalError("variable lost its value");
+    const TensorShape& shape = value->shape();
+    Tensor* out = ctx->allocate_output(0, TensorShape({shape.dims()}));
+    for (int d = 0; d < shape.dims(); ++d) {
+      if (out->dtype() == DT_INT64) {
+        out->flat<int64_t>()[d] = shape.dim_size(d);
+      } else if (shape.dim_size(d) > std::numeric_limits<int32_t>::max()) {
+        return ctx->InvalidArgument("dimension ", d, " of the variable's shape ",
+                                    shape.DebugString(), " does not fit out_type int32");
+      } else {
+        out->flat<int32_t>()[d] = static_cast<int32_t>(shape.dim_size(d));
+      }
+    }
+    return absl::OkStatus();
+  }
+  bool IsExpensive() const override { return false; }
 };
 
 // --- AssignVariableOp ----------------------------------------------------------
@@ -310,6 +341,17 @@ REGISTER_KERNEL(KernelDefBuilder("ReadVariableOp")
                     .Device(kDeviceCPU)
                     .TypeConstraint("dtype", kAssignTypes),
                 ReadVariableOp);
+
+REGISTER_OP("VariableShape")
+    .Input("input: resource")
+    .Output("output: out_type")
+    .Attr("out_type: {int32, int64} = DT_INT32")
+    .SetIsStateful()
+    .SetShapeFn([](InferenceContext* c) {
+      c->set_output(0, PartialShape({kUnknownDim}));
+      return absl::OkStatus();
+    });
+REGISTER_KERNEL(KernelDefBuilder("VariableShape").Device(kDeviceCPU), VariableShapeOp);
 
 REGISTER_OP("AssignVariableOp")
     .Input("resource: resource")

@@ -161,6 +161,22 @@ TEST_F(VariableOpsTest, UninitializedReadFailsWithFailedPrecondition) {
   EXPECT_EQ(Read(w).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
+TEST_F(VariableOpsTest, VariableShapeIsTheValuesShape) {
+  Tensor h = Handle("shaped");
+  NodeDef n = Node("VariableShape", "shape", 1);
+  absl::StatusOr<std::vector<Tensor>> out = Run(n, {h});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kFailedPrecondition) << out.status();
+  ASSERT_TRUE(Assign(h, Tensor(DT_FLOAT, TensorShape({3, 2}))).ok());
+  out = Run(n, {h});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectTensorEq<int32_t>((*out)[0], {3, 2}, TensorShape({2}));
+  SetAttr(&n, "out_type", DT_INT64);
+  out = Run(n, {h});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectTensorEq<int64_t>((*out)[0], {3, 2}, TensorShape({2}));
+}
+
 TEST_F(VariableOpsTest, DestroyRemovesTheVariable) {
   Tensor h = Handle("v");
   ASSERT_TRUE(Assign(h, Tensor::Scalar<float>(1)).ok());

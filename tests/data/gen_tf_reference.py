@@ -66,7 +66,12 @@ ResourceSparseApplyAdagradV2 ResourceSparseApplyMomentum ResourceSparseApplyRMSP
 ResourceSparseApplyCenteredRMSProp ResourceSparseApplyProximalAdagrad
 ResourceSparseApplyProximalGradientDescent ResourceSparseApplyFtrl
 ResourceSparseApplyFtrlV2 LogUniformCandidateSampler UniformCandidateSampler ComputeAccidentalHits
-SparseToDense SparseReshape SparseFillEmptyRows StringToHashBucketFast Bucketize""".split()
+SparseToDense SparseReshape SparseFillEmptyRows StringToHashBucketFast Bucketize
+VariableShape
+
+EmptyTensorList TensorListReserve TensorListFromTensor TensorListStack TensorListGetItem
+TensorListSetItem TensorListPushBack TensorListPopBack TensorListLength
+TensorListElementShape""".split()
 # Functional ops: dflow lowers them into Switch/Merge and inlined bodies before
 # placement (dflow/runtime/function.h), so they have no kernel.
 LOWERED_OPS = "If StatelessIf While StatelessWhile PartitionedCall StatefulPartitionedCall".split()
