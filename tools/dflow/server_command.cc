@@ -52,6 +52,10 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> StartTaskServer(const ClusterSpec& c
   RETURN_IF_ERROR(server->Start());
   std::cout << "dflow server: " << server->task_name() << " serving " << server->target()
             << std::endl;
+  if (server->data_plane_port() != 0) {
+    std::cout << "dflow server: tensor data plane on port " << server->data_plane_port()
+              << std::endl;
+  }
   for (Device* d : server->device_mgr()->ListDevices()) {
     std::cout << "dflow server: device " << d->name() << " (incarnation " << d->incarnation() << ")"
               << std::endl;

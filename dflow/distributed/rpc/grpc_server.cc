@@ -133,6 +133,11 @@ void GrpcServer::Join() {
   mu_.Await(absl::Condition(&stopped_));
 }
 
+int GrpcServer::data_plane_port() const {
+  absl::MutexLock l(&mu_);
+  return data_plane_ != nullptr ? data_plane_->port() : 0;
+}
+
 std::string GrpcServer::target() const {
   absl::MutexLock l(&mu_);
   return absl::StrCat("grpc://", host_, ":", bound_port_ != 0 ? bound_port_ : port_);

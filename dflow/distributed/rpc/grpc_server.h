@@ -61,6 +61,8 @@ class GrpcServer {
   // "grpc://host:port" of this task, with the bound port once started.
   std::string target() const;
   int bound_port() const;
+  // The port of this task's tensor data plane once started; 0 when it has none.
+  int data_plane_port() const;
   // "/job:worker/replica:0/task:0"
   const std::string& task_name() const { return task_name_; }
 
