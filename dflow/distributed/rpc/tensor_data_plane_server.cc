@@ -328,17 +328,19 @@ class DataPlaneServer::Loop {
               nullptr, now);
       return;
     }
-    // The deadline is kept here, not by the worker: its timer thread would
-    // wake twice per call (schedule, cancel).
-    c->call_deadline = absl::InfiniteFuture();
+    // The worker answers at the deadline (or its default when none); the loop
+    // gives up a second later should that answer not come.
+    CallOptions opts;
     if (timeout_us != std::numeric_limits<uint64_t>::max()) {
-      c->call_deadline = now + absl::Microseconds(static_cast<int64_t>(
-                                   std::min<uint64_t>(timeout_us, uint64_t{1} << 50)));
+      opts.deadline = now + absl::Microseconds(static_cast<int64_t>(
+                                std::min<uint64_t>(timeout_us, uint64_t{1} << 50)));
     }
+    c->call_deadline = opts.deadline == absl::InfiniteFuture() ? absl::InfiniteFuture()
+                                                               : opts.deadline + absl::Seconds(1);
     c->state = State::kWaiting;
     c->call = call;
     SetEvents(c, EPOLLIN | EPOLLRDHUP);
-    server_->worker_->RecvTensorAsync({}, &call->req, &call->result,
+    server_->worker_->RecvTensorAsync(opts, &call->req, &call->result,
                                       [call, completions = completions_](const absl::Status& s) {
                                         call->status = s;
                                         completions->Post(call);
