@@ -586,7 +586,7 @@ void ExpectServes(DataPlaneTask& t, int64_t step) {
 
 TEST(TensorDataPlaneBoundsTest, IdleConnectionsAreClosedAsNotServed) {
   DataPlaneServer::Options options;
-  options.idle_timeout = absl::Milliseconds(300);
+  options.idle_timeout = absl::Seconds(1);
   DataPlaneTask t(options);
   ExpectServes(t, 1);  // Leaves a pooled connection, which the idle timeout closes too.
   std::vector<int> fds;
@@ -688,11 +688,7 @@ TEST(TensorDataPlaneBoundsTest, ConnectionsOverTheCapsAreRefusedAndTheCallFallsB
     EXPECT_TRUE(r.fell_back) << per_peer << ": " << r.status;
     EXPECT_GE(t.server.num_refused(), 2);
     EXPECT_EQ(t.server.num_connections(), 2);
-    // While backing off the client does not try; after the flood it serves again.
-    tensorflow::RecvTensorRequest req = t.Request(2);
-    RecvTensorResult result;
-    EXPECT_FALSE(t.client.TryRecvTensorAsync(
-        {}, &req, &result, [](const absl::Status&) {}, [] {}));
+    // After the flood (and the client's back-off) the data plane serves again.
     for (int fd : held) ::close(fd);
     ASSERT_TRUE(WaitUntil([&] { return t.server.num_connections() == 0; }));
     absl::SleepFor(absl::Milliseconds(300));  // The first back-off is 0.1 s.
