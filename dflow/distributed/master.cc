@@ -43,18 +43,47 @@ void RunOn(ThreadPool* pool, StatusCallback done, Fn fn) {
 }  // namespace
 
 Master::Master(MasterEnv env)
-    : env_(std::move(env)), pool_(std::make_unique<ThreadPool>("master", 8)) {}
+    : env_(std::move(env)), pool_(std::make_unique<ThreadPool>("master", 8)) {
+  if (env_.session_gc > absl::ZeroDuration()) {
+    collector_ = std::thread([this] { CollectIdleSessions(); });
+  }
+}
 
 Master::~Master() {
-  absl::flat_hash_map<std::string, std::shared_ptr<MasterSession>> sessions;
+  absl::flat_hash_map<std::string, Entry> sessions;
   {
     absl::MutexLock l(&mu_);
+    shutting_down_ = true;
     sessions.swap(sessions_);
   }
-  for (auto& [handle, session] : sessions) {
-    session->Close(absl::Now() + absl::Seconds(5)).IgnoreError();
+  if (collector_.joinable()) collector_.join();
+  for (auto& [handle, entry] : sessions) {
+    entry.session->Close(absl::Now() + absl::Seconds(5)).IgnoreError();
   }
   pool_.reset();  // Waits for calls in flight.
+}
+
+void Master::CollectIdleSessions() {
+  const absl::Duration period = std::min(env_.session_gc / 4, absl::Seconds(10));
+  for (;;) {
+    std::vector<std::shared_ptr<MasterSession>> idle;
+    {
+      absl::MutexLock l(&mu_);
+      if (mu_.AwaitWithTimeout(absl::Condition(&shutting_down_), period)) return;
+      const absl::Time now = absl::Now();
+      for (auto it = sessions_.begin(); it != sessions_.end();) {
+        if (now - it->second.last_used >= env_.session_gc) {
+          idle.push_back(std::move(it->second.session));
+          sessions_.erase(it++);
+        } else {
+          ++it;
+        }
+      }
+    }
+    for (const std::shared_ptr<MasterSession>& session : idle) {
+      session->Close(absl::Now() + env_.discovery_timeout).IgnoreError();
+    }
+  }
 }
 
 int Master::NumSessions() const {
@@ -62,16 +91,16 @@ int Master::NumSessions() const {
   return static_cast<int>(sessions_.size());
 }
 
-absl::StatusOr<std::shared_ptr<MasterSession>> Master::FindSession(
-    const std::string& handle) const {
+absl::StatusOr<std::shared_ptr<MasterSession>> Master::FindSession(const std::string& handle) {
   absl::MutexLock l(&mu_);
   auto it = sessions_.find(handle);
   if (it == sessions_.end()) {
-    return absl::AbortedError(absl::StrCat("session '", handle, "' is not found on ",
-                                           env_.task_name,
-                                           "; it was closed or reset, or the master restarted"));
+    return absl::AbortedError(absl::StrCat(
+        "session '", handle, "' is not found on ", env_.task_name,
+        "; it was closed, reset or unused for longer than session_gc, or the master restarted"));
   }
-  return it->second;
+  it->second.last_used = absl::Now();
+  return it->second.session;
 }
 
 // --- discovery ---------------------------------------------------------------------------
@@ -157,6 +186,13 @@ absl::StatusOr<std::vector<std::unique_ptr<Device>>> Master::DiscoverDevices(
 void Master::CreateSessionAsync(const CallOptions& opts,
                                 const tensorflow::CreateSessionRequest* req,
                                 tensorflow::CreateSessionResponse* resp, StatusCallback done) {
+  const int open = NumSessions();
+  if (open >= env_.max_sessions) {
+    return done(absl::ResourceExhaustedError(
+        absl::StrCat("[Master CreateSession] ", env_.task_name, " already has ", open,
+                     " open sessions (max_sessions ", env_.max_sessions,
+                     "); close unused ones, or let session_gc collect them")));
+  }
   RunOn(pool_.get(), std::move(done), [this, opts, req, resp](StatusCallback done) {
     const tensorflow::ConfigProto config =
         req->has_config() ? req->config() : env_.default_session_config;
@@ -173,7 +209,7 @@ void Master::CreateSessionAsync(const CallOptions& opts,
     resp->set_graph_version(0);
     {
       absl::MutexLock l(&mu_);
-      sessions_[session->handle()] = session;
+      sessions_[session->handle()] = Entry{session, absl::Now()};
     }
     done(absl::OkStatus());
   });
@@ -218,7 +254,7 @@ void Master::CloseSessionAsync(const CallOptions& opts, const tensorflow::CloseS
     absl::MutexLock l(&mu_);
     auto it = sessions_.find(req->session_handle());
     if (it != sessions_.end()) {
-      session = std::move(it->second);
+      session = std::move(it->second.session);
       sessions_.erase(it);
     }
   }
@@ -250,13 +286,13 @@ void Master::ListDevicesAsync(const CallOptions& opts, const tensorflow::ListDev
 void Master::ResetAsync(const CallOptions& opts, const tensorflow::ResetRequest* req,
                         tensorflow::ResetResponse*, StatusCallback done) {
   RunOn(pool_.get(), std::move(done), [this, opts, req](StatusCallback done) {
-    absl::flat_hash_map<std::string, std::shared_ptr<MasterSession>> sessions;
+    absl::flat_hash_map<std::string, Entry> sessions;
     {
       absl::MutexLock l(&mu_);
       sessions.swap(sessions_);
     }
     absl::Status status;
-    for (auto& [handle, session] : sessions) status.Update(session->Close(opts.deadline));
+    for (auto& [handle, entry] : sessions) status.Update(entry.session->Close(opts.deadline));
     std::vector<std::string> filters(req->device_filters().begin(), req->device_filters().end());
     absl::StatusOr<std::vector<std::string>> tasks = FilteredTasks(filters);
     if (!tasks.ok()) return done(Prefixed("Reset", tasks.status()));

@@ -3,7 +3,9 @@
 // always including this task, under a deadline) and opens a MasterSession;
 // the other calls find the session by handle and delegate to it. Reset
 // closes every session of this master and clears resource containers
-// (variables) on the tasks the filters allow.
+// (variables) on the tasks the filters allow. Sessions are bounded: at most
+// env.max_sessions, and one unused for env.session_gc is closed by a
+// collector thread (a later call on it is Aborted, as for a closed one).
 //
 // Thread-safe.
 //
@@ -16,6 +18,7 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -38,7 +41,8 @@ class Master : public MasterInterface {
   Master& operator=(const Master&) = delete;
 
   // Unavailable naming the task when a task does not answer discovery
-  // within env.discovery_timeout; InvalidArgument for a bad filter or graph.
+  // within env.discovery_timeout; InvalidArgument for a bad filter or graph;
+  // ResourceExhausted when env.max_sessions are open.
   void CreateSessionAsync(const CallOptions& opts, const tensorflow::CreateSessionRequest* req,
                           tensorflow::CreateSessionResponse* resp, StatusCallback done) override;
   // The methods below fail with Aborted for an unknown session handle (the
@@ -78,13 +82,24 @@ class Master : public MasterInterface {
       const std::vector<std::string>& filters, absl::Time deadline);
   // Tasks of the cluster that `filters` (device specs) allow; this task always.
   absl::StatusOr<std::vector<std::string>> FilteredTasks(const std::vector<std::string>& filters);
-  absl::StatusOr<std::shared_ptr<MasterSession>> FindSession(const std::string& handle) const;
+  // The session, marked used now; Aborted when unknown.
+  absl::StatusOr<std::shared_ptr<MasterSession>> FindSession(const std::string& handle);
+  // Closes the sessions unused for env_.session_gc, every so often, until
+  // the master is destroyed.
+  void CollectIdleSessions();
+
+  struct Entry {
+    std::shared_ptr<MasterSession> session;
+    absl::Time last_used;
+  };
 
   const MasterEnv env_;
   // Runs the calls that wait on workers (discovery, registration, steps).
   std::unique_ptr<ThreadPool> pool_;
   mutable absl::Mutex mu_;
-  absl::flat_hash_map<std::string, std::shared_ptr<MasterSession>> sessions_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, Entry> sessions_ ABSL_GUARDED_BY(mu_);
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread collector_;  // Runs CollectIdleSessions when env_.session_gc > 0.
 };
 
 }  // namespace dflow

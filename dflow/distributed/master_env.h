@@ -25,6 +25,12 @@ struct MasterEnv {
   tensorflow::ConfigProto default_session_config;
   // How long device discovery waits for a task's GetStatus.
   absl::Duration discovery_timeout = absl::Seconds(10);
+  // A session no call has used for this long is closed (TensorFlow's
+  // Master(env, session_gc_seconds)); checked every min(session_gc / 4,
+  // 10 s). Zero or less: never.
+  absl::Duration session_gc = absl::Hours(24);
+  // CreateSession beyond this many open sessions is ResourceExhausted.
+  int max_sessions = 1024;
 };
 
 }  // namespace dflow

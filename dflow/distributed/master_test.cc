@@ -33,7 +33,8 @@ std::string Msg(const absl::Status& s) { return std::string(s.message()); }
 // two CPUs and a Worker, and a master on /job:worker/task:0.
 class InProcessCluster {
  public:
-  InProcessCluster() {
+  // `session_gc` and `max_sessions` set the master's MasterEnv fields.
+  explicit InProcessCluster(absl::Duration session_gc = absl::Hours(24), int max_sessions = 1024) {
     WorkerOptions opts;
     opts.worker_for_task = [this](const std::string& task) { return Lookup(task); };
     Add("ps", 0, opts);
@@ -44,6 +45,8 @@ class InProcessCluster {
     for (const auto& [name, task] : tasks_) env.cluster_tasks.push_back(name);
     env.worker_for_task = [this](const std::string& task) { return Lookup(task); };
     env.discovery_timeout = absl::Seconds(5);
+    env.session_gc = session_gc;
+    env.max_sessions = max_sessions;
     master_ = std::make_shared<Master>(std::move(env));
   }
 
@@ -198,6 +201,52 @@ TEST(MasterTest, CloseFreesWorkerSessionsAndResetFreesVariables) {
   EXPECT_EQ(ps_cpu->resource_manager()->NumResources(), 0);
   EXPECT_EQ(cluster.master().NumSessions(), 0);
   EXPECT_FALSE(other->Run({}, {"y"}, {}, &out).ok());  // Reset closed it.
+}
+
+// A session no call uses for session_gc is closed (its worker sessions
+// too); one in use stays.
+TEST(MasterTest, IdleSessionsAreCollectedAfterSessionGc) {
+  InProcessCluster cluster(absl::Milliseconds(400));
+  auto idle = cluster.NewSession();
+  auto busy = cluster.NewSession();
+  ASSERT_TRUE(idle->Create(PsWorkerGraph()).ok());
+  ASSERT_TRUE(busy->Create(PsWorkerGraph()).ok());
+  ASSERT_TRUE(busy->Run({}, {}, {"init"}, nullptr).ok());
+  EXPECT_EQ(cluster.master().NumSessions(), 2);
+  const absl::Time end = absl::Now() + absl::Seconds(10);
+  std::vector<Tensor> out;
+  while (cluster.master().NumSessions() == 2 && absl::Now() < end) {
+    ASSERT_TRUE(busy->Run({}, {"y"}, {}, &out).ok());  // Keeps `busy` in use.
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_EQ(cluster.master().NumSessions(), 1);
+  absl::Status s = idle->Run({}, {"y"}, {}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  EXPECT_THAT(Msg(s), HasSubstr("session_gc"));
+  // Its worker session on the ps went with it.
+  tensorflow::RegisterGraphRequest reg;
+  reg.set_session_handle(idle->handle());
+  reg.set_create_worker_session_called(true);
+  tensorflow::RegisterGraphResponse reg_resp;
+  s = cluster.task(kPs).worker->RegisterGraph(reg, &reg_resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  EXPECT_TRUE(busy->Run({}, {"y"}, {}, &out).ok());
+}
+
+TEST(MasterTest, SessionsBeyondTheCapAreResourceExhausted) {
+  InProcessCluster cluster(absl::Hours(24), /*max_sessions=*/2);
+  auto a = cluster.NewSession();
+  auto b = cluster.NewSession();
+  ASSERT_TRUE(a->Create(PsWorkerGraph()).ok());
+  ASSERT_TRUE(b->Create(PsWorkerGraph()).ok());
+  auto c = cluster.NewSession();
+  absl::Status s = c->Create(PsWorkerGraph());
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_THAT(Msg(s), HasSubstr("max_sessions 2"));
+  ASSERT_TRUE(a->Close().ok());
+  auto d = cluster.NewSession();
+  EXPECT_TRUE(d->Create(PsWorkerGraph()).ok());  // Room again.
+  EXPECT_EQ(cluster.master().NumSessions(), 2);
 }
 
 TEST(MasterTest, UnknownSessionAndUnreachableTask) {

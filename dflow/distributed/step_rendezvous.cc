@@ -76,6 +76,11 @@ void StepRendezvous::SetDeadline(absl::Time deadline) {
   deadline_ = std::min(deadline_, deadline);
 }
 
+absl::Time StepRendezvous::deadline() const {
+  absl::MutexLock l(&mu_);
+  return deadline_;
+}
+
 void StepRendezvous::RecvRemoteAsync(const ParsedKey& key, DoneCallback done) {
   const std::string task = key.src.TaskName();
   WorkerInterface* worker = lookup_(task);

@@ -48,6 +48,8 @@ class StepRendezvous : public Rendezvous {
   // Remote receives started from now on carry the earliest deadline given
   // (plus one second of grace).
   void SetDeadline(absl::Time deadline);
+  // The earliest deadline given; InfiniteFuture when none.
+  absl::Time deadline() const;
 
   // Keys still awaited, local and remote ("<key> (from <task>)"), sorted.
   std::vector<std::string> PendingRecvKeys() const;

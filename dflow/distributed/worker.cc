@@ -73,11 +73,15 @@ Worker::Worker(DeviceMgr* devices, WorkerOptions options)
 }
 
 Worker::~Worker() {
-  absl::MutexLock l(&mu_);
-  for (auto& [id, rendez] : steps_) {
-    rendez->StartAbort(absl::CancelledError("[Worker] the worker is shutting down"));
+  absl::flat_hash_map<int64_t, Step> steps;
+  {
+    absl::MutexLock l(&mu_);
+    steps.swap(steps_);
   }
-  steps_.clear();
+  // Outside mu_: the receives this answers call RecvEnded.
+  for (auto& [id, step] : steps) {
+    step.rendez->StartAbort(absl::CancelledError("[Worker] the worker is shutting down"));
+  }
 }
 
 int Worker::NumLiveSteps() const {
@@ -242,21 +246,41 @@ void Worker::DeregisterGraphAsync(const CallOptions&, const tensorflow::Deregist
 
 // --- steps -------------------------------------------------------------------------------
 
-std::shared_ptr<StepRendezvous> Worker::FindOrCreateStep(int64_t step_id) {
+std::shared_ptr<StepRendezvous> Worker::FindOrCreateStep(int64_t step_id, StepUse use) {
   {
     absl::MutexLock l(&mu_);
     if (!cleaned_steps_.contains(step_id)) {
-      std::shared_ptr<StepRendezvous>& r = steps_[step_id];
-      if (r == nullptr) {
-        r = std::make_shared<StepRendezvous>(step_id, task_name_, options_.worker_for_task);
+      Step& step = steps_[step_id];
+      if (step.rendez == nullptr) {
+        step.rendez =
+            std::make_shared<StepRendezvous>(step_id, task_name_, options_.worker_for_task);
       }
-      return r;
+      if (use == StepUse::kRun) {
+        step.ran = true;
+      } else {
+        ++step.waiting_recvs;
+      }
+      return step.rendez;
     }
   }
   auto over = std::make_shared<StepRendezvous>(step_id, task_name_, options_.worker_for_task);
   over->StartAbort(MarkDerived(absl::AbortedError(
       absl::StrCat("[Worker] step ", step_id, " was already cleaned up on ", task_name_))));
   return over;
+}
+
+void Worker::RecvEnded(int64_t step_id, const StepRendezvous* rendez) {
+  std::shared_ptr<StepRendezvous> gone;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = steps_.find(step_id);
+    if (it == steps_.end() || it->second.rendez.get() != rendez) return;
+    if (--it->second.waiting_recvs > 0 || it->second.ran) return;
+    gone = std::move(it->second.rendez);
+    steps_.erase(it);
+  }
+  gone->StartAbort(absl::DeadlineExceededError(
+      absl::StrCat("[Worker] step ", step_id, " never ran on ", task_name_)));
 }
 
 absl::Status Worker::FeedSends(const tensorflow::RunGraphRequest& req, StepRendezvous* rendez) {
@@ -328,12 +352,15 @@ void Worker::RunGraphAsync(const CallOptions& opts, const tensorflow::RunGraphRe
     fail(Prefixed("RunGraph", graph.status()));
     return;
   }
-  std::shared_ptr<StepRendezvous> rendez = FindOrCreateStep(req->step_id());
+  std::shared_ptr<StepRendezvous> rendez = FindOrCreateStep(req->step_id(), StepUse::kRun);
   if (absl::Status over = rendez->aborted(); !over.ok()) {
     fail(Prefixed("RunGraph", over));
     return;
   }
-  rendez->SetDeadline(opts.deadline);
+  const absl::Time deadline = opts.deadline != absl::InfiniteFuture()
+                                  ? opts.deadline
+                                  : absl::Now() + options_.default_timeout;
+  rendez->SetDeadline(deadline);
   if (absl::Status s = FeedSends(*req, rendez.get()); !s.ok()) {
     rendez->StartAbort(MarkDerived(s));
     fail(Prefixed("RunGraph", s));
@@ -355,7 +382,7 @@ void Worker::RunGraphAsync(const CallOptions& opts, const tensorflow::RunGraphRe
     run->pending = n;
   }
   std::weak_ptr<RunState> weak = run;
-  run->timer = timer_->Schedule(opts.deadline, [weak, step = req->step_id()] {
+  run->timer = timer_->Schedule(deadline, [weak, step = req->step_id()] {
     std::shared_ptr<RunState> r = weak.lock();
     if (r == nullptr) return;
     const std::vector<std::string> waiting = r->rendez->PendingRecvKeys();
@@ -373,7 +400,7 @@ void Worker::RunGraphAsync(const CallOptions& opts, const tensorflow::RunGraphRe
   args.step_id = req->step_id();
   args.rendezvous = run->rendez.get();
   args.cancellation_manager = run->rendez->cancellation();
-  args.deadline = opts.deadline;
+  args.deadline = deadline;
   ThreadPool* pool = pool_;
   args.runner = [pool](std::function<void()> fn) { pool->Schedule(std::move(fn)); };
   for (const auto& exec : run->graph->executors) {
@@ -414,7 +441,7 @@ void Worker::CleanupGraphAsync(const CallOptions&, const tensorflow::CleanupGrap
     absl::MutexLock l(&mu_);
     auto it = steps_.find(req->step_id());
     if (it != steps_.end()) {
-      gone = std::move(it->second);
+      gone = std::move(it->second.rendez);
       steps_.erase(it);
     }
     if (cleaned_steps_.insert(req->step_id()).second) {
@@ -467,7 +494,10 @@ void Worker::RecvTensorAsync(const CallOptions& opts, const tensorflow::RecvTens
                                          "; the task ", task_name_, " was probably restarted")));
     return;
   }
-  std::shared_ptr<StepRendezvous> rendez = FindOrCreateStep(req->step_id());
+  std::shared_ptr<StepRendezvous> rendez = FindOrCreateStep(req->step_id(), StepUse::kRecv);
+  absl::Time deadline = opts.deadline;
+  if (deadline == absl::InfiniteFuture()) deadline = rendez->deadline();
+  if (deadline == absl::InfiniteFuture()) deadline = absl::Now() + options_.default_timeout;
   // Whoever comes first, the value or the deadline, answers.
   struct Call {
     std::atomic<bool> claimed{false};
@@ -479,26 +509,29 @@ void Worker::RecvTensorAsync(const CallOptions& opts, const tensorflow::RecvTens
   call->done = std::move(done);
   const std::string full_key = key->full_key;
   const int64_t step = req->step_id();
-  call->timer = timer_->Schedule(opts.deadline, [call, full_key, step] {
+  const StepRendezvous* step_rendez = rendez.get();
+  call->timer = timer_->Schedule(deadline, [this, call, full_key, step, step_rendez] {
     if (!call->Claim()) return;
     call->done(absl::DeadlineExceededError(
         absl::StrCat("[Worker RecvTensor] timed out waiting for '", full_key, "' of step ", step)));
+    RecvEnded(step, step_rendez);
   });
   DeadlineTimer* timer = timer_.get();
-  rendez->RecvLocalAsync(
-      *key, [call, resp, timer, full_key](const absl::Status& recv_status, const Tensor& value,
-                                          bool dead) {
-        if (!call->Claim()) return;
-        timer->Cancel(call->timer);
-        absl::Status s = recv_status;
-        if (s.ok() && !dead) s = CheckEncodable(value, absl::StrCat("key '", full_key, "'"));
-        if (s.ok()) {
-          resp->is_dead = dead;
-          resp->tensor = dead ? Tensor() : value;
-          resp->send_start_micros = absl::ToUnixMicros(absl::Now());
-        }
-        call->done(Prefixed("RecvTensor", s));
-      });
+  rendez->RecvLocalAsync(*key, [this, call, resp, timer, step, step_rendez, full_key](
+                                   const absl::Status& recv_status, const Tensor& value,
+                                   bool dead) {
+    if (!call->Claim()) return;
+    timer->Cancel(call->timer);
+    absl::Status s = recv_status;
+    if (s.ok() && !dead) s = CheckEncodable(value, absl::StrCat("key '", full_key, "'"));
+    if (s.ok()) {
+      resp->is_dead = dead;
+      resp->tensor = dead ? Tensor() : value;
+      resp->send_start_micros = absl::ToUnixMicros(absl::Now());
+    }
+    call->done(Prefixed("RecvTensor", s));
+    RecvEnded(step, step_rendez);
+  });
 }
 
 }  // namespace dflow

@@ -47,6 +47,10 @@ struct WorkerOptions {
   std::function<WorkerInterface*(const std::string& task_name)> worker_for_task;
   // Runs kernels. Null: the worker makes its own pool.
   ThreadPool* inter_op_pool = nullptr;
+  // RunGraph and RecvTensor calls that carry no deadline (TensorFlow's would
+  // wait forever) get one this far out; a RecvTensor gets its step's
+  // deadline instead when the step has one here.
+  absl::Duration default_timeout = absl::Hours(1);
 };
 
 class Worker : public WorkerInterface {
@@ -87,9 +91,9 @@ class Worker : public WorkerInterface {
                             StatusCallback done) override;
   // The first failing executor cancels the others; the error returned is the
   // root cause ("[node 'x' (Op)] ..."), not a cancellation it caused. At
-  // opts.deadline the step is aborted with DeadlineExceeded naming the keys
-  // still awaited. Malformed keys and undecodable tensors are InvalidArgument;
-  // a recv_key the step did not produce is InvalidArgument naming it. With
+  // opts.deadline (options.default_timeout when none) the step is aborted
+  // with DeadlineExceeded naming the keys still awaited. Malformed keys and undecodable tensors are
+  // InvalidArgument; a recv_key the step did not produce is InvalidArgument naming it. With
   // store_errors_in_response_body the error goes into the response instead.
   void RunGraphAsync(const CallOptions& opts, const tensorflow::RunGraphRequest* req,
                      tensorflow::RunGraphResponse* resp, StatusCallback done) override;
@@ -105,7 +109,9 @@ class Worker : public WorkerInterface {
   // result shares the sent tensor's buffer (no copy).
   // InvalidArgument for a malformed key or a source device not on this task;
   // Aborted when the key's source incarnation is not the device's (the task
-  // restarted); DeadlineExceeded at opts.deadline.
+  // restarted); DeadlineExceeded at opts.deadline (when none: the step's, or
+  // options.default_timeout). The state of a step that never ran here goes
+  // when its last RecvTensor is answered.
   void RecvTensorAsync(const CallOptions& opts, const tensorflow::RecvTensorRequest* req,
                        RecvTensorResult* resp, StatusCallback done) override;
 
@@ -116,6 +122,12 @@ class Worker : public WorkerInterface {
   struct GraphItem;
   struct Session;
   struct RunState;
+  struct Step {
+    std::shared_ptr<StepRendezvous> rendez;
+    bool ran = false;       // A RunGraph of the step came.
+    int waiting_recvs = 0;  // Its RecvTensor calls not answered yet.
+  };
+  enum class StepUse { kRun, kRecv };
 
   absl::StatusOr<std::shared_ptr<Session>> FindSession(const std::string& handle,
                                                        bool create_called) const;
@@ -123,7 +135,10 @@ class Worker : public WorkerInterface {
                                                              bool create_called,
                                                              const std::string& graph) const;
   absl::StatusOr<std::shared_ptr<GraphItem>> BuildGraph(const tensorflow::GraphDef& def);
-  std::shared_ptr<StepRendezvous> FindOrCreateStep(int64_t step_id);
+  std::shared_ptr<StepRendezvous> FindOrCreateStep(int64_t step_id, StepUse use);
+  // A RecvTensor of `step_id` on `rendez` was answered: forgets a step that
+  // never ran once none waits on it.
+  void RecvEnded(int64_t step_id, const StepRendezvous* rendez);
   absl::Status FeedSends(const tensorflow::RunGraphRequest& req, StepRendezvous* rendez);
   absl::Status CollectRecvs(const tensorflow::RunGraphRequest& req, StepRendezvous* rendez,
                             tensorflow::RunGraphResponse* resp);
@@ -140,7 +155,7 @@ class Worker : public WorkerInterface {
   mutable absl::Mutex mu_;
   std::shared_ptr<Session> default_session_;
   absl::flat_hash_map<std::string, std::shared_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<int64_t, std::shared_ptr<StepRendezvous>> steps_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<int64_t, Step> steps_ ABSL_GUARDED_BY(mu_);
   // The latest cleaned-up steps (at most kRememberedSteps): a RunGraph or
   // RecvTensor arriving after its step's CleanupGraph (an aborted step's
   // straggler) fails at once instead of waiting for a step that is over.

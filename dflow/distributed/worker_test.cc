@@ -256,6 +256,88 @@ TEST(WorkerTest, RecvTensorParksUntilTheSendRuns) {
   EXPECT_EQ(std::vector<float>(got_values.begin(), got_values.end()), (std::vector<float>{4, 5}));
 }
 
+// A RecvTensor for a step that never runs here: with no deadline it gets the
+// worker's default, and the step's state goes once it is answered.
+TEST(WorkerTest, RecvTensorForAStepThatNeverRunsEndsAndLeavesNoState) {
+  WorkerOptions options;
+  options.default_timeout = absl::Milliseconds(300);
+  Task t("ps", 0, 1, options);
+  const std::string dst = "/job:worker/replica:0/task:0/device:CPU:0";
+  tensorflow::RecvTensorRequest req;
+  req.set_rendezvous_key(t.Key(0, dst, "never_sent"));
+  for (const bool with_deadline : {false, true}) {
+    const CallOptions opts =
+        with_deadline ? CallOptions::WithTimeout(absl::Milliseconds(200)) : CallOptions();
+    req.set_step_id(req.step_id() + 1);
+    RecvTensorResult resp;
+    absl::Notification done;
+    absl::Status status;
+    t.worker->RecvTensorAsync(opts, &req, &resp, [&](const absl::Status& s) {
+      status = s;
+      done.Notify();
+    });
+    EXPECT_EQ(t.worker->NumLiveSteps(), 1);
+    ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+    EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+    EXPECT_THAT(Msg(status), HasSubstr("never_sent"));
+    EXPECT_EQ(t.worker->NumLiveSteps(), 0);
+  }
+}
+
+// Without a deadline a RecvTensor waits as long as its step may run, and a
+// step that did run keeps its state until CleanupGraph.
+TEST(WorkerTest, RecvTensorWithoutADeadlineTakesTheStepsAndRunGraphTheDefault) {
+  WorkerOptions options;
+  options.default_timeout = absl::Milliseconds(300);
+  Task t("ps", 0, 1, options);
+  const std::string dst = "/job:worker/replica:0/task:0/device:CPU:0";
+  Builder b;
+  b.Recv("wait", "lost_tensor", t.Cpu(0), t.Incarnation(0), t.Cpu(0), false, t.Cpu(0));
+  b.Send("s", "wait", "edge", t.Cpu(0), t.Incarnation(0), dst, false, t.Cpu(0));
+  absl::StatusOr<std::string> h = Register(t.worker.get(), b.def());
+  ASSERT_TRUE(h.ok()) << h.status();
+  tensorflow::RunGraphRequest run;
+  run.set_graph_handle(*h);
+  run.set_step_id(3);
+  tensorflow::RunGraphResponse ran;
+  absl::Notification run_done;
+  absl::Status run_status;
+  t.worker->RunGraphAsync(CallOptions::WithTimeout(absl::Seconds(2)), &run, &ran,
+                          [&](const absl::Status& s) {
+                            run_status = s;
+                            run_done.Notify();
+                          });
+  tensorflow::RecvTensorRequest req;
+  req.set_step_id(3);
+  req.set_rendezvous_key(t.Key(0, dst, "edge"));
+  RecvTensorResult resp;
+  absl::Notification done;
+  absl::Status status;
+  const absl::Time start = absl::Now();
+  t.worker->RecvTensorAsync({}, &req, &resp, [&](const absl::Status& s) {
+    status = s;
+    done.Notify();
+  });
+  // Not at the worker's 0.3 s default: the step may run for 2 s.
+  EXPECT_FALSE(done.WaitForNotificationWithTimeout(absl::Milliseconds(800)));
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(800));
+  EXPECT_FALSE(status.ok());
+  ASSERT_TRUE(run_done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_EQ(run_status.code(), absl::StatusCode::kDeadlineExceeded) << run_status;
+  EXPECT_EQ(t.worker->NumLiveSteps(), 1);  // It ran: kept for CleanupGraph.
+  tensorflow::CleanupGraphRequest cleanup;
+  cleanup.set_step_id(3);
+  tensorflow::CleanupGraphResponse cleaned;
+  ASSERT_TRUE(t.worker->CleanupGraph(cleanup, &cleaned).ok());
+  EXPECT_EQ(t.worker->NumLiveSteps(), 0);
+  // A RunGraph without a deadline ends at the worker's default.
+  run.set_step_id(4);
+  absl::Status s = t.worker->RunGraph(run, &ran);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+  EXPECT_THAT(Msg(s), HasSubstr("lost_tensor"));
+}
+
 TEST(WorkerTest, RecvTensorErrors) {
   Task t("ps", 0, 1);
   const std::string dst = "/job:worker/replica:0/task:0/device:CPU:0";
@@ -455,7 +537,8 @@ TEST(WorkerTest, CleanupEndsRemoteRecvsAndRefusesStragglers) {
   preq.set_graph_handle(*hp);
   preq.set_step_id(31);
   tensorflow::RunGraphResponse presp;
-  absl::Status s = c.ps->worker->RunGraph(preq, &presp, CallOptions::WithTimeout(absl::Seconds(30)));
+  absl::Status s =
+      c.ps->worker->RunGraph(preq, &presp, CallOptions::WithTimeout(absl::Seconds(30)));
   EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
   EXPECT_THAT(Msg(s), HasSubstr("step 31 was already cleaned up"));
   tensorflow::RecvTensorRequest rreq;

@@ -9,11 +9,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "dflow/distributed/cluster_spec.h"
+#include "dflow/distributed/rpc/grpc_server.h"
 #include "dflow/train/trainer.h"
-
-namespace dflow {
-class GrpcServer;
-}  // namespace dflow
 
 namespace dflow::cli {
 
@@ -34,7 +31,9 @@ struct ServerFlags {
   std::string cluster;  // JSON or @file; empty: TF_CONFIG
   std::string job;
   int task = -1;
-  int cpus = 1;  // CPU devices of the task
+  int cpus = 1;                       // CPU devices of the task
+  double session_gc_seconds = 86400;  // <= 0: sessions are never collected
+  int max_sessions = 1024;
 };
 
 // Serves one task of a cluster (master and worker services on its port)
@@ -43,9 +42,9 @@ absl::Status ServerCommand(const ServerFlags& flags);
 
 // Starts task `job`/`task` of `cluster` and logs its target and devices;
 // SIGTERM and SIGINT from now on go to ServeUntilSignal.
-absl::StatusOr<std::unique_ptr<GrpcServer>> StartTaskServer(const ClusterSpec& cluster,
-                                                            const std::string& job, int task,
-                                                            int cpus);
+absl::StatusOr<std::unique_ptr<GrpcServer>> StartTaskServer(
+    const ClusterSpec& cluster, const std::string& job, int task, int cpus,
+    const GrpcServer::Options& options = GrpcServer::Options());
 // Serves until SIGTERM or SIGINT, then stops the server.
 void ServeUntilSignal(GrpcServer* server);
 

@@ -99,6 +99,13 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   server_cmd->add_option("--cpus", server.cpus, "CPU devices of this task")
       ->check(CLI::PositiveNumber)->capture_default_str();
+  server_cmd->add_option("--session_gc_seconds", server.session_gc_seconds,
+                         "Close a session no call used for this long (<= 0: never), as "
+                         "TensorFlow's session_gc_seconds")
+      ->capture_default_str();
+  server_cmd->add_option("--max_sessions", server.max_sessions,
+                         "Open sessions at most; more CreateSession calls are RESOURCE_EXHAUSTED")
+      ->check(CLI::PositiveNumber)->capture_default_str();
 
   dflow::cli::ClusterFlags cluster;
   CLI::App* cluster_cmd = app.add_subcommand(

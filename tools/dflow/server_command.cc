@@ -40,7 +40,8 @@ absl::StatusOr<TfConfig> ResolveTask(const ServerFlags& flags) {
 
 absl::StatusOr<std::unique_ptr<GrpcServer>> StartTaskServer(const ClusterSpec& cluster,
                                                             const std::string& job, int task,
-                                                            int cpus) {
+                                                            int cpus,
+                                                            const GrpcServer::Options& options) {
   RETURN_IF_ERROR(ShutdownSignalFd().status());
   tensorflow::ServerDef def;
   *def.mutable_cluster() = cluster.ToClusterDef();
@@ -48,10 +49,14 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> StartTaskServer(const ClusterSpec& c
   def.set_task_index(task);
   def.set_protocol("grpc");
   (*def.mutable_default_session_config()->mutable_device_count())["CPU"] = cpus;
-  ASSIGN_OR_RETURN(std::unique_ptr<GrpcServer> server, GrpcServer::Create(def));
+  ASSIGN_OR_RETURN(std::unique_ptr<GrpcServer> server, GrpcServer::Create(def, options));
   RETURN_IF_ERROR(server->Start());
   std::cout << "dflow server: " << server->task_name() << " serving " << server->target()
             << std::endl;
+  if (server->data_plane_port() != 0) {
+    std::cout << "dflow server: tensor data plane on port " << server->data_plane_port()
+              << std::endl;
+  }
   for (Device* d : server->device_mgr()->ListDevices()) {
     std::cout << "dflow server: device " << d->name() << " (incarnation " << d->incarnation() << ")"
               << std::endl;
@@ -72,8 +77,13 @@ void ServeUntilSignal(GrpcServer* server) {
 
 absl::Status ServerCommand(const ServerFlags& flags) {
   ASSIGN_OR_RETURN(TfConfig task, ResolveTask(flags));
-  ASSIGN_OR_RETURN(std::unique_ptr<GrpcServer> server,
-                   StartTaskServer(task.cluster, task.task.job, task.task.index, flags.cpus));
+  GrpcServer::Options options;
+  options.session_gc =
+      flags.session_gc_seconds > 0 ? absl::Seconds(flags.session_gc_seconds) : absl::ZeroDuration();
+  options.max_sessions = flags.max_sessions;
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<GrpcServer> server,
+      StartTaskServer(task.cluster, task.task.job, task.task.index, flags.cpus, options));
   ServeUntilSignal(server.get());
   return absl::OkStatus();
 }

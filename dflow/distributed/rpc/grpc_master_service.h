@@ -2,7 +2,10 @@
 // "/tensorflow.MasterService/<Method>", with the callback API. Each call is
 // forwarded with the client's deadline; the master's status goes back as the
 // gRPC status. TensorFlow's own client (tf.compat.v1.Session("grpc://..."))
-// calls these methods.
+// calls these methods. Requests arrive as raw bytes and are parsed here, so a
+// request that does not parse gets INVALID_ARGUMENT naming the method
+// ("[MasterService.RunStep] request of 11 bytes does not parse as
+// tensorflow.RunStepRequest") instead of gRPC's bare UNIMPLEMENTED.
 //
 //   GrpcMasterService service(&master);
 //   builder.RegisterService(&service);
@@ -15,51 +18,49 @@
 
 namespace dflow {
 
-class GrpcMasterService final : public tensorflow::MasterService::CallbackService {
+namespace internal {
+using RawMasterService = tensorflow::MasterService::WithRawCallbackMethod_CreateSession<
+    tensorflow::MasterService::WithRawCallbackMethod_ExtendSession<
+        tensorflow::MasterService::WithRawCallbackMethod_PartialRunSetup<
+            tensorflow::MasterService::WithRawCallbackMethod_RunStep<
+                tensorflow::MasterService::WithRawCallbackMethod_CloseSession<
+                    tensorflow::MasterService::WithRawCallbackMethod_ListDevices<
+                        tensorflow::MasterService::WithRawCallbackMethod_Reset<
+                            tensorflow::MasterService::WithRawCallbackMethod_MakeCallable<
+                                tensorflow::MasterService::WithRawCallbackMethod_RunCallable<
+                                    tensorflow::MasterService::
+                                        WithRawCallbackMethod_ReleaseCallable<
+                                            tensorflow::MasterService::CallbackService>>>>>>>>>>;
+}  // namespace internal
+
+class GrpcMasterService final : public internal::RawMasterService {
  public:
   // `master` (not owned) must outlive the server hosting this service.
   explicit GrpcMasterService(MasterInterface* master) : master_(master) {}
   GrpcMasterService(const GrpcMasterService&) = delete;
   GrpcMasterService& operator=(const GrpcMasterService&) = delete;
 
-  grpc::ServerUnaryReactor* CreateSession(grpc::CallbackServerContext* ctx,
-                                          const tensorflow::CreateSessionRequest* req,
-                                          tensorflow::CreateSessionResponse* resp) override;
-  grpc::ServerUnaryReactor* ExtendSession(grpc::CallbackServerContext* ctx,
-                                          const tensorflow::ExtendSessionRequest* req,
-                                          tensorflow::ExtendSessionResponse* resp) override;
-  grpc::ServerUnaryReactor* PartialRunSetup(grpc::CallbackServerContext* ctx,
-                                            const tensorflow::PartialRunSetupRequest* req,
-                                            tensorflow::PartialRunSetupResponse* resp) override;
-  grpc::ServerUnaryReactor* RunStep(grpc::CallbackServerContext* ctx,
-                                    const tensorflow::RunStepRequest* req,
-                                    tensorflow::RunStepResponse* resp) override;
-  grpc::ServerUnaryReactor* CloseSession(grpc::CallbackServerContext* ctx,
-                                         const tensorflow::CloseSessionRequest* req,
-                                         tensorflow::CloseSessionResponse* resp) override;
-  grpc::ServerUnaryReactor* ListDevices(grpc::CallbackServerContext* ctx,
-                                        const tensorflow::ListDevicesRequest* req,
-                                        tensorflow::ListDevicesResponse* resp) override;
-  grpc::ServerUnaryReactor* Reset(grpc::CallbackServerContext* ctx,
-                                  const tensorflow::ResetRequest* req,
-                                  tensorflow::ResetResponse* resp) override;
-  grpc::ServerUnaryReactor* MakeCallable(grpc::CallbackServerContext* ctx,
-                                         const tensorflow::MakeCallableRequest* req,
-                                         tensorflow::MakeCallableResponse* resp) override;
-  grpc::ServerUnaryReactor* RunCallable(grpc::CallbackServerContext* ctx,
-                                        const tensorflow::RunCallableRequest* req,
-                                        tensorflow::RunCallableResponse* resp) override;
-  grpc::ServerUnaryReactor* ReleaseCallable(grpc::CallbackServerContext* ctx,
-                                            const tensorflow::ReleaseCallableRequest* req,
-                                            tensorflow::ReleaseCallableResponse* resp) override;
+  using Ctx = grpc::CallbackServerContext;
+  using Bytes = grpc::ByteBuffer;
+  grpc::ServerUnaryReactor* CreateSession(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  grpc::ServerUnaryReactor* ExtendSession(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  grpc::ServerUnaryReactor* PartialRunSetup(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  grpc::ServerUnaryReactor* RunStep(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  grpc::ServerUnaryReactor* CloseSession(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  grpc::ServerUnaryReactor* ListDevices(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  grpc::ServerUnaryReactor* Reset(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  grpc::ServerUnaryReactor* MakeCallable(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  grpc::ServerUnaryReactor* RunCallable(Ctx* ctx, const Bytes* req, Bytes* resp) override;
+  grpc::ServerUnaryReactor* ReleaseCallable(Ctx* ctx, const Bytes* req, Bytes* resp) override;
 
  private:
   template <typename Req, typename Resp>
   using Method = void (MasterInterface::*)(const CallOptions&, const Req*, Resp*, StatusCallback);
 
-  // Runs `method` on the master and finishes the call when it is done.
+  // Parses the request, runs `method` on the master and finishes the call
+  // with the serialized response when it is done.
   template <typename Req, typename Resp>
-  grpc::ServerUnaryReactor* Forward(grpc::CallbackServerContext* ctx, const Req* req, Resp* resp,
+  grpc::ServerUnaryReactor* Forward(const char* name, Ctx* ctx, const Bytes* req, Bytes* resp,
                                     Method<Req, Resp> method);
 
   MasterInterface* const master_;  // Not owned.

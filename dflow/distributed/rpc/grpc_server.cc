@@ -33,7 +33,8 @@ bool IsLoopback(const std::string& host) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(const tensorflow::ServerDef& def) {
+absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(const tensorflow::ServerDef& def,
+                                                               const Options& options) {
   ASSIGN_OR_RETURN(ClusterSpec cluster, ClusterSpec::FromClusterDef(def.cluster()));
   if (!cluster.HasJob(def.job_name())) {
     return absl::InvalidArgumentError(absl::StrCat("[Server] job '", def.job_name(),
@@ -69,6 +70,8 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(const tensorflow:
   }
   env.worker_for_task = worker_for_task;
   env.default_session_config = def.default_session_config();
+  env.session_gc = options.session_gc;
+  env.max_sessions = options.max_sessions;
   server->master_ = std::make_unique<Master>(std::move(env));
   server->worker_service_ = std::make_unique<GrpcWorkerService>(server->worker_.get());
   server->master_service_ = std::make_unique<GrpcMasterService>(server->master_.get());
@@ -131,6 +134,11 @@ void GrpcServer::Stop() {
 void GrpcServer::Join() {
   absl::MutexLock l(&mu_);
   mu_.Await(absl::Condition(&stopped_));
+}
+
+int GrpcServer::data_plane_port() const {
+  absl::MutexLock l(&mu_);
+  return data_plane_ != nullptr ? data_plane_->port() : 0;
 }
 
 std::string GrpcServer::target() const {

@@ -37,10 +37,21 @@ class GrpcWorkerService;
 
 class GrpcServer {
  public:
+  // What ServerDef does not carry (TensorFlow passes session_gc_seconds to
+  // its Master beside the ServerDef, too).
+  struct Options {
+    absl::Duration session_gc = absl::Hours(24);  // MasterEnv::session_gc.
+    int max_sessions = 1024;                      // MasterEnv::max_sessions.
+  };
+
   // Checks `def` (its job and task are in its cluster, addresses are
   // "host:port") and builds the task's devices, worker and master; nothing
   // listens yet. InvalidArgument naming what is wrong.
-  static absl::StatusOr<std::unique_ptr<GrpcServer>> Create(const tensorflow::ServerDef& def);
+  static absl::StatusOr<std::unique_ptr<GrpcServer>> Create(const tensorflow::ServerDef& def,
+                                                            const Options& options);
+  static absl::StatusOr<std::unique_ptr<GrpcServer>> Create(const tensorflow::ServerDef& def) {
+    return Create(def, Options());
+  }
   ~GrpcServer();  // Stops.
   GrpcServer(const GrpcServer&) = delete;
   GrpcServer& operator=(const GrpcServer&) = delete;
@@ -61,6 +72,8 @@ class GrpcServer {
   // "grpc://host:port" of this task, with the bound port once started.
   std::string target() const;
   int bound_port() const;
+  // The port of this task's tensor data plane once started; 0 when it has none.
+  int data_plane_port() const;
   // "/job:worker/replica:0/task:0"
   const std::string& task_name() const { return task_name_; }
 

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <deque>
 #include <limits>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -38,12 +39,11 @@ bool DataPlaneEnabledByEnv() {
   return v == nullptr || std::string(v) != "0";
 }
 
+namespace data_plane {
+
 namespace {
-
-using data_plane::RequestHeader;
-
 constexpr int kSocketBufferBytes = 4 << 20;
-using data_plane::ResponseHeader;
+}  // namespace
 
 // A whole MiB-sized tensor fits in the socket buffers, so the sender writes it
 // without waiting for the receiver's window (rpc_bench, 1 MiB: ~0.8 -> ~0.95
@@ -78,45 +78,12 @@ void ConfigureSocket(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
 }
 
-// --- Blocking I/O (sender; Stop's shutdown() wakes it) ----------------------------------
+}  // namespace data_plane
 
-bool ReadFull(int fd, void* buf, size_t n) {
-  char* p = static_cast<char*>(buf);
-  while (n > 0) {
-    ssize_t r = ::recv(fd, p, n, 0);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    p += r;
-    n -= static_cast<size_t>(r);
-  }
-  return true;
-}
+namespace {
 
-// Sends every iovec (modified in place).
-bool SendAllV(int fd, iovec* iov, int count) {
-  while (count > 0) {
-    if (iov->iov_len == 0) {
-      ++iov, --count;
-      continue;
-    }
-    msghdr msg{};
-    msg.msg_iov = iov;
-    msg.msg_iovlen = static_cast<size_t>(std::min(count, 64));
-    ssize_t w = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    size_t done = static_cast<size_t>(w);
-    while (count > 0 && done >= iov->iov_len) {
-      done -= iov->iov_len;
-      ++iov, --count;
-    }
-    if (count > 0) {
-      iov->iov_base = static_cast<char*>(iov->iov_base) + done;
-      iov->iov_len -= done;
-    }
-  }
-  return true;
-}
+using data_plane::RequestHeader;
+using data_plane::ResponseHeader;
 
 // --- Non-blocking I/O with a deadline (receiver) ----------------------------------------
 
@@ -226,7 +193,7 @@ int Connect(const std::string& host, int port, absl::Time deadline) {
   }
   int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return -1;
-  SetBufferSize(fd, SO_RCVBUF);  // Before connect: it sets the window scale.
+  data_plane::SetBufferSize(fd, SO_RCVBUF);  // Before connect: it sets the window scale.
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0) {
     if (errno != EINPROGRESS) {
       ::close(fd);
@@ -242,7 +209,7 @@ int Connect(const std::string& host, int port, absl::Time deadline) {
       return -1;
     }
   }
-  ConfigureSocket(fd);
+  data_plane::ConfigureSocket(fd);
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL, 0) & ~O_NONBLOCK);  // See SetTimeouts.
   return fd;
 }
@@ -297,225 +264,7 @@ class CallThreads {
   int idle_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-// --- Sender -----------------------------------------------------------------------------
-
-// One RecvTensor the sender waits for; shared with the worker's callback, so
-// the connection may give up on it first.
-struct ServerCall {
-  ~ServerCall() {
-    if (efd >= 0) ::close(efd);
-  }
-  tensorflow::RecvTensorRequest req;
-  RecvTensorResult result;
-  int efd = -1;
-  absl::Mutex mu;
-  bool done ABSL_GUARDED_BY(mu) = false;
-  bool waiting ABSL_GUARDED_BY(mu) = false;  // The connection polls efd.
-  absl::Status status ABSL_GUARDED_BY(mu);
-};
-
-bool SendStatus(int fd, const absl::Status& s) {
-  std::string msg(s.message().substr(0, data_plane::kMaxMessageBytes));
-  ResponseHeader h{data_plane::kResponseMagic,
-                   data_plane::kStatus,
-                   0,
-                   static_cast<uint32_t>(s.code()),
-                   0,
-                   msg.size()};
-  iovec iov[2] = {{&h, sizeof(h)}, {msg.data(), msg.size()}};
-  return SendAllV(fd, iov, 2);
-}
-
-bool SendResult(int fd, const RecvTensorResult& r) {
-  ResponseHeader h{data_plane::kResponseMagic, data_plane::kDead, r.send_start_micros, 0, 0, 0};
-  if (r.is_dead) {
-    iovec iov[1] = {{&h, sizeof(h)}};
-    return SendAllV(fd, iov, 1);
-  }
-  const Tensor& t = r.tensor;
-  if (t.dtype() == DT_STRING || t.dtype() == DT_RESOURCE) {
-    tensorflow::TensorProto proto;
-    t.AsProtoTensorContent(&proto);
-    std::string bytes = proto.SerializeAsString();
-    h.kind = data_plane::kProto;
-    h.bytes = bytes.size();
-    iovec iov[2] = {{&h, sizeof(h)}, {bytes.data(), bytes.size()}};
-    return SendAllV(fd, iov, 2);
-  }
-  std::vector<int64_t> dims(t.dims());
-  for (int d = 0; d < t.dims(); ++d) dims[d] = t.dim_size(d);
-  h.kind = data_plane::kTensor;
-  h.a = static_cast<uint32_t>(t.dtype());
-  h.b = static_cast<uint32_t>(dims.size());
-  h.bytes = t.TotalBytes();
-  iovec iov[3] = {{&h, sizeof(h)},
-                  {dims.data(), dims.size() * sizeof(int64_t)},
-                  {t.raw_data(), h.bytes}};  // Straight from the tensor's buffer.
-  return SendAllV(fd, iov, 3);
-}
-
 }  // namespace
-
-DataPlaneServer::DataPlaneServer(WorkerInterface* worker, int max_connections)
-    : worker_(worker), max_connections_(max_connections) {}
-
-DataPlaneServer::~DataPlaneServer() { Stop(); }
-
-absl::Status DataPlaneServer::Start(const std::string& bind_host) {
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  if (inet_pton(AF_INET, bind_host.c_str(), &addr.sin_addr) != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("[DataPlane] cannot listen on '", bind_host, "': not an IPv4 address"));
-  }
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  socklen_t len = sizeof(addr);
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      ::listen(fd, 128) != 0 || getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    const int err = errno;
-    if (fd >= 0) ::close(fd);
-    return absl::UnavailableError(
-        absl::StrCat("[DataPlane] cannot listen on ", bind_host, ": ", std::strerror(err)));
-  }
-  absl::MutexLock l(&mu_);
-  if (stopped_ || listen_fd_ >= 0) {
-    ::close(fd);
-    return absl::FailedPreconditionError("[DataPlane] already started or stopped");
-  }
-  listen_fd_ = fd;
-  port_ = ntohs(addr.sin_port);
-  accept_thread_ = std::thread([this] { AcceptLoop(); });
-  return absl::OkStatus();
-}
-
-void DataPlaneServer::Stop() {
-  {
-    absl::MutexLock l(&mu_);
-    if (stopped_) return;
-    stopped_ = true;
-    for (auto& [fd, thread] : connections_) ::shutdown(fd, SHUT_RDWR);
-  }
-  if (accept_thread_.joinable()) accept_thread_.join();  // Polls stopped_.
-  std::vector<std::thread> threads;
-  {
-    absl::MutexLock l(&mu_);
-    mu_.Await(absl::Condition(
-        +[](absl::flat_hash_map<int, std::thread>* c) { return c->empty(); }, &connections_));
-    threads = std::move(finished_);
-    finished_.clear();
-  }
-  for (std::thread& t : threads) t.join();
-  if (listen_fd_ >= 0) ::close(listen_fd_);
-  listen_fd_ = -1;
-}
-
-void DataPlaneServer::ReapFinished() {
-  for (std::thread& t : finished_) t.join();  // Each has only its return left.
-  finished_.clear();
-}
-
-void DataPlaneServer::AcceptLoop() {
-  for (;;) {
-    {
-      absl::MutexLock l(&mu_);
-      if (stopped_) return;
-      ReapFinished();
-    }
-    pollfd p{listen_fd_, POLLIN, 0};
-    if (::poll(&p, 1, 100) <= 0) continue;
-    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno == EMFILE || errno == ENFILE) absl::SleepFor(absl::Milliseconds(10));
-      continue;
-    }
-    absl::MutexLock l(&mu_);
-    if (stopped_ || connections_.size() >= static_cast<size_t>(max_connections_)) {
-      ::close(fd);
-      continue;
-    }
-    ConfigureSocket(fd);
-    SetBufferSize(fd, SO_SNDBUF);
-    // A receiver that stops reading for a minute mid-tensor loses its connection.
-    timeval send_timeout{60, 0};
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof(send_timeout));
-    // The thread's epilogue takes mu_, so it finds its entry in place.
-    connections_[fd] = std::thread([this, fd] {
-      ServeConnection(fd);
-      absl::MutexLock l(&mu_);
-      auto it = connections_.find(fd);
-      finished_.push_back(std::move(it->second));
-      connections_.erase(it);
-      ::close(fd);  // Under mu_: Stop never shuts down a reused descriptor.
-    });
-  }
-}
-
-void DataPlaneServer::ServeConnection(int fd) {
-  for (;;) {
-    RequestHeader h;
-    if (!ReadFull(fd, &h, sizeof(h))) return;
-    if (h.magic != data_plane::kRequestMagic || h.request_bytes > data_plane::kMaxRequestBytes) {
-      return;  // Not our protocol: close.
-    }
-    std::string bytes(h.request_bytes, '\0');
-    if (!ReadFull(fd, bytes.data(), bytes.size())) return;
-    auto call = std::make_shared<ServerCall>();
-    if (!call->req.ParseFromString(bytes)) {
-      if (!SendStatus(fd, absl::InvalidArgumentError(absl::StrCat(
-                              "[DataPlane RecvTensor] request of ", bytes.size(),
-                              " bytes does not parse as tensorflow.RecvTensorRequest")))) {
-        return;
-      }
-      continue;
-    }
-    // The deadline is kept here, not by the worker: its timer thread would wake
-    // twice per call (schedule, cancel). Either way a parked call that times out
-    // stays registered with the step's rendezvous until the tensor or cleanup.
-    absl::Time deadline = absl::InfiniteFuture();
-    if (h.timeout_us != std::numeric_limits<uint64_t>::max()) {
-      deadline = absl::Now() + absl::Microseconds(static_cast<int64_t>(
-                                   std::min<uint64_t>(h.timeout_us, uint64_t{1} << 50)));
-    }
-    worker_->RecvTensorAsync({}, &call->req, &call->result, [call](const absl::Status& s) {
-      absl::MutexLock l(&call->mu);
-      call->status = s;
-      call->done = true;
-      if (call->waiting) {
-        const uint64_t one = 1;
-        (void)!::write(call->efd, &one, sizeof(one));
-      }
-    });
-    // Wait for the tensor (when it was not there already) until the deadline;
-    // the receiver hanging up (or Stop) abandons the call.
-    bool timed_out = false;
-    for (;;) {
-      {
-        absl::MutexLock l(&call->mu);
-        if (call->done) break;
-        if (call->efd < 0) call->efd = ::eventfd(0, EFD_CLOEXEC);
-        if (call->efd < 0) return;
-        call->waiting = true;
-      }
-      if (absl::Now() >= deadline) {
-        timed_out = true;
-        break;
-      }
-      pollfd p[2] = {{call->efd, POLLIN, 0}, {fd, POLLIN | POLLRDHUP, 0}};
-      if (::poll(p, 2, PollTimeoutMs(deadline)) < 0 && errno != EINTR) return;
-      if (p[1].revents != 0) return;  // Hung up, stopped, or bytes out of turn.
-    }
-    absl::Status status;
-    if (timed_out) {
-      status = absl::DeadlineExceededError(
-          absl::StrCat("[Worker RecvTensor] timed out waiting for '", call->req.rendezvous_key(),
-                       "' of step ", call->req.step_id()));
-    } else {
-      absl::MutexLock l(&call->mu);
-      status = call->status;
-    }
-    if (!(status.ok() ? SendResult(fd, call->result) : SendStatus(fd, status))) return;
-  }
-}
 
 // --- Receiver ---------------------------------------------------------------------------
 
@@ -554,6 +303,17 @@ struct DataPlaneClient::State {
     absl::MutexLock l(&mu);
     connect_failures = 0;
   }
+  // The peer answered "not served" on a fresh connection (it is at its
+  // connection caps): gRPC only for a back-off that doubles while it lasts.
+  void Refused() {
+    absl::MutexLock l(&mu);
+    retry_after = absl::Now() + backoff;
+    backoff = std::min(backoff * 2, kMaxBackoff);
+  }
+  void Served() {
+    absl::MutexLock l(&mu);
+    backoff = kMinBackoff;
+  }
 
   absl::Status Annotate(const absl::Status& s) const {
     if (s.ok()) return s;
@@ -565,19 +325,23 @@ struct DataPlaneClient::State {
     return a;
   }
 
-  // One call on `fd`; *reusable says whether the connection may serve another.
   // One call on `fd` whose first `sent` bytes of `frame` are already sent;
-  // *reusable says whether the connection may serve another call, *sent_all
-  // whether the whole request went out.
+  // *reusable says whether the connection may serve another call,
+  // *unserved whether the sender surely did not take the call (it answered
+  // "not served", or the request did not all go out), so it may go elsewhere.
   absl::Status Call(int fd, absl::Time deadline, const std::string& frame, size_t sent,
-                    RecvTensorResult* resp, bool* reusable, bool* sent_all) {
+                    RecvTensorResult* resp, bool* reusable, bool* unserved) {
     *reusable = false;
-    *sent_all = false;
+    *unserved = true;
     SetTimeouts(fd, deadline);
     RETURN_IF_ERROR(SendAll(fd, frame.data() + sent, frame.size() - sent, deadline));
-    *sent_all = true;
+    *unserved = false;
     ResponseHeader h;
     RETURN_IF_ERROR(RecvAll(fd, &h, sizeof(h), deadline));
+    if (h.magic == data_plane::kResponseMagic && h.kind == data_plane::kNotServed) {
+      *unserved = true;
+      return absl::UnavailableError("the tensor data plane did not serve the call");
+    }
     if (h.magic != data_plane::kResponseMagic) {
       return absl::InvalidArgumentError(
           "[RecvTensor] the tensor data plane response does not start with its magic number");
@@ -682,6 +446,10 @@ struct DataPlaneClient::State {
   int connect_failures ABSL_GUARDED_BY(mu) = 0;
   int in_flight ABSL_GUARDED_BY(mu) = 0;
   std::vector<int> idle ABSL_GUARDED_BY(mu);
+  static constexpr absl::Duration kMinBackoff = absl::Milliseconds(100);
+  static constexpr absl::Duration kMaxBackoff = absl::Seconds(10);
+  absl::Time retry_after ABSL_GUARDED_BY(mu) = absl::InfinitePast();
+  absl::Duration backoff ABSL_GUARDED_BY(mu) = kMinBackoff;
 };
 
 DataPlaneClient::DataPlaneClient(std::string peer_name, bool enabled)
@@ -722,9 +490,11 @@ bool DataPlaneClient::TryRecvTensorAsync(const CallOptions& opts,
                                          std::function<void()> fallback) {
   std::string host;
   int port = 0;
+  const std::string request_bytes = req->SerializeAsString();
   {
     absl::MutexLock l(&state_->mu);
-    if (!state_->enabled || state_->phase != State::kReady || state_->in_flight >= kMaxInFlight) {
+    if (!state_->enabled || state_->phase != State::kReady || state_->in_flight >= kMaxInFlight ||
+        absl::Now() < state_->retry_after || request_bytes.size() > data_plane::kMaxRequestBytes) {
       return false;
     }
     ++state_->in_flight;
@@ -732,7 +502,6 @@ bool DataPlaneClient::TryRecvTensorAsync(const CallOptions& opts,
     port = state_->port;
   }
   // The request frame; the deadline travels as the time left.
-  const std::string request_bytes = req->SerializeAsString();
   RequestHeader rq{data_plane::kRequestMagic, static_cast<uint32_t>(request_bytes.size()),
                    std::numeric_limits<uint64_t>::max()};
   if (opts.deadline != absl::InfiniteFuture()) {
@@ -765,11 +534,14 @@ bool DataPlaneClient::TryRecvTensorAsync(const CallOptions& opts,
       --state->in_flight;
     };
     absl::Status status;
-    bool reusable = false, sent_all = false;
+    bool reusable = false, unserved = false;
+    auto elsewhere = [&] {  // The call may go elsewhere: it was surely not served.
+      return unserved && status.code() != absl::StatusCode::kDeadlineExceeded;
+    };
     if (fd >= 0) {
-      status = state->Call(fd, deadline, frame, sent, resp, &reusable, &sent_all);
-      if (!sent_all && sent == 0 && status.code() == absl::StatusCode::kUnavailable) {
-        ::close(fd);  // A stale pooled connection: nothing was sent, try a fresh one.
+      status = state->Call(fd, deadline, frame, sent, resp, &reusable, &unserved);
+      if (elsewhere()) {
+        ::close(fd);  // A stale or idle-closed pooled connection: try a fresh one.
         fd = -1;
       }
     }
@@ -782,8 +554,16 @@ bool DataPlaneClient::TryRecvTensorAsync(const CallOptions& opts,
         return;
       }
       state->Connected();
-      status = state->Call(fd, deadline, frame, 0, resp, &reusable, &sent_all);
+      status = state->Call(fd, deadline, frame, 0, resp, &reusable, &unserved);
+      if (elsewhere()) {  // Refused (the peer's connection caps): gRPC serves it.
+        ::close(fd);
+        state->Refused();
+        finish();
+        fallback();
+        return;
+      }
     }
+    if (status.ok()) state->Served();
     if (reusable) {
       state->GiveBack(fd);
     } else {

@@ -18,7 +18,7 @@
 //
 // Frames on a data connection (all integers little-endian; one call at a time
 // per connection, connections are pooled and reused):
-//   request:  u32 magic 'DFRQ' | u32 request_bytes (<= 1 MiB) | u64 timeout_us
+//   request:  u32 magic 'DFRQ' | u32 request_bytes (<= 64 KiB) | u64 timeout_us
 //             (UINT64_MAX: no deadline) | RecvTensorRequest bytes
 //   response: u32 magic 'DFRS' | u32 kind | i64 send_start_micros | u32 a | u32 b | u64 bytes
 //             kind 0 status: a = absl code, b = 0, then `bytes` (<= 1 MiB) of message
@@ -26,12 +26,25 @@
 //                            then `bytes` (= elements x dtype size) of raw content
 //             kind 2 dead:   a = b = bytes = 0
 //             kind 3 proto:  (string / resource tensors) `bytes` of TensorProto
+//             kind 4 not served: a = b = bytes = 0; the sender closes the
+//                            connection without having read a request on it
+//                            (refused at accept, idle, or a request too slow to
+//                            arrive): the receiver sends its call elsewhere.
 // A request the sender cannot frame (bad magic, oversized) closes the
 // connection; one that does not parse gets a status frame. The sender waits
 // for the tensor until the frame's timeout, the receiver closing the
-// connection, or Stop. Connections use TCP keepalive (a vanished host fails
-// a parked call within about a minute); a receiver that reads nothing for 60 s
-// mid-tensor loses its connection.
+// connection, or Stop.
+//
+// Bounds (DataPlaneServer::Options): one event-loop thread serves every
+// connection; connections are capped per peer address and in all (more are
+// answered "not served" and closed at once); an idle connection is closed
+// after idle_timeout, a request that has not fully arrived frame_timeout after
+// its first byte, a response the receiver takes no byte of for
+// send_stall_timeout. A request's buffer grows as its bytes arrive. The
+// receiver (DataPlaneClient) falls back to gRPC whenever the data plane cannot
+// serve a call (no connection, "not served"), and after a refusal stays on
+// gRPC for a back-off of 0.1 s doubling to 10 s. Connections use TCP
+// keepalive (a vanished host fails a parked call within about a minute).
 //
 //   DataPlaneServer dp(&worker);
 //   RETURN_IF_ERROR(dp.Start("127.0.0.1"));                // sender, port dp.port()
@@ -41,16 +54,16 @@
 #ifndef DFLOW_DISTRIBUTED_RPC_TENSOR_DATA_PLANE_H_
 #define DFLOW_DISTRIBUTED_RPC_TENSOR_DATA_PLANE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "dflow/distributed/worker_interface.h"
 
 namespace grpc {
@@ -78,10 +91,10 @@ std::string HostOfGrpcPeer(const std::string& peer);
 namespace data_plane {
 inline constexpr uint32_t kRequestMagic = 0x51524644;   // "DFRQ"
 inline constexpr uint32_t kResponseMagic = 0x53524644;  // "DFRS"
-inline constexpr uint32_t kMaxRequestBytes = 1 << 20;
+inline constexpr uint32_t kMaxRequestBytes = 64 << 10;
 inline constexpr uint32_t kMaxMessageBytes = 1 << 20;
 inline constexpr uint32_t kMaxDims = 64;
-enum Kind : uint32_t { kStatus = 0, kTensor = 1, kDead = 2, kProto = 3 };
+enum Kind : uint32_t { kStatus = 0, kTensor = 1, kDead = 2, kProto = 3, kNotServed = 4 };
 struct RequestHeader {
   uint32_t magic;
   uint32_t request_bytes;
@@ -96,13 +109,28 @@ struct ResponseHeader {
   uint64_t bytes;
 };
 static_assert(sizeof(RequestHeader) == 16 && sizeof(ResponseHeader) == 32);
+
+// Socket set-up shared by both ends: no Nagle delay and TCP keepalive; a
+// 4 MiB buffer (`option` SO_SNDBUF / SO_RCVBUF) where the kernel allows it.
+void ConfigureSocket(int fd);
+void SetBufferSize(int fd, int option);
 }  // namespace data_plane
 
-// Sender side: serves RecvTensor of `worker` on its own TCP port. One thread
-// per connection (at most max_connections; more are closed at once).
+// Sender side: serves RecvTensor of `worker` on its own TCP port, every
+// connection on one event-loop thread (nonblocking sockets, epoll). Start and
+// Stop may be called from any thread; the rest is the loop's.
 class DataPlaneServer {
  public:
-  explicit DataPlaneServer(WorkerInterface* worker, int max_connections = 512);
+  struct Options {
+    int max_connections = 1024;                             // In all.
+    int max_connections_per_peer = 128;                     // Per remote IP address.
+    absl::Duration idle_timeout = absl::Seconds(60);        // No call, no request byte.
+    absl::Duration frame_timeout = absl::Seconds(10);       // A request, from its first byte.
+    absl::Duration send_stall_timeout = absl::Seconds(60);  // A response not read on.
+  };
+
+  explicit DataPlaneServer(WorkerInterface* worker) : DataPlaneServer(worker, Options()) {}
+  DataPlaneServer(WorkerInterface* worker, Options options);
   ~DataPlaneServer();  // Stops.
   DataPlaneServer(const DataPlaneServer&) = delete;
   DataPlaneServer& operator=(const DataPlaneServer&) = delete;
@@ -111,23 +139,28 @@ class DataPlaneServer {
   absl::Status Start(const std::string& bind_host);
   int port() const { return port_; }
   // Closes the listener and every connection (parked calls are abandoned),
-  // joins all threads. Idempotent.
+  // joins the loop. Idempotent.
   void Stop();
 
+  // Connections open now, and those refused (caps) or closed by a timeout so
+  // far; for tests and monitoring.
+  int num_connections() const { return num_connections_.load(); }
+  int64_t num_refused() const { return num_refused_.load(); }
+  int64_t num_timed_out() const { return num_timed_out_.load(); }
+
  private:
-  void AcceptLoop();
-  void ServeConnection(int fd);
-  void ReapFinished() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  class Loop;
 
   WorkerInterface* const worker_;
-  const int max_connections_;
-  int listen_fd_ = -1;
+  const Options options_;
   int port_ = 0;
-  std::thread accept_thread_;
+  std::atomic<int> num_connections_{0};
+  std::atomic<int64_t> num_refused_{0};
+  std::atomic<int64_t> num_timed_out_{0};
   absl::Mutex mu_;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
-  absl::flat_hash_map<int, std::thread> connections_ ABSL_GUARDED_BY(mu_);  // By fd.
-  std::vector<std::thread> finished_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<Loop> loop_ ABSL_GUARDED_BY(mu_);
 };
 
 // Receiver side, one per peer: the negotiation state and a pool of idle
@@ -149,9 +182,10 @@ class DataPlaneClient {
   void OnNegotiated(const std::string& host, int port);
   bool ready() const;
 
-  // When ready and not too busy, runs the call on the data plane and returns
-  // true: `done` gets its status (errors name the peer like the gRPC path),
-  // or, when no connection could be made (nothing was sent), `fallback` runs
+  // When ready, not too busy and not backing off, runs the call on the data
+  // plane and returns true: `done` gets its status (errors name the peer like
+  // the gRPC path), or, when the peer surely did not take the call (no
+  // connection, "not served", the request not all sent), `fallback` runs
   // instead. Returns false and does nothing otherwise.
   bool TryRecvTensorAsync(const CallOptions& opts, const tensorflow::RecvTensorRequest* req,
                           RecvTensorResult* resp, StatusCallback done,

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -41,7 +43,8 @@ CallOptions Timeout(absl::Duration d) { return CallOptions::WithTimeout(d); }
 // A task whose graph forwards the fed "x" to "edge" (bound for kDst), served
 // by a data plane on 127.0.0.1; `client` is negotiated to it.
 struct DataPlaneTask {
-  DataPlaneTask() : task("ps", 0, 1), server(task.worker.get()), client(kPeer, true) {
+  explicit DataPlaneTask(DataPlaneServer::Options options = {})
+      : task("ps", 0, 1), server(task.worker.get(), options), client(kPeer, true) {
     EXPECT_TRUE(server.Start("127.0.0.1").ok());
     client.OnNegotiated("127.0.0.1", server.port());
     const std::string c0 = task.Cpu(0);
@@ -470,7 +473,8 @@ TEST(TensorDataPlaneTest, NegotiationHelpers) {
 
 // The whole path: GrpcRemoteWorker asks over gRPC, then uses the data plane.
 struct ServedWithDataPlane {
-  explicit ServedWithDataPlane(bool offer) : dp(t.task.worker.get()), service(t.task.worker.get()) {
+  explicit ServedWithDataPlane(bool offer, DataPlaneServer::Options options = {})
+      : t(options), service(t.task.worker.get()) {
     if (offer) service.set_data_plane_port(t.server.port());
     grpc::ServerBuilder builder;
     ConfigureServerBuilder(&builder);
@@ -482,8 +486,7 @@ struct ServedWithDataPlane {
   ~ServedWithDataPlane() {
     server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   }
-  DataPlaneTask t;
-  DataPlaneServer dp;  // Unused; `t.server` is the offered one.
+  DataPlaneTask t;  // `t.server` is the offered data plane.
   GrpcWorkerService service;
   std::unique_ptr<grpc::Server> server;
   int port = 0;
@@ -526,6 +529,242 @@ TEST(TensorDataPlaneTest, APeerWithoutADataPlaneStaysOnGrpc) {
     EXPECT_TRUE(SameBytes(got.tensor, value));
     EXPECT_FALSE(remote.data_plane_ready());
   }
+}
+
+// --- Bounds ------------------------------------------------------------------------------
+
+// A field of /proc/self/status ("Threads", "VmRSS" in kB); -1 when absent.
+int64_t ProcStatus(const std::string& field) {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  int64_t value = -1;
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    if (std::strncmp(line, field.c_str(), field.size()) == 0 && line[field.size()] == ':') {
+      value = std::strtoll(line + field.size() + 1, nullptr, 10);
+      break;
+    }
+  }
+  std::fclose(f);
+  return value;
+}
+
+template <typename Pred>
+bool WaitUntil(Pred pred, absl::Duration d = absl::Seconds(10)) {
+  const absl::Time end = absl::Now() + d;
+  while (!pred()) {
+    if (absl::Now() >= end) return false;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return true;
+}
+
+// The first response header on `fd` (magic 0 when none came within 5 s).
+data_plane::ResponseHeader FirstResponse(int fd) {
+  data_plane::ResponseHeader h{};
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, 5000) == 1) ::recv(fd, &h, sizeof(h), MSG_WAITALL);
+  return h;
+}
+
+std::string RequestFrame(const tensorflow::RecvTensorRequest& req) {
+  const std::string body = req.SerializeAsString();
+  data_plane::RequestHeader h{data_plane::kRequestMagic, static_cast<uint32_t>(body.size()),
+                              30'000'000};
+  return std::string(reinterpret_cast<const char*>(&h), sizeof(h)) + body;
+}
+
+void ExpectServes(DataPlaneTask& t, int64_t step) {
+  const Tensor value = RandomBits(1 << 16, static_cast<uint32_t>(step));
+  ASSERT_TRUE(t.Feed(step, value).ok());
+  PendingRecv r(&t.client, t.Request(step), Timeout(absl::Seconds(30)));
+  ASSERT_TRUE(r.Wait());
+  ASSERT_FALSE(r.fell_back) << step;
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_TRUE(SameBytes(r.result.tensor, value));
+}
+
+TEST(TensorDataPlaneBoundsTest, IdleConnectionsAreClosedAsNotServed) {
+  DataPlaneServer::Options options;
+  options.idle_timeout = absl::Seconds(1);
+  DataPlaneTask t(options);
+  ExpectServes(t, 1);  // Leaves a pooled connection, which the idle timeout closes too.
+  std::vector<int> fds;
+  for (int i = 0; i < 20; ++i) fds.push_back(ConnectTo(t.server.port()));
+  ASSERT_TRUE(WaitUntil([&] { return t.server.num_connections() == 21; }));
+  for (int fd : fds) {
+    EXPECT_EQ(FirstResponse(fd).kind, data_plane::kNotServed);
+    EXPECT_TRUE(ClosedWithin(fd, absl::Seconds(5)));
+    ::close(fd);
+  }
+  EXPECT_TRUE(WaitUntil([&] { return t.server.num_connections() == 0; }));
+  EXPECT_GE(t.server.num_timed_out(), 21);
+  ExpectServes(t, 2);  // The client notices its pooled connection went away.
+  ExpectServes(t, 3);
+}
+
+TEST(TensorDataPlaneBoundsTest, HalfWrittenFramesAreClosedAfterTheFrameTimeout) {
+  DataPlaneServer::Options options;
+  options.frame_timeout = absl::Milliseconds(300);  // The idle timeout stays a minute.
+  DataPlaneTask t(options);
+  const std::string frame = RequestFrame(t.Request(1));
+  int idle = ConnectTo(t.server.port());
+  int half_header = ConnectTo(t.server.port());
+  int half_body = ConnectTo(t.server.port());
+  ASSERT_EQ(::send(half_header, frame.data(), 7, MSG_NOSIGNAL), 7);
+  const size_t most = frame.size() - 3;
+  ASSERT_EQ(::send(half_body, frame.data(), most, MSG_NOSIGNAL), static_cast<ssize_t>(most));
+  EXPECT_TRUE(ClosedWithin(half_header, absl::Seconds(5)));
+  EXPECT_TRUE(ClosedWithin(half_body, absl::Seconds(5)));
+  EXPECT_FALSE(ClosedWithin(idle, absl::Milliseconds(500)));  // Not mid-frame.
+  EXPECT_EQ(t.server.num_connections(), 1);
+  for (int fd : {idle, half_header, half_body}) ::close(fd);
+  ExpectServes(t, 2);
+}
+
+TEST(TensorDataPlaneBoundsTest, ADeclaredLengthReservesNothingUntilItsBytesArrive) {
+  DataPlaneServer::Options options;
+  options.max_connections = 2000;
+  options.max_connections_per_peer = 2000;
+  DataPlaneTask t(options);
+  ExpectServes(t, 1);  // Warm up allocations.
+  // Every header announces the largest request and no body follows.
+  const data_plane::RequestHeader h{data_plane::kRequestMagic, data_plane::kMaxRequestBytes, 1000};
+  constexpr int kConnections = 600;  // 600 x 64 KiB = 37.5 MiB if reserved.
+  const int64_t rss_before_kb = ProcStatus("VmRSS");
+  std::vector<int> fds;
+  for (int i = 0; i < kConnections; ++i) {
+    fds.push_back(ConnectTo(t.server.port()));
+    ASSERT_EQ(::send(fds.back(), &h, sizeof(h), MSG_NOSIGNAL), static_cast<ssize_t>(sizeof(h)));
+  }
+  ASSERT_TRUE(WaitUntil([&] { return t.server.num_connections() == kConnections + 1; }));
+  absl::SleepFor(absl::Milliseconds(200));  // Let the loop read every header.
+  const int64_t grown_kb = ProcStatus("VmRSS") - rss_before_kb;
+  EXPECT_LT(grown_kb, 8 * 1024) << "RSS grew by " << grown_kb << " kB for " << kConnections
+                                << " announced 64 KiB requests";
+  // A header announcing more than the largest request closes its connection.
+  const data_plane::RequestHeader huge{data_plane::kRequestMagic, 1u << 31, 1000};
+  int fd = ConnectTo(t.server.port());
+  ASSERT_EQ(::send(fd, &huge, sizeof(huge), MSG_NOSIGNAL), static_cast<ssize_t>(sizeof(huge)));
+  EXPECT_TRUE(ClosedWithin(fd, absl::Seconds(5)));
+  ::close(fd);
+  for (int f : fds) ::close(f);
+  EXPECT_TRUE(WaitUntil([&] { return t.server.num_connections() <= 1; }));
+  ExpectServes(t, 2);
+}
+
+TEST(TensorDataPlaneBoundsTest, ConnectionsUseNoThreadEach) {
+  DataPlaneServer::Options options;
+  options.max_connections = 2000;
+  options.max_connections_per_peer = 2000;
+  DataPlaneTask t(options);
+  ExpectServes(t, 1);
+  const int64_t threads_before = ProcStatus("Threads");
+  std::vector<int> fds;
+  for (int i = 0; i < 300; ++i) fds.push_back(ConnectTo(t.server.port()));
+  ASSERT_TRUE(WaitUntil([&] { return t.server.num_connections() == 301; }));
+  EXPECT_LT(ProcStatus("Threads") - threads_before, 5);
+  ExpectServes(t, 2);  // Served among them.
+  for (int fd : fds) ::close(fd);
+  EXPECT_TRUE(WaitUntil([&] { return t.server.num_connections() <= 1; }));
+}
+
+TEST(TensorDataPlaneBoundsTest, ConnectionsOverTheCapsAreRefusedAndTheCallFallsBack) {
+  for (const bool per_peer : {true, false}) {
+    DataPlaneServer::Options options;
+    options.max_connections = per_peer ? 100 : 2;
+    options.max_connections_per_peer = per_peer ? 2 : 100;
+    DataPlaneTask t(options);
+    std::vector<int> held = {ConnectTo(t.server.port()), ConnectTo(t.server.port())};
+    ASSERT_TRUE(WaitUntil([&] { return t.server.num_connections() == 2; }));
+    int extra = ConnectTo(t.server.port());
+    EXPECT_EQ(FirstResponse(extra).kind, data_plane::kNotServed) << per_peer;
+    EXPECT_TRUE(ClosedWithin(extra, absl::Seconds(5)));
+    ::close(extra);
+    // The client's call is not served on the data plane: the fallback takes it.
+    ASSERT_TRUE(t.Feed(1, RandomBits(100, 1)).ok());
+    PendingRecv r(&t.client, t.Request(1), Timeout(absl::Seconds(30)));
+    ASSERT_TRUE(r.Wait());
+    EXPECT_TRUE(r.fell_back) << per_peer << ": " << r.status;
+    EXPECT_GE(t.server.num_refused(), 2);
+    EXPECT_EQ(t.server.num_connections(), 2);
+    // After the flood (and the client's back-off) the data plane serves again.
+    for (int fd : held) ::close(fd);
+    ASSERT_TRUE(WaitUntil([&] { return t.server.num_connections() == 0; }));
+    absl::SleepFor(absl::Milliseconds(300));  // The first back-off is 0.1 s.
+    ExpectServes(t, 3);
+  }
+}
+
+// Over gRPC: a data plane refusing every connection costs speed, not the call.
+TEST(TensorDataPlaneBoundsTest, GrpcRemoteWorkerFallsBackWhenTheDataPlaneRefuses) {
+  DataPlaneServer::Options options;
+  options.max_connections = 0;
+  ServedWithDataPlane s(/*offer=*/true, options);
+  GrpcRemoteWorker remote(NewGrpcChannel(s.address), "/job:ps (" + s.address + ")", true);
+  for (int64_t step = 1; step <= 6; ++step) {
+    const Tensor value = RandomBits(1000 + step, step);
+    ASSERT_TRUE(s.t.Feed(step, value).ok());
+    RecvTensorResult got;
+    absl::Status st = remote.RecvTensor(s.t.Request(step), &got, Timeout(absl::Seconds(30)));
+    ASSERT_TRUE(st.ok()) << step << ": " << st;
+    EXPECT_TRUE(SameBytes(got.tensor, value)) << step;
+    absl::SleepFor(absl::Milliseconds(120));  // Past the first back-off: tried again.
+  }
+  EXPECT_TRUE(remote.data_plane_ready());
+  EXPECT_GE(s.t.server.num_refused(), 2);
+}
+
+// A request sent into a pooled connection just as the sender closes it as
+// idle is answered "not served" and retried on a fresh connection.
+TEST(TensorDataPlaneBoundsTest, APooledConnectionClosedAsIdleIsRetriedFresh) {
+  auto header = [](data_plane::Kind kind) {
+    const data_plane::ResponseHeader h{data_plane::kResponseMagic, kind, 7, 0, 0, 0};
+    return std::string(reinterpret_cast<const char*>(&h), sizeof(h));
+  };
+  int listen_fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(::bind(listen_fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(listen_fd, 4), 0);
+  getsockname(listen_fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  auto read_request = [](int fd) {
+    data_plane::RequestHeader h{};
+    if (::recv(fd, &h, sizeof(h), MSG_WAITALL) != sizeof(h)) return false;
+    std::string body(h.request_bytes, '\0');
+    return body.empty() || ::recv(fd, body.data(), body.size(), MSG_WAITALL) > 0;
+  };
+  // First connection: serves one call (a dead tensor), then answers the next
+  // "not served" and closes. Second connection: serves.
+  std::thread fake([&] {
+    int first = ::accept(listen_fd, nullptr, nullptr);
+    const std::string dead = header(data_plane::kDead);
+    if (read_request(first)) ::send(first, dead.data(), dead.size(), MSG_NOSIGNAL);
+    const std::string refused = header(data_plane::kNotServed);
+    if (read_request(first)) ::send(first, refused.data(), refused.size(), MSG_NOSIGNAL);
+    ::close(first);
+    pollfd p{listen_fd, POLLIN, 0};
+    if (::poll(&p, 1, 5000) != 1) return;
+    int second = ::accept(listen_fd, nullptr, nullptr);
+    if (read_request(second)) ::send(second, dead.data(), dead.size(), MSG_NOSIGNAL);
+    ClosedWithin(second, absl::Seconds(5));
+    ::close(second);
+  });
+  {
+    DataPlaneClient client(kPeer, true);
+    client.OnNegotiated("127.0.0.1", ntohs(addr.sin_port));
+    for (int call = 0; call < 2; ++call) {
+      PendingRecv r(&client, {}, Timeout(absl::Seconds(10)));
+      ASSERT_TRUE(r.Wait());
+      EXPECT_FALSE(r.fell_back) << call;
+      EXPECT_TRUE(r.status.ok()) << call << ": " << r.status;
+      EXPECT_TRUE(r.result.is_dead) << call;
+    }
+  }  // The client closes its pooled connection.
+  fake.join();
+  ::close(listen_fd);
 }
 
 // A GrpcServer offers its data plane; a remote worker finds and uses it.

@@ -1,0 +1,567 @@
+// DataPlaneServer: the sending side of the tensor data plane (frames in
+// tensor_data_plane.h), every connection served by one event-loop thread.
+//
+// A connection is in one of three states:
+//   reading  a request's header and body arrive (EPOLLIN); nothing yet: idle;
+//   waiting  the worker was asked for the tensor; any byte or hang-up from the
+//            receiver now abandons the call (EPOLLIN | EPOLLRDHUP);
+//   writing  the response goes out as the socket takes it (EPOLLOUT), straight
+//            from the tensor's buffer; then reading again.
+// The worker's answer comes on its own thread: it is queued and the loop woken
+// through an eventfd. Every state has a deadline (Options), checked each turn.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "dflow/distributed/rpc/tensor_data_plane.h"
+#include "dflow/framework/status.h"
+
+namespace dflow {
+
+namespace {
+
+using data_plane::RequestHeader;
+using data_plane::ResponseHeader;
+
+constexpr uint64_t kListenId = 0;
+constexpr uint64_t kWakeId = 1;
+constexpr size_t kReadChunk = 16 << 10;     // Request bytes read at a time.
+constexpr size_t kWriteQuantum = 16 << 20;  // Then other connections get a turn.
+constexpr int kAcceptsPerTurn = 256;
+
+// One RecvTensor handed to the worker. The worker's callback fills `status`
+// and `result` before queueing it; the loop reads them after taking it off
+// the queue (the queue's mutex orders the two).
+struct ServerCall {
+  uint64_t connection_id = 0;
+  tensorflow::RecvTensorRequest req;
+  RecvTensorResult result;
+  absl::Status status;
+};
+
+// Calls the worker has answered, shared with the worker's callbacks so that a
+// callback arriving after Stop finds it closed.
+struct Completions {
+  ~Completions() {
+    if (efd >= 0) ::close(efd);
+  }
+  void Post(std::shared_ptr<ServerCall> call) {
+    absl::MutexLock l(&mu);
+    if (closed) return;
+    done.push_back(std::move(call));
+    if (done.size() == 1) Wake();
+  }
+  void Wake() {
+    const uint64_t one = 1;
+    (void)!::write(efd, &one, sizeof(one));
+  }
+
+  int efd = -1;
+  absl::Mutex mu;
+  bool closed ABSL_GUARDED_BY(mu) = false;
+  bool stop ABSL_GUARDED_BY(mu) = false;
+  std::vector<std::shared_ptr<ServerCall>> done ABSL_GUARDED_BY(mu);
+};
+
+int EpollTimeoutMs(absl::Time now, absl::Time deadline) {
+  if (deadline == absl::InfiniteFuture()) return 1000;
+  const int64_t ms = absl::ToInt64Milliseconds(deadline - now) + 1;
+  return static_cast<int>(std::clamp<int64_t>(ms, 0, 1000));
+}
+
+}  // namespace
+
+class DataPlaneServer::Loop {
+ public:
+  Loop(DataPlaneServer* server, int listen_fd) : server_(server), listen_fd_(listen_fd) {}
+  ~Loop() {
+    for (auto& [id, c] : connections_) ::close(c->fd);
+    if (epoll_fd_ >= 0) ::close(epoll_fd_);
+    ::close(listen_fd_);
+  }
+
+  absl::Status Start() {
+    epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+    completions_->efd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (epoll_fd_ < 0 || completions_->efd < 0 || !Watch(listen_fd_, kListenId, EPOLLIN) ||
+        !Watch(completions_->efd, kWakeId, EPOLLIN)) {
+      return absl::InternalError(
+          absl::StrCat("[DataPlane] cannot set up its event loop: ", std::strerror(errno)));
+    }
+    thread_ = std::thread([this] { Run(); });
+    return absl::OkStatus();
+  }
+
+  // Ends the loop (connections closed, parked calls abandoned) and joins it.
+  void Stop() {
+    {
+      absl::MutexLock l(&completions_->mu);
+      completions_->stop = true;
+      completions_->Wake();
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  enum class State { kReading, kWaiting, kWriting };
+  struct Connection {
+    uint64_t id = 0;
+    int fd = -1;
+    uint32_t peer = 0;  // IPv4 address, network order.
+    uint32_t events = 0;
+    State state = State::kReading;
+    absl::Time last_activity;  // Reading: when the connection became idle.
+    // The request being read.
+    absl::Time frame_start;
+    RequestHeader header{};
+    size_t header_got = 0;
+    std::string body;
+    // The call with the worker.
+    std::shared_ptr<ServerCall> call;
+    absl::Time call_deadline = absl::InfiniteFuture();
+    // The response being written; its iovecs point into these.
+    ResponseHeader response{};
+    std::vector<int64_t> dims;
+    std::string payload;
+    Tensor tensor;
+    iovec iov[3] = {};
+    int iov_next = 0;
+    int iov_count = 0;
+    absl::Time last_progress;
+
+    bool mid_frame() const { return header_got > 0; }
+  };
+
+  bool Watch(int fd, uint64_t id, uint32_t events) {
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.u64 = id;
+    return ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) == 0;
+  }
+  void SetEvents(Connection* c, uint32_t events) {
+    if (c->events == events) return;
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.u64 = c->id;
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c->fd, &ev);
+    c->events = events;
+  }
+  void ListenFor(uint32_t events) {
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.u64 = kListenId;
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &ev);
+  }
+
+  void Run() {
+    std::vector<epoll_event> events(256);
+    absl::Time next = absl::InfiniteFuture();
+    for (;;) {
+      const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()),
+                                 EpollTimeoutMs(absl::Now(), next));
+      const absl::Time now = absl::Now();
+      for (int i = 0; i < n; ++i) {
+        const uint64_t id = events[i].data.u64;
+        if (id == kListenId) {
+          Accept(now);
+        } else if (id == kWakeId) {
+          uint64_t count;
+          (void)!::read(completions_->efd, &count, sizeof(count));
+        } else if (auto it = connections_.find(id); it != connections_.end()) {
+          OnEvent(it->second.get(), events[i].events, now);
+        }
+      }
+      if (TakeCompletions(now)) break;
+      next = Expire(now);
+    }
+    absl::MutexLock l(&completions_->mu);
+    completions_->closed = true;  // Later answers from the worker are dropped.
+    completions_->done.clear();
+  }
+
+  // --- accepting ---------------------------------------------------------------------------
+
+  void Accept(absl::Time now) {
+    for (int i = 0; i < kAcceptsPerTurn; ++i) {
+      sockaddr_in addr{};
+      socklen_t len = sizeof(addr);
+      const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len,
+                               SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno == EINTR || errno == ECONNABORTED) continue;
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+          ListenFor(0);  // Out of descriptors: stop accepting for a moment.
+          accept_paused_until_ = now + absl::Milliseconds(100);
+        }
+        return;
+      }
+      const uint32_t peer = addr.sin_addr.s_addr;
+      auto per_peer = per_peer_.find(peer);
+      const int from_peer = per_peer == per_peer_.end() ? 0 : per_peer->second;
+      if (connections_.size() >= static_cast<size_t>(server_->options_.max_connections) ||
+          from_peer >= server_->options_.max_connections_per_peer) {
+        SendNotServed(fd);
+        ::close(fd);
+        server_->num_refused_.fetch_add(1);
+        continue;
+      }
+      data_plane::ConfigureSocket(fd);
+      data_plane::SetBufferSize(fd, SO_SNDBUF);
+      auto c = std::make_unique<Connection>();
+      c->id = next_id_++;
+      c->fd = fd;
+      c->peer = peer;
+      c->last_activity = now;
+      c->events = EPOLLIN | EPOLLRDHUP;
+      if (!Watch(fd, c->id, c->events)) {
+        ::close(fd);
+        continue;
+      }
+      ++per_peer_[peer];
+      connections_.emplace(c->id, std::move(c));
+      server_->num_connections_.store(static_cast<int>(connections_.size()));
+    }
+  }
+
+  static void SendNotServed(int fd) {
+    const ResponseHeader h{data_plane::kResponseMagic, data_plane::kNotServed, 0, 0, 0, 0};
+    (void)!::send(fd, &h, sizeof(h), MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
+
+  // Forgets `c` (gone after this) and closes its socket; with `not_served`,
+  // first tells the receiver that no request of it was read.
+  void Close(Connection* c, bool not_served = false) {
+    if (not_served) SendNotServed(c->fd);
+    ::close(c->fd);  // Also leaves the epoll set.
+    auto per_peer = per_peer_.find(c->peer);
+    if (per_peer != per_peer_.end() && --per_peer->second <= 0) per_peer_.erase(per_peer);
+    connections_.erase(c->id);
+    server_->num_connections_.store(static_cast<int>(connections_.size()));
+  }
+
+  // --- events ------------------------------------------------------------------------------
+
+  void OnEvent(Connection* c, uint32_t events, absl::Time now) {
+    switch (c->state) {
+      case State::kReading:
+        OnReadable(c, now);
+        return;
+      case State::kWaiting:
+        // The receiver hung up or sent bytes out of turn: abandon the call.
+        Close(c);
+        return;
+      case State::kWriting:
+        if (events & (EPOLLERR | EPOLLHUP)) {
+          Close(c);
+        } else {
+          Flush(c, now);
+        }
+        return;
+    }
+  }
+
+  void OnReadable(Connection* c, absl::Time now) {
+    for (;;) {
+      char* into;
+      size_t want;
+      if (c->header_got < sizeof(RequestHeader)) {
+        into = reinterpret_cast<char*>(&c->header) + c->header_got;
+        want = sizeof(RequestHeader) - c->header_got;
+      } else {  // The body grows as its bytes arrive, never by the declared length.
+        into = scratch_.data();
+        want = std::min<size_t>(c->header.request_bytes - c->body.size(), scratch_.size());
+      }
+      const ssize_t r = ::recv(c->fd, into, want, 0);
+      if (r > 0 && into == scratch_.data()) c->body.append(scratch_.data(), r);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      if (r <= 0) {  // Hung up, or reset.
+        Close(c);
+        return;
+      }
+      if (!c->mid_frame()) c->frame_start = now;
+      if (c->header_got < sizeof(RequestHeader)) {
+        c->header_got += static_cast<size_t>(r);
+        if (c->header_got < sizeof(RequestHeader)) continue;
+        if (c->header.magic != data_plane::kRequestMagic ||
+            c->header.request_bytes > data_plane::kMaxRequestBytes) {
+          Close(c);  // Not our protocol.
+          return;
+        }
+      }
+      if (c->body.size() == c->header.request_bytes) {
+        Dispatch(c, now);
+        return;
+      }
+    }
+  }
+
+  void Dispatch(Connection* c, absl::Time now) {
+    auto call = std::make_shared<ServerCall>();
+    call->connection_id = c->id;
+    const bool parsed = call->req.ParseFromString(c->body);
+    const size_t request_bytes = c->body.size();
+    const uint64_t timeout_us = c->header.timeout_us;
+    c->header_got = 0;
+    std::string().swap(c->body);
+    if (!parsed) {
+      Respond(c,
+              absl::InvalidArgumentError(absl::StrCat("[DataPlane RecvTensor] request of ",
+                                                      request_bytes,
+                                                      " bytes does not parse as "
+                                                      "tensorflow.RecvTensorRequest")),
+              nullptr, now);
+      return;
+    }
+    // The worker answers at the deadline (or its default when none); the loop
+    // gives up a second later should that answer not come.
+    CallOptions opts;
+    if (timeout_us != std::numeric_limits<uint64_t>::max()) {
+      opts.deadline = now + absl::Microseconds(static_cast<int64_t>(
+                                std::min<uint64_t>(timeout_us, uint64_t{1} << 50)));
+    }
+    c->call_deadline = opts.deadline == absl::InfiniteFuture() ? absl::InfiniteFuture()
+                                                               : opts.deadline + absl::Seconds(1);
+    c->state = State::kWaiting;
+    c->call = call;
+    SetEvents(c, EPOLLIN | EPOLLRDHUP);
+    server_->worker_->RecvTensorAsync(opts, &call->req, &call->result,
+                                      [call, completions = completions_](const absl::Status& s) {
+                                        call->status = s;
+                                        completions->Post(call);
+                                      });
+  }
+
+  // Whether the loop should end.
+  bool TakeCompletions(absl::Time now) {
+    std::vector<std::shared_ptr<ServerCall>> done;
+    {
+      absl::MutexLock l(&completions_->mu);
+      if (completions_->stop) return true;
+      done.swap(completions_->done);
+    }
+    for (const std::shared_ptr<ServerCall>& call : done) {
+      auto it = connections_.find(call->connection_id);
+      if (it == connections_.end() || it->second->call != call) continue;  // Abandoned.
+      Connection* c = it->second.get();
+      c->call.reset();
+      Respond(c, call->status, &call->result, now);
+    }
+    return false;
+  }
+
+  // --- responses ---------------------------------------------------------------------------
+
+  // Starts writing `status` (or, when OK, `result`) on `c`.
+  void Respond(Connection* c, const absl::Status& status, const RecvTensorResult* result,
+               absl::Time now) {
+    ResponseHeader& h = c->response;
+    h = ResponseHeader{data_plane::kResponseMagic, data_plane::kStatus, 0, 0, 0, 0};
+    c->iov_count = 1;
+    if (!status.ok()) {
+      c->payload = std::string(status.message().substr(0, data_plane::kMaxMessageBytes));
+      h.a = static_cast<uint32_t>(status.code());
+      h.bytes = c->payload.size();
+      c->iov[1] = {c->payload.data(), c->payload.size()};
+      c->iov_count = 2;
+    } else if (result->is_dead) {
+      h.kind = data_plane::kDead;
+      h.send_start_micros = result->send_start_micros;
+    } else if (const Tensor& t = result->tensor;
+               t.dtype() == DT_STRING || t.dtype() == DT_RESOURCE) {
+      tensorflow::TensorProto proto;
+      t.AsProtoTensorContent(&proto);
+      c->payload = proto.SerializeAsString();
+      h.kind = data_plane::kProto;
+      h.send_start_micros = result->send_start_micros;
+      h.bytes = c->payload.size();
+      c->iov[1] = {c->payload.data(), c->payload.size()};
+      c->iov_count = 2;
+    } else {
+      c->dims.resize(t.dims());
+      for (int d = 0; d < t.dims(); ++d) c->dims[d] = t.dim_size(d);
+      c->tensor = t;  // Keeps the buffer alive while it is written from.
+      h.kind = data_plane::kTensor;
+      h.send_start_micros = result->send_start_micros;
+      h.a = static_cast<uint32_t>(t.dtype());
+      h.b = static_cast<uint32_t>(c->dims.size());
+      h.bytes = t.TotalBytes();
+      c->iov[1] = {c->dims.data(), c->dims.size() * sizeof(int64_t)};
+      c->iov[2] = {c->tensor.raw_data(), h.bytes};
+      c->iov_count = 3;
+    }
+    c->iov[0] = {&c->response, sizeof(ResponseHeader)};
+    c->iov_next = 0;
+    c->state = State::kWriting;
+    c->last_progress = now;
+    Flush(c, now);
+  }
+
+  // Writes what the socket takes (at most kWriteQuantum a turn); back to
+  // reading when all is out. May close `c`.
+  void Flush(Connection* c, absl::Time now) {
+    size_t written = 0;
+    while (c->iov_next < c->iov_count && written < kWriteQuantum) {
+      if (c->iov[c->iov_next].iov_len == 0) {
+        ++c->iov_next;
+        continue;
+      }
+      msghdr msg{};
+      msg.msg_iov = &c->iov[c->iov_next];
+      msg.msg_iovlen = static_cast<size_t>(c->iov_count - c->iov_next);
+      const ssize_t w = ::sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      if (w <= 0) {
+        Close(c);
+        return;
+      }
+      c->last_progress = now;
+      written += static_cast<size_t>(w);
+      size_t left = static_cast<size_t>(w);
+      while (left > 0 && left >= c->iov[c->iov_next].iov_len) {
+        left -= c->iov[c->iov_next].iov_len;
+        c->iov[c->iov_next].iov_len = 0;
+        ++c->iov_next;
+      }
+      if (left > 0) {
+        iovec& v = c->iov[c->iov_next];
+        v.iov_base = static_cast<char*>(v.iov_base) + left;
+        v.iov_len -= left;
+      }
+    }
+    if (c->iov_next < c->iov_count) {
+      SetEvents(c, EPOLLOUT);
+      return;
+    }
+    c->tensor = Tensor();
+    std::string().swap(c->payload);
+    c->dims.clear();
+    c->state = State::kReading;
+    c->last_activity = now;
+    SetEvents(c, EPOLLIN | EPOLLRDHUP);
+  }
+
+  // --- deadlines ---------------------------------------------------------------------------
+
+  // Acts on every deadline that has passed; returns the next one.
+  absl::Time Expire(absl::Time now) {
+    const Options& o = server_->options_;
+    if (accept_paused_until_ != absl::InfinitePast() && now >= accept_paused_until_) {
+      accept_paused_until_ = absl::InfinitePast();
+      ListenFor(EPOLLIN);
+    }
+    absl::Time next = accept_paused_until_ == absl::InfinitePast() ? absl::InfiniteFuture()
+                                                                   : accept_paused_until_;
+    std::vector<std::pair<uint64_t, State>> overdue;
+    for (const auto& [id, c] : connections_) {
+      absl::Time due;
+      switch (c->state) {
+        case State::kReading:
+          due =
+              c->mid_frame() ? c->frame_start + o.frame_timeout : c->last_activity + o.idle_timeout;
+          break;
+        case State::kWaiting:
+          due = c->call_deadline;
+          break;
+        case State::kWriting:
+          due = c->last_progress + o.send_stall_timeout;
+          break;
+      }
+      if (now >= due) {
+        overdue.emplace_back(id, c->state);
+      } else {
+        next = std::min(next, due);
+      }
+    }
+    for (const auto& [id, state] : overdue) {
+      Connection* c = connections_.find(id)->second.get();
+      if (state == State::kWaiting) {  // The call is abandoned; the connection serves on.
+        const std::shared_ptr<ServerCall> call = std::move(c->call);
+        Respond(c,
+                absl::DeadlineExceededError(
+                    absl::StrCat("[Worker RecvTensor] timed out waiting for '",
+                                 call->req.rendezvous_key(), "' of step ", call->req.step_id())),
+                nullptr, now);
+        continue;
+      }
+      server_->num_timed_out_.fetch_add(1);
+      Close(c, /*not_served=*/state == State::kReading);
+    }
+    return overdue.empty() ? next : now;  // A response started: look again soon.
+  }
+
+  DataPlaneServer* const server_;
+  const int listen_fd_;  // Owned.
+  int epoll_fd_ = -1;
+  std::thread thread_;
+  const std::shared_ptr<Completions> completions_ = std::make_shared<Completions>();
+  // Touched by the loop thread only.
+  uint64_t next_id_ = kWakeId + 1;
+  absl::flat_hash_map<uint64_t, std::unique_ptr<Connection>> connections_;
+  absl::flat_hash_map<uint32_t, int> per_peer_;
+  std::vector<char> scratch_ = std::vector<char>(kReadChunk);  // Request bytes land here first.
+  absl::Time accept_paused_until_ = absl::InfinitePast();
+};
+
+DataPlaneServer::DataPlaneServer(WorkerInterface* worker, Options options)
+    : worker_(worker), options_(options) {}
+
+DataPlaneServer::~DataPlaneServer() { Stop(); }
+
+absl::Status DataPlaneServer::Start(const std::string& bind_host) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  if (inet_pton(AF_INET, bind_host.c_str(), &addr.sin_addr) != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("[DataPlane] cannot listen on '", bind_host, "': not an IPv4 address"));
+  }
+  absl::MutexLock l(&mu_);
+  if (started_ || stopped_) {
+    return absl::FailedPreconditionError("[DataPlane] already started or stopped");
+  }
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  socklen_t len = sizeof(addr);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::listen(fd, 1024) != 0 || getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    const int err = errno;
+    if (fd >= 0) ::close(fd);
+    return absl::UnavailableError(
+        absl::StrCat("[DataPlane] cannot listen on ", bind_host, ": ", std::strerror(err)));
+  }
+  auto loop = std::make_unique<Loop>(this, fd);  // Owns fd from here.
+  RETURN_IF_ERROR(loop->Start());
+  port_ = ntohs(addr.sin_port);
+  loop_ = std::move(loop);
+  started_ = true;
+  return absl::OkStatus();
+}
+
+void DataPlaneServer::Stop() {
+  std::unique_ptr<Loop> loop;
+  {
+    absl::MutexLock l(&mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    loop = std::move(loop_);
+  }
+  if (loop != nullptr) loop->Stop();
+  num_connections_.store(0);
+}
+
+}  // namespace dflow
