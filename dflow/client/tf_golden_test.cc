@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "dflow/client/graph_io.h"
+#include "dflow/framework/test_data_dir.h"
 #include "dflow/runtime/session.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -13,7 +14,7 @@ namespace {
 
 using json = nlohmann::json;
 
-const std::string kGoldenDir = std::string(DFLOW_TEST_DATA_DIR) + "/golden/";
+const std::string kGoldenDir = TestDataDir() + "/golden/";
 
 DataType DtypeFromTf(const std::string& name) {
   if (name == "float32") return DT_FLOAT;

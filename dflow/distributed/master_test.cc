@@ -14,6 +14,7 @@
 #include "dflow/distributed/remote_session.h"
 #include "dflow/distributed/worker_test_util.h"
 #include "dflow/framework/attr_util.h"
+#include "dflow/framework/test_data_dir.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
@@ -343,7 +344,7 @@ TEST(MasterTest, CallablesRunTheirSignature) {
 // A TensorFlow-built loop graph (tests/data/control_flow) with its devices
 // moved: each "/device:CPU:k" becomes where[k].
 tensorflow::GraphDef LoopGraph(const std::string& name, const std::vector<std::string>& where) {
-  std::ifstream in(std::string(DFLOW_TEST_DATA_DIR) + "/control_flow/" + name + ".pbtxt");
+  std::ifstream in(TestDataDir() + "/control_flow/" + name + ".pbtxt");
   std::stringstream text;
   text << in.rdbuf();
   tensorflow::GraphDef g;

@@ -29,6 +29,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "dflow/framework/test_data_dir.h"
 #include "dflow/proto/attr_value.pb.h"
 #include "dflow/proto/checkpoint_state.pb.h"
 #include "dflow/proto/cluster.pb.h"
@@ -67,7 +68,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-const std::string kDataDir = DFLOW_TEST_DATA_DIR;
+const std::string kDataDir = TestDataDir();
 
 json LoadTfFields() {
   std::ifstream in(kDataDir + "/tf_proto_fields.json");

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/escaping.h"
+#include "dflow/framework/test_data_dir.h"
 #include "dflow/io/tensor_bundle.h"
 #include "dflow/io/test_util.h"
 #include "nlohmann/json.hpp"
@@ -20,7 +21,7 @@ namespace {
 
 using nlohmann::json;
 
-const std::string kDir = std::string(DFLOW_TEST_DATA_DIR) + "/checkpoints";
+const std::string kDir = TestDataDir() + "/checkpoints";
 
 json Expected() {
   std::ifstream in(kDir + "/expected.json");

@@ -12,6 +12,7 @@
 #include "dflow/framework/attr_util.h"
 #include "dflow/framework/op_def.h"
 #include "dflow/framework/shape_inference.h"
+#include "dflow/framework/test_data_dir.h"
 #include "dflow/ops/op_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -126,7 +127,7 @@ Tensor GoldenIndex(const nlohmann::json& j) {
 }
 
 nlohmann::json LoadGolden() {
-  std::ifstream in(std::string(DFLOW_TEST_DATA_DIR) + "/array_ops_golden.json");
+  std::ifstream in(TestDataDir() + "/array_ops_golden.json");
   EXPECT_TRUE(in.good()) << "missing tests/data/array_ops_golden.json";
   return in.good() ? nlohmann::json::parse(in)["cases"] : nlohmann::json::array();
 }

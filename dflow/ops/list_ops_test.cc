@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dflow/framework/tensor_list.h"
+#include "dflow/framework/test_data_dir.h"
 #include "dflow/ops/op_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -108,7 +109,7 @@ absl::StatusOr<std::vector<std::vector<Tensor>>> RunProgram(const json& c, int* 
 }
 
 json LoadCases() {
-  std::ifstream in(std::string(DFLOW_TEST_DATA_DIR) + "/list_ops_golden.json");
+  std::ifstream in(TestDataDir() + "/list_ops_golden.json");
   EXPECT_TRUE(in.good()) << "missing tests/data/list_ops_golden.json";
   return in.good() ? json::parse(in)["cases"] : json::array();
 }

@@ -6,6 +6,7 @@
 
 #include "dflow/framework/kernel.h"
 #include "dflow/framework/op_def.h"
+#include "dflow/framework/test_data_dir.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -16,7 +17,7 @@ namespace {
 using json = nlohmann::json;
 
 json LoadTfOpDefs() {
-  std::ifstream in(std::string(DFLOW_TEST_DATA_DIR) + "/tf_op_defs.json");
+  std::ifstream in(TestDataDir() + "/tf_op_defs.json");
   EXPECT_TRUE(in.good()) << "missing tests/data/tf_op_defs.json";
   return json::parse(in);
 }

@@ -19,6 +19,7 @@
 #include "absl/strings/match.h"
 #include "dflow/framework/attr_util.h"
 #include "dflow/framework/status.h"
+#include "dflow/framework/test_data_dir.h"
 #include "dflow/runtime/direct_session.h"
 #include "dflow/runtime/session_util.h"
 #include "gmock/gmock.h"
@@ -29,7 +30,7 @@
 namespace dflow {
 namespace {
 
-const std::string kDir = std::string(DFLOW_TEST_DATA_DIR) + "/control_flow/";
+const std::string kDir = TestDataDir() + "/control_flow/";
 
 tensorflow::GraphDef ParseGraph(const std::string& text) {
   tensorflow::GraphDef g;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "dflow/framework/test_data_dir.h"
 #include "dflow/runtime/device_mgr.h"
 #include "dflow/runtime/graph_test_util.h"
 #include "gmock/gmock.h"
@@ -255,7 +256,7 @@ TEST_F(PlacerTest, LogsPlacementToStderr) {
 // A graph built by TensorFlow's Python (tests/data/gen_placement_reference.py)
 // lands where TensorFlow's own placer put it.
 TEST_F(PlacerTest, MatchesTensorFlowPlacement) {
-  const std::string dir = std::string(DFLOW_TEST_DATA_DIR) + "/placement/";
+  const std::string dir = TestDataDir() + "/placement/";
   std::ifstream graph_file(dir + "tf_graph.pbtxt");
   std::stringstream text;
   text << graph_file.rdbuf();

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "dflow/client/ops.h"
+#include "dflow/framework/test_data_dir.h"
 #include "dflow/io/checkpoint_state.h"
 #include "dflow/io/file.h"
 #include "dflow/io/tensor_bundle.h"
@@ -141,7 +142,7 @@ TEST(SaverTest, RestoringAnotherShapeOrDtypeNamesTheVariable) {
 
 // TensorFlow's golden checkpoint directories carry its own state files.
 TEST(SaverTest, ReadsTensorFlowsStateFile) {
-  const std::string dir = std::string(DFLOW_TEST_DATA_DIR) + "/checkpoints/sharded";
+  const std::string dir = TestDataDir() + "/checkpoints/sharded";
   EXPECT_EQ(*io::LatestCheckpoint(dir), std::optional<std::string>(dir + "/model"));
   io::TempDir empty;
   EXPECT_EQ(*io::LatestCheckpoint(empty.path()), std::nullopt);

@@ -16,6 +16,7 @@
 
 #include "dflow/client/client_session.h"
 #include "dflow/client/ops.h"
+#include "dflow/framework/test_data_dir.h"
 #include "dflow/train/dataset.h"
 #include "dflow/train/optimizer.h"
 #include "dflow/train/variables.h"
@@ -28,7 +29,7 @@ namespace {
 constexpr int kSteps = 50;
 constexpr int kBatch = 64;
 constexpr double kRelTol = 1e-4;
-const std::string kDir = std::string(DFLOW_TEST_DATA_DIR) + "/mlp_trajectory/";
+const std::string kDir = TestDataDir() + "/mlp_trajectory/";
 
 struct ParamSpec {
   const char* name;
