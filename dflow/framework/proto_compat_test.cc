@@ -68,7 +68,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-const std::string kDataDir = TestDataDir();
+const std::string kDataDir = ::dflow::TestDataDir();
 
 json LoadTfFields() {
   std::ifstream in(kDataDir + "/tf_proto_fields.json");
