@@ -102,6 +102,29 @@ class Placer {
 
 // --- colocation groups ------------------------------------------------------
 
+// An IdentityN (what a lowered While, If or function call leaves under the
+// call's name) only forwards its inputs: reading a resource does not pin it
+// to the resource's device, as in TensorFlow's placer, so a loop's other
+// results stay where the loop runs.
+bool ForwardsResources(const Node* n) { return n->type_string() == "IdentityN"; }
+
+// The node whose resource or reference `e` carries, looking through the
+// IdentityN nodes that forward it: a consumer runs beside that node.
+const Node* ResourceOrigin(const Edge* e) {
+  const Node* src = e->src;
+  int output = e->src_output;
+  while (ForwardsResources(src)) {
+    const Edge* in = nullptr;
+    for (const Edge* c : src->in_edges()) {
+      if (c->dst_input == output) in = c;
+    }
+    if (in == nullptr) break;
+    src = in->src;
+    output = in->src_output;
+  }
+  return src;
+}
+
 absl::Status Placer::Colocate(UnionFind* uf) {
   for (Node* n : graph_->nodes()) {
     if (HasNodeAttr(n->def(), "_class")) {
@@ -116,10 +139,11 @@ absl::Status Placer::Colocate(UnionFind* uf) {
         uf->Union(n->id(), other->id());
       }
     }
+    if (ForwardsResources(n)) continue;
     for (const Edge* e : n->in_edges()) {
       if (e->IsControlEdge()) continue;
       DataType t = n->input_type(e->dst_input);
-      if (t == DT_RESOURCE || IsRefType(t)) uf->Union(e->src->id(), n->id());
+      if (t == DT_RESOURCE || IsRefType(t)) uf->Union(ResourceOrigin(e)->id(), n->id());
     }
   }
   return absl::OkStatus();
@@ -157,6 +181,7 @@ absl::Status Placer::MergeRequest(Group* g, Node* n, const DeviceName& request) 
 // True when `n` reads a resource or ref input: it must run beside that
 // variable, whatever it requested.
 bool ConsumesResourceOrRef(const Node* n) {
+  if (ForwardsResources(n)) return false;
   for (const Edge* e : n->in_edges()) {
     if (e->IsControlEdge()) continue;
     const DataType t = n->input_type(e->dst_input);

@@ -110,6 +110,24 @@ TEST_F(PlacerTest, ColocatesThroughResourceEdges) {
   EXPECT_EQ(DeviceOf(*g, "use"), LocalCpu(0));  // A plain edge does not colocate.
 }
 
+// An IdentityN (what a lowered While or If leaves under the call's name)
+// forwards a resource without being pinned to it, as in TensorFlow: the
+// loop's other results stay on the worker; a reader of the forwarded
+// resource still runs beside the variable.
+TEST_F(PlacerTest, IdentityNForwardsResourcesWithoutFollowingThem) {
+  GraphBuilder b;
+  b.Node("var", "RtTestVarHandle", {}, "/device:CPU:2");
+  b.Const("state");
+  tensorflow::NodeDef* out = b.Node("loop", "IdentityN", {"var", "state"}, "/device:CPU:1");
+  SetAttr(out, "T", DataTypeVector{DT_RESOURCE, DT_FLOAT});
+  SetAttr(b.Node("read", "RtTestReadVar", {"loop:0"}), "dtype", DT_FLOAT);
+  std::unique_ptr<Graph> g = b.Build();
+  absl::Status s = Place(g.get());
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(DeviceOf(*g, "loop"), LocalCpu(1));
+  EXPECT_EQ(DeviceOf(*g, "read"), LocalCpu(2));
+}
+
 // The request of a reader also moves the variable.
 TEST_F(PlacerTest, ColocationMergesRequestsFieldByField) {
   GraphBuilder b;
