@@ -1,5 +1,6 @@
 #include "dflow/runtime/function.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <utility>
@@ -408,10 +409,33 @@ class Lowering {
     return ReplaceCall(n, results, {executed});
   }
 
+  // The loop variables the body returns unchanged (TensorFlow's lowering
+  // passes them with a constant Enter: no Merge, Switch or Exit); all false
+  // when every variable would be, so something drives the iterations.
+  absl::StatusOr<std::vector<bool>> LoopInvariants(const Node& n,
+                                                   const tensorflow::NameAttrList& body_fn) {
+    ASSIGN_OR_RETURN(const tensorflow::FunctionDef* body, Find(n, body_fn));
+    const tensorflow::OpDef& sig = body->signature();
+    std::vector<bool> invariant(n.num_inputs(), false);
+    if (sig.input_arg_size() != n.num_inputs() || sig.output_arg_size() != n.num_inputs()) {
+      return invariant;  // InlineBody names the mismatch.
+    }
+    for (int i = 0; i < n.num_inputs(); ++i) {
+      auto it = body->ret().find(sig.output_arg(i).name());
+      invariant[i] = it != body->ret().end() && it->second == sig.input_arg(i).name();
+    }
+    if (std::all_of(invariant.begin(), invariant.end(), [](bool b) { return b; })) {
+      invariant.assign(invariant.size(), false);
+    }
+    return invariant;
+  }
+
   // While(args...) -> a TensorFlow 1.x loop in its own frame, per loop
   // variable: Enter -> Merge (with the NextIteration of the body's result)
   // -> Switch on LoopCond(cond(merges...)) -> Exit on the false side, body
-  // input on the true side.
+  // input on the true side. A variable the body returns unchanged (a
+  // captured resource handle, say) enters as a loop invariant instead, and
+  // the While's output is its input.
   absl::Status LowerWhile(Node* n) {
     ASSIGN_OR_RETURN(tensorflow::NameAttrList cond_fn, FuncAttr(*n, "cond"));
     ASSIGN_OR_RETURN(tensorflow::NameAttrList body_fn, FuncAttr(*n, "body"));
@@ -419,6 +443,10 @@ class Lowering {
     RETURN_IF_ERROR(GetNodeAttr(n->def(), "parallel_iterations", &parallel));
     if (parallel < 1) return Error(*n, "parallel_iterations must be at least 1");
     if (n->num_inputs() == 0) return Error(*n, "has no loop variables");
+    ASSIGN_OR_RETURN(std::vector<bool> invariant, LoopInvariants(*n, body_fn));
+    // A varying variable's Merge and body input pivot the cond and the body.
+    const int pivot = static_cast<int>(
+        std::find(invariant.begin(), invariant.end(), false) - invariant.begin());
     std::vector<Endpoint> inputs;
     std::vector<Node*> control_inputs;
     CallInputs(*n, &inputs, &control_inputs);
@@ -426,7 +454,7 @@ class Lowering {
     const std::string& device = n->requested_device();
     const std::string frame = n->name();
 
-    std::vector<Node*> merges;
+    std::vector<Node*> merges(n->num_inputs(), nullptr);
     std::vector<Endpoint> merged;
     for (int i = 0; i < n->num_inputs(); ++i) {
       const DataType t = n->input_type(i);
@@ -434,22 +462,26 @@ class Lowering {
                                              [&](tensorflow::NodeDef* d) {
                                                SetAttr(d, "T", t);
                                                SetAttr(d, "frame_name", frame);
+                                               SetAttr(d, "is_constant", invariant[i]);
                                                SetAttr(d, "parallel_iterations", parallel);
                                              }));
       RETURN_IF_ERROR(Connect(*n, inputs[i], enter, 0));
       for (Node* c : control_inputs) graph_->AddControlEdge(c, enter);
-      ASSIGN_OR_RETURN(Node * merge, NewNode(absl::StrCat(prefix, "merge_", i), "Merge", device,
-                                             [t](tensorflow::NodeDef* d) {
-                                               SetAttr(d, "T", t);
-                                               SetAttr(d, "N", 2);
-                                             }));
-      RETURN_IF_ERROR(Connect(*n, {enter, 0}, merge, 0));
-      merges.push_back(merge);
-      merged.push_back({merge, 0});
+      if (invariant[i]) {
+        merged.push_back({enter, 0});
+        continue;
+      }
+      ASSIGN_OR_RETURN(merges[i], NewNode(absl::StrCat(prefix, "merge_", i), "Merge", device,
+                                          [t](tensorflow::NodeDef* d) {
+                                            SetAttr(d, "T", t);
+                                            SetAttr(d, "N", 2);
+                                          }));
+      RETURN_IF_ERROR(Connect(*n, {enter, 0}, merges[i], 0));
+      merged.push_back({merges[i], 0});
     }
     std::vector<Endpoint> cond_rets;
     std::vector<Node*> cond_control;
-    RETURN_IF_ERROR(InlineBody(*n, cond_fn, prefix + "cond/", merged, merges[0], &cond_rets,
+    RETURN_IF_ERROR(InlineBody(*n, cond_fn, prefix + "cond/", merged, merges[pivot], &cond_rets,
                                &cond_control));
     if (cond_rets.size() != 1 ||
         BaseType(cond_rets[0].node->output_type(cond_rets[0].index)) != DT_BOOL) {
@@ -462,8 +494,13 @@ class Lowering {
     RETURN_IF_ERROR(Connect(*n, cond_rets[0], loop_cond, 0));
     for (Node* c : cond_control) graph_->AddControlEdge(c, loop_cond);
 
-    std::vector<Endpoint> exits, body_args;
+    std::vector<Endpoint> results, body_args;
     for (int i = 0; i < n->num_inputs(); ++i) {
+      if (invariant[i]) {
+        results.push_back(inputs[i]);
+        body_args.push_back(merged[i]);
+        continue;
+      }
       const DataType t = n->input_type(i);
       ASSIGN_OR_RETURN(Node * sw, NewTyped(absl::StrCat(prefix, "switch_", i), "Switch", device, t));
       RETURN_IF_ERROR(Connect(*n, merged[i], sw, 0));
@@ -473,15 +510,16 @@ class Lowering {
       ASSIGN_OR_RETURN(Node * arg,
                        NewTyped(absl::StrCat(prefix, "body_input_", i), "Identity", device, t));
       RETURN_IF_ERROR(Connect(*n, {sw, 1}, arg, 0));
-      exits.push_back({exit, 0});
+      results.push_back({exit, 0});
       body_args.push_back({arg, 0});
     }
     std::vector<Endpoint> body_rets;
     std::vector<Node*> body_control;
-    RETURN_IF_ERROR(InlineBody(*n, body_fn, prefix + "body/", body_args, body_args[0].node,
+    RETURN_IF_ERROR(InlineBody(*n, body_fn, prefix + "body/", body_args, body_args[pivot].node,
                                &body_rets, &body_control));
     RETURN_IF_ERROR(CheckResults(*n, "body", body_rets));
     for (int i = 0; i < n->num_inputs(); ++i) {
+      if (invariant[i]) continue;
       ASSIGN_OR_RETURN(Node * next, NewTyped(absl::StrCat(prefix, "next_iteration_", i),
                                              "NextIteration", device, n->input_type(i)));
       RETURN_IF_ERROR(Connect(*n, body_rets[i], next, 0));
@@ -489,7 +527,7 @@ class Lowering {
       for (Node* c : body_control) graph_->AddControlEdge(c, next);
       RETURN_IF_ERROR(Connect(*n, {next, 0}, merges[i], 1));
     }
-    return ReplaceCall(n, exits, {});
+    return ReplaceCall(n, results, {});
   }
 
   // PartitionedCall(args...) -> the body inlined, reading the call's inputs.

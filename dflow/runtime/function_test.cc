@@ -726,6 +726,30 @@ TEST(LowerFunctionalOpsTest, LoweredGraphHasSwitchesMergesAndNoIf) {
   EXPECT_EQ((*g)->FindNode("cond")->type_string(), "IdentityN");
 }
 
+// A loop variable the body returns unchanged (the resource handle the body
+// increments, the bound it compares with) enters as a loop invariant, as TensorFlow lowers it: a
+// constant Enter, no Merge, Switch or Exit of its own, and the While's
+// output is its input.
+TEST(LowerFunctionalOpsTest, WhileLoopInvariantsEnterAsConstants) {
+  absl::StatusOr<std::unique_ptr<Graph>> g = GraphFromGraphDef(GoldenGraph("while_v2_resource"));
+  ASSERT_TRUE(g.ok()) << g.status();
+  int constant_enters = 0, constant_resources = 0, enters = 0, merges = 0, exits = 0;
+  for (Node* n : (*g)->nodes()) {
+    if (n->IsEnter()) {
+      ++enters;
+      bool is_constant = false;
+      ASSERT_TRUE(GetNodeAttr(n->def(), "is_constant", &is_constant).ok());
+      constant_enters += is_constant;
+      constant_resources += is_constant && n->input_type(0) == DT_RESOURCE;
+    }
+    merges += n->type_string() == "Merge";
+    exits += n->IsExit();
+  }
+  EXPECT_EQ(constant_resources, 1);
+  EXPECT_EQ(merges, enters - constant_enters);
+  EXPECT_EQ(exits, merges);
+}
+
 // Edits the first function's body or the call, then expects `code` with
 // every `words` in the message.
 void ExpectLoweringError(const std::function<void(tensorflow::GraphDef*)>& edit,
