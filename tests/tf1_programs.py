@@ -766,6 +766,17 @@ def wide_deep(target, cluster, workdir, steps, build_only=False):
 
 @program
 def while_v2(target, cluster, workdir, steps, build_only=False):
+    return v2_loop_rnn(target, cluster, steps, build_only, use_resource=False)
+
+
+@program
+def while_v2_resource(target, cluster, workdir, steps, build_only=False):
+    return v2_loop_rnn(target, cluster, steps, build_only, use_resource=True)
+
+
+def v2_loop_rnn(target, cluster, steps, build_only, use_resource):
+    """while_v2's RNN; with use_resource its variables are resource variables on the ps,
+    which the While's body reads inside the loop (so the lowered loop spans ps and worker)."""
     from tensorflow.python.ops import control_flow_v2_toggles as toggles
     time_steps, features, hidden, classes, batch = 5, 4, 8, 3, 16
     x_data, y_data = sequences(30, 512, time_steps, features, classes)
@@ -780,11 +791,14 @@ def while_v2(target, cluster, workdir, steps, build_only=False):
                 x = tf1.placeholder(tf.float32, [None, time_steps, features], name="x")
                 y_ = tf1.placeholder(tf.float32, [None, classes], name="y")
                 init_w = tf1.glorot_uniform_initializer(seed=32)
-                w_in = tf1.get_variable("rnn_v2/w_in", [features, hidden], initializer=init_w)
-                w_h = tf1.get_variable("rnn_v2/w_h", [hidden, hidden], initializer=init_w)
-                b = tf1.get_variable("rnn_v2/b", [hidden],
-                                     initializer=tf1.zeros_initializer())
-                w_out = tf1.get_variable("rnn_v2/w_out", [hidden, classes], initializer=init_w)
+                w_in = tf1.get_variable("rnn_v2/w_in", [features, hidden], initializer=init_w,
+                                       use_resource=use_resource)
+                w_h = tf1.get_variable("rnn_v2/w_h", [hidden, hidden], initializer=init_w,
+                                       use_resource=use_resource)
+                b = tf1.get_variable("rnn_v2/b", [hidden], initializer=tf1.zeros_initializer(),
+                                     use_resource=use_resource)
+                w_out = tf1.get_variable("rnn_v2/w_out", [hidden, classes], initializer=init_w,
+                                       use_resource=use_resource)
                 inputs = tf.TensorArray(tf.float32, size=time_steps).unstack(
                     tf1.transpose(x, [1, 0, 2]))
                 states = tf.TensorArray(tf.float32, size=time_steps)
