@@ -375,7 +375,7 @@ void ExecutorState::Start() {
   ReadyQueue queue;
   for (auto it = roots.rbegin(); it != roots.rend(); ++it) {
     const TaggedNode node{*it, iter};
-    if (exec_->items_[*it].expensive && args_.runner) {
+    if (exec_->IsExpensive(*it) && args_.runner) {
       args_.runner([this, node] { Process(node); });
     } else {
       queue.push_back(node);
@@ -433,7 +433,13 @@ bool ExecutorState::RunNode(TaggedNode node, Params* params, ReadyQueue* inline_
   params->frame_iter = FrameAndIter{node.iter->frame->id, node.iter->index};
   if (item.async != nullptr) return StartAsync(node, *params, inline_ready);
   OpKernelContext ctx(params);
-  s = item.kernel->Compute(&ctx);
+  if (item.expensive) {  // Timed until the executor knows whether it is.
+    const absl::Time start = absl::Now();
+    s = item.kernel->Compute(&ctx);
+    exec_->UpdateCost(node.id, absl::ToInt64Nanoseconds(absl::Now() - start));
+  } else {
+    s = item.kernel->Compute(&ctx);
+  }
   return Complete(node, std::move(s), &ctx, inline_ready);
 }
 
@@ -803,7 +809,7 @@ bool ExecutorState::ScheduleReady(const ReadyList& ready, ReadyQueue* inline_rea
   // for this thread when it has nothing else to do.
   const TaggedNode* expensive = nullptr;
   for (const TaggedNode& node : ready) {
-    if (!exec_->items_[node.id].expensive || !args_.runner) {
+    if (!exec_->IsExpensive(node.id) || !args_.runner) {
       inline_ready->push_back(node);
       continue;
     }
@@ -882,6 +888,24 @@ absl::Status Executor::InitializeNode(const Node* node, NodeItem* item) {
   return absl::OkStatus();
 }
 
+// As TensorFlow's executor: a kernel that says it is expensive starts as
+// such (a 100 ms estimate) and is timed on every run; the estimate decays
+// by a tenth of the gap to each measurement, so after some tens of runs
+// under the threshold the kernel runs inline.
+constexpr int64_t kInitialCostNs = 100'000'000;
+constexpr int64_t kExpensiveNs = 3'000;
+constexpr int64_t kCostDecay = 10;
+
+bool Executor::IsExpensive(int id) const {
+  return items_[id].expensive && cost_ns_[id].load(std::memory_order_relaxed) > kExpensiveNs;
+}
+
+void Executor::UpdateCost(int id, int64_t nanos) const {
+  std::atomic<int64_t>& cost = cost_ns_[id];
+  const int64_t prev = cost.load(std::memory_order_relaxed);
+  cost.store(((kCostDecay - 1) * prev + nanos) / kCostDecay, std::memory_order_relaxed);
+}
+
 absl::Status Executor::Initialize() {
   ASSIGN_OR_RETURN(ControlFlowInfo cf, BuildControlFlowInfo(*graph_));
   for (const LoopFrame& f : cf.frames) {
@@ -890,6 +914,8 @@ absl::Status Executor::Initialize() {
   const std::vector<Node*> nodes = graph_->nodes();
   std::vector<int> index_of(graph_->num_node_ids(), -1);
   items_.resize(nodes.size());
+  cost_ns_.reset(new std::atomic<int64_t>[nodes.size()]);
+  for (size_t i = 0; i < nodes.size(); ++i) cost_ns_[i].store(kInitialCostNs);
   for (size_t i = 0; i < nodes.size(); ++i) {
     index_of[nodes[i]->id()] = static_cast<int>(i);
     NodeItem& item = items_[i];

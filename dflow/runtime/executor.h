@@ -2,7 +2,10 @@
 //
 // Kernels are created once, when the executor is; every step then walks the
 // graph by pending-input counts. Cheap kernels run inline on the thread that
-// made them ready, expensive ones go to Args::runner (the inter-op pool), and
+// made them ready, expensive ones go to Args::runner (the inter-op pool): a
+// kernel that calls itself expensive is timed, and once its average run is
+// below a few microseconds (a scalar AddV2 in a loop) it runs inline too, as
+// TensorFlow's executor learns it; and
 // asynchronous kernels (Recv) finish through a callback, so no thread blocks
 // waiting for a tensor. Control flow follows TensorFlow's deadness: the output
 // a Switch did not take is dead, a node with a dead input is skipped and its
@@ -27,6 +30,7 @@
 #ifndef DFLOW_RUNTIME_EXECUTOR_H_
 #define DFLOW_RUNTIME_EXECUTOR_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -91,10 +95,18 @@ class Executor {
   absl::Status Initialize();
   absl::Status InitializeNode(const Node* node, NodeItem* item);
 
+  // Whether item `id` goes to the pool; kernels that declare themselves
+  // expensive are timed (UpdateCost) and stop being so once cheap.
+  bool IsExpensive(int id) const;
+  void UpdateCost(int id, int64_t nanos) const;
+
   std::unique_ptr<Graph> graph_;
   Device* device_;  // not owned
   std::vector<std::unique_ptr<OpKernel>> kernels_;
   std::vector<NodeItem> items_;  // One per live node, dense.
+  // Moving average of each item's run time, ns; written without a lock by
+  // every step (a lost update only slows the average down).
+  std::unique_ptr<std::atomic<int64_t>[]> cost_ns_;
   std::vector<OutEdge> out_edges_;
   std::vector<int> roots_;  // Items with no inputs at all.
   std::vector<FrameInfo> frames_;  // frames_[0] is the root frame.

@@ -40,6 +40,7 @@ REGISTER_OP("ExecTestFail").Input("x: int64").Output("y: int64").Attr("delay_ms:
 REGISTER_OP("ExecTestAsync").Input("x: int64").Output("y: int64").Attr("delay_ms: int = 0");
 // Appends its name to a global log.
 REGISTER_OP("ExecTestRecord").SetIsStateful();
+REGISTER_OP("ExecTestThread").SetIsStateful();
 REGISTER_OP("ExecTestRefVar").Output("ref: Ref(int64)").SetIsStateful();
 REGISTER_OP("ExecTestRefAdd").Input("ref: Ref(int64)").Input("x: int64").SetIsStateful();
 
@@ -141,6 +142,19 @@ class RecordOp : public OpKernel {
   }
 };
 
+// Cheap, but does not say so (OpKernel's default: expensive); records the
+// thread it ran on.
+std::vector<std::thread::id> g_threads;
+class ThreadOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    absl::MutexLock l(&g_log_mu);
+    g_threads.push_back(std::this_thread::get_id());
+    return absl::OkStatus();
+  }
+};
+
 class RefVarOp : public OpKernel {
  public:
   explicit RefVarOp(OpKernelConstruction* c) : OpKernel(c), var_(Tensor::Scalar<int64_t>(10)) {}
@@ -172,6 +186,7 @@ REGISTER_KERNEL(KernelDefBuilder("ExecTestSlow").Device(kDeviceCPU), SlowOp);
 REGISTER_KERNEL(KernelDefBuilder("ExecTestFail").Device(kDeviceCPU), FailOp);
 REGISTER_KERNEL(KernelDefBuilder("ExecTestAsync").Device(kDeviceCPU), AsyncAddOp);
 REGISTER_KERNEL(KernelDefBuilder("ExecTestRecord").Device(kDeviceCPU), RecordOp);
+REGISTER_KERNEL(KernelDefBuilder("ExecTestThread").Device(kDeviceCPU), ThreadOp);
 REGISTER_KERNEL(KernelDefBuilder("ExecTestRefVar").Device(kDeviceCPU), RefVarOp);
 REGISTER_KERNEL(KernelDefBuilder("ExecTestRefAdd").Device(kDeviceCPU), RefAddOp);
 
@@ -289,6 +304,36 @@ TEST_F(ExecutorTest, IndependentExpensiveNodesRunInParallel) {
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(g_max_running.load(), 8);
   for (const Tensor& t : *out) EXPECT_EQ(Scalar(t), 2);
+}
+
+// As TensorFlow's executor: kernels that call themselves expensive but run in
+// microseconds go to the pool at first, and run inline once timed as cheap,
+// so a loop of small ops does not hand every iteration to another thread.
+TEST_F(ExecutorTest, ExpensiveKernelsTimedAsCheapRunInline) {
+  tensorflow::GraphDef g;
+  Const(&g, "c", 1);
+  AddNode(&g, "a", "ExecTestThread", {"^c"});
+  AddNode(&g, "b", "ExecTestThread", {"^c"});  // Ready with a: one of them goes to the pool.
+  absl::StatusOr<std::unique_ptr<Executor>> exec = MakeExecutor(g);
+  ASSERT_TRUE(exec.ok()) << exec.status();
+  auto threads_of_one_run = [&]() -> std::vector<std::thread::id> {
+    {
+      absl::MutexLock l(&g_log_mu);
+      g_threads.clear();
+    }
+    EXPECT_TRUE((*exec)->Run(args_).ok());
+    absl::MutexLock l(&g_log_mu);
+    return g_threads;
+  };
+  const std::thread::id here = std::this_thread::get_id();
+  std::vector<std::thread::id> first = threads_of_one_run();
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_TRUE(first[0] != here || first[1] != here) << "one of two expensive nodes is handed off";
+  for (int i = 0; i < 300; ++i) threads_of_one_run();
+  std::vector<std::thread::id> last = threads_of_one_run();
+  ASSERT_EQ(last.size(), 2u);
+  EXPECT_EQ(last[0], here);
+  EXPECT_EQ(last[1], here);
 }
 
 TEST_F(ExecutorTest, AsyncKernelCompletesOnAnotherThread) {
