@@ -1,5 +1,5 @@
 // Device: one place kernels run (a CPU, later a GPU), with its own resource
-// manager. Devices are created by the runtime's DeviceFactory.
+// manager. Devices are created by CreateLocalDevices (runtime/device_mgr.h).
 #ifndef DFLOW_FRAMEWORK_DEVICE_H_
 #define DFLOW_FRAMEWORK_DEVICE_H_
 
