@@ -25,7 +25,8 @@ absl::Status OsError(absl::string_view what, const std::string& path, int err) {
     case EPERM:
     case EROFS: return absl::PermissionDeniedError(message);
     case ENOSPC:
-    case EDQUOT: return absl::ResourceExhaustedError(message);
+    case EDQUOT:
+    case EFBIG: return absl::ResourceExhaustedError(message);
     case EEXIST: return absl::AlreadyExistsError(message);
     default: return absl::UnavailableError(message);
   }

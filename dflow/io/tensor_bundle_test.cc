@@ -1,14 +1,18 @@
 #include "dflow/io/tensor_bundle.h"
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "dflow/io/table.h"
 #include "dflow/io/test_util.h"
@@ -270,6 +274,38 @@ TEST(TensorBundleTest, UnwritableDirectoryFailsWithThePathAndKeepsTheOldCheckpoi
   EXPECT_THAT(s.message(), HasSubstr(dir.path() + "/file"));
   auto r = BundleReader::Open(prefix);
   ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)->Read("w")->scalar<float>(), 1);
+}
+
+// A disk that refuses more bytes mid-save (here the process's file-size
+// limit, which fails write() as a full disk does, with the signal ignored):
+// the save fails naming the file, leaves nothing under its prefix, and the
+// previous checkpoint still loads.
+TEST(TensorBundleTest, DiskFullMidSaveFailsWithThePathAndKeepsTheOldCheckpoint) {
+  TempDir dir;
+  WriteOrDie(dir.path() + "/m", {{"w", Tensor::Scalar<float>(1)}});
+  struct rlimit old_limit;
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old_limit), 0);
+  struct rlimit limit = old_limit;
+  limit.rlim_cur = 256 << 10;
+  auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &limit), 0);
+  absl::Status s;
+  {
+    auto w = BundleWriter::Create(dir.path() + "/m2");
+    s = w.status();
+    if (s.ok()) s = (*w)->Add("big", Tensor(DT_FLOAT, TensorShape({1 << 20})));  // 4 MiB
+    if (s.ok()) s = (*w)->Finish();
+  }
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &old_limit), 0);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_THAT(s.message(), HasSubstr(dir.path() + "/m2"));
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    EXPECT_FALSE(absl::StartsWith(entry.path().filename().string(), "m2")) << entry.path();
+  }
+  auto r = BundleReader::Open(dir.path() + "/m");
+  ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ((*r)->Read("w")->scalar<float>(), 1);
 }
 
