@@ -190,6 +190,19 @@ TEST(FeatureColumnOpsTest, SparseCrossNamesTypesInItsErrors) {
   ADD_FAILURE() << "no string_internal_int64_values case";
 }
 
+// TensorFlow's shapes: [?, 2] indices, [?] values, a [2] dense shape.
+TEST(FeatureColumnOpsTest, SparseCrossShapes) {
+  const json cases = LoadCrossCases();
+  ASSERT_FALSE(cases.empty());
+  OpTest t = CrossOf(cases[0]);  // Two dense columns.
+  absl::StatusOr<std::vector<PartialShape>> out =
+      Infer(t.node_def(), {PartialShape({kUnknownDim, 2}), PartialShape({kUnknownDim, 1})});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0], PartialShape({kUnknownDim, 2}));
+  EXPECT_EQ((*out)[1], PartialShape({kUnknownDim}));
+  EXPECT_EQ((*out)[2], PartialShape({2}));
+}
+
 // Inputs TensorFlow does not survive: a negative batch size (TensorFlow
 // sizes a vector with it) and crosses too many to allocate.
 TEST(FeatureColumnOpsTest, SparseCrossRefusesBadSizes) {
