@@ -57,8 +57,8 @@ Programs:
                    The negative samples are drawn in numpy and fed as nce_loss's
                    sampled_values (with TensorFlow's log-uniform expected counts):
                    dflow's sampler draws from its own random stream, not TensorFlow's
-  wide_deep        feature columns (hashed and bucketized columns in a linear model
-                   trained by FTRL, an embedding column and a numeric column under a
+  wide_deep        feature columns (hashed, bucketized and crossed columns in a linear
+                   model trained by FTRL, an embedding column and a numeric column under a
                    dense layer trained by Adagrad), string features fed as a sparse tensor
   while_v2         a hand-written RNN in tf.while_loop under control flow v2 (a While op,
                    switched on while this program builds its graph only): inputs read
@@ -724,8 +724,11 @@ def wide_deep(target, cluster, workdir, steps, build_only=False):
             features = {"word": tf1.sparse_placeholder(tf.string, name="word"),
                         "age": tf1.placeholder(tf.float32, [None, 1], name="age")}
             labels = tf1.placeholder(tf.float32, [None, 1], name="labels")
+            # Crossed with the age buckets: SparseCross of a sparse string and a
+            # sparse int64 column, hashed into 16 buckets.
+            word_x_age = fc.crossed_column(["word", age_buckets], 16)
             with tf1.variable_scope("wide"):
-                wide = fc.linear_model(features, [word, age_buckets])
+                wide = fc.linear_model(features, [word, age_buckets, word_x_age])
             embedding = fc.embedding_column(
                 word, 4, combiner="sqrtn",
                 initializer=tf1.truncated_normal_initializer(stddev=0.5, seed=24))

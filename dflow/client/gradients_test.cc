@@ -165,6 +165,20 @@ std::vector<GradCase> SelectCases() {
          Tensor c = BoolTensor({true, false, true, false, false, true}, TensorShape({2, 3}));
          return ops::Where(s, c, x[0], x[1]);
        }},
+      {"Select",
+       "Select",
+       {S({2, 3}), S({2, 3})},
+       [](const Scope& s, const std::vector<Output>& x) {
+         Tensor c = BoolTensor({false, true, true, false, true, false}, TensorShape({2, 3}));
+         return OpBuilder(s, "Select").Input(c).Input(x[0]).Input(x[1]).Finish();
+       }},
+      {"Select_row_condition",  // A vector condition picks whole rows.
+       "Select",
+       {S({3, 2}), S({3, 2})},
+       [](const Scope& s, const std::vector<Output>& x) {
+         Tensor c = BoolTensor({true, false, true}, TensorShape({3}));
+         return OpBuilder(s, "Select").Input(c).Input(x[0]).Input(x[1]).Finish();
+       }},
       {"SelectV2_broadcast",
        "SelectV2",
        {S({2, 1}), S({3})},
@@ -392,7 +406,67 @@ std::vector<GradCase> SegmentCases() {
                            .Finish();
                      }});
   }
+  // x0 holds no zero, x1 only zeros: segment 0 has none, segment 1 one zero
+  // (rows 1 and 4), segment 2 two (rows 5 and 6), segment 3 is empty, row 3
+  // is dropped. Products are linear in each element, so differences are exact
+  // at zero.
+  auto prod = [](const Scope& s, const std::vector<Output>& x) {
+    return OpBuilder(s, "UnsortedSegmentProd")
+        .Input(ops::Concat(s, {x[0], x[1]}, 0))
+        .Input(Tensor::Vec<int64_t>({0, 1, 0, -1, 1, 2, 2}))
+        .Input(Tensor::Scalar<int32_t>(4))
+        .Finish();
+  };
+  const InputSpec non_zero = GradInput({4, 3}, 0.5, 1.5, /*random_sign=*/true);
+  cases.push_back(
+      {"UnsortedSegmentProd_zeros", "UnsortedSegmentProd", {non_zero, S({3, 3}, 0, 0)}, prod});
+  cases.push_back({"UnsortedSegmentProd_zeros_float",
+                   "UnsortedSegmentProd",
+                   {GradInput({4}, 0.5, 1.5, true), S({3}, 0, 0)},
+                   prod,
+                   DT_FLOAT});
   return cases;
+}
+
+std::vector<GradCase> SparseToDenseCases() {
+  return {
+      {"SparseToDense",
+       "SparseToDense",
+       {S({3}), S({})},
+       [](const Scope& s, const std::vector<Output>& x) {
+         return OpBuilder(s, "SparseToDense")
+             .Input(Tensor::FromVector<int64_t>({0, 1, 1, 0, 2, 2}, {3, 2}))
+             .Input(Tensor::Vec<int64_t>({3, 3}))
+             .Input(x[0])
+             .Input(x[1])
+             .Finish();
+       }},
+      // A scalar value at every index of a 1-D output (TensorFlow's gradient
+      // fails to build here).
+      {"SparseToDense_vector_indices_scalar_value",
+       "SparseToDense",
+       {S({}), S({})},
+       [](const Scope& s, const std::vector<Output>& x) {
+         return OpBuilder(s, "SparseToDense")
+             .Input(Tensor::Vec<int32_t>({0, 2}))
+             .Input(Tensor::Vec<int32_t>({4}))
+             .Input(x[0])
+             .Input(x[1])
+             .Finish();
+       }},
+      {"SparseToDense_float",
+       "SparseToDense",
+       {S({2}), S({})},
+       [](const Scope& s, const std::vector<Output>& x) {
+         return OpBuilder(s, "SparseToDense")
+             .Input(Tensor::FromVector<int32_t>({0, 0, 1, 1, 1, 0}, {2, 3}))
+             .Input(Tensor::Vec<int32_t>({2, 2, 2}))
+             .Input(x[0])
+             .Input(x[1])
+             .Finish();
+       },
+       DT_FLOAT},
+  };
 }
 
 // A small network: every gradient composed.
@@ -410,9 +484,9 @@ std::vector<GradCase> CompositeCases() {
 
 std::vector<GradCase> AllCases() {
   std::vector<GradCase> all;
-  for (auto cases : {BinaryCases(), UnaryCases(), ReductionCases(), SelectCases(), ShapeCases(),
-                     SliceCases(), PartitionCases(), SegmentCases(),
-                     CompositeCases()}) {
+  for (auto cases :
+       {BinaryCases(), UnaryCases(), ReductionCases(), SelectCases(), ShapeCases(), SliceCases(),
+        PartitionCases(), SegmentCases(), SparseToDenseCases(), CompositeCases()}) {
     all.insert(all.end(), cases.begin(), cases.end());
   }
   return all;

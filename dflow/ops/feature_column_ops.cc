@@ -1,21 +1,30 @@
-// Ops TensorFlow 1.x's feature columns build (wide & deep's categorical and
-// bucketized columns):
+// Ops TensorFlow 1.x's feature columns build (wide & deep's categorical,
+// bucketized and crossed columns):
 //
 //   StringToHashBucketFast(input)   Fingerprint64(s) % num_buckets per string,
 //       Fingerprint64 being FarmHash's 64-bit fingerprint (farmhashna), so the
 //       buckets equal TensorFlow's
 //   Bucketize(input)   the index of the first boundary greater than each value
 //       (len(boundaries) when none is; NaN goes last)
+//   SparseCross(indices, values, shapes, dense_inputs)   per row of a batch, the
+//       cartesian product of the features each input column has there (sparse
+//       columns first, the last column varying fastest) as a [batch, max
+//       crosses] SparseTensor. out_type int64 (whatever hashed_output says):
+//       FingerprintCat64 folded over the features from hash_key (a string's
+//       feature is its Fingerprint64, an int64's its value) % num_buckets (or
+//       % INT64_MAX when 0); out_type string: the features joined by "_X_"
 //
 // OpDefs and error texts follow TensorFlow's.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "dflow/framework/gradient.h"
 #include "dflow/framework/kernel.h"
 #include "dflow/framework/op_def.h"
@@ -228,8 +237,361 @@ REGISTER_OP("Bucketize")
     .SetShapeFn(UnchangedShape);
 const CpuKernels<BucketizeOp, int32_t, int64_t, float, double> bucketize_kernels("Bucketize");
 
+// --- SparseCross ---------------------------------------------------------------------
+
+// TensorFlow's FingerprintCat64: a fingerprint of two fingerprints.
+uint64_t FingerprintCat64(uint64_t fp1, uint64_t fp2) {
+  constexpr uint64_t kMul = 0xc6a4a7935bd1e995ULL;
+  uint64_t result = fp1 ^ kMul;
+  result ^= ShiftMix(fp2 * kMul) * kMul;
+  result *= kMul;
+  result = ShiftMix(result) * kMul;
+  return ShiftMix(result);
+}
+
+// a * b and a + b, saturating at INT64_MAX (for non-negative operands).
+int64_t SatMul(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? std::numeric_limits<int64_t>::max() : r;
+}
+int64_t SatAdd(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<int64_t>::max() : r;
+}
+
+// One input column of a cross. A dense [batch, n] matrix has n features in
+// every row. A sparse tensor's features are read as TensorFlow reads them:
+// runs of entries with the same row (indices[:, 0]), each run taken when its
+// row comes after the previous run's and lies inside the batch; the column
+// ends at the first run that does not (its column index is never read).
+class CrossColumn {
+ public:
+  CrossColumn(const Tensor* indices, const Tensor* values, int64_t batch)
+      : values_(values),
+        sparse_(true),
+        rows_(indices->flat<int64_t>().data()),
+        size_(values->NumElements()),
+        batch_(batch) {}
+  explicit CrossColumn(const Tensor* dense) : values_(dense), width_(dense->dim_size(1)) {}
+
+  bool sparse() const { return sparse_; }
+  // Sparse only: moves to the next run of features; false when none is left.
+  bool NextRun() {
+    begin_ = end_;
+    if (begin_ >= size_) return false;
+    const int64_t row = rows_[2 * begin_];
+    if (row < next_row_ || row >= batch_) return false;
+    for (end_ = begin_; end_ < size_ && rows_[2 * end_] == row; ++end_) {
+    }
+    row_ = row;
+    next_row_ = row + 1;
+    return true;
+  }
+  // The sparse run's row.
+  int64_t row() const { return row_; }
+  // How many features the column has in `row` (a sparse column: its current run's row).
+  int64_t count() const { return sparse() ? end_ - begin_ : width_; }
+  // The position in values of feature n of `row`.
+  int64_t at(int64_t row, int64_t n) const { return sparse() ? begin_ + n : row * width_ + n; }
+  const Tensor& values() const { return *values_; }
+
+ private:
+  const Tensor* values_;  // not owned
+  bool sparse_ = false;
+  const int64_t* rows_ = nullptr;  // Sparse: the indices, two per entry; not owned.
+  int64_t size_ = 0, batch_ = 0, width_ = 0;
+  int64_t begin_ = 0, end_ = 0, row_ = 0, next_row_ = 0;
+};
+
+// Calls fn(row) for each row of the batch where every column has a feature,
+// in increasing order, with each sparse column moved to that row's run.
+template <typename Fn>
+void ForEachCrossRow(std::vector<CrossColumn>& columns, int64_t batch, Fn fn) {
+  std::vector<CrossColumn*> sparse;
+  for (CrossColumn& c : columns) {
+    if (!c.sparse() && c.count() == 0) return;
+    if (c.sparse()) sparse.push_back(&c);
+  }
+  if (sparse.empty()) {
+    for (int64_t row = 0; row < batch; ++row) fn(row);
+    return;
+  }
+  for (CrossColumn* c : sparse) {
+    if (!c->NextRun()) return;
+  }
+  // A merge of the columns' runs: only a row every one reaches has crosses.
+  for (;;) {
+    int64_t target = 0;
+    for (CrossColumn* c : sparse) target = std::max(target, c->row());
+    bool aligned = true;
+    for (CrossColumn* c : sparse) {
+      while (c->row() < target) {
+        if (!c->NextRun()) return;
+        aligned = false;
+      }
+    }
+    if (!aligned) continue;  // Some column moved past the target.
+    fn(target);
+    for (CrossColumn* c : sparse) {
+      if (!c->NextRun()) return;
+    }
+  }
+}
+
+class SparseCrossOp : public OpKernel {
+ public:
+  explicit SparseCrossOp(OpKernelConstruction* c) : OpKernel(c) {
+    c->GetAttr("N", &n_).IgnoreError();
+    c->GetAttr("sparse_types", &sparse_types_).IgnoreError();
+    c->GetAttr("dense_types", &dense_types_).IgnoreError();
+    c->GetAttr("num_buckets", &num_buckets_).IgnoreError();
+    c->GetAttr("hash_key", &hash_key_).IgnoreError();
+    c->GetAttr("out_type", &out_type_).IgnoreError();
+    c->GetAttr("internal_type", &internal_type_).IgnoreError();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const int64_t batch, Validate(ctx));
+    std::vector<CrossColumn> columns = Columns(ctx, batch);
+
+    // Pass 1: sizes, checked before allocating.
+    int64_t total = 0, widest = 0, string_bytes = 0;
+    ForEachCrossRow(columns, batch, [&](int64_t row) {
+      const int64_t crosses = Crosses(columns);
+      total = SatAdd(total, crosses);
+      widest = std::max(widest, crosses);
+      if (out_type_ == DT_STRING) string_bytes = SatAdd(string_bytes, StringBytes(columns, row));
+    });
+    RETURN_IF_ERROR(CheckTensorBytes(DT_INT64, TensorShape({total, 2})));
+    RETURN_IF_ERROR(
+        CheckTensorBytes(out_type_, TensorShape({total}), static_cast<uint64_t>(string_bytes)));
+
+    // Pass 2: the crosses, row by row (the columns read afresh).
+    columns = Columns(ctx, batch);
+    Tensor* indices = ctx->allocate_output_for_overwrite(0, TensorShape({total, 2}));
+    Tensor* values = ctx->allocate_output_for_overwrite(1, TensorShape({total}));
+    int64_t* out_index = indices->flat<int64_t>().data();
+    int64_t k = 0;
+    ForEachCrossRow(columns, batch, [&](int64_t row) {
+      std::vector<int64_t> pick(columns.size(), 0);
+      for (int64_t j = 0, crosses = Crosses(columns); j < crosses; ++j, ++k) {
+        out_index[2 * k] = row;
+        out_index[2 * k + 1] = j;
+        if (out_type_ == DT_STRING) {
+          values->flat<std::string>()[k] = JoinCross(columns, row, pick);
+        } else {
+          values->flat<int64_t>()[k] = HashCross(columns, row, pick);
+        }
+        NextPick(columns, &pick);
+      }
+    });
+    Tensor* shape = ctx->allocate_output_for_overwrite(2, TensorShape({2}));
+    shape->flat<int64_t>()[0] = batch;
+    shape->flat<int64_t>()[1] = widest;
+    return absl::OkStatus();
+  }
+
+ private:
+  // The sparse columns, then the dense ones.
+  std::vector<CrossColumn> Columns(OpKernelContext* ctx, int64_t batch) const {
+    std::vector<CrossColumn> columns;
+    for (int64_t i = 0; i < n_; ++i) {
+      columns.emplace_back(&ctx->input(i), &ctx->input(n_ + i), batch);
+    }
+    for (size_t i = 0; i < dense_types_.size(); ++i) columns.emplace_back(&ctx->input(3 * n_ + i));
+    return columns;
+  }
+
+  // TensorFlow's checks, in its order and words; returns the batch size.
+  absl::StatusOr<int64_t> Validate(OpKernelContext* ctx) const {
+    for (int64_t i = 0; i < n_; ++i) {
+      const Tensor& indices = ctx->input(i);
+      if (indices.dims() != 2) {
+        return ctx->InvalidArgument("Input indices should be a matrix but received shape ",
+                                    indices.shape().DebugString(), " at position ", i);
+      }
+      if (indices.dim_size(1) != 2) {
+        return ctx->InvalidArgument("Expected D2 of index to be 2 got ", indices.dim_size(1),
+                                    " at position ", i);
+      }
+    }
+    if (static_cast<int64_t>(sparse_types_.size()) != n_) {
+      return ctx->InvalidArgument("Expected ", n_, " input values, got ", sparse_types_.size());
+    }
+    for (int64_t i = 0; i < n_; ++i) {
+      const Tensor& values = ctx->input(n_ + i);
+      if (internal_type_ == DT_STRING && values.dtype() == DT_INT64) {
+        return ctx->InvalidArgument("Input values should be of internal type string but received ",
+                                    DataTypeString(values.dtype()));
+      }
+      if (values.dims() != 1) {
+        return ctx->InvalidArgument("Input values should be a vector but received shape ",
+                                    values.shape().DebugString(), " at position ", i);
+      }
+      if (ctx->input(i).dim_size(0) != values.dim_size(0)) {
+        return ctx->InvalidArgument("Expected size of values to be ", ctx->input(i).dim_size(0),
+                                    " got ", values.dim_size(0), " at position ", i);
+      }
+    }
+    for (int64_t i = 0; i < n_; ++i) {
+      const Tensor& shape = ctx->input(2 * n_ + i);
+      if (shape.dims() != 1) {
+        return ctx->InvalidArgument("Input shapes should be a vector but received shape ",
+                                    shape.shape().DebugString(), " at position ", i);
+      }
+      if (shape.NumElements() != 2) {
+        return ctx->InvalidArgument("shape should imply a 2D tensor, but got ",
+                                    shape.shape().DebugString(), " at position ", i);
+      }
+    }
+    for (size_t i = 0; i < dense_types_.size(); ++i) {
+      const Tensor& dense = ctx->input(3 * n_ + i);
+      if (internal_type_ == DT_STRING && dense.dtype() == DT_INT64) {
+        return ctx->InvalidArgument("Dense inputs should be of internal type string but received ",
+                                    DataTypeString(dense.dtype()));
+      }
+      if (dense.dims() != 2) {
+        return ctx->InvalidArgument("Dense inputs should be a matrix but received shape ",
+                                    dense.shape().DebugString(), " at position ", i);
+      }
+    }
+    return BatchSize(ctx);
+  }
+
+  // The batch: the first sparse input's dense shape[0], else the first dense
+  // input's rows; every input must agree.
+  absl::StatusOr<int64_t> BatchSize(OpKernelContext* ctx) const {
+    int64_t batch = 0;
+    if (n_ > 0) {
+      batch = ctx->input(2 * n_).flat<int64_t>()[0];
+    } else if (!dense_types_.empty()) {
+      batch = ctx->input(3 * n_).dim_size(0);
+    }
+    if (batch < 0) {  // TensorFlow crashes here.
+      return ctx->InvalidArgument("Expected a batch size >= 0, got shapes[0] = [", batch, ",",
+                                  ctx->input(2 * n_).flat<int64_t>()[1], "]");
+    }
+    for (int64_t i = 0; i < n_; ++i) {
+      const int64_t rows = ctx->input(2 * n_ + i).flat<int64_t>()[0];
+      if (rows != batch) {
+        return ctx->InvalidArgument("Expected batch size ", batch, " got ", rows, " at position ",
+                                    i);
+      }
+    }
+    for (size_t i = 0; i < dense_types_.size(); ++i) {
+      const int64_t rows = ctx->input(3 * n_ + i).dim_size(0);
+      if (rows != batch) {
+        return ctx->InvalidArgument("Expected batch size ", batch, " got ", rows,
+                                    " at dense tensor ", i);
+      }
+    }
+    return batch;
+  }
+
+  // The number of crosses in the current row (saturating).
+  static int64_t Crosses(const std::vector<CrossColumn>& columns) {
+    int64_t crosses = 1;
+    for (const CrossColumn& c : columns) crosses = SatMul(crosses, c.count());
+    return crosses;
+  }
+
+  // The bytes of the row's joined crosses: each feature appears in
+  // crosses / count(its column) of them, plus the separators.
+  static int64_t StringBytes(const std::vector<CrossColumn>& columns, int64_t row) {
+    const int64_t crosses = Crosses(columns);
+    int64_t bytes = SatMul(crosses, 3 * (static_cast<int64_t>(columns.size()) - 1));
+    for (const CrossColumn& c : columns) {
+      int64_t column_bytes = 0;
+      for (int64_t n = 0; n < c.count(); ++n) {
+        column_bytes = SatAdd(column_bytes, FeatureBytes(c, row, n));
+      }
+      bytes = SatAdd(bytes, SatMul(column_bytes, crosses / c.count()));
+    }
+    return bytes;
+  }
+
+  static int64_t FeatureBytes(const CrossColumn& c, int64_t row, int64_t n) {
+    if (c.values().dtype() == DT_STRING) {
+      return static_cast<int64_t>(c.values().flat<std::string>()[c.at(row, n)].size());
+    }
+    return static_cast<int64_t>(std::to_string(c.values().flat<int64_t>()[c.at(row, n)]).size());
+  }
+
+  // Feature n of `row` in column c, as a string (an int64 in decimal).
+  static std::string Feature(const CrossColumn& c, int64_t row, int64_t n) {
+    if (c.values().dtype() == DT_STRING) return c.values().flat<std::string>()[c.at(row, n)];
+    return std::to_string(c.values().flat<int64_t>()[c.at(row, n)]);
+  }
+
+  static std::string JoinCross(const std::vector<CrossColumn>& columns, int64_t row,
+                               const std::vector<int64_t>& pick) {
+    std::string out;
+    for (size_t i = 0; i < columns.size(); ++i) {
+      absl::StrAppend(&out, i == 0 ? "" : "_X_", Feature(columns[i], row, pick[i]));
+    }
+    return out;
+  }
+
+  int64_t HashCross(const std::vector<CrossColumn>& columns, int64_t row,
+                    const std::vector<int64_t>& pick) const {
+    uint64_t hash = static_cast<uint64_t>(hash_key_);
+    for (size_t i = 0; i < columns.size(); ++i) {
+      const Tensor& v = columns[i].values();
+      const int64_t at = columns[i].at(row, pick[i]);
+      const uint64_t feature =
+          v.dtype() == DT_STRING
+              ? Fingerprint64(v.flat<std::string>()[at].data(), v.flat<std::string>()[at].size())
+              : static_cast<uint64_t>(v.flat<int64_t>()[at]);
+      hash = FingerprintCat64(hash, feature);
+    }
+    const uint64_t modulus = num_buckets_ > 0 ? static_cast<uint64_t>(num_buckets_)
+                                              : std::numeric_limits<int64_t>::max();
+    return static_cast<int64_t>(hash % modulus);
+  }
+
+  // The next combination of features, the last column fastest.
+  static void NextPick(const std::vector<CrossColumn>& columns, std::vector<int64_t>* pick) {
+    for (size_t i = columns.size(); i-- > 0;) {
+      if (++(*pick)[i] < columns[i].count()) return;
+      (*pick)[i] = 0;
+    }
+  }
+
+  int64_t n_ = 0;
+  DataTypeVector sparse_types_, dense_types_;
+  int64_t num_buckets_ = 0, hash_key_ = 0;
+  DataType out_type_ = DT_INT64, internal_type_ = DT_INT64;
+};
+
+absl::Status SparseCrossShape(InferenceContext* c) {
+  c->set_output(0, PartialShape({kUnknownDim, 2}));
+  c->set_output(1, PartialShape({kUnknownDim}));
+  c->set_output(2, PartialShape({2}));
+  return absl::OkStatus();
+}
+
+REGISTER_OP("SparseCross")
+    .Input("indices: N * int64")
+    .Input("values: sparse_types")
+    .Input("shapes: N * int64")
+    .Input("dense_inputs: dense_types")
+    .Output("output_indices: int64")
+    .Output("output_values: out_type")
+    .Output("output_shape: int64")
+    .Attr("N: int >= 0")
+    .Attr("hashed_output: bool")
+    .Attr("num_buckets: int >= 0")
+    .Attr("hash_key: int")
+    .Attr("sparse_types: list({int64, string}) >= 0")
+    .Attr("dense_types: list({int64, string}) >= 0")
+    .Attr("out_type: {int64, string}")
+    .Attr("internal_type: {int64, string}")
+    .SetShapeFn(SparseCrossShape);
+REGISTER_KERNEL(KernelDefBuilder("SparseCross").Device(kDeviceCPU), SparseCrossOp);
+
 REGISTER_NO_GRADIENT("StringToHashBucketFast");
 REGISTER_NO_GRADIENT("Bucketize");
+REGISTER_NO_GRADIENT("SparseCross");
 
 }  // namespace
 }  // namespace dflow

@@ -1,5 +1,5 @@
 // Gradient functions of the math ops (cwise_ops.cc, cwise_unary_ops.cc,
-// matmul_op.cc, reduction_ops.cc, cast_op.cc), following TensorFlow's
+// matmul_op.cc, reduction_ops.cc, cast_op.cc, Select of interop_ops.cc), following TensorFlow's
 // math_grad: broadcasting binary ops sum their gradients back to each
 // input's shape (BroadcastGradientArgs + Sum + Reshape), reductions repeat
 // the output gradient over the reduced axes.
@@ -238,6 +238,17 @@ absl::Status CastGrad(GradContext* g) {
   return absl::OkStatus();
 }
 
+// Select's condition is as large as t and e, or a vector choosing their rows:
+// no broadcasting to undo.
+absl::Status SelectGrad(GradContext* g) {
+  GradBuilder* b = g->b();
+  const SymTensor cond = g->input(0), dz = g->grad_output(0);
+  const SymTensor zeros = b->Op("ZerosLike", {g->input(1)});
+  g->SetInputGrad(1, b->Op("Select", {cond, dz, zeros}));
+  g->SetInputGrad(2, b->Op("Select", {cond, zeros, dz}));
+  return absl::OkStatus();
+}
+
 absl::Status SelectV2Grad(GradContext* g) {
   GradBuilder* b = g->b();
   const SymTensor cond = g->input(0), dz = g->grad_output(0);
@@ -325,6 +336,7 @@ REGISTER_GRADIENT("Sum", SumGrad);
 REGISTER_GRADIENT("Mean", MeanGrad);
 REGISTER_GRADIENT("Max", MaxGrad);
 REGISTER_GRADIENT("Cast", CastGrad);
+REGISTER_GRADIENT("Select", SelectGrad);
 REGISTER_GRADIENT("SelectV2", SelectV2Grad);
 REGISTER_GRADIENT("Cumsum", CumsumGrad);
 REGISTER_GRADIENT("Cumprod", CumprodGrad);

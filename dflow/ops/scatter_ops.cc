@@ -12,7 +12,9 @@
 //       indices (index vectors over its leading dimensions)
 //   SparseToDense   a new tensor of output_shape holding default_value but
 //       at sparse_indices, which get sparse_values (the last of repeated
-//       indices wins when validate_indices is off)
+//       indices wins when validate_indices is off); its gradient, as
+//       TensorFlow's: the output gradient at sparse_indices for sparse_values,
+//       the sum of the rest for default_value
 //
 // An index out of range is INVALID_ARGUMENT naming it. OpDefs and error
 // texts follow TensorFlow's.
@@ -29,6 +31,7 @@
 #include "dflow/framework/shape_inference.h"
 #include "dflow/ops/array_util.h"
 #include "dflow/ops/cwise_ops.h"
+#include "dflow/ops/grad_util.h"
 #include "dflow/ops/state_ops.h"
 #include "dflow/ops/variable_ops.h"
 
@@ -399,6 +402,38 @@ REGISTER_KERNEL(KernelDefBuilder("SparseToDense")
                     .TypeConstraint("Tindices", IndexTypes()),
                 SparseToDenseOp);
 
+// The sum of every element of `t`.
+SymTensor SumAll(GradBuilder* b, const SymTensor& t) {
+  return b->Op("Sum", {t, b->Op("Range", {grad::Int(b, 0), b->Op("Rank", {t}), grad::Int(b, 1)})});
+}
+
+// d(sparse_values) = dy[sparse_indices]; d(default_value) = the sum of dy
+// elsewhere. TensorFlow's gathers with the indices as given, which fails to
+// build for a vector of indices into a 1-D output and gives a scalar
+// sparse_values a gradient per index; here the indices are read as
+// [n, rank(output)] and a scalar's gradient is their sum.
+absl::Status SparseToDenseGrad(GradContext* g) {
+  GradBuilder* b = g->b();
+  const SymTensor dy = g->grad_output(0), values = g->input(2);
+  std::vector<SymTensor> index_shape =
+      b->OpN("ConcatV2",
+             {{grad::IntVec(b, {-1}),
+               b->Op("Reshape", {b->Op("Size", {g->input(1)}), grad::IntVec(b, {1})})},
+              {grad::Int(b, 0)}},
+             {});
+  if (index_shape.empty()) return b->status();
+  const SymTensor at_indices =
+      b->Op("GatherNd", {dy, b->Op("Reshape", {g->input(0), index_shape[0]})});
+  const SymTensor extra_axes =
+      b->Op("Range",
+            {grad::Int(b, 0), b->Op("Sub", {b->Op("Rank", {at_indices}), b->Op("Rank", {values})}),
+             grad::Int(b, 1)});
+  g->SetInputGrad(2, b->Op("Sum", {at_indices, extra_axes}));
+  g->SetInputGrad(3, b->Op("Sub", {SumAll(b, dy), SumAll(b, at_indices)}));
+  return absl::OkStatus();
+}
+
+REGISTER_GRADIENT("SparseToDense", SparseToDenseGrad);
 REGISTER_NO_GRADIENT("ScatterAdd");
 REGISTER_NO_GRADIENT("ScatterSub");
 REGISTER_NO_GRADIENT("ScatterMul");

@@ -14,7 +14,7 @@
 //       ids are dropped; empty segments hold 0, the type's lowest, highest, 1
 //
 // OpDefs and error texts follow TensorFlow's; the gradients of the
-// SparseSegment ops and of UnsortedSegmentSum/Max/Min are registered here.
+// SparseSegment ops and of UnsortedSegmentSum/Max/Min/Prod are registered here.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -429,9 +429,38 @@ absl::Status UnsortedSegmentMinMaxGrad(GradContext* g) {
   return absl::OkStatus();
 }
 
+// d(data) for UnsortedSegmentProd, as TensorFlow's: an element's partial
+// derivative is its segment's product over the element when the segment has
+// no zero, the product of the segment's other elements for its only zero, and
+// zero for every element of a segment with two zeros or more.
+absl::Status UnsortedSegmentProdGrad(GradContext* g) {
+  GradBuilder* b = g->b();
+  const SymTensor data = g->input(0), seg_ids = g->input(1), num = g->input(2);
+  ASSIGN_OR_RETURN(const ClippedIds ids, ClipIds(b, data, seg_ids));
+  const SymTensor is_zero = b->Op("Equal", {data, b->Scalar(data.dtype, 0)});
+  const SymTensor num_zeros =
+      b->Op("UnsortedSegmentSum",
+            {b->Op("Cast", {is_zero}, {{"DstT", AttrType(DT_INT32)}}), seg_ids, num});
+  const SymTensor dy = g->grad_output(0);
+  const SymTensor kept_dy = b->Op(
+      "SelectV2", {b->Op("Greater", {num_zeros, grad::Int(b, 1)}), b->Op("ZerosLike", {dy}), dy});
+  // The product of each segment's non-zero elements.
+  const SymTensor non_zero_prod =
+      b->Op("UnsortedSegmentProd",
+            {b->Op("SelectV2", {is_zero, b->Op("OnesLike", {data}), data}), seg_ids, num});
+  const SymTensor prod_over_element =
+      b->Op("RealDiv", {b->Op("GatherV2", {g->output(0), ids.clipped, grad::Int(b, 0)}), data});
+  const SymTensor partial =
+      b->Op("SelectV2", {is_zero, b->Op("GatherV2", {non_zero_prod, ids.clipped, grad::Int(b, 0)}),
+                         prod_over_element});
+  g->SetInputGrad(0, b->Op("Mul", {GatherKept(b, kept_dy, ids), partial}));
+  return absl::OkStatus();
+}
+
 REGISTER_GRADIENT("UnsortedSegmentSum", UnsortedSegmentSumGrad);
 REGISTER_GRADIENT("UnsortedSegmentMax", UnsortedSegmentMinMaxGrad);
 REGISTER_GRADIENT("UnsortedSegmentMin", UnsortedSegmentMinMaxGrad);
+REGISTER_GRADIENT("UnsortedSegmentProd", UnsortedSegmentProdGrad);
 
 }  // namespace
 }  // namespace dflow
