@@ -1,6 +1,9 @@
 #include "dflow/runtime/executor.h"
 
 #include <atomic>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 #include <deque>
 #include <utility>
 
@@ -114,6 +117,15 @@ absl::Status Annotate(const absl::Status& s, const std::string& prefix) {
   s.ForEachPayload(
       [&](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
   return out;
+}
+
+// Now, for timing kernels: TSC cycles on x86-64, else nanoseconds.
+int64_t CostClock() {
+#if defined(__x86_64__)
+  return static_cast<int64_t>(__rdtsc());
+#else
+  return absl::ToUnixNanos(absl::Now());
+#endif
 }
 
 // FNV-1a over the parent instance, its iteration and the frame name: the
@@ -434,9 +446,9 @@ bool ExecutorState::RunNode(TaggedNode node, Params* params, ReadyQueue* inline_
   if (item.async != nullptr) return StartAsync(node, *params, inline_ready);
   OpKernelContext ctx(params);
   if (item.expensive) {  // Timed until the executor knows whether it is.
-    const absl::Time start = absl::Now();
+    const int64_t start = CostClock();
     s = item.kernel->Compute(&ctx);
-    exec_->UpdateCost(node.id, absl::ToInt64Nanoseconds(absl::Now() - start));
+    exec_->UpdateCost(node.id, CostClock() - start);
   } else {
     s = item.kernel->Compute(&ctx);
   }
@@ -889,21 +901,26 @@ absl::Status Executor::InitializeNode(const Node* node, NodeItem* item) {
 }
 
 // As TensorFlow's executor: a kernel that says it is expensive starts as
-// such (a 100 ms estimate) and is timed on every run; the estimate decays
-// by a tenth of the gap to each measurement, so after some tens of runs
-// under the threshold the kernel runs inline.
-constexpr int64_t kInitialCostNs = 100'000'000;
-constexpr int64_t kExpensiveNs = 3'000;
+// such (a huge estimate) and is timed on every run; the estimate moves a
+// tenth of the way to each measurement, so after some tens of runs under the
+// threshold (about 3 us) the kernel runs inline. Timed in TSC cycles where
+// there is one (a few ns to read, where a clock call costs tens).
+constexpr int64_t kInitialCost = 100'000'000;
+#if defined(__x86_64__)
+constexpr int64_t kExpensiveCost = 8'000;  // cycles
+#else
+constexpr int64_t kExpensiveCost = 3'000;  // ns
+#endif
 constexpr int64_t kCostDecay = 10;
 
 bool Executor::IsExpensive(int id) const {
-  return items_[id].expensive && cost_ns_[id].load(std::memory_order_relaxed) > kExpensiveNs;
+  return items_[id].expensive && cost_[id].load(std::memory_order_relaxed) > kExpensiveCost;
 }
 
-void Executor::UpdateCost(int id, int64_t nanos) const {
-  std::atomic<int64_t>& cost = cost_ns_[id];
+void Executor::UpdateCost(int id, int64_t elapsed) const {
+  std::atomic<int64_t>& cost = cost_[id];
   const int64_t prev = cost.load(std::memory_order_relaxed);
-  cost.store(((kCostDecay - 1) * prev + nanos) / kCostDecay, std::memory_order_relaxed);
+  cost.store(((kCostDecay - 1) * prev + elapsed) / kCostDecay, std::memory_order_relaxed);
 }
 
 absl::Status Executor::Initialize() {
@@ -914,8 +931,8 @@ absl::Status Executor::Initialize() {
   const std::vector<Node*> nodes = graph_->nodes();
   std::vector<int> index_of(graph_->num_node_ids(), -1);
   items_.resize(nodes.size());
-  cost_ns_.reset(new std::atomic<int64_t>[nodes.size()]);
-  for (size_t i = 0; i < nodes.size(); ++i) cost_ns_[i].store(kInitialCostNs);
+  cost_.reset(new std::atomic<int64_t>[nodes.size()]);
+  for (size_t i = 0; i < nodes.size(); ++i) cost_[i].store(kInitialCost);
   for (size_t i = 0; i < nodes.size(); ++i) {
     index_of[nodes[i]->id()] = static_cast<int>(i);
     NodeItem& item = items_[i];

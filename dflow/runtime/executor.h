@@ -4,7 +4,7 @@
 // graph by pending-input counts. Cheap kernels run inline on the thread that
 // made them ready, expensive ones go to Args::runner (the inter-op pool): a
 // kernel that calls itself expensive is timed, and once its average run is
-// below a few microseconds (a scalar AddV2 in a loop) it runs inline too, as
+// below about 3 us (a scalar AddV2 in a loop) it runs inline too, as
 // TensorFlow's executor learns it; and
 // asynchronous kernels (Recv) finish through a callback, so no thread blocks
 // waiting for a tensor. Control flow follows TensorFlow's deadness: the output
@@ -98,15 +98,15 @@ class Executor {
   // Whether item `id` goes to the pool; kernels that declare themselves
   // expensive are timed (UpdateCost) and stop being so once cheap.
   bool IsExpensive(int id) const;
-  void UpdateCost(int id, int64_t nanos) const;
+  void UpdateCost(int id, int64_t elapsed) const;
 
   std::unique_ptr<Graph> graph_;
   Device* device_;  // not owned
   std::vector<std::unique_ptr<OpKernel>> kernels_;
   std::vector<NodeItem> items_;  // One per live node, dense.
-  // Moving average of each item's run time, ns; written without a lock by
-  // every step (a lost update only slows the average down).
-  std::unique_ptr<std::atomic<int64_t>[]> cost_ns_;
+  // Moving average of each item's run time (TSC cycles, or ns); written
+  // without a lock by every step (a lost update only slows the average down).
+  std::unique_ptr<std::atomic<int64_t>[]> cost_;
   std::vector<OutEdge> out_edges_;
   std::vector<int> roots_;  // Items with no inputs at all.
   std::vector<FrameInfo> frames_;  // frames_[0] is the root frame.
