@@ -57,10 +57,30 @@ std::vector<int64_t> BroadcastReductionAxes(const TensorShape& in, const TensorS
   return axes;
 }
 
+// Equal shapes (the common case: two scalars in a loop, a gradient and its
+// variable): one row of every element, each input advancing along it. What
+// the general path computes, without its allocations.
+BroadcastPlan BroadcastPlan::SameShapes(absl::Span<const TensorShape> inputs) {
+  BroadcastPlan plan;
+  plan.num_inputs_ = static_cast<int>(inputs.size());
+  plan.output_shape_ = inputs[0];
+  plan.num_elements_ = inputs[0].num_elements();
+  plan.dims_.push_back(plan.num_elements_);
+  for (int i = 0; i < plan.num_inputs_; ++i) {
+    plan.input_elements_[i] = plan.num_elements_;
+    plan.strides_[i].push_back(1);
+  }
+  return plan;
+}
+
 absl::StatusOr<BroadcastPlan> BroadcastPlan::Make(absl::Span<const TensorShape> inputs) {
   if (inputs.empty() || inputs.size() > kMaxInputs) {
     return absl::InternalError(
         absl::StrCat("BroadcastPlan takes 1 to ", kMaxInputs, " inputs, got ", inputs.size()));
+  }
+  if (std::all_of(inputs.begin() + 1, inputs.end(),
+                  [&](const TensorShape& s) { return s == inputs[0]; })) {
+    return SameShapes(inputs);
   }
   ASSIGN_OR_RETURN(std::vector<int64_t> out_dims, OutputDims(inputs));
   BroadcastPlan plan;

@@ -71,6 +71,7 @@ class BroadcastPlan {
 
  private:
   BroadcastPlan() = default;
+  static BroadcastPlan SameShapes(absl::Span<const TensorShape> inputs);
 
   TensorShape output_shape_;
   int64_t num_elements_ = 0;

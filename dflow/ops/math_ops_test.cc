@@ -91,6 +91,29 @@ TEST(MathBroadcastTest, PlanCollapsesDimensions) {
   EXPECT_TRUE(scalar->IsFull(0) && scalar->IsFull(1));
 }
 
+// Equal shapes (two scalars in a loop, a gradient and its variable) take a
+// short path: one row of every element, each input advancing along it.
+TEST(MathBroadcastTest, EqualShapesAreOneRow) {
+  auto same = BroadcastPlan::Make({TensorShape({2, 3}), TensorShape({2, 3}), TensorShape({2, 3})});
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->output_shape(), TensorShape({2, 3}));
+  EXPECT_EQ(same->num_rows(), 1);
+  EXPECT_EQ(same->inner_size(), 6);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(same->IsFull(i));
+    EXPECT_EQ(same->inner_stride(i), 1);
+  }
+  auto scalars = BroadcastPlan::Make({TensorShape({}), TensorShape({})});
+  ASSERT_TRUE(scalars.ok());
+  EXPECT_EQ(scalars->output_shape(), TensorShape({}));
+  EXPECT_EQ(scalars->num_rows(), 1);
+  EXPECT_TRUE(scalars->IsScalar(0) && scalars->IsFull(1));
+  auto empty = BroadcastPlan::Make({TensorShape({0, 4}), TensorShape({0, 4})});
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->num_elements(), 0);
+  EXPECT_EQ(empty->num_rows(), 0);
+}
+
 TEST(MathBroadcastTest, IncompatibleShapesShowEveryShape) {
   auto two = BroadcastPlan::Make({TensorShape({2, 3}), TensorShape({2})});
   EXPECT_EQ(two.status().message(), "Incompatible shapes: [2,3] vs. [2]");
