@@ -27,13 +27,36 @@ TEST(Crc32cTest, ExtendEqualsOneShotAndBothPathsAgree) {
   std::mt19937 rng(7);
   std::string data(200000, '\0');
   for (char& c : data) c = static_cast<char>(rng());
-  // Past 24 KiB the hardware path checksums three blocks at once and joins them.
-  for (size_t n : {0, 1, 7, 8, 9, 63, 64, 1000, 9999, 24575, 24576, 24577, 49160, 199999}) {
+  // From 64 bytes the hardware path folds 64-byte blocks with carry-less
+  // multiplication, then 16-byte blocks, then the tail byte by byte.
+  for (size_t n : {0, 1, 7, 8, 9, 63, 64, 65, 79, 80, 127, 128, 1000, 9999, 24577, 199999}) {
     const uint32_t whole = Value(data.data(), n);
     EXPECT_EQ(whole, ExtendPortable(0, data.data(), n)) << n;
     for (size_t cut : {size_t{0}, n / 3, n}) {
       EXPECT_EQ(Extend(Value(data.data(), cut), data.data() + cut, n - cut), whole) << n;
     }
+  }
+}
+
+// Every length and alignment of the folding path's edges, from any register.
+TEST(Crc32cTest, HardwareEqualsTableForEveryLengthAlignmentAndStart) {
+  std::mt19937 rng(11);
+  std::string data(5000, '\0');
+  for (char& c : data) c = static_cast<char>(rng());
+  for (size_t offset = 0; offset < 16; ++offset) {
+    for (size_t n = 0; n + offset <= 400; ++n) {
+      const uint32_t start = static_cast<uint32_t>(rng());
+      ASSERT_EQ(Extend(start, data.data() + offset, n),
+                ExtendPortable(start, data.data() + offset, n))
+          << "offset " << offset << " length " << n;
+    }
+  }
+  for (int i = 0; i < 200; ++i) {
+    const size_t offset = rng() % 16, n = rng() % (data.size() - offset);
+    const uint32_t start = static_cast<uint32_t>(rng());
+    ASSERT_EQ(Extend(start, data.data() + offset, n),
+              ExtendPortable(start, data.data() + offset, n))
+        << "offset " << offset << " length " << n;
   }
 }
 
