@@ -112,6 +112,8 @@ struct FoldConstants {
 constexpr FoldConstants Fold(int distance_bits) {
   return {FoldConstant(distance_bits + 63), FoldConstant(distance_bits - 1)};
 }
+constexpr FoldConstants kFold512 = Fold(512), kFold384 = Fold(384), kFold256 = Fold(256),
+                        kFold128 = Fold(128);
 
 __attribute__((target("sse4.2,pclmul"))) inline __m128i FoldInto(__m128i x, __m128i k,
                                                                   __m128i next) {
@@ -134,16 +136,16 @@ __attribute__((target("sse4.2,pclmul"))) uint32_t ExtendClmul(uint32_t crc, cons
   __m128i x1 = load(p + 16), x2 = load(p + 32), x3 = load(p + 48);
   p += 64;
   n -= 64;
-  const __m128i k512 = Constants(Fold(512));
+  const __m128i k512 = Constants(kFold512);
   for (; n >= 64; n -= 64, p += 64) {
     x0 = FoldInto(x0, k512, load(p));
     x1 = FoldInto(x1, k512, load(p + 16));
     x2 = FoldInto(x2, k512, load(p + 32));
     x3 = FoldInto(x3, k512, load(p + 48));
   }
-  const __m128i k128 = Constants(Fold(128));
-  __m128i x = FoldInto(x0, Constants(Fold(384)), x3);
-  x = FoldInto(x1, Constants(Fold(256)), x);
+  const __m128i k128 = Constants(kFold128);
+  __m128i x = FoldInto(x0, Constants(kFold384), x3);
+  x = FoldInto(x1, Constants(kFold256), x);
   x = FoldInto(x2, k128, x);
   for (; n >= 16; n -= 16, p += 16) x = FoldInto(x, k128, load(p));
   uint64_t c = __builtin_ia32_crc32di(0, static_cast<uint64_t>(_mm_cvtsi128_si64(x)));
