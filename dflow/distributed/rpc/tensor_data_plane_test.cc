@@ -916,5 +916,67 @@ TEST(TensorDataPlaneAuthTest, AServerWithoutATokenServesClientsThatSendOne) {
   EXPECT_TRUE(SameBytes(r.result.tensor, value));
 }
 
+TEST(TensorDataPlaneAuthTest, AGrpcServerWithATokenGuardsItsDataPlane) {
+  ClusterSpec spec;
+  ASSERT_TRUE(spec.AddTask("ps", 0, "127.0.0.1:0").ok());
+  tensorflow::ServerDef def;
+  *def.mutable_cluster() = spec.ToClusterDef();
+  def.set_job_name("ps");
+  def.set_task_index(0);
+  def.set_protocol("grpc");
+  GrpcServer::Options options;
+  options.security.auth_token = "s3cret-token";
+  absl::StatusOr<std::unique_ptr<GrpcServer>> server = GrpcServer::Create(def, options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE((*server)->Start().ok());
+  ASSERT_NE((*server)->data_plane_port(), 0);
+  WorkerInterface* local = (*server)->worker();
+  const std::string c0 = (*server)->device_mgr()->ListDevices()[0]->name();
+  const uint64_t inc = (*server)->device_mgr()->ListDevices()[0]->incarnation();
+  Builder b;
+  b.Recv("x", "x", c0, inc, c0, true, c0);
+  b.Send("send", "x", "edge", c0, inc, kDst, false, c0);
+  absl::StatusOr<std::string> h = worker_test::Register(local, b.def(), Timeout(absl::Seconds(30)));
+  ASSERT_TRUE(h.ok()) << h.status();
+  auto feed = [&](int64_t step, const Tensor& value) {
+    tensorflow::RunGraphRequest run;
+    run.set_graph_handle(*h);
+    run.set_step_id(step);
+    *run.add_send() = worker_test::Named(Rendezvous::CreateKey(c0, inc, c0, "x"), value);
+    tensorflow::RunGraphResponse run_resp;
+    return local->RunGraph(run, &run_resp, Timeout(absl::Seconds(30)));
+  };
+  auto request = [&](int64_t step) {
+    tensorflow::RecvTensorRequest req;
+    req.set_step_id(step);
+    req.set_rendezvous_key(Rendezvous::CreateKey(c0, inc, kDst, "edge"));
+    return req;
+  };
+  // The server gave its data plane the token: a raw request gets no tensor.
+  const Tensor first = RandomBits(4096, 1);
+  ASSERT_TRUE(feed(1, first).ok());
+  ExpectNotServedOnly(RawExchange((*server)->data_plane_port(), RequestFrame(request(1))));
+  const std::string address = "127.0.0.1:" + std::to_string((*server)->bound_port());
+  const std::string name = "/job:ps/replica:0/task:0 (" + address + ")";
+  GrpcRemoteWorker without(NewGrpcChannel(address), name, true);
+  RecvTensorResult got;
+  absl::Status st = without.RecvTensor(request(1), &got, Timeout(absl::Seconds(30)));
+  EXPECT_EQ(st.code(), absl::StatusCode::kUnauthenticated) << st;
+  EXPECT_THAT(st.message(), HasSubstr("[WorkerService.RecvTensor] missing auth token"));
+  EXPECT_FALSE(without.data_plane_ready());  // Refused before it could negotiate.
+  // With the token: negotiated over gRPC, then served by the data plane; the
+  // refused calls left step 1's tensor in place.
+  GrpcRemoteWorker with(NewGrpcChannel(address), name, true, "s3cret-token");
+  for (int64_t step = 1; step <= 3; ++step) {
+    const Tensor value = step == 1 ? first : RandomBits(100000 + step, step);
+    if (step > 1) ASSERT_TRUE(feed(step, value).ok());
+    st = with.RecvTensor(request(step), &got, Timeout(absl::Seconds(30)));
+    ASSERT_TRUE(st.ok()) << step << ": " << st;
+    EXPECT_TRUE(SameBytes(got.tensor, value)) << step;
+    EXPECT_TRUE(with.data_plane_ready());
+  }
+  (*server)->Stop();
+}
+
 }  // namespace
 }  // namespace dflow
