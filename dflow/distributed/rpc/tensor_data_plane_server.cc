@@ -217,9 +217,10 @@ class DataPlaneServer::Loop {
       const int from_peer = per_peer == per_peer_.end() ? 0 : per_peer->second;
       if (connections_.size() >= static_cast<size_t>(server_->options_.max_connections) ||
           from_peer >= server_->options_.max_connections_per_peer) {
+        // Counted before the answer, so that whoever reads it sees the count.
+        server_->num_refused_.fetch_add(1);
         SendNotServed(fd);
         ::close(fd);
-        server_->num_refused_.fetch_add(1);
         continue;
       }
       data_plane::ConfigureSocket(fd);
