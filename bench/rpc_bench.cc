@@ -16,6 +16,12 @@
 // median over samples of raw time / transport time (a sample's three
 // transfers run back to back, so pairing them cancels most of the drift of a
 // shared machine's load).
+// A fourth transport: RecvTensor over gRPC with mutual TLS (the same child's
+// gRPC server on a second port with SslServerCredentials requiring client
+// certificates; throwaway_tls.h certificates made before the fork), which is
+// how tensors move when TLS is on (the data plane does not start then).
+// Reported for it: GB/s, its ratio to raw TCP, and paired per-sample ratios
+// to plaintext gRPC and to the data plane.
 //
 //   build/bench/rpc_bench [--quick]
 #include <arpa/inet.h>
@@ -40,6 +46,7 @@
 #include "dflow/distributed/rpc/grpc_util.h"
 #include "dflow/distributed/rpc/grpc_worker_service.h"
 #include "dflow/distributed/rpc/tensor_data_plane.h"
+#include "dflow/distributed/rpc/throwaway_tls.h"
 #include "dflow/distributed/worker.h"
 #include "dflow/framework/attr_util.h"
 #include "dflow/framework/rendezvous.h"
@@ -112,7 +119,7 @@ void ServeRaw(int listen_fd) {
 }
 
 // The child: a Worker served over gRPC plus the raw sender; never returns.
-[[noreturn]] void RunChild(int report_fd) {
+[[noreturn]] void RunChild(int report_fd, const SecurityOptions& tls) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // Never outlive the parent.
   tensorflow::ConfigProto config;
   auto devices = CreateLocalDevices(config, "ps", 0, 0);
@@ -122,8 +129,9 @@ void ServeRaw(int listen_fd) {
   GrpcWorkerService service(&worker);
   grpc::ServerBuilder builder;
   ConfigureServerBuilder(&builder);
-  int ports[2] = {0, 0};
+  int ports[3] = {0, 0, 0};
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &ports[0]);
+  builder.AddListeningPort("127.0.0.1:0", ServerCredentialsFor(tls), &ports[2]);
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   DataPlaneServer data_plane(&worker);
@@ -139,6 +147,7 @@ void ServeRaw(int listen_fd) {
 struct Remote {
   std::unique_ptr<GrpcRemoteWorker> worker;      // gRPC only; also runs the steps.
   std::unique_ptr<GrpcRemoteWorker> data_plane;  // RecvTensor over the data plane.
+  std::unique_ptr<GrpcRemoteWorker> tls;         // RecvTensor over gRPC with mutual TLS.
   std::string src;                               // The child's CPU:0.
   uint64_t incarnation = 0;
 };
@@ -218,13 +227,16 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-int RunParent(int grpc_port, int raw_port, bool quick) {
+int RunParent(int grpc_port, int raw_port, int tls_port, const SecurityOptions& tls, bool quick) {
   Remote r;
   const std::string address = "127.0.0.1:" + std::to_string(grpc_port);
   std::shared_ptr<grpc::Channel> channel = GrpcChannelCache::Global().FindOrCreate(address);
   const std::string name = "/job:ps/replica:0/task:0 (" + address + ")";
   r.worker = std::make_unique<GrpcRemoteWorker>(channel, name, /*use_data_plane=*/false);
   r.data_plane = std::make_unique<GrpcRemoteWorker>(channel, name, /*use_data_plane=*/true);
+  const std::string tls_address = "127.0.0.1:" + std::to_string(tls_port);
+  r.tls = std::make_unique<GrpcRemoteWorker>(
+      GrpcChannelCache::Global().FindOrCreate(tls_address, tls), name, /*use_data_plane=*/false);
   tensorflow::GetStatusResponse status;
   if (!r.worker->GetStatus({}, &status, CallOptions::WithTimeout(absl::Seconds(30))).ok() ||
       status.device_attributes_size() == 0) {
@@ -246,8 +258,9 @@ int RunParent(int grpc_port, int raw_port, bool quick) {
   double loadavg[3] = {0, 0, 0};
   getloadavg(loadavg, 3);
   std::printf("RecvTensor vs raw TCP, two processes on 127.0.0.1, load average %.2f\n", loadavg[0]);
-  std::printf("%10s %8s %13s %13s %7s %13s %7s\n", "bytes", "samples", "raw TCP GB/s", "gRPC GB/s",
-              "ratio", "data pl. GB/s", "ratio");
+  std::printf("%10s %8s %13s %13s %7s %13s %7s %13s %7s %9s %9s\n", "bytes", "samples",
+              "raw TCP GB/s", "gRPC GB/s", "ratio", "data pl. GB/s", "ratio", "TLS gRPC GB/s",
+              "ratio", "TLS/gRPC", "TLS/d.pl.");
   const size_t sizes[] = {4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20};
   int64_t step = 1;
   for (size_t bytes : sizes) {
@@ -255,13 +268,14 @@ int RunParent(int grpc_port, int raw_port, bool quick) {
     const size_t budget = (quick ? size_t{64} : size_t{768}) << 20;
     const int samples =
         static_cast<int>(std::clamp<size_t>(budget / bytes, quick ? 5 : 11, quick ? 50 : 300));
-    std::vector<double> raw_s, rpc_s, dp_s;
+    std::vector<double> raw_s, rpc_s, dp_s, tls_s;
     for (int i = -1; i < samples; ++i) {  // Sample -1 warms the paths up (and negotiates).
       const double a = TimedRaw(raw, &buf, bytes);
       const double b = TimedRecvTensor(r, r.worker.get(), handle, bytes, step++);
       const double c = TimedRecvTensor(r, r.data_plane.get(), handle, bytes, step++);
-      if (a < 0 || b < 0 || c < 0) return 1;
-      if (i >= 0) raw_s.push_back(a), rpc_s.push_back(b), dp_s.push_back(c);
+      const double d = TimedRecvTensor(r, r.tls.get(), handle, bytes, step++);
+      if (a < 0 || b < 0 || c < 0 || d < 0) return 1;
+      if (i >= 0) raw_s.push_back(a), rpc_s.push_back(b), dp_s.push_back(c), tls_s.push_back(d);
     }
     if (!r.data_plane->data_plane_ready()) {
       std::fprintf(stderr, "the data plane was not negotiated; its column is gRPC\n");
@@ -269,13 +283,18 @@ int RunParent(int grpc_port, int raw_port, bool quick) {
     const double raw_gbs = bytes / Median(raw_s) / 1e9;
     const double rpc_gbs = bytes / Median(rpc_s) / 1e9;
     const double dp_gbs = bytes / Median(dp_s) / 1e9;
-    std::vector<double> rpc_ratio, dp_ratio;
+    const double tls_gbs = bytes / Median(tls_s) / 1e9;
+    std::vector<double> rpc_ratio, dp_ratio, tls_ratio, tls_to_rpc, tls_to_dp;
     for (size_t i = 0; i < raw_s.size(); ++i) {
       rpc_ratio.push_back(raw_s[i] / rpc_s[i]);
       dp_ratio.push_back(raw_s[i] / dp_s[i]);
+      tls_ratio.push_back(raw_s[i] / tls_s[i]);
+      tls_to_rpc.push_back(rpc_s[i] / tls_s[i]);
+      tls_to_dp.push_back(dp_s[i] / tls_s[i]);
     }
-    std::printf("%10zu %8d %13.3f %13.3f %7.2f %13.3f %7.2f\n", bytes, samples, raw_gbs, rpc_gbs,
-                Median(rpc_ratio), dp_gbs, Median(dp_ratio));
+    std::printf("%10zu %8d %13.3f %13.3f %7.2f %13.3f %7.2f %13.3f %7.2f %9.2f %9.2f\n", bytes,
+                samples, raw_gbs, rpc_gbs, Median(rpc_ratio), dp_gbs, Median(dp_ratio), tls_gbs,
+                Median(tls_ratio), Median(tls_to_rpc), Median(tls_to_dp));
     std::fflush(stdout);
     tensorflow::DeregisterGraphRequest dereg;
     dereg.set_graph_handle(handle);
@@ -292,22 +311,31 @@ int RunParent(int grpc_port, int raw_port, bool quick) {
 
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  absl::StatusOr<dflow::ThrowawayTls> made = dflow::MakeThrowawayTls();  // No gRPC state yet.
+  if (!made.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(made.status().message()).c_str());
+    return 1;
+  }
+  dflow::SecurityOptions tls;
+  tls.tls_cert = made->cert;
+  tls.tls_key = made->key;
+  tls.tls_ca = made->ca_cert;
   int report[2];
   if (::pipe(report) != 0) dflow::Die("pipe");
   const pid_t child = ::fork();  // Before any gRPC state exists in this process.
   if (child < 0) dflow::Die("fork");
   if (child == 0) {
     ::close(report[0]);
-    dflow::RunChild(report[1]);
+    dflow::RunChild(report[1], tls);
   }
   ::close(report[1]);
-  int ports[2] = {0, 0};
+  int ports[3] = {0, 0, 0};
   if (!dflow::ReadAll(report[0], reinterpret_cast<char*>(ports), sizeof(ports))) {
     std::fprintf(stderr, "child did not report its ports\n");
     ::kill(child, SIGKILL);
     return 1;
   }
-  const int rc = dflow::RunParent(ports[0], ports[1], quick);
+  const int rc = dflow::RunParent(ports[0], ports[1], ports[2], tls, quick);
   ::kill(child, SIGKILL);
   ::waitpid(child, nullptr, 0);
   return rc;

@@ -13,6 +13,11 @@
 //           registered partition on its own worker and answers);
 //   scalar  Session::Run fetching the Const (one tensor back).
 // Reported: p50 and p99 in microseconds and each step's p50 over bare's.
+// Then the shared token's cost (security.h), in a second loop rotating the
+// order of three series per sample: the empty step, the same on another
+// tokenless GrpcServer of the child (the A/A noise floor of comparing two
+// servers), and the empty step on a GrpcServer of the child that requires a
+// token, through a session presenting it; reported as p50 ratios to the first.
 //
 //   build/bench/runstep_bench [--quick]
 #include <signal.h>
@@ -29,7 +34,9 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "dflow/distributed/remote_session.h"
 #include "dflow/distributed/rpc/echo_service.h"
+#include "dflow/distributed/rpc/grpc_remote_master.h"
 #include "dflow/distributed/rpc/grpc_server.h"
 #include "dflow/framework/attr_util.h"
 #include "dflow/runtime/session_factory.h"
@@ -42,6 +49,14 @@ void Die(const char* what) {
   std::exit(1);
 }
 
+constexpr char kToken[] = "runstep-bench-shared-token-0123456789abcdef";
+
+SecurityOptions TokenSecurity() {
+  SecurityOptions security;
+  security.auth_token = kToken;
+  return security;
+}
+
 [[noreturn]] void RunChild(int report_fd) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);  // Never outlive the parent.
   ClusterSpec cluster;
@@ -52,9 +67,16 @@ void Die(const char* what) {
   def.set_protocol("grpc");
   auto server = GrpcServer::Create(def);
   if (!server.ok() || !(*server)->Start().ok()) Die("dflow server");
+  GrpcServer::Options with_token;
+  with_token.security = TokenSecurity();
+  auto token_server = GrpcServer::Create(def, with_token);
+  if (!token_server.ok() || !(*token_server)->Start().ok()) Die("dflow server with a token");
+  auto other_server = GrpcServer::Create(def);
+  if (!other_server.ok() || !(*other_server)->Start().ok()) Die("another dflow server");
   auto echo = EchoServer::Start();
   if (!echo.ok()) Die("echo server");
-  int ports[2] = {(*server)->bound_port(), (*echo)->port()};
+  int ports[4] = {(*server)->bound_port(), (*echo)->port(), (*token_server)->bound_port(),
+                  (*other_server)->bound_port()};
   if (write(report_fd, ports, sizeof(ports)) != sizeof(ports)) Die("report");
   (*server)->Join();  // Killed by the parent.
   std::exit(0);
@@ -90,13 +112,18 @@ int Main(int argc, char** argv) {
   if (pipe(pipe_fds) != 0) Die("pipe");
   const pid_t child = fork();
   if (child == 0) RunChild(pipe_fds[1]);
-  int ports[2];
+  int ports[4];
   if (read(pipe_fds[0], ports, sizeof(ports)) != sizeof(ports)) Die("child did not start");
 
   SessionOptions options;
   options.target = "grpc://127.0.0.1:" + std::to_string(ports[0]);
   auto session = NewSession(options);
   if (!session.ok() || !(*session)->Create(Graph()).ok()) Die("session");
+  SessionOptions token_options;
+  token_options.target = "grpc://127.0.0.1:" + std::to_string(ports[2]);
+  RemoteSession token_session(NewGrpcRemoteMaster(token_options.target, TokenSecurity()),
+                              token_options);
+  if (!token_session.Create(Graph()).ok()) Die("session with a token");
   EchoClient echo("127.0.0.1:" + std::to_string(ports[1]));
   const std::string payload(16, 'x');
   auto bare_call = [&] {
@@ -104,6 +131,9 @@ int Main(int argc, char** argv) {
   };
   auto empty_step = [&] {
     if (!(*session)->Run({}, {}, {"noop"}, nullptr).ok()) Die("empty step failed");
+  };
+  auto token_step = [&] {
+    if (!token_session.Run({}, {}, {"noop"}, nullptr).ok()) Die("empty step with a token failed");
   };
   std::vector<Tensor> out;
   auto scalar_step = [&] {
@@ -134,7 +164,39 @@ int Main(int argc, char** argv) {
     Percentiles p = Summarize(s.us);
     std::printf("%-18s %10.1f %10.1f %12.2f\n", s.name, p.p50, p.p99, p.p50 / bare_p50);
   }
+  // The token check's cost against the noise floor of two servers.
+  SessionOptions other_options;
+  other_options.target = "grpc://127.0.0.1:" + std::to_string(ports[3]);
+  auto session_b = NewSession(other_options);
+  if (!session_b.ok() || !(*session_b)->Create(Graph()).ok()) Die("second session");
+  auto empty_step_b = [&] {
+    if (!(*session_b)->Run({}, {}, {"noop"}, nullptr).ok()) Die("empty step failed");
+  };
+  std::vector<Series> pair = {{"RunStep empty", empty_step, {}},
+                              {"same, other server", empty_step_b, {}},
+                              {"same, with token", token_step, {}}};
+  for (int i = 0; i < samples / 10; ++i) {
+    for (Series& s : pair) s.run();
+  }
+  for (int i = 0; i < samples; ++i) {
+    for (int k = 0; k < 3; ++k) {
+      Series& s = pair[(i + k) % 3];
+      const absl::Time start = absl::Now();
+      s.run();
+      s.us.push_back(absl::ToDoubleMicroseconds(absl::Now() - start));
+    }
+  }
+  std::printf("\nToken check, %d samples each, order rotated per sample\n", samples);
+  std::printf("%-18s %10s %10s %12s\n", "call", "p50 us", "p99 us", "p50 / empty");
+  const double empty_p50 = Summarize(pair[0].us).p50;
+  for (Series& s : pair) {
+    Percentiles p = Summarize(s.us);
+    std::printf("%-18s %10.1f %10.1f %12.3f\n", s.name, p.p50, p.p99, p.p50 / empty_p50);
+  }
+  (*session_b)->Close().IgnoreError();
   (*session)->Close().IgnoreError();
+  token_session.Close().IgnoreError();
+  token_session.Close().IgnoreError();
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
   return 0;

@@ -21,13 +21,13 @@ def free_port():
 class Server:
     """One `dflow server` process; waits (bounded) until it serves."""
 
-    def __init__(self, dflow, log_dir, cluster_json, job, task, timeout=30):
+    def __init__(self, dflow, log_dir, cluster_json, job, task, timeout=30, extra_args=()):
         self.name = f"/job:{job}/replica:0/task:{task}"
         self.log_path = os.path.join(log_dir, f"{job}{task}.log")
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen(
             [dflow, "server", "--cluster", cluster_json, "--job", job, "--task", str(task),
-             "--cpus", "2"], stdout=self.log, stderr=subprocess.STDOUT)
+             "--cpus", "2", *extra_args], stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + timeout
         while time.time() < deadline and self.proc.poll() is None:
             if "serving grpc://" in self.output():
@@ -50,8 +50,9 @@ class Server:
             return None
 
 
-def start_cluster(dflow, log_dir, tasks_per_job):
-    """Starts a server per task, e.g. tasks_per_job={"ps": 1, "worker": 2}.
+def start_cluster(dflow, log_dir, tasks_per_job, extra_args=()):
+    """Starts a server per task, e.g. tasks_per_job={"ps": 1, "worker": 2};
+    `extra_args` go to every `dflow server` (e.g. ["--auth-token-file", path]).
 
     Returns (cluster JSON, {job: [port, ...]}, {job: [Server, ...]}).
     """
@@ -60,7 +61,8 @@ def start_cluster(dflow, log_dir, tasks_per_job):
     servers = {}
     try:
         for job, n in tasks_per_job.items():
-            servers[job] = [Server(dflow, log_dir, cluster, job, i) for i in range(n)]
+            servers[job] = [Server(dflow, log_dir, cluster, job, i, extra_args=extra_args)
+                            for i in range(n)]
     except Exception:
         for started in servers.values():
             for s in started:

@@ -277,6 +277,15 @@ absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json) {
                             "' has tasks [", absl::StrJoin(spec->TaskIndices(out.task.job), ", "),
                             "]"));
   }
+  for (auto [key, field] :
+       {std::pair{"auth_token_file", &out.auth_token_file}, std::pair{"tls_cert", &out.tls_cert},
+        std::pair{"tls_key", &out.tls_key}, std::pair{"tls_ca", &out.tls_ca}}) {
+    if (!j.contains(key)) continue;
+    if (!j[key].is_string()) {
+      return bad(absl::StrCat("\"", key, "\" is not a string (a file path)"));
+    }
+    *field = j[key].get<std::string>();
+  }
   out.cluster = *std::move(spec);
   return out;
 }

@@ -69,15 +69,21 @@ class ClusterSpec {
 };
 
 // The cluster and this process's task, from TF_CONFIG's JSON
-// {"cluster": {...}, "task": {"type": "worker", "index": 0}}.
+// {"cluster": {...}, "task": {"type": "worker", "index": 0}}, and dflow's
+// optional security keys (files, as the flags of the same names; see
+// SECURITY.md): "auth_token_file", "tls_cert", "tls_key", "tls_ca".
 struct TfConfig {
   ClusterSpec cluster;
   TaskId task;
+  std::string auth_token_file;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_ca;
 };
 
 // InvalidArgument naming what is wrong: malformed JSON, no "cluster", no or
-// bad "task", a task type that is not a job of the cluster, an index out of
-// range.
+// bad "task", a security key that is not a string, a task type that is not a
+// job of the cluster, an index out of range.
 absl::StatusOr<TfConfig> ParseTfConfig(absl::string_view json);
 // NotFound when TF_CONFIG is unset or empty; else ParseTfConfig's result.
 absl::StatusOr<TfConfig> TfConfigFromEnv();

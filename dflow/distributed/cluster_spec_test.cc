@@ -127,6 +127,25 @@ TEST(ClusterSpecTest, TfConfig) {
               HasSubstr("'p' is not \"host:port\""));
 }
 
+TEST(ClusterSpecTest, TfConfigSecurityKeys) {
+  absl::StatusOr<TfConfig> c = ParseTfConfig(
+      R"({"cluster":{"ps":["p:1"]},"task":{"type":"ps","index":0},"auth_token_file":"/t",)"
+      R"("tls_cert":"/c","tls_key":"/k","tls_ca":"/a"})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->auth_token_file, "/t");
+  EXPECT_EQ(c->tls_cert, "/c");
+  EXPECT_EQ(c->tls_key, "/k");
+  EXPECT_EQ(c->tls_ca, "/a");
+  absl::StatusOr<TfConfig> plain =
+      ParseTfConfig(R"({"cluster":{"ps":["p:1"]},"task":{"type":"ps","index":0}})");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->auth_token_file, "");  // Off unless given.
+  absl::StatusOr<TfConfig> bad = ParseTfConfig(
+      R"({"cluster":{"ps":["p:1"]},"task":{"type":"ps","index":0},"auth_token_file":7})");
+  EXPECT_THAT(std::string(bad.status().message()),
+              HasSubstr("\"auth_token_file\" is not a string"));
+}
+
 TEST(ClusterSpecTest, TfConfigFromEnvironment) {
   ::unsetenv("TF_CONFIG");
   EXPECT_EQ(TfConfigFromEnv().status().code(), absl::StatusCode::kNotFound);

@@ -13,6 +13,10 @@
 // monitored sessions recover (the chief restoring the latest checkpoint when
 // a ps lost its variables). A task that exits with an error is not
 // restarted: the error would repeat.
+//
+// Security: --auth-token-file and --tls-* are passed to every task; --secure
+// makes a throwaway CA, certificate and token (throwaway_tls.h) in a private
+// temporary directory, passes them likewise, and removes them at the end.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -31,6 +35,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "dflow/distributed/rpc/throwaway_tls.h"
 #include "dflow/framework/status.h"
 #include "tools/dflow/commands.h"
 #include "tools/dflow/signals.h"
@@ -154,12 +159,63 @@ void StopAll(std::vector<Child>& children, std::chrono::seconds grace) {
   }
 }
 
+// The flags that pass `security` on to a task.
+std::vector<std::string> SecurityArgs(const SecurityFlags& security) {
+  std::vector<std::string> args;
+  for (auto [flag, value] :
+       {std::pair{"--auth-token-file", &security.auth_token_file},
+        std::pair{"--tls-cert", &security.tls_cert}, std::pair{"--tls-key", &security.tls_key},
+        std::pair{"--tls-ca", &security.tls_ca}}) {
+    if (!value->empty()) args.insert(args.end(), {flag, *value});
+  }
+  return args;
+}
+
+// A private temporary directory holding throwaway security files; removed
+// with them on destruction.
+class ThrowawayDir {
+ public:
+  ~ThrowawayDir() {
+    if (path_.empty()) return;
+    for (const std::string* f :
+         {&files_.auth_token_file, &files_.tls_cert, &files_.tls_key, &files_.tls_ca}) {
+      if (!f->empty()) ::unlink(f->c_str());
+    }
+    ::rmdir(path_.c_str());
+  }
+  absl::StatusOr<SecurityFlags> Make() {
+    char tmpl[] = "/tmp/dflow_cluster_secure_XXXXXX";  // mkdtemp: mode 0700.
+    if (::mkdtemp(tmpl) == nullptr) {
+      return absl::InternalError("--secure: cannot make a temporary directory");
+    }
+    path_ = tmpl;
+    ASSIGN_OR_RETURN(files_, WriteThrowawaySecurity(path_));
+    return files_;
+  }
+
+ private:
+  std::string path_;
+  SecurityFiles files_;
+};
+
 }  // namespace
 
 absl::Status ClusterCommand(const ClusterFlags& flags) {
   if (flags.ps < 1 || flags.workers < 1) {
     return absl::InvalidArgumentError("--ps and --workers must be >= 1");
   }
+  SecurityFlags security = flags.security;
+  ThrowawayDir throwaway;
+  if (flags.secure) {
+    if (!SecurityArgs(security).empty()) {
+      return absl::InvalidArgumentError(
+          "--secure makes its own token and certificates; give it without --auth-token-file "
+          "and --tls-*");
+    }
+    ASSIGN_OR_RETURN(security, throwaway.Make());
+  }
+  // Fail here, not in every task, when a file is missing or unfit.
+  RETURN_IF_ERROR(LoadSecurityOptions(security).status());
   ASSIGN_OR_RETURN(int signal_fd, ShutdownSignalFd());
   // Ports, held until the tasks start so that no two picks collide.
   std::vector<std::pair<int, int>> held;
@@ -171,7 +227,9 @@ absl::Status ClusterCommand(const ClusterFlags& flags) {
   }
   const std::string cluster = absl::StrCat("{\"ps\":[", absl::StrJoin(ps, ","), "],\"worker\":[",
                                            absl::StrJoin(workers, ","), "]}");
-  std::cout << "dflow cluster: " << cluster << ", mode " << flags.mode << std::endl;
+  std::cout << "dflow cluster: " << cluster << ", mode " << flags.mode
+            << (security.tls_cert.empty() ? "" : ", mutual TLS")
+            << (security.auth_token_file.empty() ? "" : ", auth token") << std::endl;
   for (const auto& [fd, port] : held) close(fd);
 
   std::vector<Child> children(flags.ps + flags.workers);
@@ -186,6 +244,8 @@ absl::Status ClusterCommand(const ClusterFlags& flags) {
               "--job",     worker ? "worker" : "ps",
               "--task",    std::to_string(task),
               "--mode",    flags.mode};
+    const std::vector<std::string> security_args = SecurityArgs(security);
+    c.args.insert(c.args.end(), security_args.begin(), security_args.end());
     c.args.insert(c.args.end(), flags.train_args.begin(), flags.train_args.end());
     if (absl::Status s = Spawn(c.args, &c); !s.ok()) {
       StopAll(children, std::chrono::seconds(5));

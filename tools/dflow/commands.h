@@ -10,9 +10,18 @@
 #include "absl/status/statusor.h"
 #include "dflow/distributed/cluster_spec.h"
 #include "dflow/distributed/rpc/grpc_server.h"
+#include "dflow/distributed/rpc/security.h"
 #include "dflow/train/trainer.h"
 
 namespace dflow::cli {
+
+// --auth-token-file, --tls-cert, --tls-key, --tls-ca (SECURITY.md); "" = off.
+using SecurityFlags = SecurityFiles;
+
+// Reads the files named by `flags` (security.h: LoadSecurityOptions) and
+// makes them what this process's gRPC clients present
+// (SetDefaultClientSecurity). Off when no flag is given.
+absl::StatusOr<SecurityOptions> ApplySecurityFlags(const SecurityFlags& flags);
 
 struct RunGraphFlags {
   std::string graph_path;            // .pb (binary) or .pbtxt (text)
@@ -21,6 +30,7 @@ struct RunGraphFlags {
   std::vector<std::string> targets;
   std::string config_path;     // ConfigProto in text format
   std::string session_target;  // "" (in-process) or grpc://host:port
+  SecurityFlags security;      // What a grpc:// target is called with.
 };
 
 // Prints one JSON object per fetched tensor on stdout:
@@ -34,6 +44,7 @@ struct ServerFlags {
   int cpus = 1;                       // CPU devices of the task
   double session_gc_seconds = 86400;  // <= 0: sessions are never collected
   int max_sessions = 1024;
+  SecurityFlags security;  // Empty fields: TF_CONFIG's keys of the same names.
 };
 
 // Serves one task of a cluster (master and worker services on its port)
@@ -54,6 +65,10 @@ struct ClusterFlags {
   std::string mode = "between-sync";
   int max_restarts = 3;                 // Per task killed by a signal.
   std::vector<std::string> train_args;  // Passed to every task's `dflow train`.
+  SecurityFlags security;               // Passed to every task.
+  // Throwaway CA, certificate and token in a temporary directory, passed to
+  // every task and removed at the end (with any of `security`: refused).
+  bool secure = false;
 };
 
 // Runs a training cluster as local processes (see cluster_command.cc).
@@ -70,7 +85,8 @@ absl::Status CheckOps(const std::string& path);
 // stderr and a summary on stdout. With a cluster it first starts its task's
 // server: a ps task then only serves (until SIGTERM), a worker trains
 // through it (dflow/train/cluster_trainer.h).
-absl::Status TrainCommand(const TrainOptions& options);
+// `security`: what the task's server requires and its clients present.
+absl::Status TrainCommand(const TrainOptions& options, const SecurityFlags& security = {});
 
 }  // namespace dflow::cli
 

@@ -13,6 +13,21 @@ int main(int argc, char** argv) {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   CLI::App app{"dflow: train and run TensorFlow-format dataflow graphs"};
   app.require_subcommand(1);
+  // Opt-in security (SECURITY.md), the same four flags on every command that
+  // serves or calls a cluster.
+  auto add_security = [](CLI::App* cmd, dflow::cli::SecurityFlags* flags) {
+    cmd->add_option("--auth-token-file", flags->auth_token_file,
+                    "Shared token (file, not readable by others): required of every RPC and "
+                    "data-plane connection, and sent on ours")
+        ->check(CLI::ExistingFile);
+    cmd->add_option("--tls-cert", flags->tls_cert, "Mutual TLS: this end's certificate (PEM)")
+        ->check(CLI::ExistingFile);
+    cmd->add_option("--tls-key", flags->tls_key, "Mutual TLS: its private key (PEM)")
+        ->check(CLI::ExistingFile);
+    cmd->add_option("--tls-ca", flags->tls_ca,
+                    "Mutual TLS: the CA that signs every task's and client's certificate (PEM)")
+        ->check(CLI::ExistingFile);
+  };
 
   dflow::cli::RunGraphFlags run;
   CLI::App* run_cmd = app.add_subcommand("run-graph", "Run a GraphDef and print fetched tensors as JSON lines");
@@ -26,6 +41,7 @@ int main(int argc, char** argv) {
                       "grpc://host:port");
   run_cmd->add_option("--config", run.config_path, "ConfigProto in text format")
       ->check(CLI::ExistingFile);
+  add_security(run_cmd, &run.security);
 
   bool ops_json = false;
   CLI::App* ops_cmd = app.add_subcommand("ops", "List registered ops and their kernels");
@@ -36,7 +52,9 @@ int main(int argc, char** argv) {
                       "does not support; exit 1 if there are any");
 
   dflow::TrainOptions train;
+  dflow::cli::SecurityFlags train_security;
   CLI::App* train_cmd = app.add_subcommand("train", "Train a model on Fashion-MNIST (or synthetic data)");
+  add_security(train_cmd, &train_security);
   train_cmd->add_option("--model", train.model, "Model")
       ->check(CLI::IsMember(dflow::TrainModels()))->capture_default_str();
   train_cmd->add_option("--epochs", train.epochs, "Passes over the training set")
@@ -106,6 +124,7 @@ int main(int argc, char** argv) {
   server_cmd->add_option("--max_sessions", server.max_sessions,
                          "Open sessions at most; more CreateSession calls are RESOURCE_EXHAUSTED")
       ->check(CLI::PositiveNumber)->capture_default_str();
+  add_security(server_cmd, &server.security);
 
   dflow::cli::ClusterFlags cluster;
   CLI::App* cluster_cmd = app.add_subcommand(
@@ -119,6 +138,10 @@ int main(int argc, char** argv) {
   cluster_cmd->add_option("--max-restarts", cluster.max_restarts,
                           "Restarts of a task killed by a signal, on the same address")
       ->check(CLI::NonNegativeNumber)->capture_default_str();
+  add_security(cluster_cmd, &cluster.security);
+  cluster_cmd->add_flag("--secure", cluster.secure,
+                        "Make a throwaway CA, certificate and token for this run (mutual TLS and "
+                        "the token on every task), removed at the end");
   cluster_cmd->add_option("train_args", cluster.train_args,
                           "After --: flags for every task's `dflow train`");
 
@@ -140,7 +163,7 @@ int main(int argc, char** argv) {
   } else if (*server_cmd) {
     status = dflow::cli::ServerCommand(server);
   } else if (*train_cmd) {
-    status = dflow::cli::TrainCommand(train);
+    status = dflow::cli::TrainCommand(train, train_security);
   } else if (*cluster_cmd) {
     status = dflow::cli::ClusterCommand(cluster);
   }

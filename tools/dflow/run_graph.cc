@@ -149,6 +149,7 @@ absl::StatusOr<tensorflow::ConfigProto> LoadConfig(const std::string& path) {
 absl::Status RunGraph(const RunGraphFlags& flags) {
   ASSIGN_OR_RETURN(tensorflow::GraphDef graph, LoadGraphDef(flags.graph_path));
   SessionOptions options;
+  RETURN_IF_ERROR(ApplySecurityFlags(flags.security).status());
   options.target = flags.session_target;
   ASSIGN_OR_RETURN(options.config, LoadConfig(flags.config_path));
   std::vector<std::pair<std::string, Tensor>> feeds;

@@ -38,6 +38,12 @@ absl::StatusOr<TfConfig> ResolveTask(const ServerFlags& flags) {
 
 }  // namespace
 
+absl::StatusOr<SecurityOptions> ApplySecurityFlags(const SecurityFlags& flags) {
+  ASSIGN_OR_RETURN(SecurityOptions security, LoadSecurityOptions(flags));
+  SetDefaultClientSecurity(security);
+  return security;
+}
+
 absl::StatusOr<std::unique_ptr<GrpcServer>> StartTaskServer(const ClusterSpec& cluster,
                                                             const std::string& job, int task,
                                                             int cpus,
@@ -52,7 +58,8 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> StartTaskServer(const ClusterSpec& c
   ASSIGN_OR_RETURN(std::unique_ptr<GrpcServer> server, GrpcServer::Create(def, options));
   RETURN_IF_ERROR(server->Start());
   std::cout << "dflow server: " << server->task_name() << " serving " << server->target()
-            << std::endl;
+            << (options.security.tls() ? " (mutual TLS)" : "")
+            << (options.security.auth_token.empty() ? "" : " (auth token required)") << std::endl;
   if (server->data_plane_port() != 0) {
     std::cout << "dflow server: tensor data plane on port " << server->data_plane_port()
               << std::endl;
@@ -78,6 +85,14 @@ void ServeUntilSignal(GrpcServer* server) {
 absl::Status ServerCommand(const ServerFlags& flags) {
   ASSIGN_OR_RETURN(TfConfig task, ResolveTask(flags));
   GrpcServer::Options options;
+  SecurityFlags security = flags.security;
+  for (auto [flag, key] :
+       {std::pair{&security.auth_token_file, &task.auth_token_file},
+        std::pair{&security.tls_cert, &task.tls_cert}, std::pair{&security.tls_key, &task.tls_key},
+        std::pair{&security.tls_ca, &task.tls_ca}}) {
+    if (flag->empty()) *flag = *key;  // Flags win over TF_CONFIG.
+  }
+  ASSIGN_OR_RETURN(options.security, ApplySecurityFlags(security));
   options.session_gc =
       flags.session_gc_seconds > 0 ? absl::Seconds(flags.session_gc_seconds) : absl::ZeroDuration();
   options.max_sessions = flags.max_sessions;

@@ -16,7 +16,7 @@
 
 namespace dflow::cli {
 
-absl::Status TrainCommand(const TrainOptions& flags) {
+absl::Status TrainCommand(const TrainOptions& flags, const SecurityFlags& security) {
   TrainOptions options = flags;
   options.tty = isatty(fileno(stderr)) != 0;
   std::unique_ptr<GrpcServer> server;
@@ -26,8 +26,11 @@ absl::Status TrainCommand(const TrainOptions& flags) {
       return absl::InvalidArgumentError(
           absl::StrCat("--job '", options.job, "' is not a job of the cluster ", cluster.ToJson()));
     }
-    ASSIGN_OR_RETURN(server, StartTaskServer(cluster, options.job, options.task,
-                                             options.job == "ps" ? 1 : options.towers));
+    GrpcServer::Options server_options;
+    ASSIGN_OR_RETURN(server_options.security, ApplySecurityFlags(security));
+    ASSIGN_OR_RETURN(server,
+                     StartTaskServer(cluster, options.job, options.task,
+                                     options.job == "ps" ? 1 : options.towers, server_options));
     // A ps, and in-graph every worker but the client (worker 0), only serve.
     const bool in_graph = options.mode.rfind("in-graph", 0) == 0;
     if (options.job == "ps" || (in_graph && options.task != 0)) {

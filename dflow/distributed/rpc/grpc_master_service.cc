@@ -17,8 +17,12 @@ grpc::ServerUnaryReactor* GrpcMasterService::Forward(const char* name, Ctx* ctx,
   };
   auto call = std::make_shared<Call>();
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  absl::Status parsed = ParseFromByteBuffer(
-      *req_bytes, absl::StrCat("[MasterService.", name, "] request"), &call->req);
+  absl::Status parsed =
+      CheckCallAuth(auth_token_, *ctx, absl::StrCat("[MasterService.", name, "]"));
+  if (parsed.ok()) {
+    parsed = ParseFromByteBuffer(*req_bytes, absl::StrCat("[MasterService.", name, "] request"),
+                                 &call->req);
+  }
   if (!parsed.ok()) {
     reactor->Finish(ToGrpcStatus(parsed));
     return reactor;

@@ -6,11 +6,17 @@
 // request that does not parse gets INVALID_ARGUMENT naming the method
 // ("[MasterService.RunStep] request of 11 bytes does not parse as
 // tensorflow.RunStepRequest") instead of gRPC's bare UNIMPLEMENTED.
+// With an auth token, every method first checks the call's
+// `authorization: Bearer <token>` metadata (security.h): UNAUTHENTICATED
+// "[MasterService.RunStep] missing auth token ..." / "... wrong auth token".
 //
 //   GrpcMasterService service(&master);
 //   builder.RegisterService(&service);
 #ifndef DFLOW_DISTRIBUTED_RPC_GRPC_MASTER_SERVICE_H_
 #define DFLOW_DISTRIBUTED_RPC_GRPC_MASTER_SERVICE_H_
+
+#include <string>
+#include <utility>
 
 #include "dflow/distributed/master_interface.h"
 #include "dflow/proto/master_service.grpc.pb.h"
@@ -36,7 +42,9 @@ using RawMasterService = tensorflow::MasterService::WithRawCallbackMethod_Create
 class GrpcMasterService final : public internal::RawMasterService {
  public:
   // `master` (not owned) must outlive the server hosting this service.
-  explicit GrpcMasterService(MasterInterface* master) : master_(master) {}
+  // `auth_token` non-empty: calls must carry it.
+  explicit GrpcMasterService(MasterInterface* master, std::string auth_token = "")
+      : master_(master), auth_token_(std::move(auth_token)) {}
   GrpcMasterService(const GrpcMasterService&) = delete;
   GrpcMasterService& operator=(const GrpcMasterService&) = delete;
 
@@ -64,6 +72,7 @@ class GrpcMasterService final : public internal::RawMasterService {
                                     Method<Req, Resp> method);
 
   MasterInterface* const master_;  // Not owned.
+  const std::string auth_token_;
 };
 
 }  // namespace dflow

@@ -15,8 +15,11 @@ namespace {
 
 class GrpcRemoteMaster final : public MasterInterface {
  public:
-  GrpcRemoteMaster(std::shared_ptr<grpc::Channel> channel, std::string target)
-      : stub_(tensorflow::MasterService::NewStub(std::move(channel))), target_(std::move(target)) {}
+  GrpcRemoteMaster(std::shared_ptr<grpc::Channel> channel, std::string target,
+                   std::string auth_token)
+      : stub_(tensorflow::MasterService::NewStub(std::move(channel))),
+        target_(std::move(target)),
+        auth_token_(std::move(auth_token)) {}
 
   void CreateSessionAsync(const CallOptions& opts, const tensorflow::CreateSessionRequest* req,
                           tensorflow::CreateSessionResponse* resp, StatusCallback done) override {
@@ -72,6 +75,7 @@ class GrpcRemoteMaster final : public MasterInterface {
             const Req* req, Resp* resp, StatusCallback done) {
     auto ctx = std::make_shared<grpc::ClientContext>();
     if (opts.deadline != absl::InfiniteFuture()) ctx->set_deadline(ToGrpcDeadline(opts.deadline));
+    AttachAuthToken(auth_token_, ctx.get());
     (stub_->async()->*method)(
         ctx.get(), req, resp,
         [ctx, method_name, target = target_, done = std::move(done)](grpc::Status s) {
@@ -82,6 +86,7 @@ class GrpcRemoteMaster final : public MasterInterface {
 
   std::unique_ptr<tensorflow::MasterService::Stub> stub_;
   const std::string target_;
+  const std::string auth_token_;
 };
 
 const bool kRegistered = [] {
@@ -91,9 +96,15 @@ const bool kRegistered = [] {
 
 }  // namespace
 
+std::unique_ptr<MasterInterface> NewGrpcRemoteMaster(const std::string& target,
+                                                     const SecurityOptions& security) {
+  return std::make_unique<GrpcRemoteMaster>(
+      GrpcChannelCache::Global().FindOrCreate(target, security), StripGrpcScheme(target),
+      security.auth_token);
+}
+
 std::unique_ptr<MasterInterface> NewGrpcRemoteMaster(const std::string& target) {
-  return std::make_unique<GrpcRemoteMaster>(GrpcChannelCache::Global().FindOrCreate(target),
-                                            StripGrpcScheme(target));
+  return NewGrpcRemoteMaster(target, DefaultClientSecurity());
 }
 
 void RegisterGrpcSessionFactory() {

@@ -13,15 +13,20 @@
 #include <string>
 
 #include "dflow/distributed/master_interface.h"
+#include "dflow/distributed/rpc/security.h"
 
 namespace dflow {
 
-// A master on the cached channel to `target` ("host:port" or "grpc://host:port").
+// A master on the cached channel to `target` ("host:port" or "grpc://host:port"),
+// presenting `security` (its TLS certificate, its token on every call).
+std::unique_ptr<MasterInterface> NewGrpcRemoteMaster(const std::string& target,
+                                                     const SecurityOptions& security);
+// The same with DefaultClientSecurity().
 std::unique_ptr<MasterInterface> NewGrpcRemoteMaster(const std::string& target);
 
 // Makes NewSession accept "grpc://host:port" targets (a RemoteSession on a
-// GrpcRemoteMaster). Idempotent; also done by a static initializer of this
-// library, so linking it whole is enough.
+// GrpcRemoteMaster presenting DefaultClientSecurity()). Idempotent; also done
+// by a static initializer of this library, so linking it whole is enough.
 void RegisterGrpcSessionFactory();
 
 }  // namespace dflow

@@ -17,12 +17,13 @@ absl::Status Annotate(const grpc::Status& s, const char* method, const std::stri
 }  // namespace
 
 GrpcRemoteWorker::GrpcRemoteWorker(std::shared_ptr<grpc::Channel> channel, std::string name,
-                                   bool use_data_plane)
+                                   bool use_data_plane, std::string auth_token)
     : channel_(std::move(channel)),
       stub_(tensorflow::WorkerService::NewStub(channel_)),
       raw_stub_(std::make_shared<grpc::GenericStub>(channel_)),
       name_(std::move(name)),
-      data_plane_(std::make_shared<DataPlaneClient>(name_, use_data_plane)) {}
+      auth_token_(std::move(auth_token)),
+      data_plane_(std::make_shared<DataPlaneClient>(name_, use_data_plane, auth_token_)) {}
 
 template <typename Req, typename Resp>
 void GrpcRemoteWorker::Call(const char* method_name, Method<Req, Resp> method,
@@ -30,6 +31,7 @@ void GrpcRemoteWorker::Call(const char* method_name, Method<Req, Resp> method,
                             StatusCallback done) {
   auto ctx = std::make_shared<grpc::ClientContext>();
   if (opts.deadline != absl::InfiniteFuture()) ctx->set_deadline(ToGrpcDeadline(opts.deadline));
+  AttachAuthToken(auth_token_, ctx.get());
   (stub_->async()->*method)(ctx.get(), req, resp,
                             [ctx, method_name, name = name_, done = std::move(done)](
                                 grpc::Status s) { done(Annotate(s, method_name, name)); });
@@ -92,15 +94,16 @@ void GrpcRemoteWorker::RecvTensorAsync(const CallOptions& opts,
                                        const tensorflow::RecvTensorRequest* req,
                                        RecvTensorResult* resp, StatusCallback done) {
   // The data plane when negotiated; its connection failing falls back to gRPC.
-  auto fallback = [opts, req, resp, done, stub = raw_stub_, name = name_, dp = data_plane_] {
-    RecvTensorOverGrpc(stub, name, dp, opts, req, resp, done);
+  auto fallback = [opts, req, resp, done, stub = raw_stub_, name = name_, token = auth_token_,
+                   dp = data_plane_] {
+    RecvTensorOverGrpc(stub, name, token, dp, opts, req, resp, done);
   };
   if (data_plane_->TryRecvTensorAsync(opts, req, resp, done, std::move(fallback))) return;
-  RecvTensorOverGrpc(raw_stub_, name_, data_plane_, opts, req, resp, std::move(done));
+  RecvTensorOverGrpc(raw_stub_, name_, auth_token_, data_plane_, opts, req, resp, std::move(done));
 }
 
 void GrpcRemoteWorker::RecvTensorOverGrpc(const std::shared_ptr<grpc::GenericStub>& stub,
-                                          const std::string& name,
+                                          const std::string& name, const std::string& auth_token,
                                           const std::shared_ptr<DataPlaneClient>& data_plane,
                                           const CallOptions& opts,
                                           const tensorflow::RecvTensorRequest* req,
@@ -115,6 +118,7 @@ void GrpcRemoteWorker::RecvTensorOverGrpc(const std::shared_ptr<grpc::GenericStu
   if (opts.deadline != absl::InfiniteFuture()) {
     call->ctx.set_deadline(ToGrpcDeadline(opts.deadline));
   }
+  AttachAuthToken(auth_token, &call->ctx);
   const bool query = data_plane->ShouldQuery();
   if (query) {  // Ask a dflow peer for its data port (TensorFlow ignores the field).
     tensorflow::RecvTensorRequest asking = *req;
@@ -145,11 +149,18 @@ void GrpcRemoteWorker::RecvTensorOverGrpc(const std::shared_ptr<grpc::GenericStu
 }
 
 std::unique_ptr<WorkerInterface> NewGrpcRemoteWorker(const std::string& address,
-                                                     const std::string& task_name) {
+                                                     const std::string& task_name,
+                                                     const SecurityOptions& security) {
   std::string target = StripGrpcScheme(address);
   std::string name = task_name.empty() ? target : absl::StrCat(task_name, " (", target, ")");
-  return std::make_unique<GrpcRemoteWorker>(GrpcChannelCache::Global().FindOrCreate(target),
-                                            std::move(name));
+  return std::make_unique<GrpcRemoteWorker>(
+      GrpcChannelCache::Global().FindOrCreate(target, security), std::move(name),
+      DataPlaneEnabledByEnv() && !security.tls(), security.auth_token);
+}
+
+std::unique_ptr<WorkerInterface> NewGrpcRemoteWorker(const std::string& address,
+                                                     const std::string& task_name) {
+  return NewGrpcRemoteWorker(address, task_name, DefaultClientSecurity());
 }
 
 }  // namespace dflow

@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "dflow/distributed/rpc/security.h"
 #include "dflow/distributed/rpc/tensor_data_plane.h"
 #include "dflow/distributed/worker_interface.h"
 #include "dflow/proto/worker_service.grpc.pb.h"
@@ -27,9 +28,10 @@ class GrpcRemoteWorker final : public WorkerInterface {
  public:
   // `name` names the peer in errors, e.g. "/job:ps/replica:0/task:0 (host:port)".
   // `use_data_plane`: RecvTensor moves tensors over the peer's data plane
-  // (tensor_data_plane.h) once negotiated; false: gRPC only.
+  // (tensor_data_plane.h) once negotiated; false: gRPC only. `auth_token`
+  // (may be empty) goes with every call and every data-plane connection.
   GrpcRemoteWorker(std::shared_ptr<grpc::Channel> channel, std::string name,
-                   bool use_data_plane = DataPlaneEnabledByEnv());
+                   bool use_data_plane = DataPlaneEnabledByEnv(), std::string auth_token = "");
   GrpcRemoteWorker(const GrpcRemoteWorker&) = delete;
   GrpcRemoteWorker& operator=(const GrpcRemoteWorker&) = delete;
 
@@ -78,21 +80,26 @@ class GrpcRemoteWorker final : public WorkerInterface {
             const Req* req, Resp* resp, StatusCallback done);
 
   static void RecvTensorOverGrpc(const std::shared_ptr<grpc::GenericStub>& stub,
-                                 const std::string& name,
+                                 const std::string& name, const std::string& auth_token,
                                  const std::shared_ptr<DataPlaneClient>& data_plane,
-                                 const CallOptions& opts,
-                                 const tensorflow::RecvTensorRequest* req, RecvTensorResult* resp,
-                                 StatusCallback done);
+                                 const CallOptions& opts, const tensorflow::RecvTensorRequest* req,
+                                 RecvTensorResult* resp, StatusCallback done);
 
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<tensorflow::WorkerService::Stub> stub_;
   std::shared_ptr<grpc::GenericStub> raw_stub_;  // RecvTensor: raw bytes both ways.
   const std::string name_;
+  const std::string auth_token_;
   std::shared_ptr<DataPlaneClient> data_plane_;
 };
 
 // A remote worker on the cached channel to `address` ("host:port" or
 // "grpc://host:port"); `task_name` (may be empty) joins the address in errors.
+// It presents `security` (default: DefaultClientSecurity()); under TLS its
+// tensors stay on the TLS gRPC channel (no data plane: see SECURITY.md).
+std::unique_ptr<WorkerInterface> NewGrpcRemoteWorker(const std::string& address,
+                                                     const std::string& task_name,
+                                                     const SecurityOptions& security);
 std::unique_ptr<WorkerInterface> NewGrpcRemoteWorker(const std::string& address,
                                                      const std::string& task_name);
 

@@ -49,6 +49,7 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(const tensorflow:
         absl::StrCat("[Server] port ", def.port(), " is out of range"));
   }
   auto server = std::unique_ptr<GrpcServer>(new GrpcServer(def, std::move(cluster)));
+  server->security_ = options.security;
   SplitAddress(*address, &server->host_, &server->port_);
   if (def.port() != 0) server->port_ = def.port();
   ASSIGN_OR_RETURN(auto devices, CreateLocalDevices(def.default_session_config(), def.job_name(),
@@ -73,8 +74,10 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(const tensorflow:
   env.session_gc = options.session_gc;
   env.max_sessions = options.max_sessions;
   server->master_ = std::make_unique<Master>(std::move(env));
-  server->worker_service_ = std::make_unique<GrpcWorkerService>(server->worker_.get());
-  server->master_service_ = std::make_unique<GrpcMasterService>(server->master_.get());
+  server->worker_service_ =
+      std::make_unique<GrpcWorkerService>(server->worker_.get(), options.security.auth_token);
+  server->master_service_ =
+      std::make_unique<GrpcMasterService>(server->master_.get(), options.security.auth_token);
   return server;
 }
 
@@ -101,7 +104,7 @@ absl::Status GrpcServer::Start() {
   grpc::ServerBuilder builder;
   ConfigureServerBuilder(&builder);
   int bound = 0;
-  builder.AddListeningPort(bind, grpc::InsecureServerCredentials(), &bound);
+  builder.AddListeningPort(bind, ServerCredentialsFor(security_), &bound);
   builder.RegisterService(worker_service_.get());
   builder.RegisterService(master_service_.get());
   server_ = builder.BuildAndStart();
@@ -111,8 +114,11 @@ absl::Status GrpcServer::Start() {
                                                "; is the port already in use?"));
   }
   bound_port_ = bound;
-  if (DataPlaneEnabledByEnv()) {
-    auto data_plane = std::make_unique<DataPlaneServer>(worker_.get());
+  // Under TLS tensors stay on the TLS channel: the data plane has no TLS.
+  if (DataPlaneEnabledByEnv() && !security_.tls()) {
+    DataPlaneServer::Options dp_options;
+    dp_options.auth_token = security_.auth_token;
+    auto data_plane = std::make_unique<DataPlaneServer>(worker_.get(), dp_options);
     if (data_plane->Start(IsLoopback(host_) ? "127.0.0.1" : "0.0.0.0").ok()) {
       worker_service_->set_data_plane_port(data_plane->port());
       data_plane_ = std::move(data_plane);
@@ -172,7 +178,7 @@ WorkerInterface* GrpcServer::WorkerFor(const std::string& task) {
   absl::StatusOr<std::string> address = cluster_.TaskAddress(name->job, name->task);
   if (!address.ok()) return nullptr;
   std::unique_ptr<WorkerInterface>& w = remote_workers_[task];
-  w = NewGrpcRemoteWorker(*address, task);
+  w = NewGrpcRemoteWorker(*address, task, security_);
   return w.get();
 }
 

@@ -21,6 +21,7 @@
 #include "absl/synchronization/mutex.h"
 #include "dflow/distributed/cluster_spec.h"
 #include "dflow/distributed/master.h"
+#include "dflow/distributed/rpc/security.h"
 #include "dflow/distributed/worker.h"
 #include "dflow/proto/tensorflow_server.pb.h"
 #include "dflow/runtime/device_mgr.h"
@@ -42,6 +43,12 @@ class GrpcServer {
   struct Options {
     absl::Duration session_gc = absl::Hours(24);  // MasterEnv::session_gc.
     int max_sessions = 1024;                      // MasterEnv::max_sessions.
+    // Off by default. A token: every MasterService/WorkerService call and
+    // every data-plane connection must carry it, and this task's own calls to
+    // other tasks present it. TLS: the port requires client certificates
+    // signed by tls_ca and presents tls_cert; the tensor data plane does not
+    // start (tensors go over the TLS gRPC channel). See SECURITY.md.
+    SecurityOptions security;
   };
 
   // Checks `def` (its job and task are in its cluster, addresses are
@@ -60,7 +67,7 @@ class GrpcServer {
   // address; loopback hosts bind 127.0.0.1, others every interface) and
   // serves. Unless DFLOW_DATA_PLANE=0, also serves RecvTensor's data plane
   // (tensor_data_plane.h) on a kernel-chosen port of the same interface
-  // (gRPC only if that fails). Unavailable naming the address when it cannot
+  // (gRPC only if that fails, or under TLS). Unavailable naming the address when it cannot
   // be bound (e.g. the port is taken); FailedPrecondition when already started.
   absl::Status Start();
   // Stops serving (calls in flight end with CANCELLED) and wakes Join.
@@ -92,6 +99,7 @@ class GrpcServer {
   WorkerInterface* WorkerFor(const std::string& task);
 
   const tensorflow::ServerDef def_;
+  SecurityOptions security_;  // Set by Create, then read-only.
   std::string task_name_;
   std::string host_;
   int port_ = 0;

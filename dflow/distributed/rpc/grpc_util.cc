@@ -2,6 +2,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "grpcpp/impl/codegen/proto_utils.h"
 
 namespace dflow {
@@ -52,9 +53,41 @@ grpc::ChannelArguments DefaultChannelArguments() {
   return args;
 }
 
-std::shared_ptr<grpc::Channel> NewGrpcChannel(absl::string_view target) {
-  return grpc::CreateCustomChannel(StripGrpcScheme(target), grpc::InsecureChannelCredentials(),
-                                   DefaultChannelArguments());
+std::shared_ptr<grpc::Channel> NewGrpcChannel(absl::string_view target,
+                                              const SecurityOptions& security) {
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (security.tls()) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = security.tls_ca;
+    ssl.pem_private_key = security.tls_key;
+    ssl.pem_cert_chain = security.tls_cert;
+    credentials = grpc::SslCredentials(ssl);
+  }
+  return grpc::CreateCustomChannel(StripGrpcScheme(target), credentials, DefaultChannelArguments());
+}
+
+std::shared_ptr<grpc::ServerCredentials> ServerCredentialsFor(const SecurityOptions& security) {
+  if (!security.tls()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions ssl(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  ssl.pem_root_certs = security.tls_ca;
+  ssl.pem_key_cert_pairs.push_back({security.tls_key, security.tls_cert});
+  return grpc::SslServerCredentials(ssl);
+}
+
+void AttachAuthToken(const std::string& token, grpc::ClientContext* ctx) {
+  if (!token.empty()) ctx->AddMetadata(kAuthMetadataKey, absl::StrCat(kAuthBearerPrefix, token));
+}
+
+absl::Status CheckCallAuth(const std::string& token, const grpc::CallbackServerContext& ctx,
+                           absl::string_view call) {
+  if (token.empty()) return absl::OkStatus();
+  const auto& metadata = ctx.client_metadata();
+  auto it = metadata.find(kAuthMetadataKey);
+  if (it == metadata.end()) return CheckAuthToken(token, nullptr, call);
+  absl::string_view value(it->second.data(), it->second.size());
+  absl::ConsumePrefix(&value, kAuthBearerPrefix);
+  const std::string presented(value);
+  return CheckAuthToken(token, &presented, call);
 }
 
 void ConfigureServerBuilder(grpc::ServerBuilder* builder) {
@@ -87,11 +120,16 @@ GrpcChannelCache& GrpcChannelCache::Global() {
   return *cache;
 }
 
-std::shared_ptr<grpc::Channel> GrpcChannelCache::FindOrCreate(absl::string_view target) {
-  std::string key = StripGrpcScheme(target);
+std::shared_ptr<grpc::Channel> GrpcChannelCache::FindOrCreate(absl::string_view target,
+                                                              const SecurityOptions& security) {
+  const std::string address = StripGrpcScheme(target);
+  // A TLS channel is its own entry per identity (the key holds its PEMs).
+  const std::string key =
+      security.tls() ? absl::StrCat(address, "\n", security.tls_cert, "\n", security.tls_ca)
+                     : address;
   absl::MutexLock lock(&mu_);
   std::shared_ptr<grpc::Channel>& channel = channels_[key];
-  if (channel == nullptr) channel = NewGrpcChannel(key);
+  if (channel == nullptr) channel = NewGrpcChannel(address, security);
   return channel;
 }
 

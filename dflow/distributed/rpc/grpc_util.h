@@ -15,6 +15,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "dflow/distributed/rpc/security.h"
 #include "google/protobuf/message_lite.h"
 #include "grpcpp/grpcpp.h"
 
@@ -40,10 +41,26 @@ std::string StripGrpcScheme(absl::string_view target);
 // Unlimited send/receive message sizes, quick reconnects to a restarted peer.
 // (gRPC sets TCP_NODELAY on every TCP socket itself.)
 grpc::ChannelArguments DefaultChannelArguments();
-// An insecure channel to `target` ("host:port" or "grpc://host:port").
-std::shared_ptr<grpc::Channel> NewGrpcChannel(absl::string_view target);
+// A channel to `target` ("host:port" or "grpc://host:port"): TLS presenting
+// security.tls_cert and verifying the server against security.tls_ca when
+// security.tls(), else insecure. (The token goes on each call: AttachAuthToken.)
+std::shared_ptr<grpc::Channel> NewGrpcChannel(absl::string_view target,
+                                              const SecurityOptions& security = {});
 // Unlimited message sizes on the server side too.
 void ConfigureServerBuilder(grpc::ServerBuilder* builder);
+// Mutual TLS (client certificates required and verified against
+// security.tls_ca) when security.tls(), else insecure.
+std::shared_ptr<grpc::ServerCredentials> ServerCredentialsFor(const SecurityOptions& security);
+
+// The metadata key and value prefix carrying the shared token on a call.
+inline constexpr char kAuthMetadataKey[] = "authorization";
+inline constexpr char kAuthBearerPrefix[] = "Bearer ";
+// Adds `authorization: Bearer <token>` to `ctx` unless `token` is empty.
+void AttachAuthToken(const std::string& token, grpc::ClientContext* ctx);
+// OK when `token` is empty or the call carries it; else Unauthenticated
+// naming `call` ("[MasterService.RunStep]") and what is missing.
+absl::Status CheckCallAuth(const std::string& token, const grpc::CallbackServerContext& ctx,
+                           absl::string_view call);
 
 // Parses a message received as raw bytes. InvalidArgument naming `what`
 // (e.g. "[WorkerService.RunGraph] request") and the size when the bytes are
@@ -53,11 +70,13 @@ absl::Status ParseFromByteBuffer(const grpc::ByteBuffer& bytes, absl::string_vie
 // `msg` serialized as gRPC would send it.
 grpc::ByteBuffer SerializeToByteBuffer(const google::protobuf::MessageLite& msg);
 
-// One channel per target, shared by every stub calling it. Thread-safe.
+// One channel per target and TLS identity, shared by every stub calling it.
+// Thread-safe.
 class GrpcChannelCache {
  public:
   static GrpcChannelCache& Global();
-  std::shared_ptr<grpc::Channel> FindOrCreate(absl::string_view target);
+  std::shared_ptr<grpc::Channel> FindOrCreate(absl::string_view target,
+                                              const SecurityOptions& security = {});
 
  private:
   absl::Mutex mu_;

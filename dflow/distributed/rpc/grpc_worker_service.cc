@@ -87,8 +87,12 @@ grpc::ServerUnaryReactor* GrpcWorkerService::Forward(const char* name, Ctx* ctx,
     Resp resp;
   };
   auto call = std::make_shared<Call>();
-  absl::Status parsed = ParseFromByteBuffer(
-      *req_bytes, absl::StrCat("[WorkerService.", name, "] request"), &call->req);
+  absl::Status parsed =
+      CheckCallAuth(auth_token_, *ctx, absl::StrCat("[WorkerService.", name, "]"));
+  if (parsed.ok()) {
+    parsed = ParseFromByteBuffer(*req_bytes, absl::StrCat("[WorkerService.", name, "] request"),
+                                 &call->req);
+  }
   if (!parsed.ok()) return FinishNow(ctx, parsed);
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
   (worker_->*method)(OptionsFrom(ctx), &call->req, &call->resp,
@@ -142,8 +146,10 @@ grpc::ServerUnaryReactor* GrpcWorkerService::CleanupAll(Ctx* ctx, const Bytes* r
 grpc::ServerUnaryReactor* GrpcWorkerService::RecvTensor(Ctx* ctx, const Bytes* req,
                                                         Bytes* resp) {
   tensorflow::RecvTensorRequest request;
-  absl::Status parsed =
-      ParseFromByteBuffer(*req, "[WorkerService.RecvTensor] request", &request);
+  absl::Status parsed = CheckCallAuth(auth_token_, *ctx, "[WorkerService.RecvTensor]");
+  if (parsed.ok()) {
+    parsed = ParseFromByteBuffer(*req, "[WorkerService.RecvTensor] request", &request);
+  }
   if (!parsed.ok()) return FinishNow(ctx, parsed);
   const int offer = request.has_transport_options() &&
                             request.transport_options().type_url() == kDataPlaneQueryTypeUrl

@@ -7,6 +7,9 @@
 // not parse gets INVALID_ARGUMENT naming the method ("[WorkerService.RunGraph]
 // request of 11 bytes does not parse as tensorflow.RunGraphRequest") instead
 // of gRPC's bare UNIMPLEMENTED.
+// With an auth token, every method first checks the call's
+// `authorization: Bearer <token>` metadata (security.h): UNAUTHENTICATED
+// "[WorkerService.RunGraph] missing auth token ..." / "... wrong auth token".
 // RecvTensor's response is written by tensor_coding.h around the tensor's own
 // buffer (no copy); a RecvTensor parked on a tensor ends with CANCELLED when
 // its caller goes away or the server shuts down.
@@ -21,6 +24,8 @@
 #define DFLOW_DISTRIBUTED_RPC_GRPC_WORKER_SERVICE_H_
 
 #include <atomic>
+#include <string>
+#include <utility>
 
 #include "dflow/distributed/worker_interface.h"
 #include "dflow/proto/worker_service.grpc.pb.h"
@@ -44,7 +49,9 @@ using RawWorkerService = tensorflow::WorkerService::WithRawCallbackMethod_GetSta
 class GrpcWorkerService final : public internal::RawWorkerService {
  public:
   // `worker` (not owned) must outlive the server hosting this service.
-  explicit GrpcWorkerService(WorkerInterface* worker) : worker_(worker) {}
+  // `auth_token` non-empty: calls must carry it.
+  explicit GrpcWorkerService(WorkerInterface* worker, std::string auth_token = "")
+      : worker_(worker), auth_token_(std::move(auth_token)) {}
   GrpcWorkerService(const GrpcWorkerService&) = delete;
   GrpcWorkerService& operator=(const GrpcWorkerService&) = delete;
 
@@ -75,6 +82,7 @@ class GrpcWorkerService final : public internal::RawWorkerService {
                                     Method<Req, Resp> method);
 
   WorkerInterface* const worker_;  // Not owned.
+  const std::string auth_token_;
   std::atomic<int> data_plane_port_{0};
 };
 

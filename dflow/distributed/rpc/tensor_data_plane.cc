@@ -438,6 +438,7 @@ struct DataPlaneClient::State {
 
   const std::string peer_name;
   const bool enabled;
+  const std::string hello;  // The hello frame opening each connection; "" without a token.
   absl::Mutex mu;
   enum Phase { kUnknown, kReady, kNone };
   Phase phase ABSL_GUARDED_BY(mu) = kUnknown;
@@ -452,8 +453,21 @@ struct DataPlaneClient::State {
   absl::Duration backoff ABSL_GUARDED_BY(mu) = kMinBackoff;
 };
 
-DataPlaneClient::DataPlaneClient(std::string peer_name, bool enabled)
-    : state_(new State{std::move(peer_name), enabled}) {}
+namespace {
+
+std::string HelloFrame(const std::string& auth_token) {
+  if (auth_token.empty()) return "";
+  const RequestHeader h{data_plane::kHelloMagic, static_cast<uint32_t>(auth_token.size()), 0};
+  return std::string(reinterpret_cast<const char*>(&h), sizeof(h)) + auth_token;
+}
+
+}  // namespace
+
+DataPlaneClient::DataPlaneClient(std::string peer_name, bool enabled, const std::string& auth_token)
+    // A token too long for a hello cannot be presented: gRPC only.
+    : state_(new State{std::move(peer_name),
+                       enabled && auth_token.size() <= data_plane::kMaxTokenBytes,
+                       HelloFrame(auth_token)}) {}
 
 DataPlaneClient::~DataPlaneClient() = default;  // Calls in flight hold the state.
 
@@ -554,7 +568,8 @@ bool DataPlaneClient::TryRecvTensorAsync(const CallOptions& opts,
         return;
       }
       state->Connected();
-      status = state->Call(fd, deadline, frame, 0, resp, &reusable, &unserved);
+      status = state->Call(fd, deadline, state->hello.empty() ? frame : state->hello + frame, 0,
+                           resp, &reusable, &unserved);
       if (elsewhere()) {  // Refused (the peer's connection caps): gRPC serves it.
         ::close(fd);
         state->Refused();

@@ -18,6 +18,11 @@
 //
 // Frames on a data connection (all integers little-endian; one call at a time
 // per connection, connections are pooled and reused):
+//   hello:    u32 magic 'DFHL' | u32 token_bytes (<= 4 KiB) | u64 0 | the shared token
+//             (security.h). Sent first on every connection by a receiver that has a
+//             token; no response. A sender with a token serves nothing else first: a
+//             request before a hello, or a wrong token, is answered "not served" and
+//             the connection closed. A sender without a token skips hellos.
 //   request:  u32 magic 'DFRQ' | u32 request_bytes (<= 64 KiB) | u64 timeout_us
 //             (UINT64_MAX: no deadline) | RecvTensorRequest bytes
 //   response: u32 magic 'DFRS' | u32 kind | i64 send_start_micros | u32 a | u32 b | u64 bytes
@@ -91,6 +96,8 @@ std::string HostOfGrpcPeer(const std::string& peer);
 namespace data_plane {
 inline constexpr uint32_t kRequestMagic = 0x51524644;   // "DFRQ"
 inline constexpr uint32_t kResponseMagic = 0x53524644;  // "DFRS"
+inline constexpr uint32_t kHelloMagic = 0x4c484644;     // "DFHL"
+inline constexpr uint32_t kMaxTokenBytes = 4 << 10;
 inline constexpr uint32_t kMaxRequestBytes = 64 << 10;
 inline constexpr uint32_t kMaxMessageBytes = 1 << 20;
 inline constexpr uint32_t kMaxDims = 64;
@@ -127,6 +134,7 @@ class DataPlaneServer {
     absl::Duration idle_timeout = absl::Seconds(60);        // No call, no request byte.
     absl::Duration frame_timeout = absl::Seconds(10);       // A request, from its first byte.
     absl::Duration send_stall_timeout = absl::Seconds(60);  // A response not read on.
+    std::string auth_token;  // Non-empty: a connection's first frame must be a hello with it.
   };
 
   explicit DataPlaneServer(WorkerInterface* worker) : DataPlaneServer(worker, Options()) {}
@@ -147,6 +155,8 @@ class DataPlaneServer {
   int num_connections() const { return num_connections_.load(); }
   int64_t num_refused() const { return num_refused_.load(); }
   int64_t num_timed_out() const { return num_timed_out_.load(); }
+  // Connections closed for a missing or wrong token.
+  int64_t num_unauthenticated() const { return num_unauthenticated_.load(); }
 
  private:
   class Loop;
@@ -157,6 +167,7 @@ class DataPlaneServer {
   std::atomic<int> num_connections_{0};
   std::atomic<int64_t> num_refused_{0};
   std::atomic<int64_t> num_timed_out_{0};
+  std::atomic<int64_t> num_unauthenticated_{0};
   absl::Mutex mu_;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
@@ -173,7 +184,9 @@ class DataPlaneClient {
   static constexpr int kMaxIdleConnections = 4;
 
   // `peer_name` names the peer in errors; `enabled` false: never used.
-  DataPlaneClient(std::string peer_name, bool enabled);
+  // `auth_token` non-empty: every fresh connection starts with a hello
+  // carrying it.
+  DataPlaneClient(std::string peer_name, bool enabled, const std::string& auth_token = "");
   ~DataPlaneClient();
 
   // Whether the next gRPC RecvTensor should carry the query.

@@ -28,6 +28,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "dflow/distributed/rpc/security.h"
 #include "dflow/distributed/rpc/tensor_data_plane.h"
 #include "dflow/framework/status.h"
 
@@ -126,6 +127,7 @@ class DataPlaneServer::Loop {
     uint32_t events = 0;
     State state = State::kReading;
     absl::Time last_activity;  // Reading: when the connection became idle.
+    bool authenticated = false;  // Its hello carried the token (or none is needed).
     // The request being read.
     absl::Time frame_start;
     RequestHeader header{};
@@ -215,9 +217,10 @@ class DataPlaneServer::Loop {
       const int from_peer = per_peer == per_peer_.end() ? 0 : per_peer->second;
       if (connections_.size() >= static_cast<size_t>(server_->options_.max_connections) ||
           from_peer >= server_->options_.max_connections_per_peer) {
+        // Counted before the answer, so that whoever reads it sees the count.
+        server_->num_refused_.fetch_add(1);
         SendNotServed(fd);
         ::close(fd);
-        server_->num_refused_.fetch_add(1);
         continue;
       }
       data_plane::ConfigureSocket(fd);
@@ -227,6 +230,7 @@ class DataPlaneServer::Loop {
       c->fd = fd;
       c->peer = peer;
       c->last_activity = now;
+      c->authenticated = server_->options_.auth_token.empty();
       c->events = EPOLLIN | EPOLLRDHUP;
       if (!Watch(fd, c->id, c->events)) {
         ::close(fd);
@@ -298,17 +302,56 @@ class DataPlaneServer::Loop {
       if (c->header_got < sizeof(RequestHeader)) {
         c->header_got += static_cast<size_t>(r);
         if (c->header_got < sizeof(RequestHeader)) continue;
-        if (c->header.magic != data_plane::kRequestMagic ||
-            c->header.request_bytes > data_plane::kMaxRequestBytes) {
+        if (c->header.magic == data_plane::kHelloMagic) {
+          if (c->header.request_bytes > data_plane::kMaxTokenBytes) {
+            Unauthenticated(c);
+            return;
+          }
+        } else if (c->header.magic != data_plane::kRequestMagic ||
+                   c->header.request_bytes > data_plane::kMaxRequestBytes) {
           Close(c);  // Not our protocol.
+          return;
+        } else if (!c->authenticated) {
+          Unauthenticated(c);  // A request before the hello: nothing is served.
           return;
         }
       }
       if (c->body.size() == c->header.request_bytes) {
-        Dispatch(c, now);
-        return;
+        if (c->header.magic == data_plane::kRequestMagic) {
+          Dispatch(c, now);
+          return;
+        }
+        if (!OnHello(c)) return;
       }
     }
+  }
+
+  // A complete hello on `c`: true when its token is right (or none is
+  // needed) and the next frame may be read; else `c` is closed.
+  bool OnHello(Connection* c) {
+    const std::string& token = server_->options_.auth_token;
+    if (!token.empty() && !TokensEqual(token, c->body)) {
+      Unauthenticated(c);
+      return false;
+    }
+    c->authenticated = true;
+    c->header_got = 0;
+    std::string().swap(c->body);
+    return true;
+  }
+
+  // Closes `c` answering "not served": it sent no token, or a wrong one.
+  // The bytes already sent (a request after the hello) are read and dropped
+  // first, so that the close does not reset the connection before the
+  // receiver has read the answer.
+  void Unauthenticated(Connection* c) {
+    server_->num_unauthenticated_.fetch_add(1);
+    for (size_t drained = 0; drained < 2 * data_plane::kMaxRequestBytes;) {
+      const ssize_t r = ::recv(c->fd, scratch_.data(), scratch_.size(), MSG_DONTWAIT);
+      if (r <= 0) break;
+      drained += static_cast<size_t>(r);
+    }
+    Close(c, /*not_served=*/true);
   }
 
   void Dispatch(Connection* c, absl::Time now) {

@@ -810,5 +810,173 @@ TEST(TensorDataPlaneTest, AGrpcServerServesItsDataPlane) {
   (*server)->Stop();  // Closes the data plane too, without hanging.
 }
 
+// --- The shared token on the data plane ---------------------------------------------------
+
+DataPlaneServer::Options WithToken(const std::string& token) {
+  DataPlaneServer::Options options;
+  options.auth_token = token;
+  return options;
+}
+
+// Sends `bytes` on a fresh raw connection to `port` and returns every byte
+// the server sends back before it closes the connection (within 10 s) or
+// `enough` have arrived.
+std::string RawExchange(int port, const std::string& bytes, size_t enough = SIZE_MAX) {
+  int fd = ConnectTo(port);
+  EXPECT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(bytes.size()));
+  std::string got;
+  const absl::Time end = absl::Now() + absl::Seconds(10);
+  char buf[4096];
+  while (absl::Now() < end && got.size() < enough) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    const ssize_t r = ::recv(fd, buf, sizeof(buf), 0);
+    if (r <= 0) break;
+    got.append(buf, r);
+  }
+  ::close(fd);
+  return got;
+}
+
+std::string HelloFrame(const std::string& token) {
+  data_plane::RequestHeader h{data_plane::kHelloMagic, static_cast<uint32_t>(token.size()), 0};
+  return std::string(reinterpret_cast<const char*>(&h), sizeof(h)) + token;
+}
+
+// Only a "not served" header (32 bytes, kind 4), then the close: no tensor.
+void ExpectNotServedOnly(const std::string& got) {
+  ASSERT_EQ(got.size(), sizeof(data_plane::ResponseHeader));
+  data_plane::ResponseHeader h;
+  std::memcpy(&h, got.data(), sizeof(h));
+  EXPECT_EQ(h.magic, data_plane::kResponseMagic);
+  EXPECT_EQ(h.kind, data_plane::kNotServed);
+  EXPECT_EQ(h.bytes, 0u);
+}
+
+TEST(TensorDataPlaneAuthTest, ARawClientWithoutTheTokenGetsNoTensorBytes) {
+  DataPlaneTask t(WithToken("s3cret-token"));
+  const Tensor value = RandomBits(1 << 16, 3);
+  ASSERT_TRUE(t.Feed(1, value).ok());  // The tensor is there to be taken.
+  // A request without a hello; a wrong token; an oversized hello.
+  ExpectNotServedOnly(RawExchange(t.server.port(), RequestFrame(t.Request(1))));
+  ExpectNotServedOnly(
+      RawExchange(t.server.port(), HelloFrame("s3cret-tokeN") + RequestFrame(t.Request(1))));
+  ExpectNotServedOnly(RawExchange(t.server.port(), HelloFrame(std::string(5000, 'x'))));
+  EXPECT_EQ(t.server.num_unauthenticated(), 3);
+  // The right token on a raw connection is served, and the tensor was still there.
+  const size_t full = sizeof(data_plane::ResponseHeader) + sizeof(int64_t) + value.TotalBytes();
+  const std::string got =
+      RawExchange(t.server.port(), HelloFrame("s3cret-token") + RequestFrame(t.Request(1)), full);
+  ASSERT_EQ(got.size(), full);
+  data_plane::ResponseHeader h;
+  std::memcpy(&h, got.data(), sizeof(h));
+  EXPECT_EQ(h.kind, data_plane::kTensor);
+  EXPECT_EQ(h.bytes, value.TotalBytes());
+  EXPECT_EQ(std::memcmp(got.data() + got.size() - value.TotalBytes(), value.raw_data(),
+                        value.TotalBytes()),
+            0);
+}
+
+TEST(TensorDataPlaneAuthTest, AClientWithTheTokenIsServedOthersFallBack) {
+  DataPlaneTask t(WithToken("s3cret-token"));
+  DataPlaneClient right(kPeer, true, "s3cret-token");
+  DataPlaneClient wrong(kPeer, true, "other-token");
+  right.OnNegotiated("127.0.0.1", t.server.port());
+  wrong.OnNegotiated("127.0.0.1", t.server.port());
+  // t.client has no token at all.
+  for (DataPlaneClient* refused : {&t.client, &wrong}) {
+    PendingRecv r(refused, t.Request(1), Timeout(absl::Seconds(10)));
+    ASSERT_TRUE(r.Wait());
+    EXPECT_TRUE(r.fell_back);  // To gRPC, which checks the token itself.
+  }
+  EXPECT_EQ(t.server.num_unauthenticated(), 2);
+  for (int64_t step = 1; step <= 3; ++step) {  // Pooled connections after the first.
+    const Tensor value = RandomBits(1000 * step, step);
+    ASSERT_TRUE(t.Feed(step, value).ok());
+    PendingRecv r(&right, t.Request(step), Timeout(absl::Seconds(30)));
+    ASSERT_TRUE(r.Wait());
+    ASSERT_FALSE(r.fell_back);
+    ASSERT_TRUE(r.status.ok()) << r.status;
+    EXPECT_TRUE(SameBytes(r.result.tensor, value));
+  }
+  EXPECT_EQ(t.server.num_unauthenticated(), 2);
+}
+
+TEST(TensorDataPlaneAuthTest, AServerWithoutATokenServesClientsThatSendOne) {
+  DataPlaneTask t;
+  DataPlaneClient with_token(kPeer, true, "s3cret-token");
+  with_token.OnNegotiated("127.0.0.1", t.server.port());
+  const Tensor value = RandomBits(4096, 9);
+  ASSERT_TRUE(t.Feed(1, value).ok());
+  PendingRecv r(&with_token, t.Request(1), Timeout(absl::Seconds(30)));
+  ASSERT_TRUE(r.Wait());
+  ASSERT_FALSE(r.fell_back);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_TRUE(SameBytes(r.result.tensor, value));
+}
+
+TEST(TensorDataPlaneAuthTest, AGrpcServerWithATokenGuardsItsDataPlane) {
+  ClusterSpec spec;
+  ASSERT_TRUE(spec.AddTask("ps", 0, "127.0.0.1:0").ok());
+  tensorflow::ServerDef def;
+  *def.mutable_cluster() = spec.ToClusterDef();
+  def.set_job_name("ps");
+  def.set_task_index(0);
+  def.set_protocol("grpc");
+  GrpcServer::Options options;
+  options.security.auth_token = "s3cret-token";
+  absl::StatusOr<std::unique_ptr<GrpcServer>> server = GrpcServer::Create(def, options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE((*server)->Start().ok());
+  ASSERT_NE((*server)->data_plane_port(), 0);
+  WorkerInterface* local = (*server)->worker();
+  const std::string c0 = (*server)->device_mgr()->ListDevices()[0]->name();
+  const uint64_t inc = (*server)->device_mgr()->ListDevices()[0]->incarnation();
+  Builder b;
+  b.Recv("x", "x", c0, inc, c0, true, c0);
+  b.Send("send", "x", "edge", c0, inc, kDst, false, c0);
+  absl::StatusOr<std::string> h = worker_test::Register(local, b.def(), Timeout(absl::Seconds(30)));
+  ASSERT_TRUE(h.ok()) << h.status();
+  auto feed = [&](int64_t step, const Tensor& value) {
+    tensorflow::RunGraphRequest run;
+    run.set_graph_handle(*h);
+    run.set_step_id(step);
+    *run.add_send() = worker_test::Named(Rendezvous::CreateKey(c0, inc, c0, "x"), value);
+    tensorflow::RunGraphResponse run_resp;
+    return local->RunGraph(run, &run_resp, Timeout(absl::Seconds(30)));
+  };
+  auto request = [&](int64_t step) {
+    tensorflow::RecvTensorRequest req;
+    req.set_step_id(step);
+    req.set_rendezvous_key(Rendezvous::CreateKey(c0, inc, kDst, "edge"));
+    return req;
+  };
+  // The server gave its data plane the token: a raw request gets no tensor.
+  const Tensor first = RandomBits(4096, 1);
+  ASSERT_TRUE(feed(1, first).ok());
+  ExpectNotServedOnly(RawExchange((*server)->data_plane_port(), RequestFrame(request(1))));
+  const std::string address = "127.0.0.1:" + std::to_string((*server)->bound_port());
+  const std::string name = "/job:ps/replica:0/task:0 (" + address + ")";
+  GrpcRemoteWorker without(NewGrpcChannel(address), name, true);
+  RecvTensorResult got;
+  absl::Status st = without.RecvTensor(request(1), &got, Timeout(absl::Seconds(30)));
+  EXPECT_EQ(st.code(), absl::StatusCode::kUnauthenticated) << st;
+  EXPECT_THAT(st.message(), HasSubstr("[WorkerService.RecvTensor] missing auth token"));
+  EXPECT_FALSE(without.data_plane_ready());  // Refused before it could negotiate.
+  // With the token: negotiated over gRPC, then served by the data plane; the
+  // refused calls left step 1's tensor in place.
+  GrpcRemoteWorker with(NewGrpcChannel(address), name, true, "s3cret-token");
+  for (int64_t step = 1; step <= 3; ++step) {
+    const Tensor value = step == 1 ? first : RandomBits(100000 + step, step);
+    if (step > 1) ASSERT_TRUE(feed(step, value).ok());
+    st = with.RecvTensor(request(step), &got, Timeout(absl::Seconds(30)));
+    ASSERT_TRUE(st.ok()) << step << ": " << st;
+    EXPECT_TRUE(SameBytes(got.tensor, value)) << step;
+    EXPECT_TRUE(with.data_plane_ready());
+  }
+  (*server)->Stop();
+}
+
 }  // namespace
 }  // namespace dflow
