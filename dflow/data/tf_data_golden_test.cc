@@ -1,0 +1,161 @@
+// tf.data pipelines as TensorFlow 2.21 builds them in graph mode
+// (tests/data/tf_data, made by tests/data/gen_tf_data_reference.py) run in a
+// dflow session: every batch equals TensorFlow's, then OUT_OF_RANGE "End of
+// sequence"; corrupt and missing TFRecord files fail as TensorFlow's do.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "dflow/framework/test_data_dir.h"
+#include "dflow/io/test_util.h"
+#include "dflow/runtime/direct_session.h"
+#include "google/protobuf/text_format.h"
+#include "nlohmann/json.hpp"
+
+namespace dflow::data {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using json = nlohmann::json;
+
+const std::string kDir = TestDataDir() + "/tf_data";
+const std::string kTFRecord = TestDataDir() + "/tfrecord/plain.tfrecord";
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class TfDataGoldenTest : public ::testing::Test {
+ protected:
+  // Creates a session over `name`.pbtxt and loads `name`.json.
+  void Load(const std::string& name) {
+    tensorflow::GraphDef graph;
+    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+        ReadText(kDir + "/" + name + ".pbtxt"), &graph));
+    expected_ = json::parse(ReadText(kDir + "/" + name + ".json"));
+    auto s = DirectSession::New(SessionOptions());
+    ASSERT_TRUE(s.ok()) << s.status();
+    session_ = *std::move(s);
+    ASSERT_TRUE(session_->Create(graph).ok());
+  }
+  // Runs the pipeline's initializer, feeding `files` to its placeholder.
+  absl::Status Init(const std::vector<std::string>& files) {
+    if (expected_["init"].is_null()) return absl::OkStatus();
+    std::vector<std::pair<std::string, Tensor>> feeds;
+    if (!expected_["feed"].is_null()) feeds.push_back({expected_["feed"], Tensor::Vec(files)});
+    return session_->Run(feeds, {}, {expected_["init"]}, nullptr);
+  }
+  absl::Status Next(std::vector<Tensor>* out) {
+    std::vector<std::string> fetches = expected_["fetches"];
+    return session_->Run({}, fetches, {}, out);
+  }
+  // Every batch equals TensorFlow's, then End of sequence (twice).
+  void ExpectTensorFlowsBatches() {
+    for (size_t b = 0; b < expected_["batches"].size(); ++b) {
+      SCOPED_TRACE(absl::StrCat("batch ", b));
+      std::vector<Tensor> out;
+      ASSERT_TRUE(Next(&out).ok());
+      const json& want = expected_["batches"][b];
+      ASSERT_EQ(out.size(), want.size());
+      for (size_t i = 0; i < out.size(); ++i) ExpectValue(out[i], want[i]);
+    }
+    for (int i = 0; i < 2; ++i) {
+      std::vector<Tensor> out;
+      absl::Status s = Next(&out);
+      EXPECT_TRUE(absl::IsOutOfRange(s)) << s;
+      EXPECT_THAT(s.message(), HasSubstr("End of sequence"));
+    }
+  }
+  static void ExpectValue(const Tensor& t, const json& want) {
+    std::vector<int64_t> dims;
+    for (int d = 0; d < t.dims(); ++d) dims.push_back(t.dim_size(d));
+    EXPECT_EQ(json(dims), want["shape"]);
+    const json& v = want["values"];
+    ASSERT_EQ(size_t(t.NumElements()), v.size());
+    for (int64_t i = 0; i < t.NumElements(); ++i) {
+      switch (t.dtype()) {
+        case DT_FLOAT:
+          EXPECT_EQ(t.flat<float>()[i], v[i].get<float>());
+          break;
+        case DT_INT32:
+          EXPECT_EQ(t.flat<int32_t>()[i], v[i].get<int32_t>());
+          break;
+        case DT_INT64:
+          EXPECT_EQ(t.flat<int64_t>()[i], v[i].get<int64_t>());
+          break;
+        case DT_STRING:
+          EXPECT_EQ(t.flat<std::string>()[i], absl::HexStringToBytes(v[i].get<std::string>()));
+          break;
+        default:
+          FAIL() << "unexpected dtype " << DataTypeString(t.dtype());
+      }
+    }
+  }
+
+  json expected_;
+  std::unique_ptr<DirectSession> session_;
+};
+
+TEST_F(TfDataGoldenTest, OneShotMapBatchRepeat) {
+  Load("map_batch_repeat");
+  ASSERT_EQ(expected_["batches"].size(), 8u);  // 4 batches of 10 elements, twice
+  ExpectTensorFlowsBatches();
+}
+
+TEST_F(TfDataGoldenTest, InitializableRangeSkipTakeRestartsWhenReinitialized) {
+  Load("range_skip_take");
+  ASSERT_TRUE(Init({}).ok());
+  ExpectTensorFlowsBatches();
+  ASSERT_TRUE(Init({}).ok());
+  ExpectTensorFlowsBatches();
+}
+
+TEST_F(TfDataGoldenTest, GetNextBeforeInitializationFails) {
+  Load("range_skip_take");
+  std::vector<Tensor> out;
+  absl::Status s = Next(&out);
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("has not been initialized"));
+}
+
+TEST_F(TfDataGoldenTest, TFRecordFileTensorFlowWrote) {
+  Load("tfrecord_batch");
+  absl::Status init = Init({kTFRecord});
+  ASSERT_TRUE(init.ok()) << init;
+  ExpectTensorFlowsBatches();
+}
+
+TEST_F(TfDataGoldenTest, MissingTFRecordFileIsNotFoundNamingIt) {
+  Load("tfrecord_batch");
+  ASSERT_TRUE(Init({kDir + "/no_such_file.tfrecord"}).ok());
+  std::vector<Tensor> out;
+  absl::Status s = Next(&out);
+  EXPECT_TRUE(absl::IsNotFound(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("no_such_file.tfrecord"));
+}
+
+TEST_F(TfDataGoldenTest, CorruptTFRecordIsDataLossNamingFileAndOffset) {
+  io::TempDir dir;
+  std::string bytes = io::ReadFileOrDie(kTFRecord);
+  bytes[16 + 17 + 12] ^= 1;  // the data of record 2, at offset 33
+  const std::string path = dir.path() + "/bad.tfrecord";
+  io::WriteFileOrDie(path, bytes);
+  Load("tfrecord_batch");
+  ASSERT_TRUE(Init({path}).ok());
+  std::vector<Tensor> out;
+  absl::Status s = Next(&out);  // records 1 and 2: record 2 is corrupt
+  EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+  EXPECT_THAT(s.message(), AllOf(HasSubstr(path), HasSubstr("offset 33")));
+}
+
+}  // namespace
+}  // namespace dflow::data
