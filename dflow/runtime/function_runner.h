@@ -19,6 +19,7 @@
 #include "dflow/framework/cancellation.h"
 #include "dflow/framework/device.h"
 #include "dflow/framework/tensor.h"
+#include "dflow/framework/op_def.h"
 #include "dflow/framework/types.h"
 #include "dflow/proto/function.pb.h"
 #include "dflow/runtime/executor.h"
