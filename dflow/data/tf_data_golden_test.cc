@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -125,6 +126,64 @@ TEST_F(TfDataGoldenTest, GetNextBeforeInitializationFails) {
   absl::Status s = Next(&out);
   EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
   EXPECT_THAT(s.message(), HasSubstr("has not been initialized"));
+}
+
+// Every element of every batch, in order.
+std::vector<int64_t> Flatten(const std::vector<std::vector<Tensor>>& batches) {
+  std::vector<int64_t> out;
+  for (const auto& b : batches) {
+    for (int64_t v : b[0].flat<int64_t>()) out.push_back(v);
+  }
+  return out;
+}
+
+TEST_F(TfDataGoldenTest, ShufflePrefetchGivesTensorFlowsElementsInASeededOrder) {
+  Load("shuffle_prefetch");
+  std::vector<int64_t> want;
+  for (const json& b : expected_["batches"]) {
+    for (const json& v : b[0]["values"]) want.push_back(v.get<int64_t>());
+  }
+  std::sort(want.begin(), want.end());
+  std::vector<std::vector<int64_t>> passes;
+  for (int pass = 0; pass < 2; ++pass) {
+    ASSERT_TRUE(Init({}).ok());
+    std::vector<std::vector<Tensor>> batches;
+    absl::Status s;
+    while (true) {
+      std::vector<Tensor> out;
+      s = Next(&out);
+      if (!s.ok()) break;
+      EXPECT_EQ(out[0].shape(), TensorShape({5}));
+      batches.push_back(out);
+    }
+    EXPECT_TRUE(absl::IsOutOfRange(s)) << s;
+    passes.push_back(Flatten(batches));
+    std::vector<int64_t> sorted = passes.back();
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(sorted, want);                // the same elements as TensorFlow's
+    EXPECT_NE(passes.back(), want);         // shuffled
+  }
+  // The seed fixes the order: re-running the initializer rebuilds the
+  // dataset and gives the same order again, as in TensorFlow.
+  EXPECT_EQ(passes[0], passes[1]);
+}
+
+TEST_F(TfDataGoldenTest, ShuffleRepeatReshufflesEachPass) {
+  Load("shuffle_repeat");
+  ASSERT_TRUE(Init({}).ok());
+  std::vector<std::vector<Tensor>> elements;
+  for (std::vector<Tensor> out; Next(&out).ok();) elements.push_back(out);
+  ASSERT_EQ(elements.size(), expected_["batches"].size());
+  ASSERT_EQ(elements.size(), 40u);
+  std::vector<int64_t> all = Flatten(elements);
+  std::vector<int64_t> first(all.begin(), all.begin() + 20), second(all.begin() + 20, all.end());
+  EXPECT_NE(first, second);
+  std::sort(first.begin(), first.end());
+  std::sort(second.begin(), second.end());
+  EXPECT_EQ(first, second);  // each pass holds every element once
+  EXPECT_EQ(first.front(), 0);
+  EXPECT_EQ(first.back(), 19);
+  EXPECT_EQ(std::unique(first.begin(), first.end()), first.end());
 }
 
 TEST_F(TfDataGoldenTest, TFRecordFileTensorFlowWrote) {

@@ -15,6 +15,12 @@ Pipelines:
                      dataset_factory function; MapDataset with a map function)
   range_skip_take    range(20).skip(3).take(10).batch(4, drop_remainder=True),
                      make_initializable_iterator (IteratorV2 + MakeIterator)
+  shuffle_prefetch   range(20).shuffle(8, seed=3).batch(5).prefetch(2),
+                     make_initializable_iterator (ShuffleDataset with seed and seed2
+                     inputs, PrefetchDataset); dflow's shuffle order is its own, so
+                     the test compares the elements as a set
+  shuffle_repeat     range(20).shuffle(20, seed=3).repeat(2): TensorFlow reshuffles
+                     each pass of one iterator (reshuffle_each_iteration)
   tfrecord_batch     TFRecordDataset(placeholder filenames).skip(1).batch(2),
                      make_initializable_iterator; TFRecordDataset is wrapped in
                      a FlatMapDataset over the file names. The test feeds
@@ -80,6 +86,18 @@ def range_skip_take():
     return it.get_next(), it.initializer, None
 
 
+def shuffle_prefetch():
+    ds = tf.data.Dataset.range(20).shuffle(8, seed=3).batch(5).prefetch(2)
+    it = tf.compat.v1.data.make_initializable_iterator(ds)
+    return it.get_next(), it.initializer, None
+
+
+def shuffle_repeat():
+    ds = tf.data.Dataset.range(20).shuffle(20, seed=3).repeat(2)
+    it = tf.compat.v1.data.make_initializable_iterator(ds)
+    return it.get_next(), it.initializer, None
+
+
 def tfrecord_batch():
     files = tf.compat.v1.placeholder(tf.string, [None], name="filenames")
     ds = tf.data.TFRecordDataset(files).skip(1).batch(2)
@@ -91,4 +109,6 @@ if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
     save("map_batch_repeat", map_batch_repeat)
     save("range_skip_take", range_skip_take)
+    save("shuffle_prefetch", shuffle_prefetch)
+    save("shuffle_repeat", shuffle_repeat)
     save("tfrecord_batch", tfrecord_batch)

@@ -80,7 +80,8 @@ LOWERED_OPS = "If StatelessIf While StatelessWhile PartitionedCall StatefulParti
 # against tf_data_op_defs.json.
 DATA_OPS = """TensorSliceDataset TensorDataset RangeDataset BatchDatasetV2 RepeatDataset
 TakeDataset SkipDataset MapDataset FlatMapDataset TFRecordDataset OneShotIterator
-IteratorV2 MakeIterator IteratorGetNext IteratorToStringHandle""".split()
+IteratorV2 MakeIterator IteratorGetNext IteratorToStringHandle ShuffleDataset
+PrefetchDataset""".split()
 
 
 def arg_json(arg):
