@@ -1,6 +1,7 @@
 // tf.data's dataset ops: sources (TensorSliceDataset, TensorDataset,
 // RangeDataset, TFRecordDataset) and transformations (BatchDatasetV2,
-// RepeatDataset, TakeDataset, SkipDataset, MapDataset, FlatMapDataset), each
+// RepeatDataset, TakeDataset, SkipDataset, MapDataset, ParallelMapDatasetV2,
+// FlatMapDataset, FilterDataset), each
 // an op that outputs a dataset variant, with TensorFlow's OpDefs.
 #include <string>
 #include <utility>
@@ -442,20 +443,25 @@ class TakeSkipDatasetOp : public DatasetOpKernel {
   }
 };
 
-// --- MapDataset, FlatMapDataset ------------------------------------------------------
+// --- MapDataset, ParallelMapDatasetV2, FlatMapDataset, FilterDataset -----------------
 
-// Applies `fn` to each input element followed by the captured arguments:
-// its results are the element (map) or a dataset whose elements follow in
-// turn (flat map).
+// What MapDataset does with the function's results for each input element.
+enum class MapMode {
+  kMap,      // they are the element
+  kFlatMap,  // they are a dataset whose elements follow in turn
+  kFilter,   // a scalar bool: keep the input element or drop it
+};
+
+// Applies `fn` to each input element followed by the captured arguments.
 class MapDataset : public DatasetBase {
  public:
   MapDataset(std::shared_ptr<const DatasetBase> input, std::shared_ptr<const FunctionRunner> fn,
-             std::vector<Tensor> captured, DataTypeVector dtypes, bool flat, std::string what)
+             std::vector<Tensor> captured, DataTypeVector dtypes, MapMode mode, std::string what)
       : DatasetBase(std::move(dtypes)),
         input_(std::move(input)),
         fn_(std::move(fn)),
         captured_(std::move(captured)),
-        flat_(flat),
+        mode_(mode),
         what_(std::move(what)) {}
   std::unique_ptr<IteratorBase> MakeIterator() const override {
     return std::make_unique<Iterator>(this);
@@ -477,28 +483,46 @@ class MapDataset : public DatasetBase {
         std::vector<Tensor> element;
         RETURN_IF_ERROR(input_->GetNext(ctx, &element, end));
         if (*end) return absl::OkStatus();
-        for (const Tensor& c : m_->captured_) element.push_back(c);
-        auto results = m_->fn_->Run(std::move(element), ctx->cancellation);
+        std::vector<Tensor> args = element;
+        for (const Tensor& c : m_->captured_) args.push_back(c);
+        auto results = m_->fn_->Run(std::move(args), ctx->cancellation);
         if (!results.ok()) {
           return absl::Status(results.status().code(),
                               absl::StrCat(m_->what_, ": ", results.status().message()));
         }
-        if (!m_->flat_) {
-          RETURN_IF_ERROR(CheckElementTypes(*results, m_->output_dtypes(), m_->what_));
-          *out = *std::move(results);
-          return absl::OkStatus();
+        switch (m_->mode_) {
+          case MapMode::kMap:
+            RETURN_IF_ERROR(CheckElementTypes(*results, m_->output_dtypes(), m_->what_));
+            *out = *std::move(results);
+            return absl::OkStatus();
+          case MapMode::kFilter: {
+            ASSIGN_OR_RETURN(bool keep, Predicate(*results));
+            if (!keep) continue;
+            *out = std::move(element);
+            return absl::OkStatus();
+          }
+          case MapMode::kFlatMap: {
+            if (results->size() != 1) {
+              return absl::InvalidArgumentError(
+                  absl::StrCat(m_->what_, ": the function must return one dataset"));
+            }
+            ASSIGN_OR_RETURN(inner_dataset_, GetDataset((*results)[0]));
+            inner_ = inner_dataset_->MakeIterator();
+            continue;
+          }
         }
-        if (results->size() != 1) {
-          return absl::InvalidArgumentError(
-              absl::StrCat(m_->what_, ": the function must return one dataset"));
-        }
-        ASSIGN_OR_RETURN(auto inner, GetDataset((*results)[0]));
-        inner_ = inner->MakeIterator();
-        inner_dataset_ = std::move(inner);
       }
     }
 
    private:
+    absl::StatusOr<bool> Predicate(const std::vector<Tensor>& results) const {
+      if (results.size() != 1 || results[0].dtype() != DT_BOOL || results[0].dims() != 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(m_->what_, ": Filter predicate `f` must return a scalar bool."));
+      }
+      return results[0].scalar<bool>();
+    }
+
     std::shared_ptr<const DatasetBase> d_;
     const MapDataset* m_;
     std::unique_ptr<IteratorBase> input_;
@@ -508,21 +532,33 @@ class MapDataset : public DatasetBase {
   const std::shared_ptr<const DatasetBase> input_;
   const std::shared_ptr<const FunctionRunner> fn_;
   const std::vector<Tensor> captured_;
-  const bool flat_;
+  const MapMode mode_;
   const std::string what_;
 };
 
-template <bool kFlat>
+// kParallel: ParallelMapDatasetV2, whose last input is num_parallel_calls.
+// dflow runs its calls one at a time, in order (deterministic either way).
+template <MapMode kMode, bool kParallel = false>
 class MapDatasetOp : public DatasetOpKernel {
  public:
   explicit MapDatasetOp(OpKernelConstruction* c)
-      : DatasetOpKernel(c), fn_(FunctionFromAttr(c, "f")) {}
+      : DatasetOpKernel(c),
+        fn_(FunctionFromAttr(c, kMode == MapMode::kFilter ? "predicate" : "f")) {}
   absl::StatusOr<std::shared_ptr<const DatasetBase>> MakeDataset(OpKernelContext* ctx) override {
     ASSIGN_OR_RETURN(auto input, GetDataset(ctx->input(0)));
+    int end = ctx->num_inputs();
+    if (kParallel) {
+      --end;
+      ASSIGN_OR_RETURN(int64_t calls, ScalarInput(*ctx, end, "num_parallel_calls"));
+      if (calls <= 0 && calls != -1) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("num_parallel_calls must be greater than zero or AUTOTUNE, got ", calls));
+      }
+    }
     std::vector<Tensor> captured;
-    for (int i = 1; i < ctx->num_inputs(); ++i) captured.push_back(ctx->input(i));
+    for (int i = 1; i < end; ++i) captured.push_back(ctx->input(i));
     return std::make_shared<MapDataset>(std::move(input), fn_, std::move(captured), output_dtypes(),
-                                        kFlat, What());
+                                        kMode, What());
   }
 
  private:
@@ -631,7 +667,38 @@ REGISTER_OP("MapDataset")
     .Attr("force_synchronous: bool = false")
     .Attr("metadata: string = ''")
     .SetShapeFn(ScalarShape);
-REGISTER_KERNEL(KernelDefBuilder("MapDataset").Device(kDeviceCPU), MapDatasetOp<false>);
+REGISTER_KERNEL(KernelDefBuilder("MapDataset").Device(kDeviceCPU), MapDatasetOp<MapMode::kMap>);
+
+REGISTER_OP("ParallelMapDatasetV2")
+    .Input("input_dataset: variant")
+    .Input("other_arguments: Targuments")
+    .Input("num_parallel_calls: int64")
+    .Output("handle: variant")
+    .Attr("f: func")
+    .Attr("Targuments: list(type) >= 0")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .Attr("use_inter_op_parallelism: bool = true")
+    .Attr("deterministic: string = 'default'")
+    .Attr("preserve_cardinality: bool = false")
+    .Attr("use_unbounded_threadpool: bool = false")
+    .Attr("metadata: string = ''")
+    .SetShapeFn(ScalarShape);
+REGISTER_KERNEL(KernelDefBuilder("ParallelMapDatasetV2").Device(kDeviceCPU),
+                MapDatasetOp<MapMode::kMap, /*kParallel=*/true>);
+
+REGISTER_OP("FilterDataset")
+    .Input("input_dataset: variant")
+    .Input("other_arguments: Targuments")
+    .Output("handle: variant")
+    .Attr("predicate: func")
+    .Attr("Targuments: list(type) >= 0")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .Attr("metadata: string = ''")
+    .SetShapeFn(ScalarShape);
+REGISTER_KERNEL(KernelDefBuilder("FilterDataset").Device(kDeviceCPU),
+                MapDatasetOp<MapMode::kFilter>);
 
 REGISTER_OP("FlatMapDataset")
     .Input("input_dataset: variant")
@@ -643,7 +710,8 @@ REGISTER_OP("FlatMapDataset")
     .Attr("output_shapes: list(shape) >= 1")
     .Attr("metadata: string = ''")
     .SetShapeFn(ScalarShape);
-REGISTER_KERNEL(KernelDefBuilder("FlatMapDataset").Device(kDeviceCPU), MapDatasetOp<true>);
+REGISTER_KERNEL(KernelDefBuilder("FlatMapDataset").Device(kDeviceCPU),
+                MapDatasetOp<MapMode::kFlatMap>);
 
 }  // namespace
 }  // namespace dflow::data

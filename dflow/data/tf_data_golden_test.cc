@@ -112,6 +112,12 @@ TEST_F(TfDataGoldenTest, OneShotMapBatchRepeat) {
   ExpectTensorFlowsBatches();
 }
 
+TEST_F(TfDataGoldenTest, OneShotParallelMapFilter) {
+  Load("parallel_map_filter");
+  ASSERT_EQ(expected_["batches"].size(), 8u);  // 4, 6, ..., 18
+  ExpectTensorFlowsBatches();
+}
+
 TEST_F(TfDataGoldenTest, InitializableRangeSkipTakeRestartsWhenReinitialized) {
   Load("range_skip_take");
   ASSERT_TRUE(Init({}).ok());

@@ -15,6 +15,8 @@ Pipelines:
                      dataset_factory function; MapDataset with a map function)
   range_skip_take    range(20).skip(3).take(10).batch(4, drop_remainder=True),
                      make_initializable_iterator (IteratorV2 + MakeIterator)
+  parallel_map_filter  range(10).map(x * 2, num_parallel_calls=2).filter(x > 3),
+                     make_one_shot_iterator (ParallelMapDatasetV2, FilterDataset)
   shuffle_prefetch   range(20).shuffle(8, seed=3).batch(5).prefetch(2),
                      make_initializable_iterator (ShuffleDataset with seed and seed2
                      inputs, PrefetchDataset); dflow's shuffle order is its own, so
@@ -86,6 +88,12 @@ def range_skip_take():
     return it.get_next(), it.initializer, None
 
 
+def parallel_map_filter():
+    ds = tf.data.Dataset.range(10).map(lambda x: x * 2, num_parallel_calls=2).filter(
+        lambda x: x > 3)
+    return tf.compat.v1.data.make_one_shot_iterator(ds).get_next(), None, None
+
+
 def shuffle_prefetch():
     ds = tf.data.Dataset.range(20).shuffle(8, seed=3).batch(5).prefetch(2)
     it = tf.compat.v1.data.make_initializable_iterator(ds)
@@ -109,6 +117,7 @@ if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
     save("map_batch_repeat", map_batch_repeat)
     save("range_skip_take", range_skip_take)
+    save("parallel_map_filter", parallel_map_filter)
     save("shuffle_prefetch", shuffle_prefetch)
     save("shuffle_repeat", shuffle_repeat)
     save("tfrecord_batch", tfrecord_batch)

@@ -81,7 +81,7 @@ LOWERED_OPS = "If StatelessIf While StatelessWhile PartitionedCall StatefulParti
 DATA_OPS = """TensorSliceDataset TensorDataset RangeDataset BatchDatasetV2 RepeatDataset
 TakeDataset SkipDataset MapDataset FlatMapDataset TFRecordDataset OneShotIterator
 IteratorV2 MakeIterator IteratorGetNext IteratorToStringHandle ShuffleDataset
-PrefetchDataset""".split()
+PrefetchDataset ParallelMapDatasetV2 FilterDataset""".split()
 
 
 def arg_json(arg):
