@@ -166,8 +166,8 @@ TEST_F(TfDataGoldenTest, ShufflePrefetchGivesTensorFlowsElementsInASeededOrder) 
     passes.push_back(Flatten(batches));
     std::vector<int64_t> sorted = passes.back();
     std::sort(sorted.begin(), sorted.end());
-    EXPECT_EQ(sorted, want);                // the same elements as TensorFlow's
-    EXPECT_NE(passes.back(), want);         // shuffled
+    EXPECT_EQ(sorted, want);         // the same elements as TensorFlow's
+    EXPECT_NE(passes.back(), want);  // shuffled
   }
   // The seed fixes the order: re-running the initializer rebuilds the
   // dataset and gives the same order again, as in TensorFlow.
@@ -220,6 +220,53 @@ TEST_F(TfDataGoldenTest, CorruptTFRecordIsDataLossNamingFileAndOffset) {
   absl::Status s = Next(&out);  // records 1 and 2: record 2 is corrupt
   EXPECT_TRUE(absl::IsDataLoss(s)) << s;
   EXPECT_THAT(s.message(), AllOf(HasSubstr(path), HasSubstr("offset 33")));
+}
+
+// Prefetching keeps the order and delivers a read error after the records
+// before it.
+TEST_F(TfDataGoldenTest, PrefetchDeliversRecordsThenTheReadError) {
+  Load("tfrecord_prefetch");
+  ASSERT_TRUE(Init({kTFRecord}).ok());
+  ExpectTensorFlowsBatches();
+  io::TempDir dir;
+  std::string bytes = io::ReadFileOrDie(kTFRecord);
+  bytes[16 + 17 + 12] ^= 1;  // record 2's data
+  const std::string path = dir.path() + "/bad.tfrecord";
+  io::WriteFileOrDie(path, bytes);
+  ASSERT_TRUE(Init({path}).ok());
+  std::vector<Tensor> out;
+  ASSERT_TRUE(Next(&out).ok());
+  EXPECT_EQ(out[0].scalar<std::string>(), "");
+  ASSERT_TRUE(Next(&out).ok());
+  EXPECT_EQ(out[0].scalar<std::string>(), "a");
+  absl::Status s = Next(&out);
+  EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+  EXPECT_THAT(s.message(), AllOf(HasSubstr(path), HasSubstr("offset 33")));
+}
+
+// A session closed while a prefetch producer waits on its full buffer ends
+// (the producer is stopped and joined).
+TEST_F(TfDataGoldenTest, ClosingTheSessionStopsAFullPrefetchBuffer) {
+  Load("tfrecord_prefetch");
+  ASSERT_TRUE(Init({kTFRecord}).ok());
+  std::vector<Tensor> out;
+  ASSERT_TRUE(Next(&out).ok());
+  session_.reset();
+}
+
+// An error in the map function fails the step with the function's error,
+// as TensorFlow's (its text after TensorFlow's own prefix).
+TEST_F(TfDataGoldenTest, MapFunctionErrorIsTheStepsError) {
+  Load("tfrecord_decode");
+  ASSERT_TRUE(Init({kTFRecord}).ok());
+  std::vector<Tensor> out;
+  ASSERT_TRUE(Next(&out).ok());  // record 0 is empty: no floats
+  EXPECT_EQ(out[0].shape(), TensorShape({0}));
+  absl::Status s = Next(&out);
+  const std::string tf_message = expected_["error"]["message"];
+  const std::string kernel_message = tf_message.substr(tf_message.find("Input to DecodeRaw"));
+  EXPECT_EQ(static_cast<int>(s.code()), expected_["error"]["code"].get<int>()) << s;
+  EXPECT_THAT(s.message(), AllOf(HasSubstr(kernel_message), HasSubstr("MapDataset")));
 }
 
 }  // namespace

@@ -27,6 +27,11 @@ Pipelines:
                      make_initializable_iterator; TFRecordDataset is wrapped in
                      a FlatMapDataset over the file names. The test feeds
                      tests/data/tfrecord/plain.tfrecord.
+  tfrecord_prefetch  TFRecordDataset(placeholder filenames).prefetch(1),
+                     make_initializable_iterator (the test feeds a corrupt copy)
+  tfrecord_decode    TFRecordDataset(placeholder filenames).map(decode_raw float32):
+                     TensorFlow fails on plain.tfrecord's second record ("a", 1 byte);
+                     the json holds the batches before the error and its message
 
 Run with TensorFlow 2.21:  python3 tests/data/gen_tf_data_reference.py
 """
@@ -43,6 +48,8 @@ TFRECORD = os.path.join(HERE, "tfrecord", "plain.tfrecord")
 
 
 def value_json(v):
+    if isinstance(v, bytes):  # numpy's "S" dtype would drop trailing NULs
+        return {"shape": [], "dtype": "string", "values": [v.hex()]}
     v = np.asarray(v)
     if v.dtype.kind in "SO":
         values = [bytes(x).hex() for x in v.reshape(-1)]
@@ -58,6 +65,7 @@ def save(name, build):
         fetches = [t.name for t in tf.nest.flatten(nxt)]
     feed_dict = {feed: [TFRECORD]} if feed is not None else None
     batches = []
+    error = None
     with tf.compat.v1.Session(graph=g) as sess:
         if init is not None:
             sess.run(init, feed_dict)
@@ -66,12 +74,18 @@ def save(name, build):
                 batches.append([value_json(v) for v in sess.run(fetches)])
             except tf.errors.OutOfRangeError:
                 break
+            except tf.errors.OpError as e:
+                # The first line after TensorFlow's "Graph execution error:".
+                lines = [l.strip() for l in e.message.splitlines()[1:] if l.strip()]
+                error = {"code": e.error_code, "message": lines[0]}
+                break
     with open(os.path.join(OUT, name + ".pbtxt"), "w") as f:
         f.write(str(g.as_graph_def()))
     with open(os.path.join(OUT, name + ".json"), "w") as f:
         json.dump({"init": init.name if init is not None else None,
                    "feed": feed.name if feed is not None else None,
-                   "fetches": fetches, "batches": batches}, f, indent=1)
+                   "fetches": fetches, "batches": batches,
+                   **({"error": error} if error else {})}, f, indent=1)
         f.write("\n")
 
 
@@ -113,6 +127,20 @@ def tfrecord_batch():
     return it.get_next(), it.initializer, files
 
 
+def tfrecord_prefetch():
+    files = tf.compat.v1.placeholder(tf.string, [None], name="filenames")
+    it = tf.compat.v1.data.make_initializable_iterator(
+        tf.data.TFRecordDataset(files).prefetch(1))
+    return it.get_next(), it.initializer, files
+
+
+def tfrecord_decode():
+    files = tf.compat.v1.placeholder(tf.string, [None], name="filenames")
+    it = tf.compat.v1.data.make_initializable_iterator(
+        tf.data.TFRecordDataset(files).map(lambda r: tf.io.decode_raw(r, tf.float32)))
+    return it.get_next(), it.initializer, files
+
+
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
     save("map_batch_repeat", map_batch_repeat)
@@ -121,3 +149,5 @@ if __name__ == "__main__":
     save("shuffle_prefetch", shuffle_prefetch)
     save("shuffle_repeat", shuffle_repeat)
     save("tfrecord_batch", tfrecord_batch)
+    save("tfrecord_prefetch", tfrecord_prefetch)
+    save("tfrecord_decode", tfrecord_decode)
