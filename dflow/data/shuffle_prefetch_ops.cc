@@ -135,6 +135,7 @@ class PrefetchDataset : public DatasetBase {
         absl::MutexLock lock(&mu_);
         stopping_ = true;
       }
+      cancellation_.StartCancel();  // stops a map function the producer is running
       if (producer_.joinable()) producer_.join();
     }
     absl::Status GetNext(IteratorContext*, std::vector<Tensor>* out, bool* end) override {
@@ -156,7 +157,8 @@ class PrefetchDataset : public DatasetBase {
 
    private:
     void Produce() {
-      IteratorContext ctx;  // outlives any one step: no step cancellation
+      IteratorContext ctx;  // outlives any one step: cancelled by the destructor
+      ctx.cancellation = &cancellation_;
       while (true) {
         {
           absl::MutexLock lock(&mu_);
@@ -184,6 +186,7 @@ class PrefetchDataset : public DatasetBase {
     const PrefetchDataset* p_;
     std::unique_ptr<IteratorBase> input_;  // used by the producer thread only
     std::thread producer_;                 // touched by GetNext's caller only
+    CancellationManager cancellation_;
     absl::Mutex mu_;
     std::deque<std::vector<Tensor>> buffer_ ABSL_GUARDED_BY(mu_);
     bool done_ ABSL_GUARDED_BY(mu_) = false;    // the input ended or failed
