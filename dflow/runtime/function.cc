@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -56,7 +57,40 @@ class Lowering {
         RETURN_IF_ERROR(IsIf(*n) ? LowerIf(n) : IsWhile(*n) ? LowerWhile(n) : LowerCall(n));
       }
     }
+    AttachLibraries();
     return graph_->TopologicalOrder().status();
+  }
+
+  // Every node still naming functions (a dataset's map function) gets
+  // kFunctionLibraryAttr: the functions it reaches, so that it can run them
+  // on whichever task it is partitioned to.
+  void AttachLibraries() {
+    if (functions_.empty()) return;
+    for (Node* n : graph_->nodes()) {
+      if (n->def().attr().contains(kFunctionLibraryAttr)) continue;
+      std::vector<std::string> pending;
+      for (const auto& [name, value] : n->def().attr()) AddFunctionNames(value, &pending);
+      if (pending.empty()) continue;
+      tensorflow::FunctionDefLibrary closure;
+      absl::flat_hash_set<std::string> seen;
+      while (!pending.empty()) {
+        const std::string name = pending.back();
+        pending.pop_back();
+        auto it = functions_.find(name);
+        if (!seen.insert(name).second || it == functions_.end()) continue;
+        *closure.add_function() = *it->second;
+        for (const tensorflow::NodeDef& body : it->second->node_def()) {
+          for (const auto& [attr, value] : body.attr()) AddFunctionNames(value, &pending);
+        }
+      }
+      (*n->mutable_def()->mutable_attr())[kFunctionLibraryAttr].set_s(
+          closure.SerializeAsString());
+    }
+  }
+
+  static void AddFunctionNames(const tensorflow::AttrValue& v, std::vector<std::string>* out) {
+    if (v.has_func()) out->push_back(v.func().name());
+    for (const tensorflow::NameAttrList& f : v.list().func()) out->push_back(f.name());
   }
 
  private:

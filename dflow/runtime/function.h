@@ -13,6 +13,10 @@
 //     and body, in a frame named after the While node.
 // The call node's name then belongs to an IdentityN over its results, so
 // fetches and control dependencies naming it keep working.
+// Ops that run a function themselves (a dataset's map function, an iterator's
+// dataset factory: dflow/data) keep their call: the functions each reaches are
+// copied into its kFunctionLibraryAttr, which travels with the node through
+// partitioning, and FunctionRunner (function_runner.h) runs them.
 //
 //   ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, GraphFromGraphDef(def));
 #ifndef DFLOW_RUNTIME_FUNCTION_H_
@@ -26,6 +30,10 @@
 #include "dflow/runtime/graph.h"
 
 namespace dflow {
+
+// The attr holding a serialized FunctionDefLibrary of the functions a node's
+// func attrs reach.
+inline constexpr char kFunctionLibraryAttr[] = "_dflow_function_library";
 
 // Rewrites every If, StatelessIf, While, StatelessWhile, PartitionedCall and
 // StatefulPartitionedCall in *graph (and those their bodies contain) as

@@ -2,6 +2,7 @@
 """Generates dflow's TensorFlow reference data with a real TensorFlow.
 
 Writes, beside this script:
+  tf_data_op_defs.json the same for dflow/data's ops (tf.data)
   tf_op_defs.json      the OpDefs (inputs, outputs, attrs, defaults) of every op dflow
                        implements, as TensorFlow registers them;
   golden/<name>.pbtxt  GraphDefs built with tf.compat.v1, exported as text;
@@ -66,7 +67,7 @@ ResourceSparseApplyAdagradV2 ResourceSparseApplyMomentum ResourceSparseApplyRMSP
 ResourceSparseApplyCenteredRMSProp ResourceSparseApplyProximalAdagrad
 ResourceSparseApplyProximalGradientDescent ResourceSparseApplyFtrl
 ResourceSparseApplyFtrlV2 LogUniformCandidateSampler UniformCandidateSampler ComputeAccidentalHits
-SparseToDense SparseReshape SparseFillEmptyRows StringToHashBucketFast Bucketize SparseCross
+SparseToDense SparseReshape SparseFillEmptyRows StringToHashBucketFast Bucketize SparseCross DecodeRaw
 VariableShape
 
 EmptyTensorList TensorListReserve TensorListFromTensor TensorListStack TensorListGetItem
@@ -75,6 +76,12 @@ TensorListElementShape""".split()
 # Functional ops: dflow lowers them into Switch/Merge and inlined bodies before
 # placement (dflow/runtime/function.h), so they have no kernel.
 LOWERED_OPS = "If StatelessIf While StatelessWhile PartitionedCall StatefulPartitionedCall".split()
+# tf.data's ops (dflow/data): checked by dflow/data/data_op_registry_test.cc
+# against tf_data_op_defs.json.
+DATA_OPS = """TensorSliceDataset TensorDataset RangeDataset BatchDatasetV2 RepeatDataset
+TakeDataset SkipDataset MapDataset FlatMapDataset TFRecordDataset OneShotIterator
+IteratorV2 MakeIterator IteratorGetNext IteratorToStringHandle ShuffleDataset
+PrefetchDataset ParallelMapDatasetV2 FilterDataset""".split()
 
 
 def arg_json(arg):
@@ -104,8 +111,13 @@ def attr_json(attr):
 
 
 def write_op_defs():
+    write_op_def_file(OPS + LOWERED_OPS, "tf_op_defs.json")
+    write_op_def_file(DATA_OPS, "tf_data_op_defs.json")
+
+
+def write_op_def_file(names, file_name):
     defs = {}
-    for name in OPS + LOWERED_OPS:
+    for name in names:
         op = op_def_registry.get(name)
         defs[name] = {
             "inputs": [arg_json(a) for a in op.input_arg],
@@ -115,7 +127,7 @@ def write_op_defs():
         }
         if name in LOWERED_OPS:
             defs[name]["lowered"] = True
-    with open(os.path.join(HERE, "tf_op_defs.json"), "w") as f:
+    with open(os.path.join(HERE, file_name), "w") as f:
         json.dump(defs, f, indent=1, sort_keys=True)
 
 

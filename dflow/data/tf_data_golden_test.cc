@@ -1,0 +1,273 @@
+// tf.data pipelines as TensorFlow 2.21 builds them in graph mode
+// (tests/data/tf_data, made by tests/data/gen_tf_data_reference.py) run in a
+// dflow session: every batch equals TensorFlow's, then OUT_OF_RANGE "End of
+// sequence"; corrupt and missing TFRecord files fail as TensorFlow's do.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "dflow/framework/test_data_dir.h"
+#include "dflow/io/test_util.h"
+#include "dflow/runtime/direct_session.h"
+#include "google/protobuf/text_format.h"
+#include "nlohmann/json.hpp"
+
+namespace dflow::data {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using json = nlohmann::json;
+
+const std::string kDir = TestDataDir() + "/tf_data";
+const std::string kTFRecord = TestDataDir() + "/tfrecord/plain.tfrecord";
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class TfDataGoldenTest : public ::testing::Test {
+ protected:
+  // Creates a session over `name`.pbtxt and loads `name`.json.
+  void Load(const std::string& name) {
+    tensorflow::GraphDef graph;
+    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+        ReadText(kDir + "/" + name + ".pbtxt"), &graph));
+    expected_ = json::parse(ReadText(kDir + "/" + name + ".json"));
+    auto s = DirectSession::New(SessionOptions());
+    ASSERT_TRUE(s.ok()) << s.status();
+    session_ = *std::move(s);
+    ASSERT_TRUE(session_->Create(graph).ok());
+  }
+  // Runs the pipeline's initializer, feeding `files` to its placeholder.
+  absl::Status Init(const std::vector<std::string>& files) {
+    if (expected_["init"].is_null()) return absl::OkStatus();
+    std::vector<std::pair<std::string, Tensor>> feeds;
+    if (!expected_["feed"].is_null()) feeds.push_back({expected_["feed"], Tensor::Vec(files)});
+    return session_->Run(feeds, {}, {expected_["init"]}, nullptr);
+  }
+  absl::Status Next(std::vector<Tensor>* out) {
+    std::vector<std::string> fetches = expected_["fetches"];
+    return session_->Run({}, fetches, {}, out);
+  }
+  // Every batch equals TensorFlow's, then End of sequence (twice).
+  void ExpectTensorFlowsBatches() {
+    for (size_t b = 0; b < expected_["batches"].size(); ++b) {
+      SCOPED_TRACE(absl::StrCat("batch ", b));
+      std::vector<Tensor> out;
+      ASSERT_TRUE(Next(&out).ok());
+      const json& want = expected_["batches"][b];
+      ASSERT_EQ(out.size(), want.size());
+      for (size_t i = 0; i < out.size(); ++i) ExpectValue(out[i], want[i]);
+    }
+    for (int i = 0; i < 2; ++i) {
+      std::vector<Tensor> out;
+      absl::Status s = Next(&out);
+      EXPECT_TRUE(absl::IsOutOfRange(s)) << s;
+      EXPECT_THAT(s.message(), HasSubstr("End of sequence"));
+    }
+  }
+  static void ExpectValue(const Tensor& t, const json& want) {
+    std::vector<int64_t> dims;
+    for (int d = 0; d < t.dims(); ++d) dims.push_back(t.dim_size(d));
+    EXPECT_EQ(json(dims), want["shape"]);
+    const json& v = want["values"];
+    ASSERT_EQ(size_t(t.NumElements()), v.size());
+    for (int64_t i = 0; i < t.NumElements(); ++i) {
+      switch (t.dtype()) {
+        case DT_FLOAT:
+          EXPECT_EQ(t.flat<float>()[i], v[i].get<float>());
+          break;
+        case DT_INT32:
+          EXPECT_EQ(t.flat<int32_t>()[i], v[i].get<int32_t>());
+          break;
+        case DT_INT64:
+          EXPECT_EQ(t.flat<int64_t>()[i], v[i].get<int64_t>());
+          break;
+        case DT_STRING:
+          EXPECT_EQ(t.flat<std::string>()[i], absl::HexStringToBytes(v[i].get<std::string>()));
+          break;
+        default:
+          FAIL() << "unexpected dtype " << DataTypeString(t.dtype());
+      }
+    }
+  }
+
+  json expected_;
+  std::unique_ptr<DirectSession> session_;
+};
+
+TEST_F(TfDataGoldenTest, OneShotMapBatchRepeat) {
+  Load("map_batch_repeat");
+  ASSERT_EQ(expected_["batches"].size(), 8u);  // 4 batches of 10 elements, twice
+  ExpectTensorFlowsBatches();
+}
+
+TEST_F(TfDataGoldenTest, OneShotParallelMapFilter) {
+  Load("parallel_map_filter");
+  ASSERT_EQ(expected_["batches"].size(), 8u);  // 4, 6, ..., 18
+  ExpectTensorFlowsBatches();
+}
+
+TEST_F(TfDataGoldenTest, InitializableRangeSkipTakeRestartsWhenReinitialized) {
+  Load("range_skip_take");
+  ASSERT_TRUE(Init({}).ok());
+  ExpectTensorFlowsBatches();
+  ASSERT_TRUE(Init({}).ok());
+  ExpectTensorFlowsBatches();
+}
+
+TEST_F(TfDataGoldenTest, GetNextBeforeInitializationFails) {
+  Load("range_skip_take");
+  std::vector<Tensor> out;
+  absl::Status s = Next(&out);
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("has not been initialized"));
+}
+
+// Every element of every batch, in order.
+std::vector<int64_t> Flatten(const std::vector<std::vector<Tensor>>& batches) {
+  std::vector<int64_t> out;
+  for (const auto& b : batches) {
+    for (int64_t v : b[0].flat<int64_t>()) out.push_back(v);
+  }
+  return out;
+}
+
+TEST_F(TfDataGoldenTest, ShufflePrefetchGivesTensorFlowsElementsInASeededOrder) {
+  Load("shuffle_prefetch");
+  std::vector<int64_t> want;
+  for (const json& b : expected_["batches"]) {
+    for (const json& v : b[0]["values"]) want.push_back(v.get<int64_t>());
+  }
+  std::sort(want.begin(), want.end());
+  std::vector<std::vector<int64_t>> passes;
+  for (int pass = 0; pass < 2; ++pass) {
+    ASSERT_TRUE(Init({}).ok());
+    std::vector<std::vector<Tensor>> batches;
+    absl::Status s;
+    while (true) {
+      std::vector<Tensor> out;
+      s = Next(&out);
+      if (!s.ok()) break;
+      EXPECT_EQ(out[0].shape(), TensorShape({5}));
+      batches.push_back(out);
+    }
+    EXPECT_TRUE(absl::IsOutOfRange(s)) << s;
+    passes.push_back(Flatten(batches));
+    std::vector<int64_t> sorted = passes.back();
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(sorted, want);         // the same elements as TensorFlow's
+    EXPECT_NE(passes.back(), want);  // shuffled
+  }
+  // The seed fixes the order: re-running the initializer rebuilds the
+  // dataset and gives the same order again, as in TensorFlow.
+  EXPECT_EQ(passes[0], passes[1]);
+}
+
+TEST_F(TfDataGoldenTest, ShuffleRepeatReshufflesEachPass) {
+  Load("shuffle_repeat");
+  ASSERT_TRUE(Init({}).ok());
+  std::vector<std::vector<Tensor>> elements;
+  for (std::vector<Tensor> out; Next(&out).ok();) elements.push_back(out);
+  ASSERT_EQ(elements.size(), expected_["batches"].size());
+  ASSERT_EQ(elements.size(), 40u);
+  std::vector<int64_t> all = Flatten(elements);
+  std::vector<int64_t> first(all.begin(), all.begin() + 20), second(all.begin() + 20, all.end());
+  EXPECT_NE(first, second);
+  std::sort(first.begin(), first.end());
+  std::sort(second.begin(), second.end());
+  EXPECT_EQ(first, second);  // each pass holds every element once
+  EXPECT_EQ(first.front(), 0);
+  EXPECT_EQ(first.back(), 19);
+  EXPECT_EQ(std::unique(first.begin(), first.end()), first.end());
+}
+
+TEST_F(TfDataGoldenTest, TFRecordFileTensorFlowWrote) {
+  Load("tfrecord_batch");
+  absl::Status init = Init({kTFRecord});
+  ASSERT_TRUE(init.ok()) << init;
+  ExpectTensorFlowsBatches();
+}
+
+TEST_F(TfDataGoldenTest, MissingTFRecordFileIsNotFoundNamingIt) {
+  Load("tfrecord_batch");
+  ASSERT_TRUE(Init({kDir + "/no_such_file.tfrecord"}).ok());
+  std::vector<Tensor> out;
+  absl::Status s = Next(&out);
+  EXPECT_TRUE(absl::IsNotFound(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("no_such_file.tfrecord"));
+}
+
+TEST_F(TfDataGoldenTest, CorruptTFRecordIsDataLossNamingFileAndOffset) {
+  io::TempDir dir;
+  std::string bytes = io::ReadFileOrDie(kTFRecord);
+  bytes[16 + 17 + 12] ^= 1;  // the data of record 2, at offset 33
+  const std::string path = dir.path() + "/bad.tfrecord";
+  io::WriteFileOrDie(path, bytes);
+  Load("tfrecord_batch");
+  ASSERT_TRUE(Init({path}).ok());
+  std::vector<Tensor> out;
+  absl::Status s = Next(&out);  // records 1 and 2: record 2 is corrupt
+  EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+  EXPECT_THAT(s.message(), AllOf(HasSubstr(path), HasSubstr("offset 33")));
+}
+
+// Prefetching keeps the order and delivers a read error after the records
+// before it.
+TEST_F(TfDataGoldenTest, PrefetchDeliversRecordsThenTheReadError) {
+  Load("tfrecord_prefetch");
+  ASSERT_TRUE(Init({kTFRecord}).ok());
+  ExpectTensorFlowsBatches();
+  io::TempDir dir;
+  std::string bytes = io::ReadFileOrDie(kTFRecord);
+  bytes[16 + 17 + 12] ^= 1;  // record 2's data
+  const std::string path = dir.path() + "/bad.tfrecord";
+  io::WriteFileOrDie(path, bytes);
+  ASSERT_TRUE(Init({path}).ok());
+  std::vector<Tensor> out;
+  ASSERT_TRUE(Next(&out).ok());
+  EXPECT_EQ(out[0].scalar<std::string>(), "");
+  ASSERT_TRUE(Next(&out).ok());
+  EXPECT_EQ(out[0].scalar<std::string>(), "a");
+  absl::Status s = Next(&out);
+  EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+  EXPECT_THAT(s.message(), AllOf(HasSubstr(path), HasSubstr("offset 33")));
+}
+
+// A session closed while a prefetch producer waits on its full buffer ends
+// (the producer is stopped and joined).
+TEST_F(TfDataGoldenTest, ClosingTheSessionStopsAFullPrefetchBuffer) {
+  Load("tfrecord_prefetch");
+  ASSERT_TRUE(Init({kTFRecord}).ok());
+  std::vector<Tensor> out;
+  ASSERT_TRUE(Next(&out).ok());
+  session_.reset();
+}
+
+// An error in the map function fails the step with the function's error,
+// as TensorFlow's (its text after TensorFlow's own prefix).
+TEST_F(TfDataGoldenTest, MapFunctionErrorIsTheStepsError) {
+  Load("tfrecord_decode");
+  ASSERT_TRUE(Init({kTFRecord}).ok());
+  std::vector<Tensor> out;
+  ASSERT_TRUE(Next(&out).ok());  // record 0 is empty: no floats
+  EXPECT_EQ(out[0].shape(), TensorShape({0}));
+  absl::Status s = Next(&out);
+  const std::string tf_message = expected_["error"]["message"];
+  const std::string kernel_message = tf_message.substr(tf_message.find("Input to DecodeRaw"));
+  EXPECT_EQ(static_cast<int>(s.code()), expected_["error"]["code"].get<int>()) << s;
+  EXPECT_THAT(s.message(), AllOf(HasSubstr(kernel_message), HasSubstr("MapDataset")));
+}
+
+}  // namespace
+}  // namespace dflow::data
