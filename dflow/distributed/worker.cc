@@ -512,9 +512,11 @@ void Worker::RecvTensorAsync(const CallOptions& opts, const tensorflow::RecvTens
   const StepRendezvous* step_rendez = rendez.get();
   call->timer = timer_->Schedule(deadline, [this, call, full_key, step, step_rendez] {
     if (!call->Claim()) return;
+    // The step's state goes before the answer: the caller may then count
+    // the steps, or destroy this worker.
+    RecvEnded(step, step_rendez);
     call->done(absl::DeadlineExceededError(
         absl::StrCat("[Worker RecvTensor] timed out waiting for '", full_key, "' of step ", step)));
-    RecvEnded(step, step_rendez);
   });
   DeadlineTimer* timer = timer_.get();
   rendez->RecvLocalAsync(*key, [this, call, resp, timer, step, step_rendez, full_key](
@@ -529,8 +531,8 @@ void Worker::RecvTensorAsync(const CallOptions& opts, const tensorflow::RecvTens
       resp->tensor = dead ? Tensor() : value;
       resp->send_start_micros = absl::ToUnixMicros(absl::Now());
     }
-    call->done(Prefixed("RecvTensor", s));
     RecvEnded(step, step_rendez);
+    call->done(Prefixed("RecvTensor", s));
   });
 }
 
