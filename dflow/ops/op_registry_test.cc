@@ -7,7 +7,7 @@
 #include "dflow/framework/kernel.h"
 #include "dflow/framework/op_def.h"
 #include "dflow/framework/test_data_dir.h"
-#include "google/protobuf/text_format.h"
+#include "dflow/ops/op_def_test_util.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 
@@ -20,29 +20,6 @@ json LoadTfOpDefs() {
   std::ifstream in(TestDataDir() + "/tf_op_defs.json");
   EXPECT_TRUE(in.good()) << "missing tests/data/tf_op_defs.json";
   return json::parse(in);
-}
-
-// TensorFlow's dtype names in the JSON are numpy-style ("float32").
-std::string TfTypeName(const std::string& n) {
-  if (n == "float32") return "float";
-  if (n == "float64") return "double";
-  if (n == "float16") return "half";
-  return n;
-}
-
-std::string ArgText(const OpArg& a) {
-  std::string t = a.name + ":";
-  if (a.type != DT_INVALID) t += DataTypeString(a.type);
-  t += a.type_attr + "|" + a.number_attr + "|" + a.type_list_attr;
-  return t + (a.is_ref ? "|ref" : "");
-}
-
-std::string ArgText(const json& a) {
-  std::string t = a["name"].get<std::string>() + ":";
-  if (a.contains("type")) t += TfTypeName(a["type"].get<std::string>());
-  t += a.value("type_attr", "") + "|" + a.value("number_attr", "") + "|" +
-       a.value("type_list_attr", "");
-  return t + (a.value("is_ref", false) ? "|ref" : "");
 }
 
 TEST(OpRegistryTest, EveryClaimedOpHasACpuKernel) {
@@ -69,51 +46,7 @@ TEST(OpRegistryTest, OpDefsMatchTensorFlow) {
     auto ours_or = OpRegistry::Global()->LookUp(name);
     if (!ours_or.ok()) continue;  // Reported by the test above.
     const OpDef& ours = **ours_or;
-    EXPECT_EQ(ours.is_stateful, tf["is_stateful"].get<bool>());
-    ASSERT_EQ(ours.inputs.size(), tf["inputs"].size());
-    for (size_t i = 0; i < ours.inputs.size(); ++i) {
-      EXPECT_EQ(ArgText(ours.inputs[i]), ArgText(tf["inputs"][i]));
-    }
-    ASSERT_EQ(ours.outputs.size(), tf["outputs"].size());
-    for (size_t i = 0; i < ours.outputs.size(); ++i) {
-      EXPECT_EQ(ArgText(ours.outputs[i]), ArgText(tf["outputs"][i]));
-    }
-    for (const json& tf_attr : tf["attrs"]) {
-      std::string attr_name = tf_attr["name"];
-      SCOPED_TRACE(attr_name);
-      const OpAttr* attr = ours.FindAttr(attr_name);
-      ASSERT_NE(attr, nullptr) << "attr missing";
-      EXPECT_EQ(attr->type, tf_attr["type"].get<std::string>());
-      EXPECT_EQ(attr->default_value.has_value(), tf_attr.contains("default"));
-      if (attr->default_value && tf_attr.contains("default")) {
-        tensorflow::AttrValue tf_default;
-        ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
-            tf_attr["default"].get<std::string>(), &tf_default));
-        if (tf_default.has_f()) {
-          EXPECT_FLOAT_EQ(attr->default_value->f(), tf_default.f());
-        } else {
-          EXPECT_EQ(attr->default_value->SerializeAsString(), tf_default.SerializeAsString())
-              << "ours: " << attr->default_value->ShortDebugString()
-              << " tf: " << tf_default.ShortDebugString();
-        }
-      }
-      if (tf_attr.contains("allowed_types") && !attr->allowed_types.empty()) {
-        std::set<std::string> tf_types;
-        for (const auto& t : tf_attr["allowed_types"]) tf_types.insert(TfTypeName(t));
-        for (DataType t : attr->allowed_types) {
-          EXPECT_TRUE(tf_types.count(DataTypeString(t)))
-              << DataTypeString(t) << " is not allowed by TensorFlow";
-        }
-      }
-      if (tf_attr.contains("minimum") && attr->minimum) {
-        EXPECT_EQ(*attr->minimum, tf_attr["minimum"].get<int64_t>());
-      }
-    }
-    for (const OpAttr& attr : ours.attrs) {
-      bool known = false;
-      for (const json& tf_attr : tf["attrs"]) known |= tf_attr["name"] == attr.name;
-      EXPECT_TRUE(known) << "attr " << attr.name << " is not TensorFlow's";
-    }
+    op_def_test::ExpectMatchesTensorFlow(ours, tf);
   }
 }
 
