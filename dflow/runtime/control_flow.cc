@@ -157,16 +157,12 @@ class ControlLoopBuilder {
   absl::StatusOr<Node*> NewNode(const std::string& name, const std::string& op,
                                 const std::string& device, const LoopFrame& frame) {
     tensorflow::NodeDef def;
-    def.set_name(name);
-    def.set_op(op);
-    def.set_device(device);
     if (op == "Const") {
-      SetAttr(&def, "dtype", DT_FLOAT);
-      tensorflow::TensorProto value;
-      value.set_dtype(DT_FLOAT);
-      value.mutable_tensor_shape()->add_dim()->set_size(0);
-      *(*def.mutable_attr())["value"].mutable_tensor() = value;
+      def = ControlSignalConst(name, device);
     } else {
+      def.set_name(name);
+      def.set_op(op);
+      def.set_device(device);
       SetAttr(&def, "T", DT_FLOAT);
     }
     if (op == "Enter") {
@@ -225,6 +221,19 @@ absl::Status AddControlLoops(Graph* g) {
   ASSIGN_OR_RETURN(ControlFlowInfo cf, BuildControlFlowInfo(*g));
   if (cf.frames.size() == 1) return absl::OkStatus();
   return ControlLoopBuilder(g, std::move(cf)).Run();
+}
+
+tensorflow::NodeDef ControlSignalConst(const std::string& name, const std::string& device) {
+  tensorflow::NodeDef def;
+  def.set_name(name);
+  def.set_op("Const");
+  def.set_device(device);
+  SetAttr(&def, "dtype", DT_FLOAT);
+  tensorflow::TensorProto value;
+  value.set_dtype(DT_FLOAT);
+  value.mutable_tensor_shape()->add_dim()->set_size(0);
+  *(*def.mutable_attr())["value"].mutable_tensor() = value;
+  return def;
 }
 
 bool IsControlLoopMerge(const Node& n) {

@@ -57,6 +57,10 @@ absl::Status AddControlLoops(Graph* g);
 // A Merge that AddControlLoops added.
 bool IsControlLoopMerge(const Node& n);
 
+// An empty float Const on `device`: the value a control signal carries (a
+// cut control edge's _Send, a control loop's start).
+tensorflow::NodeDef ControlSignalConst(const std::string& name, const std::string& device);
+
 }  // namespace dflow
 
 #endif  // DFLOW_RUNTIME_CONTROL_FLOW_H_

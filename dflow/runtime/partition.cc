@@ -21,21 +21,6 @@ std::string DataInput(const std::string& node, int output) {
   return output == 0 ? node : absl::StrCat(node, ":", output);
 }
 
-// An empty float tensor: the payload of a control edge between locations.
-tensorflow::NodeDef DummyConst(const std::string& name, const Node* src) {
-  tensorflow::NodeDef def;
-  def.set_name(name);
-  def.set_op("Const");
-  def.set_device(DeviceOf(src));
-  def.add_input(absl::StrCat("^", src->name()));
-  SetAttr(&def, "dtype", DT_FLOAT);
-  tensorflow::TensorProto value;
-  value.set_dtype(DT_FLOAT);
-  value.mutable_tensor_shape()->add_dim()->set_size(0);
-  *(*def.mutable_attr())["value"].mutable_tensor() = value;
-  return def;
-}
-
 class Partitioner {
  public:
   Partitioner(const Graph& g, const PartitionOptions& opts) : g_(g), opts_(opts) {}
@@ -155,7 +140,8 @@ absl::StatusOr<std::string> Partitioner::RecvFor(const Edge* e) {
   tensorflow::NodeDef* recv = nullptr;
   if (e->IsControlEdge()) {
     tensorflow::NodeDef* dummy = parts_[loc_[e->src->id()]].add_node();
-    *dummy = DummyConst(NewName(absl::StrCat(src, "/ctrl")), e->src);
+    *dummy = ControlSignalConst(NewName(absl::StrCat(src, "/ctrl")), DeviceOf(e->src));
+    dummy->add_input(absl::StrCat("^", src));
     std::string send_name = NewName(src);
     recv_name = NewName(src);
     recv = AddSendRecv(e, dummy->name(), DT_FLOAT, send_name, recv_name);
