@@ -151,6 +151,8 @@ Output Rsqrt(const Scope& s, Input x) { return Unary(s, "Rsqrt", x); }
 Output Exp(const Scope& s, Input x) { return Unary(s, "Exp", x); }
 Output Log(const Scope& s, Input x) { return Unary(s, "Log", x); }
 Output Tanh(const Scope& s, Input x) { return Unary(s, "Tanh", x); }
+Output Sin(const Scope& s, Input x) { return Unary(s, "Sin", x); }
+Output Cos(const Scope& s, Input x) { return Unary(s, "Cos", x); }
 Output Sigmoid(const Scope& s, Input x) { return Unary(s, "Sigmoid", x); }
 Output Equal(const Scope& s, Input x, Input y) { return Binary(s, "Equal", x, y); }
 Output NotEqual(const Scope& s, Input x, Input y) { return Binary(s, "NotEqual", x, y); }

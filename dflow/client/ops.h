@@ -70,6 +70,8 @@ Output Rsqrt(const Scope& s, Input x);
 Output Exp(const Scope& s, Input x);
 Output Log(const Scope& s, Input x);
 Output Tanh(const Scope& s, Input x);
+Output Sin(const Scope& s, Input x);
+Output Cos(const Scope& s, Input x);
 Output Sigmoid(const Scope& s, Input x);
 Output Equal(const Scope& s, Input x, Input y);
 Output NotEqual(const Scope& s, Input x, Input y);

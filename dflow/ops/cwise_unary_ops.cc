@@ -1,5 +1,5 @@
 // Unary elementwise ops: Neg, Abs, Square, Sqrt, Rsqrt, Exp, Log, Tanh,
-// Sigmoid, Reciprocal, Floor, Ceil, Round, Log1p, Expm1, LogicalNot.
+// Sigmoid, Reciprocal, Floor, Ceil, Round, Log1p, Expm1, Sin, Cos, LogicalNot.
 #include <cmath>
 #include <cstdint>
 
@@ -38,6 +38,10 @@ template <typename T>
 using Log1pFn = Eigen::internal::scalar_log1p_op<T>;
 template <typename T>
 using Expm1Fn = Eigen::internal::scalar_expm1_op<T>;
+template <typename T>
+using SinFn = Eigen::internal::scalar_sin_op<T>;
+template <typename T>
+using CosFn = Eigen::internal::scalar_cos_op<T>;
 
 // TensorFlow's Round: halves go to the even neighbour (banker's rounding);
 // integers are already round.
@@ -108,6 +112,20 @@ REGISTER_OP("Tanh")
     .Attr("T: {float, double}")
     .SetShapeFn(UnchangedShape);
 CpuKernels<UnaryKernel<TanhFn>::For, float, double> tanh_kernels("Tanh");
+
+REGISTER_OP("Sin")
+    .Input("x: T")
+    .Output("y: T")
+    .Attr("T: {float, double}")
+    .SetShapeFn(UnchangedShape);
+CpuKernels<UnaryKernel<SinFn>::For, float, double> sin_kernels("Sin");
+
+REGISTER_OP("Cos")
+    .Input("x: T")
+    .Output("y: T")
+    .Attr("T: {float, double}")
+    .SetShapeFn(UnchangedShape);
+CpuKernels<UnaryKernel<CosFn>::For, float, double> cos_kernels("Cos");
 
 REGISTER_OP("Sigmoid")
     .Input("x: T")

@@ -129,6 +129,18 @@ absl::Status ExpGrad(GradContext* g) {
   return absl::OkStatus();
 }
 
+// d sin(x) = cos(x) dx; d cos(x) = -sin(x) dx.
+absl::Status SinGrad(GradContext* g) {
+  g->SetInputGrad(0, g->b()->Op("Mul", {g->grad_output(0), g->b()->Op("Cos", {g->input(0)})}));
+  return absl::OkStatus();
+}
+
+absl::Status CosGrad(GradContext* g) {
+  GradBuilder* b = g->b();
+  g->SetInputGrad(0, b->Op("Mul", {g->grad_output(0), b->Op("Neg", {b->Op("Sin", {g->input(0)})})}));
+  return absl::OkStatus();
+}
+
 absl::Status LogGrad(GradContext* g) {
   g->SetInputGrad(0, g->b()->Op("RealDiv", {g->grad_output(0), g->input(0)}));
   return absl::OkStatus();
@@ -326,6 +338,8 @@ REGISTER_GRADIENT("Sqrt", SqrtGrad);
 REGISTER_GRADIENT("Rsqrt", RsqrtGrad);
 REGISTER_GRADIENT("Exp", ExpGrad);
 REGISTER_GRADIENT("Log", LogGrad);
+REGISTER_GRADIENT("Sin", SinGrad);
+REGISTER_GRADIENT("Cos", CosGrad);
 REGISTER_GRADIENT("Tanh", TanhGrad);
 REGISTER_GRADIENT("Sigmoid", SigmoidGrad);
 REGISTER_GRADIENT("Reciprocal", ReciprocalGrad);

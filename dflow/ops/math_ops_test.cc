@@ -374,6 +374,10 @@ TEST(MathUnaryTest, FloatFunctions) {
   ExpectTensorEq<float>(Unary<float>("Sigmoid", T2<float>({-100, 0, 100, 1}, {4})),
                         {0, 0.5, 1, 0.7310586}, {4});
   ExpectTensorEq<double>(Unary<double>("Exp", Tensor::Scalar(1.0)), {std::exp(1.0)}, {});
+  // tf.sin / tf.cos of [-2., 0.5, 4.]
+  ExpectTensorEq<float>(Unary<float>("Sin", x), {-0.9092974f, 0.47942555f, -0.7568025f}, {3});
+  ExpectTensorEq<float>(Unary<float>("Cos", x), {-0.41614684f, 0.87758255f, -0.6536436f}, {3});
+  ExpectTensorEq<double>(Unary<double>("Cos", Tensor::Scalar(M_PI)), {-1.0}, {});
 }
 
 TEST(MathUnaryTest, IntegerFunctionsAndEmpty) {
