@@ -64,20 +64,21 @@ absl::Status CheckClusterOptions(const TrainOptions& o, const ClusterSpec& clust
   return ParsePsStrategy(o.ps_strategy).status();
 }
 
-// Slices of a seeded sequence of global batches of `global_batch` rows:
-// Next() returns, for the next global batch, `count` consecutive slices of
-// `batch_size` rows starting at slice `first`.
+// Slices of a seeded sequence of global batches of `global_batch` rows,
+// from global batch `skip` on: Next() returns, for the next global batch,
+// `count` consecutive slices of `batch_size` rows starting at slice `first`.
 class ShardedBatches {
  public:
   static absl::StatusOr<std::unique_ptr<ShardedBatches>> Create(const Dataset& train,
                                                                 const TrainOptions& o,
                                                                 int64_t global_batch, int first,
-                                                                int count) {
+                                                                int count, int64_t skip) {
     ASSIGN_OR_RETURN(auto inner,
                      BatchIterator::Create(train, {.batch_size = global_batch,
                                                    .seed = static_cast<uint64_t>(o.seed),
                                                    .drop_remainder = true,
                                                    .num_epochs = 0}));
+    RETURN_IF_ERROR(inner->Skip(skip));
     return std::unique_ptr<ShardedBatches>(
         new ShardedBatches(std::move(inner), o.batch_size, first, count));
   }
@@ -182,7 +183,16 @@ absl::StatusOr<TrainMetrics> TrainOnCluster(const TrainOptions& o, std::ostream&
     });
   };
   Scope s = placed_on(root, worker_device);
-  std::unique_ptr<Optimizer> opt = MakeOptimizer(o.optimizer, static_cast<float>(m.learning_rate));
+  const int64_t examples_per_step = o.batch_size * towers_per_task *
+                                    (o.mode == "between-sync"    ? replicas
+                                     : o.mode == "in-graph-sync" ? workers
+                                                                 : 1);
+  const int64_t steps_per_epoch = data.train.size() / examples_per_step;
+  int64_t total_steps = steps_per_epoch * o.epochs;
+  if (o.max_steps > 0) total_steps = std::min(total_steps, o.max_steps);
+  ASSIGN_OR_RETURN(Variable global_step, CreateGlobalStep(s));
+  std::unique_ptr<Optimizer> opt =
+      MakeOptimizer(o.optimizer, LearningRate(s, o, m.learning_rate, global_step, total_steps));
   std::vector<Model> models;
   std::vector<std::vector<GradAndVar>> grads;
   for (size_t t = 0; t < tower_devices.size(); ++t) {
@@ -194,7 +204,6 @@ absl::StatusOr<TrainMetrics> TrainOnCluster(const TrainOptions& o, std::ostream&
     models.push_back(std::move(model));
     grads.push_back(std::move(g));
   }
-  ASSIGN_OR_RETURN(Variable global_step, CreateGlobalStep(s));
 
   // What each driving thread runs: its train op, fed by its towers.
   struct Group {
@@ -238,13 +247,6 @@ absl::StatusOr<TrainMetrics> TrainOnCluster(const TrainOptions& o, std::ostream&
     session_options.config.add_device_filters(worker_device);
   }
   session_options.config.set_operation_timeout_in_ms(o.startup_timeout_seconds * 1000);
-  const int64_t examples_per_step = o.batch_size * towers_per_task *
-                                    (o.mode == "between-sync"    ? replicas
-                                     : o.mode == "in-graph-sync" ? workers
-                                                                 : 1);
-  const int64_t steps_per_epoch = data.train.size() / examples_per_step;
-  int64_t total_steps = steps_per_epoch * o.epochs;
-  if (o.max_steps > 0) total_steps = std::min(total_steps, o.max_steps);
   // The session: the chief restores the latest checkpoint or initializes the
   // variables on the ps tasks, the others wait for it. A step that fails
   // because a task died recreates the session (the chief restoring the
@@ -287,9 +289,32 @@ absl::StatusOr<TrainMetrics> TrainOnCluster(const TrainOptions& o, std::ostream&
   int64_t first_step = -1;
   double loss_sum = 0;
   int64_t loss_steps = 0;
+  // A session that starts at a later global step (a restored checkpoint, a
+  // restarted worker) goes on with the global batch that step reached, not
+  // the first: each global batch is one step in sync mode, and one step of
+  // every group's driver otherwise (each advances the global step).
+  const int64_t updates_per_batch = sync ? 1 : static_cast<int64_t>(groups.size()) *
+                                                   (in_graph ? 1 : workers);
+  const int64_t first_batch = m.start_step / updates_per_batch;
+  if (first_batch > 0) {
+    progress << "[train] starting at global step " << m.start_step
+             << ": the input goes on from global batch " << first_batch << std::endl;
+  }
+  // Names the tasks a step that stopped waits for.
+  std::vector<StallWatch::Task> other_tasks;
+  for (const TaskId& t : cluster.AllTasks()) {
+    const std::string name = ClusterSpec::TaskName(t.job, t.index);
+    if (t.job == "worker" && t.index == o.task) continue;
+    other_tasks.push_back({name, cluster.TaskAddress(t.job, t.index).value_or("?")});
+  }
+  StallWatch stall_watch({.after = absl::Seconds(o.stall_report_secs),
+                          .tasks = std::move(other_tasks),
+                          .ping = o.ping_task,
+                          .log = &progress});
   auto drive = [&](const Group& g) -> absl::Status {
-    ASSIGN_OR_RETURN(auto batches, ShardedBatches::Create(data.train, o, global_batch,
-                                                          slice_offset + g.first_tower, g.towers));
+    ASSIGN_OR_RETURN(auto batches,
+                     ShardedBatches::Create(data.train, o, global_batch,
+                                            slice_offset + g.first_tower, g.towers, first_batch));
     while (!ms->ShouldStop() && last_step.load() < total_steps) {
       ASSIGN_OR_RETURN(auto slices, batches->Next());
       ClientSession::FeedType feeds;
@@ -316,6 +341,7 @@ absl::StatusOr<TrainMetrics> TrainOnCluster(const TrainOptions& o, std::ostream&
         return StepResult{.global_step = step, .loss = loss};
       }));
       if (end_of_training) break;
+      stall_watch.Stepped(step);
       absl::MutexLock l(&mu);
       if (step > last_step.load()) last_step.store(step);
       if (first_step < 0) first_step = step - 1;

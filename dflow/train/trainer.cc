@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "dflow/client/client_session.h"
+#include "dflow/client/ops.h"
 #include "dflow/client/scope.h"
 #include "dflow/framework/status.h"
 #include "dflow/train/batch_iterator.h"
@@ -49,6 +50,8 @@ std::string FormatDuration(double seconds) {
 absl::Status CheckOptions(const TrainOptions& o) {
   RETURN_IF_ERROR(CheckMember("model", o.model, TrainModels()));
   RETURN_IF_ERROR(CheckMember("optimizer", o.optimizer, TrainOptimizers()));
+  RETURN_IF_ERROR(
+      CheckMember("learning-rate-decay", o.learning_rate_decay, TrainLearningRateDecays()));
   RETURN_IF_ERROR(CheckMember("data", o.data, TrainDataSources()));
   if (o.epochs < 1) {
     return absl::InvalidArgumentError(
@@ -85,7 +88,18 @@ TrainMetrics InitialMetrics(const TrainOptions& o) {
   return m;
 }
 
-std::unique_ptr<Optimizer> MakeOptimizer(const std::string& name, float lr) {
+Input LearningRate(const Scope& scope, const TrainOptions& o, double rate,
+                   const Variable& global_step, int64_t total_steps) {
+  if (o.learning_rate_decay != "cosine") return Tensor::Scalar(static_cast<float>(rate));
+  Scope s = scope.NewSubScope("cosine_decay").ColocateWith(global_step.op());
+  const float steps = static_cast<float>(std::max<int64_t>(1, total_steps));
+  Output step = ops::Minimum(s, ops::Cast(s, global_step.value(), DT_FLOAT), Tensor::Scalar(steps));
+  Output cosine = ops::Cos(s, ops::Mul(s, step, Tensor::Scalar(static_cast<float>(M_PI) / steps)));
+  Output decayed = ops::Mul(s, ops::Add(s, cosine, Tensor::Scalar(1.0f)), Tensor::Scalar(0.5f));
+  return ops::Mul(s.WithOpName("learning_rate"), decayed, Tensor::Scalar(static_cast<float>(rate)));
+}
+
+std::unique_ptr<Optimizer> MakeOptimizer(const std::string& name, Input lr) {
   if (name == "sgd") return std::make_unique<GradientDescentOptimizer>(lr);
   if (name == "momentum") return std::make_unique<MomentumOptimizer>(lr, 0.9f);
   if (name == "adagrad") return std::make_unique<AdagradOptimizer>(lr);
@@ -225,6 +239,10 @@ const std::vector<std::string>& TrainOptimizers() {
       new std::vector<std::string>{"sgd", "momentum", "adam", "adagrad", "rmsprop"};
   return *v;
 }
+const std::vector<std::string>& TrainLearningRateDecays() {
+  static const auto* v = new std::vector<std::string>{"none", "cosine"};
+  return *v;
+}
 const std::vector<std::string>& TrainDataSources() {
   static const auto* v = new std::vector<std::string>{"fashion-mnist", "synthetic"};
   return *v;
@@ -264,12 +282,13 @@ absl::StatusOr<TrainMetrics> Train(const TrainOptions& o, std::ostream& progress
   Scope root = Scope::NewRootScope();
   ASSIGN_OR_RETURN(Model model, BuildModel(root, o));
   ASSIGN_OR_RETURN(Variable global_step, CreateGlobalStep(root));
-  std::unique_ptr<Optimizer> opt = MakeOptimizer(o.optimizer, static_cast<float>(m.learning_rate));
-  ASSIGN_OR_RETURN(Operation train_op,
-                   opt->Minimize(root, model.loss, model.variables, &global_step));
   const int64_t steps_per_epoch = (data.train.size() + o.batch_size - 1) / o.batch_size;
   int64_t total_steps = steps_per_epoch * o.epochs;
   if (o.max_steps > 0) total_steps = std::min(total_steps, o.max_steps);
+  std::unique_ptr<Optimizer> opt = MakeOptimizer(
+      o.optimizer, LearningRate(root, o, m.learning_rate, global_step, total_steps));
+  ASSIGN_OR_RETURN(Operation train_op,
+                   opt->Minimize(root, model.loss, model.variables, &global_step));
   ASSIGN_OR_RETURN(std::unique_ptr<MonitoredSession> ms,
                    StartMonitoredSession(root, o, global_step, VariablesInitialized(root),
                                          /*chief=*/true, total_steps, {}, progress));

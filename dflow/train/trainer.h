@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "dflow/train/stall_watch.h"
 
 namespace dflow {
 
@@ -29,6 +30,9 @@ struct TrainOptions {
   // <= 0: the optimizer's default (sgd 0.1, momentum 0.05 with momentum 0.9,
   // adam 0.001, adagrad 0.05, rmsprop 0.001).
   double learning_rate = 0;
+  // none | cosine: TensorFlow's cosine_decay over the run's steps, from the
+  // learning rate at global step 0 to 0 at the last step.
+  std::string learning_rate_decay = "none";
   int64_t seed = 1;
   std::string data = "fashion-mnist";  // fashion-mnist | synthetic
   std::string metrics_out;             // "": no metrics file.
@@ -60,11 +64,18 @@ struct TrainOptions {
   std::string session_target;             // This task's own server: "grpc://host:port".
   int64_t max_steps = 0;                  // > 0: stop after this many (global) steps.
   int64_t startup_timeout_seconds = 120;  // Waiting for the ps and the chief's init.
+  // A cluster worker that completes no step for this long names the tasks
+  // that do not answer (StallWatch); <= 0: never.
+  double stall_report_secs = 10;
+  // Set by the process that hosts this task's server: whether another task
+  // answers. Unset: stalls are reported without naming tasks.
+  PingTaskFn ping_task;
 };
 
 // The allowed values of TrainOptions' enumerated fields.
 const std::vector<std::string>& TrainModels();
 const std::vector<std::string>& TrainOptimizers();
+const std::vector<std::string>& TrainLearningRateDecays();
 const std::vector<std::string>& TrainDataSources();
 
 struct TrainMetrics {

@@ -28,7 +28,13 @@ double DefaultLearningRate(const std::string& optimizer);
 // The metrics of a run of `o` before it starts: its settings, the learning
 // rate it will use.
 TrainMetrics InitialMetrics(const TrainOptions& o);
-std::unique_ptr<Optimizer> MakeOptimizer(const std::string& name, float lr);
+std::unique_ptr<Optimizer> MakeOptimizer(const std::string& name, Input lr);
+// The learning rate of each step: `rate`, or with o.learning_rate_decay
+// "cosine" TensorFlow's cosine_decay(rate, global_step, total_steps):
+// rate * 0.5 * (1 + cos(pi * min(global_step, total_steps) / total_steps)),
+// computed beside the global step.
+Input LearningRate(const Scope& scope, const TrainOptions& o, double rate,
+                   const Variable& global_step, int64_t total_steps);
 
 struct Data {
   Dataset train;

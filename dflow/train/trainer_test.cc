@@ -7,7 +7,10 @@
 #include <string>
 
 #include "dflow/client/scope.h"
+#include "dflow/client/client_session.h"
 #include "dflow/train/models.h"
+#include "dflow/train/trainer_internal.h"
+#include "dflow/train/variables.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -69,10 +72,14 @@ TEST(TrainerTrain, MlpLearnsSyntheticData) {
 // where an uninterrupted run does: the variables, the optimizer's slots and
 // the global step are restored, and the input goes on with the batches not
 // trained on yet.
-TEST(TrainerTrain, ResumingFromACheckpointEqualsAnUninterruptedRun) {
+class TrainerResume : public ::testing::TestWithParam<std::string> {};
+
+// With each learning-rate schedule (cosine decay reads the global step).
+TEST_P(TrainerResume, ResumingFromACheckpointEqualsAnUninterruptedRun) {
   const std::string dir = ::testing::TempDir() + "/dflow_resume_test";
   std::filesystem::remove_all(dir);
   TrainOptions o = Synthetic("mlp", 2048, 32);  // 64 steps
+  o.learning_rate_decay = GetParam();
   std::ostringstream progress;
   absl::StatusOr<TrainMetrics> straight = Train(o, progress);
   ASSERT_TRUE(straight.ok()) << straight.status();
@@ -107,6 +114,34 @@ TEST(TrainerTrain, ResumingFromACheckpointEqualsAnUninterruptedRun) {
   EXPECT_EQ(done->steps, 64);
   EXPECT_EQ(done->test_accuracy, straight->test_accuracy);
   std::filesystem::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Decays, TrainerResume, ::testing::Values("none", "cosine"));
+
+TEST(TrainerLearningRate, CosineDecayIsTensorFlows) {
+  Scope root = Scope::NewRootScope();
+  absl::StatusOr<Variable> step = CreateGlobalStep(root);
+  ASSERT_TRUE(step.ok()) << step.status();
+  TrainOptions o;
+  o.learning_rate_decay = "cosine";
+  Output lr = train_internal::LearningRate(root, o, 0.1, *step, 100).output();
+  ClientSession session(root);
+  // tf.compat.v1.train.cosine_decay(0.1, step, 100) at these steps, TensorFlow 2.21.
+  const std::vector<std::pair<int64_t, float>> expected = {
+      {0, 0.1f}, {25, 0.08535534f}, {50, 0.05f}, {99, 2.4673343e-05f}, {100, 0}, {150, 0}};
+  for (const auto& [at, want] : expected) {
+    std::vector<Tensor> out;
+    ASSERT_TRUE(session.Run({{step->value(), Tensor::Scalar<int64_t>(at)}}, {lr}, &out).ok());
+    EXPECT_NEAR(out[0].scalar<float>(), want, 1e-7) << "step " << at;
+  }
+
+  o.learning_rate_decay = "none";
+  EXPECT_EQ(train_internal::LearningRate(root, o, 0.1, *step, 100).tensor().scalar<float>(), 0.1f);
+  o = TrainOptions();
+  o.learning_rate_decay = "linear";
+  std::ostringstream progress;
+  EXPECT_THAT(Train(o, progress).status().message(),
+              AllOf(HasSubstr("linear"), HasSubstr("none, cosine")));
 }
 
 TEST(TrainerTrain, CnnLearnsSyntheticData) {

@@ -66,6 +66,10 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--learning-rate", train.learning_rate,
                         "Learning rate (default: the optimizer's, e.g. adam 0.001, sgd 0.1)")
       ->check(CLI::PositiveNumber);
+  train_cmd->add_option("--learning-rate-decay", train.learning_rate_decay,
+                        "none, or cosine: TensorFlow's cosine_decay from the learning rate to 0 "
+                        "at the last step")
+      ->check(CLI::IsMember(dflow::TrainLearningRateDecays()))->capture_default_str();
   train_cmd->add_option("--seed", train.seed, "Seed of initial weights and batch order")
       ->capture_default_str();
   train_cmd->add_option("--data", train.data, "Training data")
@@ -90,6 +94,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"bytes", "round-robin"}))->capture_default_str();
   train_cmd->add_option("--max-steps", train.max_steps, "Stop at this global step")
       ->check(CLI::PositiveNumber);
+  train_cmd->add_option("--stall-report-secs", train.stall_report_secs,
+                        "On a cluster: after this long without a step, name the tasks that do "
+                        "not answer (<= 0: never)")
+      ->capture_default_str();
   train_cmd->add_option("--log-every", train.log_every,
                         "Steps between progress lines when stderr is not a terminal")
       ->check(CLI::PositiveNumber)->capture_default_str();

@@ -38,6 +38,9 @@ absl::Status TrainCommand(const TrainOptions& flags, const SecurityFlags& securi
       return absl::OkStatus();
     }
     options.session_target = server->target();
+    options.ping_task = [s = server.get()](const std::string& task, absl::Duration timeout) {
+      return s->PingTask(task, timeout);
+    };
     // A worker stops at once on SIGTERM/SIGINT; its steps are not resumable.
     std::thread([] {
       const int sig = WaitForShutdownSignal(*ShutdownSignalFd());

@@ -168,6 +168,15 @@ absl::Status GrpcServer::UpdateCluster(const ClusterSpec& cluster) {
   return absl::OkStatus();
 }
 
+absl::Status GrpcServer::PingTask(const std::string& task, absl::Duration timeout) {
+  WorkerInterface* worker = WorkerFor(task);
+  if (worker == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("[Server] ", task, " is not a task of the cluster"));
+  }
+  tensorflow::GetStatusResponse resp;
+  return worker->GetStatus({}, &resp, CallOptions::WithTimeout(timeout));
+}
+
 WorkerInterface* GrpcServer::WorkerFor(const std::string& task) {
   if (task == task_name_) return worker_.get();
   absl::MutexLock l(&mu_);

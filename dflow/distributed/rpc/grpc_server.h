@@ -89,6 +89,11 @@ class GrpcServer {
   // from the server's cluster. Channels already made are kept.
   absl::Status UpdateCluster(const ClusterSpec& cluster);
 
+  // Whether task `task` ("/job:ps/replica:0/task:0") answers a GetStatus
+  // within `timeout`: its error otherwise (UNAVAILABLE for a dead one,
+  // DEADLINE_EXCEEDED for a hung one); InvalidArgument for an unknown task.
+  absl::Status PingTask(const std::string& task, absl::Duration timeout);
+
   DeviceMgr* device_mgr() { return devices_.get(); }
   Worker* worker() { return worker_.get(); }
   Master* master() { return master_.get(); }
