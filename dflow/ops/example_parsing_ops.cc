@@ -53,6 +53,15 @@ struct ParseConfig {
   std::vector<Sparse> ragged;
 };
 
+// "[?,3]": a dense shape with its variable first dimension shown as TensorFlow does.
+std::string ShapeString(const std::vector<int64_t>& dims) {
+  std::string out = "[";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    absl::StrAppend(&out, i ? "," : "", dims[i] < 0 ? "?" : absl::StrCat(dims[i]));
+  }
+  return out + "]";
+}
+
 // The list(shape) attr `name`, each shape as dims (-1 unknown).
 absl::Status GetShapeListAttr(const tensorflow::NodeDef& node, const std::string& name,
                               std::vector<std::vector<int64_t>>* out) {
@@ -103,17 +112,17 @@ absl::Status SetDenseDefaults(OpKernelContext* ctx, int first, ParseConfig* conf
   for (size_t i = 0; i < config->dense.size(); ++i) {
     ParseConfig::Dense& d = config->dense[i];
     const Tensor& def = ctx->input(first + static_cast<int>(i));
-    if (def.NumElements() == 0) {
-      d.default_value = Tensor();
-      continue;
-    }
     if (d.variable_length) {
       if (def.NumElements() != 1) {
-        return ctx->InvalidArgument("For key '", d.key,
-                                    "', dense_defaults must be a scalar (the padding value) for a "
-                                    "variable-length feature, got shape ",
-                                    def.shape().DebugString());
+        return ctx->InvalidArgument(
+            "dense_shape[", i, "] is a variable length shape: ", ShapeString(d.shape),
+            ", therefore def_value[", i,
+            "] must contain a single element (the padding element).  But its shape is: ",
+            def.shape().DebugString());
       }
+    } else if (def.NumElements() == 0) {
+      d.default_value = def;  // no elements: the feature is required
+      continue;
     } else if (def.NumElements() != d.stride ||
                (def.dims() > 0 && std::vector<int64_t>(def.shape().dim_sizes().begin(),
                                                        def.shape().dim_sizes().end()) != d.shape)) {
@@ -275,7 +284,7 @@ class ExampleParser {
     const FeatureSlot& slot = slots_[e * num_slots_ + i];
     const FeatureList& list = lists_[e * num_slots_ + i];
     const int64_t offset = e * d.stride;
-    if (!slot.present) {
+    if (!slot.present || list.kind() == Kind::kNone) {  // an empty Feature counts as missing
       if (d.default_value.NumElements() == 0) {
         return ctx_->InvalidArgument("Name: ", Name(e), ", Feature: ", d.key,
                                      " (data type: ", DataTypeString(d.dtype),
@@ -331,7 +340,7 @@ class ExampleParser {
                                    ".  Number of ", DataTypeString(d.dtype),
                                    " values is not a multiple of stride length. Saw ",
                                    list.size(), " values but output shape is: ",
-                                   DimsString(d.shape));
+                                   ShapeString(d.shape));
     }
     return absl::OkStatus();
   }

@@ -119,22 +119,6 @@ bool CountList(Kind kind, absl::string_view list, int64_t* n) {
   return true;
 }
 
-// Calls fn(list bytes) for every list message of `kind` in `lists`.
-template <typename Fn>
-void ForEachList(Kind kind, absl::string_view lists, Fn&& fn) {
-  WireReader r(lists);
-  uint32_t number, wire;
-  absl::string_view bytes;
-  while (!r.done() && r.ReadTag(&number, &wire)) {
-    if (number == static_cast<uint32_t>(kind) && wire == 2) {
-      r.ReadBytes(&bytes);
-      fn(bytes);
-    } else {
-      r.Skip(wire);
-    }
-  }
-}
-
 // Calls fn(wire type, value bytes or varint) for every field 1 of a list.
 template <typename Fn>
 void ForEachValueField(absl::string_view list, Fn&& fn) {
@@ -159,64 +143,42 @@ void ForEachValueField(absl::string_view list, Fn&& fn) {
 }  // namespace
 
 bool ParseFeature(absl::string_view feature, FeatureList* list) {
-  // Find the last oneof member and where its final run starts.
-  WireReader r(feature);
-  Kind kind = Kind::kNone;
-  const char* run_start = feature.data();
-  uint32_t number, wire;
-  while (!r.done()) {
-    const char* at = r.pos();
-    if (!r.ReadTag(&number, &wire)) return false;
-    if (number >= 1 && number <= 3 && wire == 2) {
-      if (static_cast<Kind>(number) != kind) run_start = at;
-      kind = static_cast<Kind>(number);
-    }
-    if (!r.Skip(wire)) return false;
-  }
-  list->kind_ = kind;
+  list->kind_ = Kind::kNone;
   list->size_ = 0;
-  list->lists_ = kind == Kind::kNone
-                     ? absl::string_view()
-                     : absl::string_view(run_start, feature.data() + feature.size() - run_start);
-  if (kind == Kind::kNone) return true;
-  // Validate and count every list of the final kind.
-  bool ok = true;
-  ForEachList(kind, list->lists_, [&](absl::string_view bytes) {
-    int64_t n = 0;
-    ok = ok && CountList(kind, bytes, &n);
-    list->size_ += n;
-  });
-  return ok;
+  list->list_ = absl::string_view();
+  WireReader r(feature);
+  if (r.done()) return true;  // a Feature with no list
+  uint32_t number, wire;
+  if (!r.ReadTag(&number, &wire) || number < 1 || number > 3 || wire != 2 ||
+      !r.ReadBytes(&list->list_)) {
+    return false;
+  }
+  list->kind_ = static_cast<Kind>(number);
+  return CountList(list->kind_, list->list_, &list->size_);
 }
 
 void FeatureList::CopyFloats(float* out) const {
-  ForEachList(Kind::kFloat, lists_, [&](absl::string_view l) {
-    ForEachValueField(l, [&](uint32_t wire, absl::string_view b, uint64_t) {
-      std::memcpy(out, b.data(), b.size());  // packed run, or one fixed32 value
-      out += b.size() / 4;
-    });
+  ForEachValueField(list_, [&](uint32_t wire, absl::string_view b, uint64_t) {
+    std::memcpy(out, b.data(), b.size());  // a packed run, or one fixed32 value
+    out += b.size() / 4;
   });
 }
 
 void FeatureList::CopyInt64s(int64_t* out) const {
-  ForEachList(Kind::kInt64, lists_, [&](absl::string_view l) {
-    ForEachValueField(l, [&](uint32_t wire, absl::string_view b, uint64_t v) {
-      if (wire == 0) {
-        *out++ = static_cast<int64_t>(v);
-        return;
-      }
-      WireReader packed(b);
-      uint64_t x;
-      while (!packed.done() && packed.ReadVarint(&x)) *out++ = static_cast<int64_t>(x);
-    });
+  ForEachValueField(list_, [&](uint32_t wire, absl::string_view b, uint64_t v) {
+    if (wire == 0) {
+      *out++ = static_cast<int64_t>(v);
+      return;
+    }
+    WireReader packed(b);
+    uint64_t x;
+    while (!packed.done() && packed.ReadVarint(&x)) *out++ = static_cast<int64_t>(x);
   });
 }
 
 void FeatureList::CopyBytes(std::string* out) const {
-  ForEachList(Kind::kBytes, lists_, [&](absl::string_view l) {
-    ForEachValueField(l, [&](uint32_t, absl::string_view b, uint64_t) {
-      (out++)->assign(b.data(), b.size());
-    });
+  ForEachValueField(list_, [&](uint32_t, absl::string_view b, uint64_t) {
+    (out++)->assign(b.data(), b.size());
   });
 }
 

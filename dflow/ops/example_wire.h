@@ -12,8 +12,9 @@
 //   BytesList { repeated bytes value = 1; }
 //   FloatList { repeated float value = 1 [packed]; }  (unpacked also accepted)
 //   Int64List { repeated int64 value = 1 [packed]; }  (unpacked also accepted)
-// Protobuf's merge rules hold: a later map entry with the same key replaces an
-// earlier one, repeated lists concatenate, and the last oneof member wins.
+// As in TensorFlow's parser: a later map entry with the same key replaces an
+// earlier one, and a Feature's first field is its list (later fields are
+// ignored; protobuf would merge them, TensorFlow does not).
 //
 //   bool ok = ForEachFeature(example, [&](absl::string_view key, absl::string_view f) {...});
 //   FeatureList list;
@@ -95,8 +96,8 @@ bool ForEachFeature(absl::string_view example, Fn&& fn) {
   return true;
 }
 
-// One feature's values, still in wire form: the list message's bytes after
-// the last change of oneof member. Views borrow the serialized example.
+// One feature's values, still in wire form: its list message's bytes, a view
+// into the serialized example.
 class FeatureList {
  public:
   Kind kind() const { return kind_; }
@@ -111,11 +112,11 @@ class FeatureList {
   friend bool ParseFeature(absl::string_view feature, FeatureList* list);
   Kind kind_ = Kind::kNone;
   int64_t size_ = 0;
-  absl::string_view lists_;  // Feature fields from the first of the final kind on.
+  absl::string_view list_;  // the list message (BytesList, FloatList or Int64List)
 };
 
-// Parses a Feature's bytes: its kind, and its value count (validating every
-// list). False when the bytes are malformed.
+// Parses a Feature's bytes: its kind (kNone for an empty Feature) and its
+// value count, validating the list. False when the bytes are malformed.
 bool ParseFeature(absl::string_view feature, FeatureList* list);
 
 }  // namespace example_wire

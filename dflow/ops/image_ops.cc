@@ -54,7 +54,7 @@ struct DecodeOptions {
   bool fancy_upscaling = true;
   bool try_recover_truncated = false;
   float acceptable_fraction = 1.0f;
-  J_DCT_METHOD dct_method = JDCT_ISLOW;
+  J_DCT_METHOD dct_method = JDCT_IFAST;  // TensorFlow's default ("")
 };
 
 // --- PNG ---------------------------------------------------------------------
@@ -343,7 +343,7 @@ class DecodeJpegOp : public OpKernel {
       s = absl::InvalidArgumentError(
           absl::StrCat("[DecodeJpeg] ratio must be 1, 2, 4, or 8, got ", ratio));
     }
-    if (dct == "INTEGER_FAST") opt_.dct_method = JDCT_IFAST;
+    if (dct == "INTEGER_ACCURATE") opt_.dct_method = JDCT_ISLOW;
     c->SetStatus(s);
   }
   absl::Status Compute(OpKernelContext* ctx) override { return DecodeAny(ctx, opt_); }
