@@ -4,6 +4,7 @@
 //                       features (what tf.io.parse_example and
 //                       tf.io.parse_single_example emit)
 //   ParseSingleExample  one Example; the keys are attrs
+//   ParseExample        TensorFlow 1's batch op (GraphDefs exported before 2.1)
 //
 // The Examples are read from their wire bytes (example_wire.h): each
 // requested feature's values go straight from the serialized record into the
@@ -563,6 +564,58 @@ class ParseSingleExampleOp : public OpKernel {
   ParseConfig config_;
 };
 
+// TensorFlow 1's op (graphs exported before TensorFlow 2.1): a vector of
+// Examples, each key a scalar input of its own, no ragged features.
+class ParseExampleOp : public OpKernel {
+ public:
+  explicit ParseExampleOp(OpKernelConstruction* c) : OpKernel(c) {
+    int64_t num_sparse = 0;
+    std::vector<DataType> sparse_types;
+    c->GetAttr("Nsparse", &num_sparse).IgnoreError();
+    c->GetAttr("sparse_types", &sparse_types).IgnoreError();
+    if (static_cast<size_t>(num_sparse) != sparse_types.size()) {
+      c->SetStatus(absl::InvalidArgumentError(absl::StrCat(
+          "[ParseExample] len(sparse_keys) != len(sparse_types): ", num_sparse, " vs. ",
+          sparse_types.size())));
+      return;
+    }
+    for (DataType t : sparse_types) config_.sparse.push_back({"", t});
+    c->SetStatus(DenseFromAttrs(c->def(), "ParseExample", {}, &config_));
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& serialized = ctx->input(0);
+    const Tensor& names = ctx->input(1);
+    if (serialized.dims() != 1) {
+      return ctx->InvalidArgument("Expected serialized to be a vector, got shape: ",
+                                  serialized.shape().DebugString());
+    }
+    if (names.NumElements() != 0 && names.shape() != serialized.shape()) {
+      return ctx->InvalidArgument("Expected names to be a vector of the same length as "
+                                  "serialized: names.shape=", names.shape().DebugString(),
+                                  ", serialized.shape=", serialized.shape().DebugString());
+    }
+    ParseConfig config = config_;
+    const int ns = static_cast<int>(config.sparse.size());
+    const int nd = static_cast<int>(config.dense.size());
+    for (int i = 0; i < ns + nd; ++i) {
+      const Tensor& key = ctx->input(2 + i);
+      const bool sparse = i < ns;
+      if (key.dims() != 0) {
+        return ctx->InvalidArgument("Expected ", sparse ? "sparse_keys[" : "dense_keys[",
+                                    sparse ? i : i - ns, "] to be a scalar, got shape: ",
+                                    key.shape().DebugString());
+      }
+      (sparse ? config.sparse[i].key : config.dense[i - ns].key) = key.scalar<std::string>();
+    }
+    RETURN_IF_ERROR(SetDenseDefaults(ctx, 2 + ns + nd, &config));
+    return ExampleParser(ctx, config, serialized, &names).Run();
+  }
+
+ private:
+  ParseConfig config_;  // keys filled per step from the key inputs
+};
+
 // Shapes: with serialized of rank r (0 or 1), sparse indices [?, r+1], values
 // [?], shapes [r+1]; dense values batch + dense_shape (a variable first dim
 // unknown); ragged values [?] and row splits [batch + 1].
@@ -638,6 +691,33 @@ REGISTER_OP("ParseExampleV2")
     .SetShapeFn(ParseExampleV2Shape);
 REGISTER_KERNEL(KernelDefBuilder("ParseExampleV2").Device(kDeviceCPU), ParseExampleV2Op);
 REGISTER_NO_GRADIENT("ParseExampleV2");
+
+absl::Status ParseExampleShape(InferenceContext* c) {
+  int64_t num_sparse = 0;
+  RETURN_IF_ERROR(c->GetAttr("Nsparse", &num_sparse));
+  PartialShape unused;
+  RETURN_IF_ERROR(c->WithRank(c->input(0), 1, &unused));
+  return ParseShape(c, 3 * num_sparse, num_sparse, 0);
+}
+
+REGISTER_OP("ParseExample")
+    .Input("serialized: string")
+    .Input("names: string")
+    .Input("sparse_keys: Nsparse * string")
+    .Input("dense_keys: Ndense * string")
+    .Input("dense_defaults: Tdense")
+    .Output("sparse_indices: Nsparse * int64")
+    .Output("sparse_values: sparse_types")
+    .Output("sparse_shapes: Nsparse * int64")
+    .Output("dense_values: Tdense")
+    .Attr("Nsparse: int >= 0")
+    .Attr("Ndense: int >= 0")
+    .Attr("sparse_types: list({float,int64,string}) >= 0")
+    .Attr("Tdense: list({float,int64,string}) >= 0")
+    .Attr("dense_shapes: list(shape) >= 0")
+    .SetShapeFn(ParseExampleShape);
+REGISTER_KERNEL(KernelDefBuilder("ParseExample").Device(kDeviceCPU), ParseExampleOp);
+REGISTER_NO_GRADIENT("ParseExample");
 
 REGISTER_OP("ParseSingleExample")
     .Input("serialized: string")

@@ -177,6 +177,7 @@ int RunGoldenCases(const std::string& op_name) {
 }
 
 TEST(ParsingGoldenTest, ParseExampleV2) { EXPECT_GT(RunGoldenCases("ParseExampleV2"), 15); }
+TEST(ParsingGoldenTest, ParseExample) { EXPECT_GT(RunGoldenCases("ParseExample"), 2); }
 TEST(ParsingGoldenTest, ParseSingleExample) { EXPECT_GT(RunGoldenCases("ParseSingleExample"), 1); }
 TEST(ParsingGoldenTest, DecodeCSV) { EXPECT_GT(RunGoldenCases("DecodeCSV"), 10); }
 TEST(ParsingGoldenTest, StringToNumber) { EXPECT_GT(RunGoldenCases("StringToNumber"), 5); }

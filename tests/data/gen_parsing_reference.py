@@ -78,7 +78,8 @@ def case(name, op, inputs, attrs, error=None, dflow_error=None):
     `attrs`; empty list attrs go to "empty_lists" (their kind is unknown)."""
     kwargs = dict(inputs)
     # Attrs that the Python wrappers infer from the inputs are not passed.
-    py_attrs = {k: v for k, v in attrs.items() if k not in ("Tdense", "OUT_TYPE", "T")}
+    inferred = ("Tdense", "OUT_TYPE", "T", "Nsparse", "Ndense")
+    py_attrs = {k: v for k, v in attrs.items() if k not in inferred}
     for k, v in attrs.items():
         if isinstance(v, tuple) and v[0] == "shapes":
             py_attrs[k] = [tf.TensorShape([None if d == -1 else d for d in s]) for s in v[1]]
@@ -207,6 +208,25 @@ parse_v2("error_variable_length_stride", [example(v=[1.0, 2.0, 3.0])],
          dense=[("v", tf.float32, [-1, 2], 0.0)],
          error=["Key: v, Index: 0.  Number of float values is not a multiple of stride length. "
                 "Saw 3 values but output shape is: [?,2]"])
+
+# --- ParseExample (TensorFlow 1) ------------------------------------------------
+def parse_v1(name, serialized, sparse=(), dense=(), **kw):
+    inputs = [("serialized", tf.constant(serialized, tf.string)),
+              ("names", tf.constant([], tf.string)),
+              ("sparse_keys", [tf.constant(k) for k, _ in sparse]),
+              ("dense_keys", [tf.constant(d[0]) for d in dense]),
+              ("dense_defaults", [tf.constant(d[3], d[1]) for d in dense])]
+    attrs = {"Nsparse": len(sparse), "Ndense": len(dense), "sparse_types": [t for _, t in sparse],
+             "Tdense": [d[1] for d in dense], "dense_shapes": ("shapes", [d[2] for d in dense])}
+    case(name, "ParseExample", inputs, attrs, **kw)
+
+
+parse_v1("v1_batch_dense_sparse", [e0, e1, e2], sparse=ALL["sparse"], dense=ALL["dense"])
+parse_v1("error_v1_wrong_length", [e0, example(f=[1.0])],
+         dense=[("f", tf.float32, [2], [0.0, 0.0])],
+         error=["Name: <unknown>, Key: f, Index: 1.  Number of float values != expected."])
+parse_v1("error_v1_scalar", e0, dense=[("f", tf.float32, [2], [0.0, 0.0])],
+         error=["Expected serialized to be a vector, got shape: []"])
 
 # --- ParseSingleExample ----------------------------------------------------
 case("single_example", "ParseSingleExample",

@@ -74,7 +74,7 @@ EmptyTensorList TensorListReserve TensorListFromTensor TensorListStack TensorLis
 TensorListSetItem TensorListPushBack TensorListPopBack TensorListLength
 TensorListElementShape
 
-ParseExampleV2 ParseSingleExample DecodeCSV StringToNumber SerializeTensor ParseTensor
+ParseExampleV2 ParseSingleExample ParseExample DecodeCSV StringToNumber SerializeTensor ParseTensor
 StringSplit StringSplitV2 ReadFile DecodePng DecodeJpeg""".split()
 # Functional ops: dflow lowers them into Switch/Merge and inlined bodies before
 # placement (dflow/runtime/function.h), so they have no kernel.
