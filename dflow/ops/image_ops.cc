@@ -8,7 +8,7 @@
 // As in TensorFlow, each op looks at the bytes' signature, so DecodePng also
 // decodes a JPEG and DecodeJpeg a PNG. `channels` 0 keeps the image's own
 // channels; 1, 3 and 4 convert (grey = 0.299 R + 0.587 G + 0.114 B, as
-// libpng and libjpeg compute it; a missing alpha is opaque).
+// libpng and libjpeg compute it; a missing alpha is opaque, see SetPngTransforms).
 //
 // libpng and libjpeg report errors by longjmp: every decoder below keeps its
 // C++ objects outside the setjmp frame and turns an error into INVALID_ARGUMENT.
@@ -97,7 +97,9 @@ int SetPngTransforms(png_structp png, png_infop info, int channels) {
   if (is_color && !want_color) png_set_rgb_to_gray_fixed(png, 1, 29900, 58700);
   if (!is_color && want_color) png_set_gray_to_rgb(png);
   if (has_alpha && !want_alpha) png_set_strip_alpha(png);
-  if (!has_alpha && want_alpha) png_set_add_alpha(png, 0xff, PNG_FILLER_AFTER);
+  // An added alpha is the largest value at the image's own bit depth, as in
+  // TensorFlow (so 3, not 255, for a 2-bit grey image).
+  if (!has_alpha && want_alpha) png_set_add_alpha(png, (1u << depth) - 1, PNG_FILLER_AFTER);
   return channels;
 }
 

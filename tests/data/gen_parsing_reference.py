@@ -354,9 +354,36 @@ png_rgb = tf.io.encode_png(rgb)
 png_rgba = tf.io.encode_png(rgba)
 png_gray = tf.io.encode_png(gray)
 png_16 = tf.io.encode_png(tf.constant((xx * 4000 + yy * 7)[..., None], tf.uint16))
+
+
+def handmade_png(width, height, color_type, bit_depth, rows, chunks=()):
+    """A PNG written chunk by chunk (TensorFlow's encoder writes no palette or
+    sub-byte images): filter type 0 on every row."""
+    import struct
+    import zlib
+
+    def chunk(kind, data):
+        return (struct.pack(">I", len(data)) + kind + data +
+                struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+    ihdr = struct.pack(">IIBBBBB", width, height, bit_depth, color_type, 0, 0, 0)
+    raw_rows = b"".join(b"\x00" + bytes(r) for r in rows)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) +
+            b"".join(chunk(k, d) for k, d in chunks) +
+            chunk(b"IDAT", zlib.compress(raw_rows)) + chunk(b"IEND", b""))
+
+
+# A 4x2 palette image, entry 1 half transparent; a 4x2 2-bit grey image.
+png_palette = tf.constant(handmade_png(
+    4, 2, 3, 8, [[0, 1, 2, 1], [2, 2, 0, 1]],
+    chunks=[(b"PLTE", bytes([255, 0, 0, 0, 255, 0, 10, 20, 30])), (b"tRNS", bytes([255, 128]))]))
+png_gray2 = tf.constant(handmade_png(4, 2, 0, 2, [[0b00011011], [0b11100100]]))
 jpg_rgb = tf.io.encode_jpeg(rgb, quality=90)
 jpg_gray = tf.io.encode_jpeg(gray, quality=90)
 for label, data in [("rgb", png_rgb), ("rgba", png_rgba), ("gray", png_gray), ("16bit", png_16)]:
+    for channels in (0, 1, 3, 4):
+        case(f"png_{label}_channels{channels}", "DecodePng", [("contents", data)],
+             {"channels": channels, "dtype": tf.uint8})
+for label, data in [("palette_trns", png_palette), ("gray_2bit", png_gray2)]:
     for channels in (0, 1, 3, 4):
         case(f"png_{label}_channels{channels}", "DecodePng", [("contents", data)],
              {"channels": channels, "dtype": tf.uint8})
