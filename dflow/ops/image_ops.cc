@@ -3,7 +3,8 @@
 //   DecodePng   PNG through libpng (8- and 16-bit, palette, grey, alpha,
 //               interlaced), scaled to uint8
 //   DecodeJpeg  JPEG through libjpeg(-turbo): ratio, fancy_upscaling,
-//               dct_method, and recovery of truncated files
+//               dct_method, try_recover_truncated (acceptable_fraction is
+//               accepted; as in TensorFlow it never refuses, see below)
 //
 // As in TensorFlow, each op looks at the bytes' signature, so DecodePng also
 // decodes a JPEG and DecodeJpeg a PNG. `channels` 0 keeps the image's own
@@ -257,19 +258,14 @@ absl::Status DecodeJpegImage(OpKernelContext* ctx, const std::string& bytes,
                                 err.message);
   }
   if (!err.truncated) return absl::OkStatus();
-  const int64_t complete = err.truncated_at;
   if (!opt.try_recover_truncated) {
     return ctx->InvalidArgument(
         "jpeg::Uncompress failed. Invalid JPEG data or crop window: the data ends early (",
-        bytes.size(), " bytes, ", complete, " of ", height, " lines)");
+        bytes.size(), " bytes, at line ", err.truncated_at, " of ", height, ")");
   }
-  if (complete < opt.acceptable_fraction * height) {
-    return ctx->InvalidArgument("jpeg::Uncompress failed. Only ", complete, " of ", height,
-                                " lines could be read, fewer than acceptable_fraction ",
-                                opt.acceptable_fraction);
-  }
-  // Rows past the end of the data are black, as TensorFlow leaves them.
-  std::memset(data + complete * width * channels, 0, (height - complete) * width * channels);
+  // Recovering: libjpeg has completed the scan past the end of the data
+  // (grey rows), which is TensorFlow's result too. acceptable_fraction counts
+  // the rows libjpeg returned, so it never refuses such an image.
   return absl::OkStatus();
 }
 

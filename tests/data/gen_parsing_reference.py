@@ -7,7 +7,8 @@ Run with a TensorFlow 2.x install:  python3 tests/data/gen_parsing_reference.py
 
 Each case: {"name", "op", "attrs": {name: [kind, value]}, "inputs": [tensor],
 "outputs": [tensor]} or, for a failing case, "error": [fragments]. A tensor is
-{"dtype", "shape", "values"}; strings are hex (records and images are bytes),
+{"dtype", "shape", "values"} (with "compare_prefix", only that many leading
+values of the outputs are compared); strings are hex (records and images are bytes),
 floats that JSON cannot hold are "nan", "inf", "-inf". Every error fragment is
 checked here against TensorFlow's own message, except those listed in
 "dflow_error" (where dflow says more than TensorFlow, e.g. the record index).
@@ -399,6 +400,20 @@ case("jpeg_integer_accurate", "DecodeJpeg", [("contents", jpg_rgb)],
      {"dct_method": "INTEGER_ACCURATE"})
 case("jpeg_decodes_png", "DecodeJpeg", [("contents", png_rgb)], {"channels": 3})
 case("error_jpeg_truncated", "DecodeJpeg", [("contents", tf.strings.substr(jpg_rgb, 0, 300))], {},
+     error=["jpeg::Uncompress failed. Invalid JPEG data or crop window"])
+# 64 rows cut at about 60% of the bytes: libjpeg completes the scan with grey
+# rows, which TensorFlow returns when asked to recover (acceptable_fraction
+# counts the rows libjpeg returned, so every row).
+yy64, xx64 = np.mgrid[0:64, 0:24]
+jpg_tall = tf.io.encode_jpeg(np.stack([xx64 * 10, yy64 * 4, (xx64 * yy64) % 256], -1)
+                             .astype(np.uint8), quality=90)
+jpg_cut = tf.strings.substr(jpg_tall, 0, tf.strings.length(jpg_tall) * 6 // 10)
+case("jpeg_truncated_recovered", "DecodeJpeg", [("contents", jpg_cut)],
+     {"try_recover_truncated": True, "acceptable_fraction": 0.1})
+# Past the cut the rows depend on how the libjpeg-turbo release fills the missing
+# data (TensorFlow bundles its own): only the first 15 rows (and the shape) are compared.
+cases[-1]["compare_prefix"] = 15 * 24 * 3
+case("error_jpeg_truncated_not_recovered", "DecodeJpeg", [("contents", jpg_cut)], {},
      error=["jpeg::Uncompress failed. Invalid JPEG data or crop window"])
 case("error_png_truncated", "DecodePng", [("contents", tf.strings.substr(png_rgb, 0, 40))],
      {"channels": 0, "dtype": tf.uint8}, error=["Invalid PNG"])
