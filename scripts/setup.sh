@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libabsl-dev libeigen3-dev libopenblas-dev zlib1g-dev libpng-dev
+  libabsl-dev libeigen3-dev libopenblas-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   libssl-dev openssl
   dataset-fashion-mnist

@@ -72,7 +72,10 @@ VariableShape
 
 EmptyTensorList TensorListReserve TensorListFromTensor TensorListStack TensorListGetItem
 TensorListSetItem TensorListPushBack TensorListPopBack TensorListLength
-TensorListElementShape Sin Cos""".split()
+TensorListElementShape Sin Cos
+
+ParseExampleV2 ParseSingleExample ParseExample DecodeCSV StringToNumber SerializeTensor ParseTensor
+StringSplit StringSplitV2 ReadFile DecodePng DecodeJpeg""".split()
 # Functional ops: dflow lowers them into Switch/Merge and inlined bodies before
 # placement (dflow/runtime/function.h), so they have no kernel.
 LOWERED_OPS = "If StatelessIf While StatelessWhile PartitionedCall StatefulPartitionedCall".split()
