@@ -1,5 +1,5 @@
 // tf.data's dataset ops: sources (TensorSliceDataset, TensorDataset,
-// RangeDataset, TFRecordDataset) and transformations (BatchDatasetV2,
+// RangeDataset, TFRecordDataset, plain or GZIP/ZLIB) and transformations (BatchDatasetV2,
 // RepeatDataset, TakeDataset, SkipDataset, MapDataset, ParallelMapDatasetV2,
 // FlatMapDataset, FilterDataset), each
 // an op that outputs a dataset variant, with TensorFlow's OpDefs.
@@ -171,8 +171,8 @@ class RangeDatasetOp : public DatasetOpKernel {
 
 class TFRecordDataset : public DatasetBase {
  public:
-  explicit TFRecordDataset(std::vector<std::string> files)
-      : DatasetBase({DT_STRING}), files_(std::move(files)) {}
+  TFRecordDataset(std::vector<std::string> files, io::TFRecordCompression compression)
+      : DatasetBase({DT_STRING}), files_(std::move(files)), compression_(compression) {}
   std::unique_ptr<IteratorBase> MakeIterator() const override {
     return std::make_unique<Iterator>(this);
   }
@@ -189,7 +189,7 @@ class TFRecordDataset : public DatasetBase {
         if (reader_ == nullptr) {
           *end = file_ >= d_->files_.size();
           if (*end) return absl::OkStatus();
-          ASSIGN_OR_RETURN(reader_, io::TFRecordReader::Open(d_->files_[file_]));
+          ASSIGN_OR_RETURN(reader_, io::TFRecordReader::Open(d_->files_[file_], d_->compression_));
         }
         std::string record;
         absl::Status s = reader_->ReadRecord(&record);
@@ -212,6 +212,7 @@ class TFRecordDataset : public DatasetBase {
     std::unique_ptr<io::TFRecordReader> reader_;
   };
   const std::vector<std::string> files_;
+  const io::TFRecordCompression compression_;
 };
 
 class TFRecordDatasetOp : public DatasetOpKernel {
@@ -227,13 +228,11 @@ class TFRecordDatasetOp : public DatasetOpKernel {
     if (compression.dtype() != DT_STRING || compression.dims() != 0) {
       return absl::InvalidArgumentError("`compression_type` must be a string scalar");
     }
-    if (!compression.scalar<std::string>().empty()) {
-      return absl::UnimplementedError(absl::StrCat(
-          "compression_type '", compression.scalar<std::string>(), "' is not supported; only ''"));
-    }
+    ASSIGN_OR_RETURN(io::TFRecordCompression type,
+                     io::ParseTFRecordCompression(compression.scalar<std::string>()));
     std::vector<std::string> files(names.flat<std::string>().begin(),
                                    names.flat<std::string>().end());
-    return std::make_shared<TFRecordDataset>(std::move(files));
+    return std::make_shared<TFRecordDataset>(std::move(files), type);
   }
 };
 
