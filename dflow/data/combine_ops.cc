@@ -109,6 +109,7 @@ class ConcatenateDataset : public DatasetBase {
         : d_(d->shared_from_this()), c_(d), input_(d->first_->MakeIterator()) {}
     absl::Status GetNext(IteratorContext* ctx, std::vector<Tensor>* out, bool* end) override {
       while (input_ != nullptr) {
+        *end = false;
         RETURN_IF_ERROR(input_->GetNext(ctx, out, end));
         if (!*end) return absl::OkStatus();
         input_ = on_first_ ? c_->second_->MakeIterator() : nullptr;
@@ -190,8 +191,10 @@ class InterleaveDataset : public DatasetBase {
       while (!input_end_ || open_ > 0) {
         Open& slot = slots_[cycle_];
         if (slot.it != nullptr) {
-          RETURN_IF_ERROR(slot.it->GetNext(ctx, out, end));
-          if (!*end) {
+          bool slot_end = false;
+          RETURN_IF_ERROR(slot.it->GetNext(ctx, out, &slot_end));
+          if (!slot_end) {
+            *end = false;
             RETURN_IF_ERROR(CheckElementTypes(*out, i_->output_dtypes(), i_->what_));
             if (++block_ == i_->block_length_) Advance();
             return absl::OkStatus();

@@ -194,6 +194,7 @@ class TFRecordDataset : public DatasetBase {
         std::string record;
         absl::Status s = reader_->ReadRecord(&record);
         if (s.ok()) {
+          *end = false;  // the caller's flag may hold an earlier end
           Tensor t(DT_STRING, TensorShape());
           t.scalar<std::string>() = std::move(record);
           *out = {std::move(t)};

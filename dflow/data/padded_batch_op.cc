@@ -90,7 +90,7 @@ class PaddedBatchDataset : public DatasetBase {
       for (int d = 0; d < t.dims(); ++d) {
         if (padded[d] >= 0 && t.dim_size(d) > padded[d]) {
           return absl::DataLossError(absl::StrCat(
-              what_, ": Attempted to pad to a smaller size than the input element: component ", c,
+              what_, ": Attempted to pad to a smaller size than the input element. Component ", c,
               " has shape ", ShapeString(t.shape()), ", its padded shape is ", DimsString(padded)));
         }
         if (padded[d] < 0) dims[d + 1] = std::max(dims[d + 1], t.dim_size(d));
