@@ -1,6 +1,6 @@
 // tf.data's dataset ops: sources (TensorSliceDataset, TensorDataset,
 // RangeDataset, TFRecordDataset, plain or GZIP/ZLIB) and transformations (BatchDatasetV2,
-// RepeatDataset, TakeDataset, SkipDataset, MapDataset, ParallelMapDatasetV2,
+// RepeatDataset, TakeDataset, SkipDataset, OptionsDataset, MapDataset, ParallelMapDatasetV2,
 // FlatMapDataset, FilterDataset), each
 // an op that outputs a dataset variant, with TensorFlow's OpDefs.
 #include <string>
@@ -443,6 +443,17 @@ class TakeSkipDatasetOp : public DatasetOpKernel {
   }
 };
 
+// OptionsDataset (Dataset.with_options): TensorFlow's options tune its
+// static optimizations and threading, which dflow does not have; the
+// elements are the input's.
+class OptionsDatasetOp : public DatasetOpKernel {
+ public:
+  using DatasetOpKernel::DatasetOpKernel;
+  absl::StatusOr<std::shared_ptr<const DatasetBase>> MakeDataset(OpKernelContext* ctx) override {
+    return GetDataset(ctx->input(0));
+  }
+};
+
 // --- MapDataset, ParallelMapDatasetV2, FlatMapDataset, FilterDataset -----------------
 
 // What MapDataset does with the function's results for each input element.
@@ -653,6 +664,16 @@ REGISTER_OP("SkipDataset")
     .Attr("metadata: string = ''")
     .SetShapeFn(ScalarShape);
 REGISTER_KERNEL(KernelDefBuilder("SkipDataset").Device(kDeviceCPU), TakeSkipDatasetOp<false>);
+
+REGISTER_OP("OptionsDataset")
+    .Input("input_dataset: variant")
+    .Output("handle: variant")
+    .Attr("serialized_options: string")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .Attr("metadata: string = ''")
+    .SetShapeFn(ScalarShape);
+REGISTER_KERNEL(KernelDefBuilder("OptionsDataset").Device(kDeviceCPU), OptionsDatasetOp);
 
 REGISTER_OP("MapDataset")
     .Input("input_dataset: variant")

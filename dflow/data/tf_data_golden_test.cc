@@ -395,6 +395,13 @@ TEST_F(TfDataGoldenTest, ShardIndexOutOfRangeIsInvalidArgumentNamingIt) {
   EXPECT_THAT(s.message(), HasSubstr("num_shards = 0"));
 }
 
+TEST_F(TfDataGoldenTest, WithOptionsKeepsTheElements) {
+  Load("options");
+  ASSERT_EQ(expected_["batches"].size(), 3u);
+  ASSERT_TRUE(Init().ok());
+  ExpectTensorFlowsBatches();
+}
+
 // --- iterators: optional, anonymous, string handles ------------------------------------
 
 TEST_F(TfDataGoldenTest, GetNextAsOptionalHasNoValueAtTheEnd) {

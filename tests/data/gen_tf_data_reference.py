@@ -51,6 +51,8 @@ Pipelines:
   interleave_ranges  range(1, 6).interleave(range(10x, 10x + x), cycle_length=2,
                      block_length=2) then .batch(4), one-shot
   cache_repeat       range(6).map(x * x).cache().repeat(3), initializable (CacheDataset)
+  options            range(5).map(x + 1).with_options(...).batch(2), initializable
+                     (OptionsDataset: the options change nothing in dflow)
   cache_shuffle      range(20).shuffle(20).cache().repeat(2): unseeded, so the test
                      checks the second pass repeats the first (the cache's order)
   shard              range(10).shard(3, 1).repeat(2), initializable (ShardDataset);
@@ -228,6 +230,15 @@ def cache_repeat():
     return it.get_next(), it.initializer, None
 
 
+def options():
+    opts = tf.data.Options()
+    opts.deterministic = True
+    opts.experimental_optimization.map_parallelization = False
+    ds = tf.data.Dataset.range(5).map(lambda x: x + 1).with_options(opts).batch(2)
+    it = tf.compat.v1.data.make_initializable_iterator(ds)
+    return it.get_next(), it.initializer, None
+
+
 def cache_shuffle():
     ds = tf.data.Dataset.range(20).shuffle(20).cache().repeat(2)
     it = tf.compat.v1.data.make_initializable_iterator(ds)
@@ -338,6 +349,7 @@ if __name__ == "__main__":
     save("interleave_ranges", interleave_ranges)
     save("cache_repeat", cache_repeat)
     save("cache_shuffle", cache_shuffle)
+    save("options", options)
     save("shard", shard)
     save_anonymous_iterator()
     save_optional()

@@ -84,7 +84,8 @@ IteratorV2 MakeIterator IteratorGetNext IteratorToStringHandle ShuffleDataset
 PrefetchDataset ParallelMapDatasetV2 FilterDataset PaddedBatchDatasetV2 ZipDataset
 ConcatenateDataset InterleaveDataset ParallelInterleaveDatasetV4 CacheDataset ShardDataset
 AnonymousIteratorV2 AnonymousIteratorV3 DeleteIterator IteratorFromStringHandle
-IteratorFromStringHandleV2 IteratorGetNextAsOptional OptionalHasValue OptionalGetValue""".split()
+IteratorFromStringHandleV2 IteratorGetNextAsOptional OptionalHasValue OptionalGetValue
+OptionsDataset""".split()
 
 
 def arg_json(arg):
