@@ -187,6 +187,28 @@ TEST_P(CompressedTFRecordTest, WritesTensorFlowsBytes) {
   EXPECT_EQ(got, GoldenRecords());
 }
 
+// Records and files larger than the streams' 256 KiB chunks, some barely
+// compressible, round trip.
+TEST_P(CompressedTFRecordTest, LargeRecordsRoundTrip) {
+  std::vector<std::string> records = {std::string(700 << 10, 'a'), "small", ""};
+  std::string noise(600 << 10, '\0');
+  uint64_t x = 88172645463325252ull;
+  for (char& c : noise) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    c = static_cast<char>(x);
+  }
+  records.push_back(noise);
+  const std::string path = dir_.path() + "/big.tfrecord";
+  auto w = TFRecordWriter::Create(path, compression());
+  ASSERT_TRUE(w.ok()) << w.status();
+  for (const std::string& r : records) ASSERT_TRUE((*w)->Write(r).ok());
+  ASSERT_TRUE((*w)->Close().ok());
+  EXPECT_GT(ReadFileOrDie(path).size(), size_t{600} << 10);  // the noise stays big
+  auto [got, end] = ReadAll(path, compression());
+  EXPECT_TRUE(absl::IsOutOfRange(end)) << end;
+  EXPECT_EQ(got, records);
+}
+
 TEST_P(CompressedTFRecordTest, ReadAsUncompressedIsDataLoss) {
   auto [got, end] = ReadAll(Golden());
   EXPECT_TRUE(got.empty());
