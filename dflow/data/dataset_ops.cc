@@ -1,6 +1,6 @@
 // tf.data's dataset ops: sources (TensorSliceDataset, TensorDataset,
-// RangeDataset, TFRecordDataset) and transformations (BatchDatasetV2,
-// RepeatDataset, TakeDataset, SkipDataset, MapDataset, ParallelMapDatasetV2,
+// RangeDataset, TFRecordDataset, plain or GZIP/ZLIB) and transformations (BatchDatasetV2,
+// RepeatDataset, TakeDataset, SkipDataset, OptionsDataset, MapDataset, ParallelMapDatasetV2,
 // FlatMapDataset, FilterDataset), each
 // an op that outputs a dataset variant, with TensorFlow's OpDefs.
 #include <string>
@@ -171,8 +171,8 @@ class RangeDatasetOp : public DatasetOpKernel {
 
 class TFRecordDataset : public DatasetBase {
  public:
-  explicit TFRecordDataset(std::vector<std::string> files)
-      : DatasetBase({DT_STRING}), files_(std::move(files)) {}
+  TFRecordDataset(std::vector<std::string> files, io::TFRecordCompression compression)
+      : DatasetBase({DT_STRING}), files_(std::move(files)), compression_(compression) {}
   std::unique_ptr<IteratorBase> MakeIterator() const override {
     return std::make_unique<Iterator>(this);
   }
@@ -189,11 +189,12 @@ class TFRecordDataset : public DatasetBase {
         if (reader_ == nullptr) {
           *end = file_ >= d_->files_.size();
           if (*end) return absl::OkStatus();
-          ASSIGN_OR_RETURN(reader_, io::TFRecordReader::Open(d_->files_[file_]));
+          ASSIGN_OR_RETURN(reader_, io::TFRecordReader::Open(d_->files_[file_], d_->compression_));
         }
         std::string record;
         absl::Status s = reader_->ReadRecord(&record);
         if (s.ok()) {
+          *end = false;  // the caller's flag may hold an earlier end
           Tensor t(DT_STRING, TensorShape());
           t.scalar<std::string>() = std::move(record);
           *out = {std::move(t)};
@@ -212,6 +213,7 @@ class TFRecordDataset : public DatasetBase {
     std::unique_ptr<io::TFRecordReader> reader_;
   };
   const std::vector<std::string> files_;
+  const io::TFRecordCompression compression_;
 };
 
 class TFRecordDatasetOp : public DatasetOpKernel {
@@ -227,13 +229,11 @@ class TFRecordDatasetOp : public DatasetOpKernel {
     if (compression.dtype() != DT_STRING || compression.dims() != 0) {
       return absl::InvalidArgumentError("`compression_type` must be a string scalar");
     }
-    if (!compression.scalar<std::string>().empty()) {
-      return absl::UnimplementedError(absl::StrCat(
-          "compression_type '", compression.scalar<std::string>(), "' is not supported; only ''"));
-    }
+    ASSIGN_OR_RETURN(io::TFRecordCompression type,
+                     io::ParseTFRecordCompression(compression.scalar<std::string>()));
     std::vector<std::string> files(names.flat<std::string>().begin(),
                                    names.flat<std::string>().end());
-    return std::make_shared<TFRecordDataset>(std::move(files));
+    return std::make_shared<TFRecordDataset>(std::move(files), type);
   }
 };
 
@@ -440,6 +440,17 @@ class TakeSkipDatasetOp : public DatasetOpKernel {
     ASSIGN_OR_RETURN(auto input, GetDataset(ctx->input(0)));
     ASSIGN_OR_RETURN(int64_t count, ScalarInput(*ctx, 1, "count"));
     return std::make_shared<TakeSkipDataset>(std::move(input), count, kTake);
+  }
+};
+
+// OptionsDataset (Dataset.with_options): TensorFlow's options tune its
+// static optimizations and threading, which dflow does not have; the
+// elements are the input's.
+class OptionsDatasetOp : public DatasetOpKernel {
+ public:
+  using DatasetOpKernel::DatasetOpKernel;
+  absl::StatusOr<std::shared_ptr<const DatasetBase>> MakeDataset(OpKernelContext* ctx) override {
+    return GetDataset(ctx->input(0));
   }
 };
 
@@ -653,6 +664,16 @@ REGISTER_OP("SkipDataset")
     .Attr("metadata: string = ''")
     .SetShapeFn(ScalarShape);
 REGISTER_KERNEL(KernelDefBuilder("SkipDataset").Device(kDeviceCPU), TakeSkipDatasetOp<false>);
+
+REGISTER_OP("OptionsDataset")
+    .Input("input_dataset: variant")
+    .Output("handle: variant")
+    .Attr("serialized_options: string")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .Attr("metadata: string = ''")
+    .SetShapeFn(ScalarShape);
+REGISTER_KERNEL(KernelDefBuilder("OptionsDataset").Device(kDeviceCPU), OptionsDatasetOp);
 
 REGISTER_OP("MapDataset")
     .Input("input_dataset: variant")

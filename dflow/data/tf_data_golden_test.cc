@@ -2,6 +2,9 @@
 // (tests/data/tf_data, made by tests/data/gen_tf_data_reference.py) run in a
 // dflow session: every batch equals TensorFlow's, then OUT_OF_RANGE "End of
 // sequence"; corrupt and missing TFRecord files fail as TensorFlow's do.
+// Also padded_batch, zip, concatenate, interleave (over plain, GZIP and ZLIB
+// TFRecord files), cache, shard, optionals, anonymous iterators and string
+// handles.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -48,6 +51,16 @@ class TfDataGoldenTest : public ::testing::Test {
     session_ = *std::move(s);
     ASSERT_TRUE(session_->Create(graph).ok());
   }
+  // Runs the pipeline's initializer, feeding the files TensorFlow was fed.
+  absl::Status Init() {
+    std::vector<std::string> files;
+    if (expected_.contains("feed_files")) {
+      for (const json& f : expected_["feed_files"]) {
+        files.push_back(TestDataDir() + "/" + f.get<std::string>());
+      }
+    }
+    return Init(files);
+  }
   // Runs the pipeline's initializer, feeding `files` to its placeholder.
   absl::Status Init(const std::vector<std::string>& files) {
     if (expected_["init"].is_null()) return absl::OkStatus();
@@ -64,7 +77,8 @@ class TfDataGoldenTest : public ::testing::Test {
     for (size_t b = 0; b < expected_["batches"].size(); ++b) {
       SCOPED_TRACE(absl::StrCat("batch ", b));
       std::vector<Tensor> out;
-      ASSERT_TRUE(Next(&out).ok());
+      absl::Status s = Next(&out);
+      ASSERT_TRUE(s.ok()) << s;
       const json& want = expected_["batches"][b];
       ASSERT_EQ(out.size(), want.size());
       for (size_t i = 0; i < out.size(); ++i) ExpectValue(out[i], want[i]);
@@ -95,6 +109,9 @@ class TfDataGoldenTest : public ::testing::Test {
           break;
         case DT_STRING:
           EXPECT_EQ(t.flat<std::string>()[i], absl::HexStringToBytes(v[i].get<std::string>()));
+          break;
+        case DT_BOOL:
+          EXPECT_EQ(t.flat<bool>()[i], v[i].get<bool>());
           break;
         default:
           FAIL() << "unexpected dtype " << DataTypeString(t.dtype());
@@ -267,6 +284,174 @@ TEST_F(TfDataGoldenTest, MapFunctionErrorIsTheStepsError) {
   const std::string kernel_message = tf_message.substr(tf_message.find("Input to DecodeRaw"));
   EXPECT_EQ(static_cast<int>(s.code()), expected_["error"]["code"].get<int>()) << s;
   EXPECT_THAT(s.message(), AllOf(HasSubstr(kernel_message), HasSubstr("MapDataset")));
+}
+
+// --- padded_batch, zip, concatenate, interleave, cache, shard ----------------------------
+
+TEST_F(TfDataGoldenTest, PaddedBatchPadsEachComponentAsTensorFlow) {
+  Load("padded_batch");
+  ASSERT_EQ(expected_["batches"].size(), 3u);  // 3, 3, 1 elements
+  ExpectTensorFlowsBatches();
+}
+
+TEST_F(TfDataGoldenTest, PaddedBatchDropRemainder) {
+  Load("padded_batch_drop");
+  ASSERT_EQ(expected_["batches"].size(), 2u);
+  ExpectTensorFlowsBatches();
+}
+
+TEST_F(TfDataGoldenTest, PaddedBatchElementLargerThanItsPaddedShapeFailsAsTensorFlow) {
+  Load("padded_batch_small");
+  std::vector<Tensor> out;
+  ASSERT_TRUE(Next(&out).ok());  // [1], [2] fit in [2]
+  ExpectValue(out[0], expected_["batches"][0][0]);
+  absl::Status s = Next(&out);  // [3, 3, 3] does not
+  EXPECT_EQ(static_cast<int>(s.code()), expected_["error"]["code"].get<int>()) << s;
+  EXPECT_THAT(s.message(), AllOf(HasSubstr(expected_["error"]["message"].get<std::string>()),
+                                 HasSubstr("[3]"), HasSubstr("padded shape is [2]")));
+}
+
+TEST_F(TfDataGoldenTest, ZipThenConcatenate) {
+  Load("zip_concatenate");
+  ASSERT_EQ(expected_["batches"].size(), 7u);  // 3 zipped, then 4
+  ASSERT_TRUE(Init().ok());
+  ExpectTensorFlowsBatches();
+}
+
+TEST_F(TfDataGoldenTest, InterleavePlainGzipAndZlibTFRecordFiles) {
+  Load("interleave_tfrecord");
+  ASSERT_EQ(expected_["batches"].size(), 21u);  // 7 records in each of 3 files
+  absl::Status init = Init();
+  ASSERT_TRUE(init.ok()) << init;
+  ExpectTensorFlowsBatches();
+}
+
+TEST_F(TfDataGoldenTest, ParallelInterleaveGivesTheDeterministicOrder) {
+  Load("parallel_interleave_tfrecord");
+  ASSERT_TRUE(Init().ok());
+  ExpectTensorFlowsBatches();
+}
+
+TEST_F(TfDataGoldenTest, InterleaveCycleAndBlockLengths) {
+  Load("interleave_ranges");
+  ExpectTensorFlowsBatches();
+}
+
+TEST_F(TfDataGoldenTest, CorruptGzipFileInAnInterleaveIsDataLossNamingIt) {
+  Load("interleave_tfrecord");
+  io::TempDir dir;
+  std::string bytes = io::ReadFileOrDie(TestDataDir() + "/tfrecord/gzip.tfrecord");
+  bytes.resize(bytes.size() / 2);  // truncated
+  const std::string path = dir.path() + "/cut.tfrecord.gz";
+  io::WriteFileOrDie(path, bytes);
+  ASSERT_TRUE(Init({kTFRecord, path, TestDataDir() + "/tfrecord/zlib.tfrecord"}).ok());
+  absl::Status s;
+  std::vector<Tensor> out;
+  for (int i = 0; i < 30 && s.ok(); ++i) s = Next(&out);
+  EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr(path));
+}
+
+TEST_F(TfDataGoldenTest, CacheThenRepeat) {
+  Load("cache_repeat");
+  ASSERT_EQ(expected_["batches"].size(), 18u);
+  ASSERT_TRUE(Init().ok());
+  ExpectTensorFlowsBatches();
+}
+
+// An unseeded shuffle before cache(): the later passes read the cache, so
+// they repeat the first pass's order.
+TEST_F(TfDataGoldenTest, CacheKeepsTheFirstPassOfAShuffle) {
+  Load("cache_shuffle");
+  for (int init = 0; init < 2; ++init) {
+    ASSERT_TRUE(Init().ok());
+    std::vector<std::vector<Tensor>> elements;
+    for (std::vector<Tensor> out; Next(&out).ok();) elements.push_back(out);
+    ASSERT_EQ(elements.size(), 40u);
+    std::vector<int64_t> all = Flatten(elements);
+    std::vector<int64_t> first(all.begin(), all.begin() + 20), second(all.begin() + 20, all.end());
+    EXPECT_EQ(first, second);
+    std::sort(first.begin(), first.end());
+    for (int64_t i = 0; i < 20; ++i) EXPECT_EQ(first[i], i);
+  }
+}
+
+TEST_F(TfDataGoldenTest, ShardTakesEveryNthElementFromIndex) {
+  Load("shard");
+  ASSERT_EQ(expected_["batches"].size(), 6u);  // 1, 4, 7, twice
+  ASSERT_TRUE(Init().ok());
+  ExpectTensorFlowsBatches();
+}
+
+TEST_F(TfDataGoldenTest, ShardIndexOutOfRangeIsInvalidArgumentNamingIt) {
+  Load("shard");
+  absl::Status s = session_->Run({{"index:0", Tensor::Scalar<int64_t>(3)}}, {},
+                                 {expected_["init"]}, nullptr);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("Index must be between 0 and 2 (currently index = 3)"));
+  s = session_->Run({{"num_shards:0", Tensor::Scalar<int64_t>(0)}}, {}, {expected_["init"]},
+                    nullptr);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("num_shards = 0"));
+}
+
+TEST_F(TfDataGoldenTest, WithOptionsKeepsTheElements) {
+  Load("options");
+  ASSERT_EQ(expected_["batches"].size(), 3u);
+  ASSERT_TRUE(Init().ok());
+  ExpectTensorFlowsBatches();
+}
+
+// --- iterators: optional, anonymous, string handles ------------------------------------
+
+TEST_F(TfDataGoldenTest, GetNextAsOptionalHasNoValueAtTheEnd) {
+  Load("optional");
+  ASSERT_TRUE(Init().ok());
+  for (int i = 0; i < 2; ++i) {
+    std::vector<Tensor> out;
+    ASSERT_TRUE(Next(&out).ok());
+    ExpectValue(out[0], expected_["batches"][i][0]);
+    ExpectValue(out[1], expected_["batches"][i][1]);
+  }
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session_->Run({}, {expected_["fetches"][0]}, {}, &out).ok());
+  ExpectValue(out[0], expected_["batches"][2][0]);  // false
+  absl::Status s = session_->Run({}, {expected_["fetches"][1]}, {}, &out);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("does not have a value"));
+}
+
+TEST_F(TfDataGoldenTest, AnonymousIteratorMadeUsedAndDeletedInOneRun) {
+  Load("anonymous_iterator");
+  for (const json& run : expected_["runs"]) {
+    std::vector<Tensor> out;
+    absl::Status s = session_->Run({}, expected_["fetches"], {expected_["target"]}, &out);
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_EQ(out[0].scalar<int64_t>(), run[0].get<int64_t>());
+    EXPECT_EQ(out[1].scalar<int64_t>(), run[1].get<int64_t>());
+  }
+}
+
+// from_string_handle: one get_next reads the train or the test iterator,
+// whichever handle is fed, each keeping its place.
+TEST_F(TfDataGoldenTest, StringHandleSwitchesBetweenIterators) {
+  Load("string_handle");
+  std::vector<Tensor> handles;
+  ASSERT_TRUE(session_->Run({}, {expected_["train_handle"], expected_["test_handle"]}, {},
+                            &handles).ok());
+  ASSERT_TRUE(session_->Run({}, {}, {expected_["test_init"]}, nullptr).ok());
+  for (const json& step : expected_["sequence"]) {
+    const Tensor& h = step[0] == "train" ? handles[0] : handles[1];
+    std::vector<Tensor> out;
+    absl::Status s = session_->Run({{expected_["handle"], h}}, {expected_["fetch"]}, {}, &out);
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_EQ(out[0].scalar<int64_t>(), step[1].get<int64_t>()) << step;
+  }
+  std::vector<Tensor> out;
+  absl::Status s = session_->Run({{expected_["handle"], Tensor::Scalar<std::string>("junk")}},
+                                 {expected_["fetch"]}, {}, &out);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("string_handle"));
 }
 
 }  // namespace

@@ -19,9 +19,28 @@ uint32_t MaskedCrc(const char* data, size_t n) { return crc32c::Mask(crc32c::Val
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<TFRecordWriter>> TFRecordWriter::Create(const std::string& path) {
+absl::StatusOr<TFRecordCompression> ParseTFRecordCompression(absl::string_view type) {
+  if (type.empty()) return TFRecordCompression::kNone;
+  if (type == "ZLIB") return TFRecordCompression::kZlib;
+  if (type == "GZIP") return TFRecordCompression::kGzip;
+  return absl::InvalidArgumentError(absl::StrCat("Unsupported compression_type: '", type,
+                                                 "'; expected '', 'ZLIB' or 'GZIP'"));
+}
+
+absl::StatusOr<std::unique_ptr<TFRecordWriter>> TFRecordWriter::Create(
+    const std::string& path, TFRecordCompression compression) {
   ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, WritableFile::Create(path));
-  return std::unique_ptr<TFRecordWriter>(new TFRecordWriter(std::move(file)));
+  std::unique_ptr<TFRecordWriter> w(new TFRecordWriter(std::move(file)));
+  if (compression != TFRecordCompression::kNone) {
+    w->zlib_ = std::make_unique<ZlibOutputStream>(
+        w->file_.get(),
+        compression == TFRecordCompression::kGzip ? ZlibFormat::kGzip : ZlibFormat::kZlib);
+  }
+  return w;
+}
+
+absl::Status TFRecordWriter::Append(absl::string_view data) {
+  return zlib_ != nullptr ? zlib_->Append(data) : file_->Append(data);
 }
 
 absl::Status TFRecordWriter::Write(absl::string_view record) {
@@ -31,27 +50,51 @@ absl::Status TFRecordWriter::Write(absl::string_view record) {
   EncodeFixed32(header + sizeof(length), MaskedCrc(header, sizeof(length)));
   char footer[kTFRecordFooterBytes];
   EncodeFixed32(footer, MaskedCrc(record.data(), record.size()));
-  RETURN_IF_ERROR(file_->Append(absl::string_view(header, sizeof(header))));
-  RETURN_IF_ERROR(file_->Append(record));
-  return file_->Append(absl::string_view(footer, sizeof(footer)));
+  RETURN_IF_ERROR(Append(absl::string_view(header, sizeof(header))));
+  RETURN_IF_ERROR(Append(record));
+  return Append(absl::string_view(footer, sizeof(footer)));
 }
 
-absl::Status TFRecordWriter::Close() { return file_->Close(); }
+absl::Status TFRecordWriter::Close() {
+  if (zlib_ != nullptr) RETURN_IF_ERROR(zlib_->Finish());
+  return file_->Close();
+}
 
-absl::StatusOr<std::unique_ptr<TFRecordReader>> TFRecordReader::Open(const std::string& path) {
+absl::StatusOr<std::unique_ptr<TFRecordReader>> TFRecordReader::Open(
+    const std::string& path, TFRecordCompression compression) {
   ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, RandomAccessFile::Open(path));
-  return std::unique_ptr<TFRecordReader>(new TFRecordReader(std::move(file)));
+  std::unique_ptr<InputStream> in;
+  if (compression == TFRecordCompression::kNone) {
+    in = std::make_unique<FileInputStream>(std::move(file));
+  } else {
+    in = std::make_unique<ZlibInputStream>(
+        std::move(file),
+        compression == TFRecordCompression::kGzip ? ZlibFormat::kGzip : ZlibFormat::kZlib);
+  }
+  return std::unique_ptr<TFRecordReader>(new TFRecordReader(std::move(in)));
+}
+
+absl::StatusOr<size_t> TFRecordReader::ReadFully(size_t n, char* dst) {
+  size_t done = 0;
+  while (done < n) {
+    ASSIGN_OR_RETURN(size_t got, in_->Read(n - done, dst + done));
+    if (got == 0) break;
+    done += got;
+  }
+  return done;
 }
 
 absl::StatusOr<uint64_t> TFRecordReader::ReadLength() {
-  const uint64_t left = file_->size() - offset_;
-  if (left < kTFRecordHeaderBytes) {
+  char header[kTFRecordHeaderBytes];
+  ASSIGN_OR_RETURN(const size_t got, ReadFully(sizeof(header), header));
+  if (got == 0) {
+    return absl::OutOfRangeError(absl::StrCat("TFRecord file '", path(), "': end of file"));
+  }
+  if (got < kTFRecordHeaderBytes) {
     return absl::DataLossError(absl::StrCat("TFRecord file '", path(),
                                             "': truncated record header at offset ", offset_, " (",
-                                            left, " of ", kTFRecordHeaderBytes, " bytes)"));
+                                            got, " of ", kTFRecordHeaderBytes, " bytes)"));
   }
-  char header[kTFRecordHeaderBytes];
-  RETURN_IF_ERROR(file_->Read(offset_, sizeof(header), header));
   if (DecodeFixed32(header + 8) != MaskedCrc(header, 8)) {
     return absl::DataLossError(absl::StrCat("TFRecord file '", path(),
                                             "': corrupted record at offset ", offset_,
@@ -61,15 +104,22 @@ absl::StatusOr<uint64_t> TFRecordReader::ReadLength() {
 }
 
 absl::Status TFRecordReader::ReadRecord(std::string* record) {
-  if (offset_ >= file_->size()) {
-    return absl::OutOfRangeError(absl::StrCat("TFRecord file '", path(), "': end of file"));
-  }
+  if (!error_.ok()) return error_;
+  absl::Status s = ReadOne(record);
+  if (!s.ok()) error_ = s;
+  return s;
+}
+
+absl::Status TFRecordReader::ReadOne(std::string* record) {
   ASSIGN_OR_RETURN(const uint64_t length, ReadLength());
-  const uint64_t left = file_->size() - offset_ - kTFRecordHeaderBytes;
-  if (length > left || left - length < kTFRecordFooterBytes) {
+  auto truncated = [&](uint64_t left) {
     return absl::DataLossError(absl::StrCat(
         "TFRecord file '", path(), "': truncated record at offset ", offset_, ": its ", length,
         " data bytes and checksum need ", length + kTFRecordFooterBytes, ", the file has ", left));
+  };
+  const std::optional<uint64_t> left = in_->Remaining();
+  if (left.has_value() && (length > *left || *left - length < kTFRecordFooterBytes)) {
+    return truncated(*left);
   }
   if (length > TensorByteLimit()) {
     return absl::ResourceExhaustedError(
@@ -77,7 +127,8 @@ absl::Status TFRecordReader::ReadRecord(std::string* record) {
                      length, " bytes, over the tensor byte limit ", TensorByteLimit()));
   }
   std::string data(length + kTFRecordFooterBytes, '\0');
-  RETURN_IF_ERROR(file_->Read(offset_ + kTFRecordHeaderBytes, data.size(), data.data()));
+  ASSIGN_OR_RETURN(const size_t got, ReadFully(data.size(), data.data()));
+  if (got < data.size()) return truncated(got);
   if (DecodeFixed32(data.data() + length) != MaskedCrc(data.data(), length)) {
     return absl::DataLossError(absl::StrCat("TFRecord file '", path(),
                                             "': corrupted record at offset ", offset_,

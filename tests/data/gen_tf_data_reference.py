@@ -5,9 +5,11 @@ from them, for dflow/data/tf_data_golden_test.cc.
 
   <name>.pbtxt  the GraphDef
   <name>.json   {"init": init op or null, "feed": the filename placeholder or
-                null, "fetches": [IteratorGetNext outputs], "batches": [[values
+                null, "feed_files": the files fed to it, relative to tests/data,
+                "fetches": [IteratorGetNext outputs], "batches": [[values
                 of each fetch, flattened, with its shape]...]}; after the last
-                batch TensorFlow's next fetch is OUT_OF_RANGE.
+                batch TensorFlow's next fetch is OUT_OF_RANGE (or "error": its
+                code and message).
 
 Pipelines:
   map_batch_repeat   from_tensor_slices((float, int32)).map(x*2, y+1).batch(3)
@@ -32,6 +34,39 @@ Pipelines:
   tfrecord_decode    TFRecordDataset(placeholder filenames).map(decode_raw float32):
                      TensorFlow fails on plain.tfrecord's second record ("a", 1 byte);
                      the json holds the batches before the error and its message
+  padded_batch       range(1, 8) mapped to (int64 [x % 4], float32 [2, x % 3], string
+                     [x % 2]).padded_batch(3, ([-1], [2, 4], [3]), (-1, 0.5, "pad")),
+                     one-shot (PaddedBatchDatasetV2; the last batch holds 1)
+  padded_batch_drop  the same with drop_remainder=True: 2 batches
+  padded_batch_small range(1, 5) -> [x].padded_batch(2, [2]): TensorFlow fails on the
+                     second batch (an element of 3 into 2): the json holds its error
+  zip_concatenate    zip(range(3), slices of float32 [3, 2]).concatenate(zip(range(10, 14),
+                     slices of float32 [4, 2] + 100)), initializable (ZipDataset,
+                     ConcatenateDataset)
+  interleave_tfrecord  slices of (placeholder filenames, ["", "GZIP", "ZLIB"])
+                     .interleave(TFRecordDataset(f, t), cycle_length=2, block_length=3),
+                     initializable; the test feeds tfrecord/{plain,gzip,zlib}.tfrecord
+  parallel_interleave_tfrecord  the same with num_parallel_calls=2
+                     (ParallelInterleaveDatasetV4), deterministic
+  interleave_ranges  range(1, 6).interleave(range(10x, 10x + x), cycle_length=2,
+                     block_length=2) then .batch(4), one-shot
+  cache_repeat       range(6).map(x * x).cache().repeat(3), initializable (CacheDataset)
+  options            range(5).map(x + 1).with_options(...).batch(2), initializable
+                     (OptionsDataset: the options change nothing in dflow)
+  cache_shuffle      range(20).shuffle(20).cache().repeat(2): unseeded, so the test
+                     checks the second pass repeats the first (the cache's order)
+  shard              range(10).shard(3, 1).repeat(2), initializable (ShardDataset);
+                     the test also feeds the index constant out of range
+  optional           range(2) initializable; get_next_as_optional() fetched as
+                     has_value and value: the json's batches are (true, 0), (true, 1)
+                     and then (false) — the value of none is an error
+  anonymous_iterator AnonymousIteratorV2, MakeIterator(range(3)), two IteratorGetNext
+                     and DeleteIterator in one run; the json's "runs" hold the two
+                     values of two runs
+  string_handle      tf.compat.v1.data.Iterator.from_string_handle over a fed handle:
+                     train = one-shot range(5), test = initializable range(100, 103);
+                     the json names the handle placeholder and both string_handle
+                     tensors, and "sequence": the (iterator, value) pairs TensorFlow gave
 
 Run with TensorFlow 2.21:  python3 tests/data/gen_tf_data_reference.py
 """
@@ -44,7 +79,8 @@ import tensorflow as tf
 tf.compat.v1.disable_eager_execution()
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "tf_data")
-TFRECORD = os.path.join(HERE, "tfrecord", "plain.tfrecord")
+COMPRESSED = ["tfrecord/plain.tfrecord", "tfrecord/gzip.tfrecord", "tfrecord/zlib.tfrecord"]
+FEED_FILES = {"interleave_tfrecord": COMPRESSED, "parallel_interleave_tfrecord": COMPRESSED}
 
 
 def value_json(v):
@@ -63,7 +99,8 @@ def save(name, build):
     with g.as_default():
         nxt, init, feed = build()
         fetches = [t.name for t in tf.nest.flatten(nxt)]
-    feed_dict = {feed: [TFRECORD]} if feed is not None else None
+    files = FEED_FILES.get(name, ["tfrecord/plain.tfrecord"])
+    feed_dict = {feed: [os.path.join(HERE, f) for f in files]} if feed is not None else None
     batches = []
     error = None
     with tf.compat.v1.Session(graph=g) as sess:
@@ -77,6 +114,11 @@ def save(name, build):
             except tf.errors.OpError as e:
                 # The first line after TensorFlow's "Graph execution error:".
                 lines = [l.strip() for l in e.message.splitlines()[1:] if l.strip()]
+                # Past the node's traceback, where TensorFlow gives one.
+                for i, line in enumerate(lines):
+                    if line.startswith("Node: "):
+                        lines = lines[i + 1:]
+                        break
                 error = {"code": e.error_code, "message": lines[0]}
                 break
     with open(os.path.join(OUT, name + ".pbtxt"), "w") as f:
@@ -84,6 +126,7 @@ def save(name, build):
     with open(os.path.join(OUT, name + ".json"), "w") as f:
         json.dump({"init": init.name if init is not None else None,
                    "feed": feed.name if feed is not None else None,
+                   **({"feed_files": files} if feed is not None else {}),
                    "fetches": fetches, "batches": batches,
                    **({"error": error} if error else {})}, f, indent=1)
         f.write("\n")
@@ -141,6 +184,152 @@ def tfrecord_decode():
     return it.get_next(), it.initializer, files
 
 
+def padded_batch(drop=False):
+    def parts(x):
+        return (tf.fill([x % 4], x), tf.fill([2, x % 3], tf.cast(x, tf.float32)),
+                tf.fill([x % 2], tf.gather(tf.constant(["z", "a", "bb", "ccc"]), x % 4)))
+    ds = tf.data.Dataset.range(1, 8).map(parts).padded_batch(
+        3, padded_shapes=([-1], [2, 4], [3]),
+        padding_values=(tf.constant(-1, tf.int64), 0.5, "pad"), drop_remainder=drop)
+    return tf.compat.v1.data.make_one_shot_iterator(ds).get_next(), None, None
+
+
+def padded_batch_small():
+    ds = tf.data.Dataset.range(1, 5).map(lambda x: tf.fill([x], x)).padded_batch(2, [2])
+    return tf.compat.v1.data.make_one_shot_iterator(ds).get_next(), None, None
+
+
+def zip_concatenate():
+    a = tf.data.Dataset.zip((tf.data.Dataset.range(3), tf.data.Dataset.from_tensor_slices(
+        np.arange(6, dtype=np.float32).reshape(3, 2))))
+    b = tf.data.Dataset.zip((tf.data.Dataset.range(10, 14), tf.data.Dataset.from_tensor_slices(
+        np.arange(8, dtype=np.float32).reshape(4, 2) + 100)))
+    it = tf.compat.v1.data.make_initializable_iterator(a.concatenate(b))
+    return it.get_next(), it.initializer, None
+
+
+def interleave_tfrecord(parallel=None):
+    files = tf.compat.v1.placeholder(tf.string, [None], name="filenames")
+    ds = tf.data.Dataset.from_tensor_slices((files, tf.constant(["", "GZIP", "ZLIB"]))).interleave(
+        lambda f, t: tf.data.TFRecordDataset(f, t), cycle_length=2, block_length=3,
+        num_parallel_calls=parallel)
+    it = tf.compat.v1.data.make_initializable_iterator(ds)
+    return it.get_next(), it.initializer, files
+
+
+def interleave_ranges():
+    ds = tf.data.Dataset.range(1, 6).interleave(
+        lambda x: tf.data.Dataset.range(10 * x, 10 * x + x), cycle_length=2,
+        block_length=2).batch(4)
+    return tf.compat.v1.data.make_one_shot_iterator(ds).get_next(), None, None
+
+
+def cache_repeat():
+    ds = tf.data.Dataset.range(6).map(lambda x: x * x).cache().repeat(3)
+    it = tf.compat.v1.data.make_initializable_iterator(ds)
+    return it.get_next(), it.initializer, None
+
+
+def options():
+    opts = tf.data.Options()
+    opts.deterministic = True
+    opts.experimental_optimization.map_parallelization = False
+    ds = tf.data.Dataset.range(5).map(lambda x: x + 1).with_options(opts).batch(2)
+    it = tf.compat.v1.data.make_initializable_iterator(ds)
+    return it.get_next(), it.initializer, None
+
+
+def cache_shuffle():
+    ds = tf.data.Dataset.range(20).shuffle(20).cache().repeat(2)
+    it = tf.compat.v1.data.make_initializable_iterator(ds)
+    return it.get_next(), it.initializer, None
+
+
+def shard():
+    ds = tf.data.Dataset.range(10).shard(3, 1).repeat(2)
+    it = tf.compat.v1.data.make_initializable_iterator(ds)
+    return it.get_next(), it.initializer, None
+
+
+def optional():
+    it = tf.compat.v1.data.make_initializable_iterator(tf.data.Dataset.range(2))
+    opt = it.get_next_as_optional()
+    return (opt.has_value(), opt.get_value()), it.initializer, None
+
+
+def save_anonymous_iterator():
+    """One run makes an anonymous iterator over range(3), takes two elements and
+    deletes it; every run gives the same two (a fresh iterator each run)."""
+    g = tf.Graph()
+    with g.as_default():
+        ds = tf.data.Dataset.range(3)
+        handle, deleter = tf.raw_ops.AnonymousIteratorV2(
+            output_types=[tf.int64], output_shapes=[[]])
+        init = tf.raw_ops.MakeIterator(dataset=ds._variant_tensor, iterator=handle)
+        with tf.control_dependencies([init]):
+            a = tf.raw_ops.IteratorGetNext(iterator=handle, output_types=[tf.int64],
+                                           output_shapes=[[]])[0]
+        with tf.control_dependencies([a]):
+            b = tf.raw_ops.IteratorGetNext(iterator=handle, output_types=[tf.int64],
+                                           output_shapes=[[]])[0]
+        with tf.control_dependencies([b]):
+            delete = tf.raw_ops.DeleteIterator(handle=handle, deleter=deleter, name="delete")
+    with tf.compat.v1.Session(graph=g) as sess:
+        runs = [[int(v) for v in sess.run([a, b, delete])[:2]] for _ in range(2)]
+    with open(os.path.join(OUT, "anonymous_iterator.pbtxt"), "w") as f:
+        f.write(str(g.as_graph_def()))
+    with open(os.path.join(OUT, "anonymous_iterator.json"), "w") as f:
+        json.dump({"fetches": [a.name, b.name], "target": delete.name, "runs": runs}, f,
+                  indent=1)
+        f.write("\n")
+
+
+def save_optional():
+    """Like save, but the batch after the last value is has_value = false alone."""
+    g = tf.Graph()
+    with g.as_default():
+        (has, value), init, _ = optional()
+    batches = []
+    with tf.compat.v1.Session(graph=g) as sess:
+        sess.run(init)
+        for _ in range(2):
+            batches.append([value_json(v) for v in sess.run([has, value])])
+        batches.append([value_json(sess.run(has))])
+    with open(os.path.join(OUT, "optional.pbtxt"), "w") as f:
+        f.write(str(g.as_graph_def()))
+    with open(os.path.join(OUT, "optional.json"), "w") as f:
+        json.dump({"init": init.name, "fetches": [has.name, value.name], "batches": batches},
+                  f, indent=1)
+        f.write("\n")
+
+
+def save_string_handle():
+    g = tf.Graph()
+    with g.as_default():
+        train = tf.compat.v1.data.make_one_shot_iterator(tf.data.Dataset.range(5))
+        test = tf.compat.v1.data.make_initializable_iterator(tf.data.Dataset.range(100, 103))
+        handle = tf.compat.v1.placeholder(tf.string, [], name="handle")
+        it = tf.compat.v1.data.Iterator.from_string_handle(
+            handle, tf.compat.v1.data.get_output_types(train),
+            tf.compat.v1.data.get_output_shapes(train))
+        nxt = it.get_next()
+        train_h, test_h = train.string_handle(), test.string_handle()
+    sequence = []
+    with tf.compat.v1.Session(graph=g) as sess:
+        th, vh = sess.run([train_h, test_h])
+        sess.run(test.initializer)
+        for which in ["train", "train", "test", "train", "test", "test", "train"]:
+            v = sess.run(nxt, {handle: th if which == "train" else vh})
+            sequence.append([which, int(v)])
+    with open(os.path.join(OUT, "string_handle.pbtxt"), "w") as f:
+        f.write(str(g.as_graph_def()))
+    with open(os.path.join(OUT, "string_handle.json"), "w") as f:
+        json.dump({"handle": handle.name, "train_handle": train_h.name,
+                   "test_handle": test_h.name, "test_init": test.initializer.name,
+                   "fetch": nxt.name, "sequence": sequence}, f, indent=1)
+        f.write("\n")
+
+
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
     save("map_batch_repeat", map_batch_repeat)
@@ -151,3 +340,17 @@ if __name__ == "__main__":
     save("tfrecord_batch", tfrecord_batch)
     save("tfrecord_prefetch", tfrecord_prefetch)
     save("tfrecord_decode", tfrecord_decode)
+    save("padded_batch", padded_batch)
+    save("padded_batch_drop", lambda: padded_batch(drop=True))
+    save("padded_batch_small", padded_batch_small)
+    save("zip_concatenate", zip_concatenate)
+    save("interleave_tfrecord", interleave_tfrecord)
+    save("parallel_interleave_tfrecord", lambda: interleave_tfrecord(parallel=2))
+    save("interleave_ranges", interleave_ranges)
+    save("cache_repeat", cache_repeat)
+    save("cache_shuffle", cache_shuffle)
+    save("options", options)
+    save("shard", shard)
+    save_anonymous_iterator()
+    save_optional()
+    save_string_handle()

@@ -84,7 +84,11 @@ LOWERED_OPS = "If StatelessIf While StatelessWhile PartitionedCall StatefulParti
 DATA_OPS = """TensorSliceDataset TensorDataset RangeDataset BatchDatasetV2 RepeatDataset
 TakeDataset SkipDataset MapDataset FlatMapDataset TFRecordDataset OneShotIterator
 IteratorV2 MakeIterator IteratorGetNext IteratorToStringHandle ShuffleDataset
-PrefetchDataset ParallelMapDatasetV2 FilterDataset""".split()
+PrefetchDataset ParallelMapDatasetV2 FilterDataset PaddedBatchDatasetV2 ZipDataset
+ConcatenateDataset InterleaveDataset ParallelInterleaveDatasetV4 CacheDataset ShardDataset
+AnonymousIteratorV2 AnonymousIteratorV3 DeleteIterator IteratorFromStringHandle
+IteratorFromStringHandleV2 IteratorGetNextAsOptional OptionalHasValue OptionalGetValue
+OptionsDataset""".split()
 
 
 def arg_json(arg):

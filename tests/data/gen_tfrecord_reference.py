@@ -4,6 +4,8 @@ tf.io.TFRecordWriter, for dflow/io/tfrecord_test.cc and tests/tf_data_test.py.
 
   plain.tfrecord   uncompressed: the records of RECORDS below, in order
   empty.tfrecord   no records (a zero-byte file)
+  gzip.tfrecord    the same records, compression_type "GZIP"
+  zlib.tfrecord    the same records, compression_type "ZLIB"
   records.json     the records, hex-encoded, in order
 
 Run with TensorFlow 2.21:  python3 tests/data/gen_tfrecord_reference.py
@@ -32,9 +34,13 @@ def main():
     write("plain.tfrecord", "")
     with tf.io.TFRecordWriter(os.path.join(HERE, "empty.tfrecord")):
         pass
+    write("gzip.tfrecord", "GZIP")
+    write("zlib.tfrecord", "ZLIB")
     # Checked back through TensorFlow's own reader.
-    got = [r.numpy() for r in tf.data.TFRecordDataset(os.path.join(HERE, "plain.tfrecord"))]
-    assert got == RECORDS
+    for name, compression in [("plain", ""), ("gzip", "GZIP"), ("zlib", "ZLIB")]:
+        got = [r.numpy() for r in tf.data.TFRecordDataset(
+            os.path.join(HERE, name + ".tfrecord"), compression)]
+        assert got == RECORDS, name
     with open(os.path.join(HERE, "records.json"), "w") as f:
         json.dump([r.hex() for r in RECORDS], f, indent=0)
         f.write("\n")

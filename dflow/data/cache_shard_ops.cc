@@ -1,0 +1,236 @@
+// CacheDataset (an in-memory cache: the first complete pass over the input
+// is kept and later passes read it) and ShardDataset (every num_shards-th
+// element from `index`), with TensorFlow's OpDefs.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "dflow/data/dataset_kernel.h"
+#include "dflow/framework/op_def.h"
+#include "dflow/framework/shape_inference.h"
+#include "dflow/framework/status.h"
+
+namespace dflow::data {
+namespace {
+
+using Elements = std::vector<std::vector<Tensor>>;
+
+// --- CacheDataset --------------------------------------------------------------------
+
+// The elements of the first pass that reached the end; thread-safe.
+class MemoryCache {
+ public:
+  // The cached elements, or null while no pass has completed.
+  std::shared_ptr<const Elements> Get() const {
+    absl::MutexLock lock(&mu_);
+    return elements_;
+  }
+  // Keeps `elements` unless an earlier pass completed first.
+  void Complete(Elements elements) {
+    absl::MutexLock lock(&mu_);
+    if (elements_ == nullptr) elements_ = std::make_shared<const Elements>(std::move(elements));
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  std::shared_ptr<const Elements> elements_ ABSL_GUARDED_BY(mu_);
+};
+
+// While no pass has completed, an iterator reads the input and keeps what it
+// reads; the first to reach the end fills the cache and later iterators read
+// it. A pass stopped early (take after cache) caches nothing, as in
+// TensorFlow. Memory is bounded: an input over TensorByteLimit() bytes is
+// not cached, every pass reads it again.
+class CacheDataset : public DatasetBase {
+ public:
+  CacheDataset(std::shared_ptr<const DatasetBase> input, std::string what)
+      : DatasetBase(input->output_dtypes()), input_(std::move(input)), what_(std::move(what)) {}
+  std::unique_ptr<IteratorBase> MakeIterator() const override {
+    if (std::shared_ptr<const Elements> cached = cache_.Get()) {
+      return std::make_unique<ReadIterator>(shared_from_this(), std::move(cached));
+    }
+    return std::make_unique<WriteIterator>(this);
+  }
+  std::string DebugString() const override { return what_; }
+
+ private:
+  class ReadIterator : public IteratorBase {
+   public:
+    ReadIterator(std::shared_ptr<const DatasetBase> d, std::shared_ptr<const Elements> elements)
+        : d_(std::move(d)), elements_(std::move(elements)) {}
+    absl::Status GetNext(IteratorContext*, std::vector<Tensor>* out, bool* end) override {
+      *end = next_ >= elements_->size();
+      if (!*end) *out = (*elements_)[next_++];
+      return absl::OkStatus();
+    }
+
+   private:
+    std::shared_ptr<const DatasetBase> d_;
+    std::shared_ptr<const Elements> elements_;
+    size_t next_ = 0;
+  };
+
+  class WriteIterator : public IteratorBase {
+   public:
+    explicit WriteIterator(const CacheDataset* d)
+        : d_(d->shared_from_this()), c_(d), input_(d->input_->MakeIterator()) {}
+    absl::Status GetNext(IteratorContext* ctx, std::vector<Tensor>* out, bool* end) override {
+      RETURN_IF_ERROR(input_->GetNext(ctx, out, end));
+      if (*end) {
+        if (caching_) c_->cache_.Complete(std::move(kept_));
+        caching_ = false;
+        return absl::OkStatus();
+      }
+      if (!caching_) return absl::OkStatus();
+      for (const Tensor& t : *out) bytes_ += t.TotalBytes();
+      if (bytes_ > TensorByteLimit()) {  // too big to keep: read the input every pass
+        caching_ = false;
+        kept_.clear();
+        return absl::OkStatus();
+      }
+      kept_.push_back(*out);  // tensors share their buffers: no copy
+      return absl::OkStatus();
+    }
+
+   private:
+    std::shared_ptr<const DatasetBase> d_;
+    const CacheDataset* c_;
+    std::unique_ptr<IteratorBase> input_;
+    Elements kept_;
+    uint64_t bytes_ = 0;
+    bool caching_ = true;
+  };
+
+  const std::shared_ptr<const DatasetBase> input_;
+  const std::string what_;
+  mutable MemoryCache cache_;
+};
+
+class CacheDatasetOp : public DatasetOpKernel {
+ public:
+  using DatasetOpKernel::DatasetOpKernel;
+  absl::StatusOr<std::shared_ptr<const DatasetBase>> MakeDataset(OpKernelContext* ctx) override {
+    ASSIGN_OR_RETURN(auto input, GetDataset(ctx->input(0)));
+    const Tensor& filename = ctx->input(1);
+    if (filename.dtype() != DT_STRING || filename.dims() != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("filename must be a string scalar, got ", filename.DebugString()));
+    }
+    if (!filename.scalar<std::string>().empty()) {
+      return absl::UnimplementedError(
+          absl::StrCat("caching to a file ('", filename.scalar<std::string>(),
+                       "') is not supported; dflow caches in memory (filename '')"));
+    }
+    return std::make_shared<CacheDataset>(std::move(input), What());
+  }
+};
+
+// --- ShardDataset --------------------------------------------------------------------
+
+class ShardDataset : public DatasetBase {
+ public:
+  ShardDataset(std::shared_ptr<const DatasetBase> input, int64_t num_shards, int64_t index,
+               bool require_non_empty, std::string what)
+      : DatasetBase(input->output_dtypes()),
+        input_(std::move(input)),
+        num_shards_(num_shards),
+        index_(index),
+        require_non_empty_(require_non_empty),
+        what_(std::move(what)) {}
+  std::unique_ptr<IteratorBase> MakeIterator() const override {
+    return std::make_unique<Iterator>(this);
+  }
+  std::string DebugString() const override { return what_; }
+
+ private:
+  class Iterator : public IteratorBase {
+   public:
+    explicit Iterator(const ShardDataset* d)
+        : d_(d->shared_from_this()), s_(d), input_(d->input_->MakeIterator()) {}
+    absl::Status GetNext(IteratorContext* ctx, std::vector<Tensor>* out, bool* end) override {
+      while (true) {
+        RETURN_IF_ERROR(input_->GetNext(ctx, out, end));
+        if (*end) return EndOfInput();
+        if (next_++ % s_->num_shards_ == s_->index_) {
+          ++produced_;
+          return absl::OkStatus();
+        }
+      }
+    }
+
+   private:
+    absl::Status EndOfInput() const {
+      if (!s_->require_non_empty_ || produced_ > 0) return absl::OkStatus();
+      return absl::InvalidArgumentError(absl::StrCat(
+          s_->what_, ": require_non_empty is set, but shard ", s_->index_, " of ",
+          s_->num_shards_, " is empty: the input has only ", next_, " element(s)"));
+    }
+
+    std::shared_ptr<const DatasetBase> d_;
+    const ShardDataset* s_;
+    std::unique_ptr<IteratorBase> input_;
+    int64_t next_ = 0;      // input elements read
+    int64_t produced_ = 0;  // of them returned
+  };
+
+  const std::shared_ptr<const DatasetBase> input_;
+  const int64_t num_shards_, index_;
+  const bool require_non_empty_;
+  const std::string what_;
+};
+
+class ShardDatasetOp : public DatasetOpKernel {
+ public:
+  explicit ShardDatasetOp(OpKernelConstruction* c) : DatasetOpKernel(c) {
+    c->GetAttr("require_non_empty", &require_non_empty_).IgnoreError();
+  }
+  absl::StatusOr<std::shared_ptr<const DatasetBase>> MakeDataset(OpKernelContext* ctx) override {
+    ASSIGN_OR_RETURN(auto input, GetDataset(ctx->input(0)));
+    ASSIGN_OR_RETURN(int64_t num_shards, ScalarInput(*ctx, 1, "num_shards"));
+    ASSIGN_OR_RETURN(int64_t index, ScalarInput(*ctx, 2, "index"));
+    if (num_shards <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Number of shards must be greater than zero (currently num_shards = ", num_shards,
+          ")."));
+    }
+    if (index < 0 || index >= num_shards) {
+      return absl::InvalidArgumentError(absl::StrCat("Index must be between 0 and ",
+                                                     num_shards - 1, " (currently index = ",
+                                                     index, ")."));
+    }
+    return std::make_shared<ShardDataset>(std::move(input), num_shards, index, require_non_empty_,
+                                          What());
+  }
+
+ private:
+  bool require_non_empty_ = false;
+};
+
+// --- registration ------------------------------------------------------------------
+
+REGISTER_OP("CacheDataset")
+    .Input("input_dataset: variant")
+    .Input("filename: string")
+    .Output("handle: variant")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .Attr("metadata: string = ''")
+    .SetShapeFn(ScalarShape);
+REGISTER_KERNEL(KernelDefBuilder("CacheDataset").Device(kDeviceCPU), CacheDatasetOp);
+
+REGISTER_OP("ShardDataset")
+    .Input("input_dataset: variant")
+    .Input("num_shards: int64")
+    .Input("index: int64")
+    .Output("handle: variant")
+    .Attr("require_non_empty: bool = false")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .Attr("metadata: string = ''")
+    .SetShapeFn(ScalarShape);
+REGISTER_KERNEL(KernelDefBuilder("ShardDataset").Device(kDeviceCPU), ShardDatasetOp);
+
+}  // namespace
+}  // namespace dflow::data

@@ -1,0 +1,221 @@
+// Bad inputs to the tf.data ops fail the step with INVALID_ARGUMENT (or
+// TensorFlow's code where it has another) naming what was wrong: graphs
+// built here with fed values, run in a DirectSession.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "dflow/framework/status.h"
+#include "dflow/runtime/direct_session.h"
+
+namespace dflow::data {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+// A GraphDef of dataset ops; every dataset's elements have `types` and
+// unknown shapes.
+class DataGraph {
+ public:
+  tensorflow::NodeDef* Node(const std::string& name, const std::string& op,
+                            std::vector<std::string> inputs = {}) {
+    tensorflow::NodeDef* n = def_.add_node();
+    n->set_name(name);
+    n->set_op(op);
+    for (const std::string& in : inputs) n->add_input(in);
+    return n;
+  }
+  tensorflow::NodeDef* Placeholder(const std::string& name, DataType dtype) {
+    tensorflow::NodeDef* n = Node(name, "Placeholder");
+    (*n->mutable_attr())["dtype"].set_type(dtype);
+    return n;
+  }
+  // A dataset op whose elements are `types`, under the attr name `types_attr`.
+  tensorflow::NodeDef* Dataset(const std::string& name, const std::string& op,
+                               std::vector<std::string> inputs, const DataTypeVector& types,
+                               const std::string& types_attr = "output_types") {
+    tensorflow::NodeDef* n = Node(name, op, std::move(inputs));
+    SetTypes(n, types_attr, types);
+    auto* shapes = (*n->mutable_attr())["output_shapes"].mutable_list();
+    for (size_t i = 0; i < types.size(); ++i) shapes->add_shape()->set_unknown_rank(true);
+    return n;
+  }
+  // IteratorV2 "it" over `dataset`, "init" (MakeIterator) and "next" (IteratorGetNext).
+  void Iterator(const std::string& dataset, const DataTypeVector& types) {
+    tensorflow::NodeDef* it = Dataset("it", "IteratorV2", {}, types);
+    (*it->mutable_attr())["shared_name"].set_s("");
+    (*it->mutable_attr())["container"].set_s("");
+    Node("init", "MakeIterator", {dataset, "it"});
+    Dataset("next", "IteratorGetNext", {"it"}, types);
+  }
+  static void SetTypes(tensorflow::NodeDef* n, const std::string& attr,
+                       const DataTypeVector& types) {
+    auto* list = (*n->mutable_attr())[attr].mutable_list();
+    for (DataType t : types) list->add_type(t);
+  }
+
+  // A session over the graph.
+  std::unique_ptr<DirectSession> Session() {
+    auto s = DirectSession::New(SessionOptions());
+    EXPECT_TRUE(s.ok()) << s.status();
+    absl::Status created = (*s)->Create(def_);
+    EXPECT_TRUE(created.ok()) << created;
+    return *std::move(s);
+  }
+
+ private:
+  tensorflow::GraphDef def_;
+};
+
+using Feeds = std::vector<std::pair<std::string, Tensor>>;
+
+// --- PaddedBatchDatasetV2 ------------------------------------------------------------
+
+// TensorDataset(element).padded_batch(2, padded_shape, -1): one batch.
+class PaddedBatchErrorsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    DataGraph g;
+    g.Placeholder("element", DT_INT64);
+    g.Placeholder("padded_shape", DT_INT64);
+    g.Placeholder("size", DT_INT64);
+    g.Placeholder("padding", DT_INT64);
+    g.Placeholder("drop", DT_BOOL);
+    g.Dataset("elements", "TensorDataset", {"element"}, {DT_INT64}, "Toutput_types");
+    tensorflow::NodeDef* pb = g.Dataset("padded", "PaddedBatchDatasetV2",
+                                        {"elements", "size", "padded_shape", "padding", "drop"},
+                                        {DT_INT64}, "Toutput_types");
+    (*pb->mutable_attr())["N"].set_i(1);
+    g.Iterator("padded", {DT_INT64});
+    session_ = g.Session();
+  }
+  // Initializes over `element` padded to `shape`, then gets the batch.
+  absl::Status Batch(const Tensor& element, const std::vector<int64_t>& shape,
+                     std::vector<Tensor>* out, int64_t size = 2,
+                     Tensor padding = Tensor::Scalar<int64_t>(-1)) {
+    Feeds feeds = {{"element", element},
+                   {"padded_shape", Tensor::Vec<int64_t>(shape)},
+                   {"size", Tensor::Scalar<int64_t>(size)},
+                   {"padding", padding},
+                   {"drop", Tensor::Scalar<bool>(false)}};
+    RETURN_IF_ERROR(session_->Run(feeds, {}, {"init"}, nullptr));
+    return session_->Run({}, {"next"}, {}, out);
+  }
+  std::unique_ptr<DirectSession> session_;
+};
+
+TEST_F(PaddedBatchErrorsTest, PadsToTheShapeWithThePaddingValue) {
+  std::vector<Tensor> out;
+  ASSERT_TRUE(Batch(Tensor::Vec<int64_t>({7, 8}), {4}, &out).ok());
+  EXPECT_EQ(out[0].shape(), TensorShape({1, 4}));
+  EXPECT_EQ(out[0].flat<int64_t>()[1], 8);
+  EXPECT_EQ(out[0].flat<int64_t>()[2], -1);
+}
+
+TEST_F(PaddedBatchErrorsTest, ElementLargerThanItsPaddedShapeIsDataLossAsTensorFlow) {
+  std::vector<Tensor> out;
+  absl::Status s = Batch(Tensor::Vec<int64_t>({7, 8, 9}), {2}, &out);
+  EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+  EXPECT_THAT(s.message(), AllOf(HasSubstr("Attempted to pad to a smaller size"),
+                                 HasSubstr("[3]"), HasSubstr("[2]")));
+}
+
+TEST_F(PaddedBatchErrorsTest, RankOtherThanThePaddedShapesIsInvalidArgument) {
+  std::vector<Tensor> out;
+  absl::Status s = Batch(Tensor::Vec<int64_t>({7, 8}), {4, 4}, &out);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(s.message(), AllOf(HasSubstr("component 0"), HasSubstr("rank 1"),
+                                 HasSubstr("[4,4]"), HasSubstr("rank 2")));
+}
+
+TEST_F(PaddedBatchErrorsTest, BadSizesAndPaddingValuesAreInvalidArgument) {
+  std::vector<Tensor> out;
+  absl::Status s = Batch(Tensor::Vec<int64_t>({7}), {4}, &out, /*size=*/0);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("Batch size must be greater than zero"));
+  s = Batch(Tensor::Vec<int64_t>({7}), {-2}, &out);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("padded_shapes[0]"));
+  s = Batch(Tensor::Vec<int64_t>({7}), {4}, &out, 2, Tensor::Vec<int64_t>({1, 2}));
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("padding values must be scalars"));
+}
+
+// --- ShardDataset --------------------------------------------------------------------
+
+TEST(ShardErrorsTest, RequireNonEmptyFailsForAnEmptyShard) {
+  DataGraph g;
+  g.Placeholder("stop", DT_INT64);
+  g.Placeholder("num_shards", DT_INT64);
+  g.Placeholder("index", DT_INT64);
+  g.Placeholder("zero", DT_INT64);
+  g.Placeholder("one", DT_INT64);
+  g.Dataset("range", "RangeDataset", {"zero", "stop", "one"}, {DT_INT64});
+  tensorflow::NodeDef* shard =
+      g.Dataset("shard", "ShardDataset", {"range", "num_shards", "index"}, {DT_INT64});
+  (*shard->mutable_attr())["require_non_empty"].set_b(true);
+  g.Iterator("shard", {DT_INT64});
+  auto session = g.Session();
+  Feeds feeds = {{"stop", Tensor::Scalar<int64_t>(2)},
+                 {"num_shards", Tensor::Scalar<int64_t>(3)},
+                 {"index", Tensor::Scalar<int64_t>(2)},
+                 {"zero", Tensor::Scalar<int64_t>(0)},
+                 {"one", Tensor::Scalar<int64_t>(1)}};
+  ASSERT_TRUE(session->Run(feeds, {}, {"init"}, nullptr).ok());
+  std::vector<Tensor> out;
+  absl::Status s = session->Run({}, {"next"}, {}, &out);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(s.message(), AllOf(HasSubstr("require_non_empty"), HasSubstr("shard 2 of 3"),
+                                 HasSubstr("only 2 element(s)")));
+  feeds[0].second = Tensor::Scalar<int64_t>(3);  // now shard 2 holds element 2
+  ASSERT_TRUE(session->Run(feeds, {}, {"init"}, nullptr).ok());
+  ASSERT_TRUE(session->Run({}, {"next"}, {}, &out).ok());
+  EXPECT_EQ(out[0].scalar<int64_t>(), 2);
+  s = session->Run({}, {"next"}, {}, &out);
+  EXPECT_TRUE(absl::IsOutOfRange(s)) << s;
+}
+
+// --- ConcatenateDataset, IteratorFromStringHandleV2 ---------------------------------
+
+TEST(ConcatenateErrorsTest, DifferentElementTypesAreInvalidArgument) {
+  DataGraph g;
+  g.Placeholder("a", DT_INT64);
+  g.Placeholder("b", DT_FLOAT);
+  g.Dataset("da", "TensorDataset", {"a"}, {DT_INT64}, "Toutput_types");
+  g.Dataset("db", "TensorDataset", {"b"}, {DT_FLOAT}, "Toutput_types");
+  g.Dataset("both", "ConcatenateDataset", {"da", "db"}, {DT_INT64});
+  g.Iterator("both", {DT_INT64});
+  auto session = g.Session();
+  absl::Status s = session->Run(
+      {{"a", Tensor::Scalar<int64_t>(1)}, {"b", Tensor::Scalar<float>(2)}}, {}, {"init"}, nullptr);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(s.message(), AllOf(HasSubstr("different types"), HasSubstr("int64"),
+                                 HasSubstr("float")));
+}
+
+TEST(StringHandleErrorsTest, HandleOfAnIteratorWithOtherTypesIsInvalidArgument) {
+  DataGraph g;
+  g.Placeholder("x", DT_INT64);
+  g.Dataset("d", "TensorDataset", {"x"}, {DT_INT64}, "Toutput_types");
+  g.Iterator("d", {DT_INT64});
+  g.Node("to_string", "IteratorToStringHandle", {"it"});
+  g.Placeholder("h", DT_STRING);
+  tensorflow::NodeDef* from = g.Dataset("from", "IteratorFromStringHandleV2", {"h"}, {DT_FLOAT});
+  tensorflow::NodeDef* next = g.Dataset("from_next", "IteratorGetNext", {"from"}, {DT_INT64});
+  (void)from;
+  (void)next;
+  auto session = g.Session();
+  std::vector<Tensor> handle;
+  ASSERT_TRUE(session->Run({{"x", Tensor::Scalar<int64_t>(5)}}, {"to_string"}, {"init"}, &handle)
+                  .ok());
+  std::vector<Tensor> out;
+  absl::Status s = session->Run({{"h", handle[0]}}, {"from"}, {}, &out);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(s.message(), AllOf(HasSubstr("[int64]"), HasSubstr("expected [float]")));
+}
+
+}  // namespace
+}  // namespace dflow::data
