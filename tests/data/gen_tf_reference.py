@@ -72,7 +72,12 @@ VariableShape
 
 EmptyTensorList TensorListReserve TensorListFromTensor TensorListStack TensorListGetItem
 TensorListSetItem TensorListPushBack TensorListPopBack TensorListLength
-TensorListElementShape""".split()
+TensorListElementShape
+
+RandomShuffleQueueV2 PaddingFIFOQueueV2 QueueDequeueUpToV2 QueueIsClosedV2 TextLineReaderV2
+TFRecordReaderV2 FixedLengthRecordReaderV2 WholeFileReaderV2 IdentityReaderV2 ReaderReadV2
+ReaderReadUpToV2 ReaderNumRecordsProducedV2 ReaderNumWorkUnitsCompletedV2 ReaderResetV2
+MatchingFiles RandomShuffle ResourceCountUpTo""".split()
 # Functional ops: dflow lowers them into Switch/Merge and inlined bodies before
 # placement (dflow/runtime/function.h), so they have no kernel.
 LOWERED_OPS = "If StatelessIf While StatelessWhile PartitionedCall StatefulPartitionedCall".split()
@@ -81,7 +86,8 @@ LOWERED_OPS = "If StatelessIf While StatelessWhile PartitionedCall StatefulParti
 DATA_OPS = """TensorSliceDataset TensorDataset RangeDataset BatchDatasetV2 RepeatDataset
 TakeDataset SkipDataset MapDataset FlatMapDataset TFRecordDataset OneShotIterator
 IteratorV2 MakeIterator IteratorGetNext IteratorToStringHandle ShuffleDataset
-PrefetchDataset ParallelMapDatasetV2 FilterDataset""".split()
+PrefetchDataset ParallelMapDatasetV2 FilterDataset TextLineDataset FixedLengthRecordDataset
+FixedLengthRecordDatasetV2""".split()
 
 
 def arg_json(arg):
