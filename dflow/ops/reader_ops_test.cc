@@ -13,6 +13,7 @@
 #include "absl/synchronization/notification.h"
 #include "dflow/framework/attr_util.h"
 #include "dflow/io/test_util.h"
+#include "dflow/io/tfrecord.h"
 #include "dflow/ops/data_flow_ops.h"
 #include "dflow/ops/kernel_test_util.h"
 #include "dflow/ops/op_test_util.h"
@@ -193,6 +194,27 @@ TEST_F(ReaderOpsTest, TruncatedFixedLengthFileIsNamed) {
   EXPECT_TRUE(ReadAll(Reader(n), FileQueue({f}), &end).empty());
   EXPECT_EQ(end.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(end.message(), HasSubstr("input file \"" + f + "\" has body length 5 bytes"));
+}
+
+TEST_F(ReaderOpsTest, TFRecordReaderKeysAreFileAndRecordOffset) {
+  const std::string path = dir_.path() + "/r.tfrecord";
+  {
+    absl::StatusOr<std::unique_ptr<io::TFRecordWriter>> w = io::TFRecordWriter::Create(path);
+    ASSERT_TRUE(w.ok()) << w.status();
+    for (const char* r : {"one", "", "three"}) ASSERT_TRUE((*w)->Write(r).ok());
+    ASSERT_TRUE((*w)->Close().ok());
+  }
+  absl::Status end;
+  // Each record is framed by 16 bytes: offsets 0, 16 + 3, 19 + 16 + 0.
+  EXPECT_EQ(ReadAll(Reader(Node("TFRecordReaderV2", "records", 0)), FileQueue({path}), &end),
+            (KV{{path + ":0", "one"}, {path + ":19", ""}, {path + ":35", "three"}}));
+  EXPECT_EQ(end.code(), absl::StatusCode::kOutOfRange);
+
+  NodeDef gzip = Node("TFRecordReaderV2", "gzip", 0);
+  SetAttr(&gzip, "compression_type", std::string("GZIP"));
+  absl::StatusOr<std::unique_ptr<OpKernel>> k = MakeKernel(gzip, device_.get());
+  EXPECT_EQ(k.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(k.status().message(), HasSubstr("compression_type 'GZIP' is not supported"));
 }
 
 TEST_F(ReaderOpsTest, WholeFileIdentityAndReadUpTo) {
