@@ -19,7 +19,8 @@ and on local TensorFlow. Cases, each printing one PASS/FAIL line with its reason
                 OUT_OF_RANGE at the end; a linear model (w, b on /job:ps) trains on the
                 batches and its loss falls below a tenth of the first.
   dynamic_pad   train.batch(dynamic_pad=True) of variable-length tf.range rows (a
-                PaddingFIFOQueue): batches equal local TensorFlow's.
+                PaddingFIFOQueue), epochs counted by a ref variable (CountUpTo, as
+                under disable_v2_behavior): batches equal local TensorFlow's.
   datasets      TextLineDataset and FixedLengthRecordDataset (header, footer) .batch():
                 batches equal local TensorFlow's, then OUT_OF_RANGE; a truncated
                 fixed-length file is INVALID_ARGUMENT naming it.
@@ -212,6 +213,9 @@ def shuffle_train(dflow, tmp, checks):
 def dynamic_pad(dflow, tmp, checks):
     def build(target):
         g = tf.Graph()
+        # As under tf.compat.v1.disable_v2_behavior(): the epoch counter is a ref
+        # variable (VariableV2 + CountUpTo).
+        tf1.disable_resource_variables()
         with g.as_default(), placed(target, WORKER):
             (n,) = tf1.train.slice_input_producer([np.array([3, 1, 4, 0, 2], np.int32)],
                                                   num_epochs=1, shuffle=False)
@@ -219,9 +223,12 @@ def dynamic_pad(dflow, tmp, checks):
             batch = tf1.train.batch([row, n], batch_size=2, dynamic_pad=True,
                                     allow_smaller_final_batch=True)
             init = [tf1.local_variables_initializer()]
+        tf1.enable_resource_variables()
         return g, batch, init
 
     g, batch, init = build("")
+    ops = {n.op for n in g.as_graph_def().node}
+    checks.check({"CountUpTo", "PaddingFIFOQueueV2"} <= ops, "the graph counts with CountUpTo")
     theirs, _, _, _, _ = run_with_queue_runners("", g, batch, init)
     g, batch, init = build("x")
     with Cluster(dflow, tmp) as c:

@@ -4,7 +4,7 @@
 // units") from a string queue and return (key, value) records;
 // ReaderNumRecordsProducedV2, ReaderNumWorkUnitsCompletedV2 and ReaderResetV2
 // inspect and reset it. Also the small ops of the input producers that feed
-// them: MatchingFiles, RandomShuffle and ResourceCountUpTo (num_epochs).
+// them: MatchingFiles, RandomShuffle and (Resource)CountUpTo (num_epochs).
 //
 // Keys are TensorFlow's: "file:line" (1-based, header lines counted) for text
 // lines, "file:offset" for TFRecords, "file:record" (0-based) for fixed-length
@@ -20,6 +20,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -33,6 +34,7 @@
 #include "dflow/ops/array_util.h"
 #include "dflow/ops/data_flow_ops.h"
 #include "dflow/ops/resource_lookup.h"
+#include "dflow/ops/state_ops.h"
 #include "dflow/ops/variable_ops.h"
 
 namespace dflow {
@@ -493,41 +495,47 @@ class RandomShuffleOp : public OpKernel {
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
 };
 
-// Outputs the variable's value and increments it; OUT_OF_RANGE once it
-// reaches `limit` (how string_input_producer counts its epochs).
-class ResourceCountUpToOp : public OpKernel {
+// Outputs *counter's value and increments it; OUT_OF_RANGE "Reached limit of
+// N" once it has reached `limit` (how the input producers count epochs).
+absl::Status CountUp(OpKernelContext* ctx, Tensor* counter, int64_t limit) {
+  if (counter->dims() != 0) {
+    return ctx->InvalidArgument("the counter must be a scalar, got shape ",
+                                counter->shape().DebugString());
+  }
+  return SwitchAll(counter->dtype(), "CountUpTo", [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>) {
+      const T before = counter->scalar<T>();
+      if (before >= limit) {
+        return absl::OutOfRangeError(absl::StrCat(ctx->Prefix(), "Reached limit of ", limit));
+      }
+      counter->scalar<T>() = before + 1;
+      ctx->set_output(0, Tensor::Scalar<T>(before));
+      return absl::OkStatus();
+    } else {
+      return ctx->InvalidArgument("the counter must be int32 or int64, got ",
+                                  DataTypeString(counter->dtype()));
+    }
+  });
+}
+
+// ResourceCountUpTo (a resource variable) and CountUpTo (a ref variable).
+template <bool kResource>
+class CountUpToOp : public OpKernel {
  public:
-  explicit ResourceCountUpToOp(OpKernelConstruction* c) : OpKernel(c) {
+  explicit CountUpToOp(OpKernelConstruction* c) : OpKernel(c) {
     c->GetAttr("limit", &limit_).IgnoreError();
   }
   absl::Status Compute(OpKernelContext* ctx) override {
-    ASSIGN_OR_RETURN(std::shared_ptr<Var> var, LookupInitializedVar(*ctx, 0));
-    absl::MutexLock l(var->mu());
-    if (var->tensor().dims() != 0) {
-      return ctx->InvalidArgument("the counter must be a scalar, got shape ",
-                                  var->tensor().shape().DebugString());
-    }
-    Tensor* value = var->MutableTensor();
-    int64_t before;
-    if (value->dtype() == DT_INT32) {
-      before = value->scalar<int32_t>();
-    } else if (value->dtype() == DT_INT64) {
-      before = value->scalar<int64_t>();
+    if constexpr (kResource) {
+      ASSIGN_OR_RETURN(std::shared_ptr<Var> var, LookupInitializedVar(*ctx, 0));
+      absl::MutexLock l(var->mu());
+      return CountUp(ctx, var->MutableTensor(), limit_);
     } else {
-      return ctx->InvalidArgument("the counter must be int32 or int64, got ",
-                                  DataTypeString(value->dtype()));
+      RefInputsLock lock(*ctx, {0});
+      RETURN_IF_ERROR(CheckRefInitialized(*ctx, 0));
+      return CountUp(ctx, MutableRefInput(ctx, 0), limit_);
     }
-    if (before >= limit_) {
-      return absl::OutOfRangeError(absl::StrCat(ctx->Prefix(), "Reached limit of ", limit_));
-    }
-    if (value->dtype() == DT_INT32) {
-      value->scalar<int32_t>() = static_cast<int32_t>(before + 1);
-      ctx->set_output(0, Tensor::Scalar<int32_t>(static_cast<int32_t>(before)));
-    } else {
-      value->scalar<int64_t>() = before + 1;
-      ctx->set_output(0, Tensor::Scalar<int64_t>(before));
-    }
-    return absl::OkStatus();
   }
 
  private:
@@ -668,7 +676,15 @@ REGISTER_OP("ResourceCountUpTo")
     .Attr("T: {int32, int64}")
     .SetIsStateful()
     .SetShapeFn(ScalarShape);
-REGISTER_KERNEL(KernelDefBuilder("ResourceCountUpTo").Device(kDeviceCPU), ResourceCountUpToOp);
+REGISTER_KERNEL(KernelDefBuilder("ResourceCountUpTo").Device(kDeviceCPU), CountUpToOp<true>);
+
+REGISTER_OP("CountUpTo")
+    .Input("ref: Ref(T)")
+    .Output("output: T")
+    .Attr("limit: int")
+    .Attr("T: {int32, int64}")
+    .SetShapeFn(ScalarShape);
+REGISTER_KERNEL(KernelDefBuilder("CountUpTo").Device(kDeviceCPU), CountUpToOp<false>);
 
 }  // namespace
 }  // namespace dflow

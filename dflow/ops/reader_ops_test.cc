@@ -301,5 +301,33 @@ TEST_F(ReaderOpsTest, RandomShuffleIsAPermutationOfRows) {
   for (int32_t i = 0; i < 50; ++i) EXPECT_EQ(sorted[i], i);
 }
 
+TEST_F(ReaderOpsTest, CountUpToCountsARefVariableToItsLimit) {
+  NodeDef n = Node("CountUpTo", "count", 1);
+  SetAttr(&n, "T", DT_INT64);
+  SetAttr(&n, "limit", int64_t{2});
+  OpKernel* count = Kernel(n);
+  Tensor var = Tensor::Scalar<int64_t>(0);
+  absl::Mutex mu;
+  auto run = [&](int64_t* out) {
+    OpKernelContext::Params params;
+    params.device = device_.get();
+    params.op_kernel = count;
+    params.inputs.push_back(TensorValue{&var, &mu});
+    OpKernelContext ctx(&params);
+    absl::Status s = count->Compute(&ctx);
+    if (s.ok()) *out = ctx.release_output(0).tensor->scalar<int64_t>();
+    return s;
+  };
+  int64_t got = -1;
+  ASSERT_TRUE(run(&got).ok());
+  EXPECT_EQ(got, 0);
+  ASSERT_TRUE(run(&got).ok());
+  EXPECT_EQ(got, 1);
+  absl::Status end = run(&got);
+  EXPECT_EQ(end.code(), absl::StatusCode::kOutOfRange);
+  EXPECT_THAT(end.message(), HasSubstr("Reached limit of 2"));
+  EXPECT_EQ(var.scalar<int64_t>(), 2);
+}
+
 }  // namespace
 }  // namespace dflow
