@@ -121,10 +121,10 @@ class FixedLengthRecordDatasetOp : public DatasetOpKernel {
     ASSIGN_OR_RETURN(f.record_bytes, ScalarInput(*ctx, 2, "record_bytes"));
     ASSIGN_OR_RETURN(f.footer_bytes, ScalarInput(*ctx, 3, "footer_bytes"));
     if (f.header_bytes < 0 || f.footer_bytes < 0 || f.record_bytes <= 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("record_bytes must be > 0 (got ", f.record_bytes,
-                       ") and header_bytes, footer_bytes >= 0 (got ", f.header_bytes, ", ",
-                       f.footer_bytes, ")"));
+      return absl::InvalidArgumentError(absl::StrCat("record_bytes must be > 0 (got ",
+                                                     f.record_bytes,
+                                                     ") and header_bytes, footer_bytes >= 0 (got ",
+                                                     f.header_bytes, ", ", f.footer_bytes, ")"));
     }
     if (ctx->num_inputs() > 5) RETURN_IF_ERROR(CheckUncompressed(ctx->input(5)));
     OpenFile open = [f](const std::string& path) -> absl::StatusOr<NextRecord> {

@@ -44,8 +44,8 @@ std::string StringConst(const std::string& name, const std::vector<std::string>&
   return absl::StrCat("node { name: \"", name, R"(" op: "Const"
   attr { key: "dtype" value { type: DT_STRING } }
   attr { key: "value" value { tensor { dtype: DT_STRING tensor_shape { )",
-                      scalar ? "" : absl::StrCat("dim { size: ", values.size(), " }"),
-                      " } ", vals, "} } } }\n");
+                      scalar ? "" : absl::StrCat("dim { size: ", values.size(), " }"), " } ", vals,
+                      "} } } }\n");
 }
 
 std::string Int64Const(const std::string& name, int64_t v) {
@@ -76,7 +76,8 @@ TEST(TextDatasetsTest, TextLineDatasetGivesTheLinesOfEachFileInOrder) {
   const std::string a = dir.path() + "/a.txt", b = dir.path() + "/b.txt";
   io::WriteFileOrDie(a, "alpha\r\nbeta\n\ngamma");
   io::WriteFileOrDie(b, "delta\n");
-  const std::string consts = StringConst("files", {a, b}) + StringConst("compression", {""}, /*scalar=*/true) +
+  const std::string consts = StringConst("files", {a, b}) +
+                             StringConst("compression", {""}, /*scalar=*/true) +
                              Int64Const("buffer", 0);
   absl::Status end;
   EXPECT_EQ(Drain(Graph(consts, R"(name: "ds" op: "TextLineDataset" input: "files"
@@ -86,7 +87,8 @@ TEST(TextDatasetsTest, TextLineDatasetGivesTheLinesOfEachFileInOrder) {
   EXPECT_EQ(end.code(), absl::StatusCode::kOutOfRange) << end;
 
   const std::string missing = dir.path() + "/missing.txt";
-  const std::string bad = StringConst("files", {missing}) + StringConst("compression", {""}, /*scalar=*/true) +
+  const std::string bad = StringConst("files", {missing}) +
+                          StringConst("compression", {""}, /*scalar=*/true) +
                           Int64Const("buffer", 0);
   EXPECT_TRUE(Drain(Graph(bad, R"(name: "ds" op: "TextLineDataset" input: "files"
                            input: "compression" input: "buffer")"),
@@ -104,9 +106,10 @@ TEST(TextDatasetsTest, FixedLengthRecordDatasetSkipsHeaderAndFooter) {
   auto graph = [](const std::string& file, bool v2) {
     std::string consts = StringConst("files", {file}) + Int64Const("header", 2) +
                          Int64Const("record", 2) + Int64Const("footer", 1) +
-                         Int64Const("buffer", 0) + StringConst("compression", {""}, /*scalar=*/true);
-    return Graph(consts, absl::StrCat("name: \"ds\" op: \"FixedLengthRecordDataset",
-                                      v2 ? "V2" : "", R"(" input: "files" input: "header"
+                         Int64Const("buffer", 0) +
+                         StringConst("compression", {""}, /*scalar=*/true);
+    return Graph(consts, absl::StrCat("name: \"ds\" op: \"FixedLengthRecordDataset", v2 ? "V2" : "",
+                                      R"(" input: "files" input: "header"
                           input: "record" input: "footer" input: "buffer")",
                                       v2 ? " input: \"compression\"" : ""));
   };

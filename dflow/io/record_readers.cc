@@ -19,9 +19,8 @@ absl::Status BufferedReader::Fill() {
   offset_ += pos_;
   buffer_.erase(0, pos_);
   pos_ = 0;
-  const uint64_t left = file_->size() > offset_ + buffer_.size()
-                            ? file_->size() - offset_ - buffer_.size()
-                            : 0;
+  const uint64_t left =
+      file_->size() > offset_ + buffer_.size() ? file_->size() - offset_ - buffer_.size() : 0;
   const uint64_t n = std::min<uint64_t>(left, kBufferBytes);
   if (n == 0) return absl::OkStatus();
   const size_t old = buffer_.size();
@@ -113,17 +112,17 @@ absl::StatusOr<std::unique_ptr<FixedLengthRecordReader>> FixedLengthRecordReader
   const uint64_t size = f->size();
   const uint64_t frame = format.header_bytes + format.footer_bytes;
   if (size < frame) {
-    return absl::InvalidArgumentError(absl::StrCat("input file \"", path, "\" is truncated: ", size,
-                                            " bytes, fewer than its header (", format.header_bytes,
-                                            ") and footer (", format.footer_bytes, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "input file \"", path, "\" is truncated: ", size, " bytes, fewer than its header (",
+        format.header_bytes, ") and footer (", format.footer_bytes, ")"));
   }
   const uint64_t body = size - frame;
   if (format.hop_bytes == 0 && body % format.record_bytes != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Excluding the header (", format.header_bytes, " bytes) and footer (",
-        format.footer_bytes, " bytes), input file \"", path, "\" has body length ", body,
-        " bytes, which is not an exact multiple of the record length (", format.record_bytes,
-        " bytes)."));
+    return absl::InvalidArgumentError(
+        absl::StrCat("Excluding the header (", format.header_bytes, " bytes) and footer (",
+                     format.footer_bytes, " bytes), input file \"", path, "\" has body length ",
+                     body, " bytes, which is not an exact multiple of the record length (",
+                     format.record_bytes, " bytes)."));
   }
   return std::unique_ptr<FixedLengthRecordReader>(
       new FixedLengthRecordReader(std::move(f), format));
@@ -145,9 +144,8 @@ absl::Status FixedLengthRecordReader::ReadRecord(std::string* record) {
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
   ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> f, RandomAccessFile::Open(path));
   if (f->size() > TensorByteLimit()) {
-    return absl::ResourceExhaustedError(absl::StrCat("'", path, "' has ", f->size(),
-                                                     " bytes, over the tensor byte limit ",
-                                                     TensorByteLimit()));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "'", path, "' has ", f->size(), " bytes, over the tensor byte limit ", TensorByteLimit()));
   }
   std::string out(f->size(), '\0');
   RETURN_IF_ERROR(f->Read(0, f->size(), out.data()));

@@ -49,8 +49,8 @@ TEST(FixedLengthRecordReaderTest, RecordsBetweenHeaderAndFooter) {
   TempDir dir;
   const std::string p = dir.path() + "/f";
   WriteFileOrDie(p, "HHH0123456789F");
-  auto r = FixedLengthRecordReader::Open(p, {.header_bytes = 3, .record_bytes = 5,
-                                             .footer_bytes = 1});
+  auto r =
+      FixedLengthRecordReader::Open(p, {.header_bytes = 3, .record_bytes = 5, .footer_bytes = 1});
   ASSERT_TRUE(r.ok()) << r.status();
   std::string rec;
   ASSERT_TRUE((*r)->ReadRecord(&rec).ok());
@@ -67,9 +67,9 @@ TEST(FixedLengthRecordReaderTest, TruncatedFilesAreInvalidArgumentNamingThem) {
   WriteFileOrDie(p, "0123456");
   auto r = FixedLengthRecordReader::Open(p, {.record_bytes = 2});
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(r.status().message(),
-              HasSubstr("input file \"" + p + "\" has body length 7 bytes, which is not an exact "
-                        "multiple of the record length (2 bytes)"));
+  EXPECT_THAT(r.status().message(), HasSubstr("input file \"" + p +
+                                              "\" has body length 7 bytes, which is not an exact "
+                                              "multiple of the record length (2 bytes)"));
   r = FixedLengthRecordReader::Open(p, {.header_bytes = 5, .record_bytes = 1, .footer_bytes = 5});
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(r.status().message(), HasSubstr(p + "\" is truncated"));

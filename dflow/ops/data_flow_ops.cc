@@ -156,14 +156,13 @@ absl::Status Queue::MatchesAttrs(const std::vector<DataType>& types,
                                  const std::vector<TensorShape>& shapes, int64_t capacity,
                                  const QueueOptions& options) const {
   if (options.kind != options_.kind) {
-    return absl::InvalidArgumentError(absl::StrCat("Shared queue '", name_, "' is a ",
-                                                   kind_name(), ", not the queue requested"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("Shared queue '", name_, "' is a ", kind_name(), ", not the queue requested"));
   }
   if (options.min_after_dequeue != options_.min_after_dequeue) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("Shared queue '", name_, "' has min_after_dequeue ",
-                     options_.min_after_dequeue, " but requested min_after_dequeue was ",
-                     options.min_after_dequeue));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Shared queue '", name_, "' has min_after_dequeue ", options_.min_after_dequeue,
+        " but requested min_after_dequeue was ", options.min_after_dequeue));
   }
   if (!(options.padded_shapes == options_.padded_shapes)) {
     return absl::InvalidArgumentError(
@@ -214,9 +213,9 @@ absl::Status Queue::CheckTuple(const Tuple& tuple, bool batched) const {
             " has ", tuple[i].dim_size(0), ", and should have ", batch));
       }
       if (!options_.padded_shapes[i].IsCompatibleWith(row)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "Shape mismatch in tuple component ", i, ". Expected ",
-            options_.padded_shapes[i].DebugString(), ", got ", row.DebugString()));
+        return absl::InvalidArgumentError(
+            absl::StrCat("Shape mismatch in tuple component ", i, ". Expected ",
+                         options_.padded_shapes[i].DebugString(), ", got ", row.DebugString()));
       }
     } else if (!shapes_.empty()) {
       TensorShape expected = shapes_[i];
@@ -289,9 +288,9 @@ void Queue::DequeueMany(int64_t n, bool up_to, const Waiter& waiter, DoneCallbac
     return;
   }
   if (shapes_.empty() && options_.padded_shapes.empty()) {
-    done(absl::InvalidArgumentError(absl::StrCat(
-             kind_name(), " '", name_, "': ", up_to ? "DequeueUpTo" : "DequeueMany",
-             " requires the components to have specified shapes")),
+    done(absl::InvalidArgumentError(
+             absl::StrCat(kind_name(), " '", name_, "': ", up_to ? "DequeueUpTo" : "DequeueMany",
+                          " requires the components to have specified shapes")),
          {});
     return;
   }
@@ -389,9 +388,9 @@ void Queue::Abort(int64_t id) {
   }
   static constexpr const char* kNames[] = {"Enqueue", "Close", "Dequeue"};
   const char* what = kNames[aborted->kind];
-  aborted->status = WaitEnded(aborted->waiter,
-                              absl::StrCat(what, " on ", kind_name(), " '", name_, "'"),
-                              absl::StrCat(what, " operation was cancelled"));
+  aborted->status =
+      WaitEnded(aborted->waiter, absl::StrCat(what, " on ", kind_name(), " '", name_, "'"),
+                absl::StrCat(what, " operation was cancelled"));
   Finish(std::move(aborted));
   for (std::unique_ptr<Attempt>& a : finished) Finish(std::move(a));
 }
@@ -838,16 +837,12 @@ class QueueOp : public OpKernel {
 
   absl::Status Compute(OpKernelContext* ctx) override {
     const std::string container = ContainerOr(*ctx, container_);
-    RETURN_IF_ERROR(LookupOrCreateShared<Queue>(
-                        *ctx, container, name_,
-                        [&] {
-                          return std::make_shared<Queue>(name_, types_, shapes_, capacity_,
-                                                         options_);
-                        },
-                        [&](const Queue& q) {
-                          return q.MatchesAttrs(types_, shapes_, capacity_, options_);
-                        })
-                        .status());
+    RETURN_IF_ERROR(
+        LookupOrCreateShared<Queue>(
+            *ctx, container, name_,
+            [&] { return std::make_shared<Queue>(name_, types_, shapes_, capacity_, options_); },
+            [&](const Queue& q) { return q.MatchesAttrs(types_, shapes_, capacity_, options_); })
+            .status());
     ctx->set_output(0, ResourceHandleTensor<Queue>(ctx->device()->name(), container, name_));
     return absl::OkStatus();
   }
@@ -878,9 +873,9 @@ class QueueOp : public OpKernel {
     }
     const size_t given = padding ? options_.padded_shapes.size() : shapes_.size();
     if (padding && given != types_.size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("shapes must give one shape per component (unknown dimensions allowed): ",
-                       given, " shapes for ", types_.size(), " component types"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "shapes must give one shape per component (unknown dimensions allowed): ", given,
+          " shapes for ", types_.size(), " component types"));
     }
     if (given != 0 && given != types_.size()) {
       return absl::InvalidArgumentError(
@@ -899,16 +894,14 @@ class QueueOp : public OpKernel {
 
 // A queue operation finishing through `done`: sets the outputs it returns.
 Queue::DoneCallback QueueDone(OpKernelContext* ctx, AsyncOpKernel::DoneCallback done) {
-  return
-      [ctx, done = std::move(done), prefix = ctx->Prefix()](absl::Status s, Queue::Tuple out) {
-        if (!s.ok()) {
-          done(Prefixed(prefix, s));
-          return;
-        }
-        for (size_t i = 0; i < out.size(); ++i)
-          ctx->set_output(static_cast<int>(i), std::move(out[i]));
-        done(absl::OkStatus());
-      };
+  return [ctx, done = std::move(done), prefix = ctx->Prefix()](absl::Status s, Queue::Tuple out) {
+    if (!s.ok()) {
+      done(Prefixed(prefix, s));
+      return;
+    }
+    for (size_t i = 0; i < out.size(); ++i) ctx->set_output(static_cast<int>(i), std::move(out[i]));
+    done(absl::OkStatus());
+  };
 }
 
 // Enqueue (many = false) and EnqueueMany.
@@ -946,9 +939,10 @@ class QueueDequeueOp : public AsyncOpKernel {
       return;
     }
     if ((*q)->component_types() != output_types()) {
-      done(ctx->InvalidArgument(
-          (*q)->kind_name(), " '", (*q)->name(), "' holds ", DataTypeListString((*q)->component_types()),
-          ", but component_types asks for ", DataTypeListString(output_types())));
+      done(ctx->InvalidArgument((*q)->kind_name(), " '", (*q)->name(), "' holds ",
+                                DataTypeListString((*q)->component_types()),
+                                ", but component_types asks for ",
+                                DataTypeListString(output_types())));
       return;
     }
     if (!kMany) {

@@ -734,7 +734,8 @@ struct Result {
   }
 };
 
-std::shared_ptr<Queue> ShuffleQueue(int64_t min_after_dequeue, int64_t seed, int64_t capacity = -1) {
+std::shared_ptr<Queue> ShuffleQueue(int64_t min_after_dequeue, int64_t seed,
+                                    int64_t capacity = -1) {
   QueueOptions o;
   o.kind = QueueOptions::Kind::kRandomShuffle;
   o.min_after_dequeue = min_after_dequeue;

@@ -224,9 +224,9 @@ SourceFactory FactoryFromAttrs(OpKernelConstruction* c) {
     std::string compression;
     c->GetAttr("compression_type", &compression).IgnoreError();
     if (!compression.empty()) {
-      c->SetStatus(absl::UnimplementedError(absl::StrCat(
-          "[", op, " '", c->def().name(), "'] compression_type '", compression,
-          "' is not supported; only ''")));
+      c->SetStatus(absl::UnimplementedError(absl::StrCat("[", op, " '", c->def().name(),
+                                                         "'] compression_type '", compression,
+                                                         "' is not supported; only ''")));
       return nullptr;
     }
     return [](const std::string& work) -> absl::StatusOr<std::unique_ptr<RecordSource>> {
@@ -243,15 +243,15 @@ SourceFactory FactoryFromAttrs(OpKernelConstruction* c) {
     std::string encoding;
     c->GetAttr("encoding", &encoding).IgnoreError();
     if (!encoding.empty()) {
-      c->SetStatus(absl::UnimplementedError(absl::StrCat("[", op, " '", c->def().name(),
-                                                         "'] encoding '", encoding,
-                                                         "' is not supported; only ''")));
+      c->SetStatus(
+          absl::UnimplementedError(absl::StrCat("[", op, " '", c->def().name(), "'] encoding '",
+                                                encoding, "' is not supported; only ''")));
       return nullptr;
     }
     if (f.record_bytes <= 0 || f.header_bytes < 0 || f.footer_bytes < 0 || f.hop_bytes < 0) {
-      c->SetStatus(absl::InvalidArgumentError(absl::StrCat(
-          "[", op, " '", c->def().name(), "'] record_bytes must be > 0 (got ", f.record_bytes,
-          ") and header_bytes, footer_bytes, hop_bytes >= 0")));
+      c->SetStatus(absl::InvalidArgumentError(
+          absl::StrCat("[", op, " '", c->def().name(), "'] record_bytes must be > 0 (got ",
+                       f.record_bytes, ") and header_bytes, footer_bytes, hop_bytes >= 0")));
       return nullptr;
     }
     return [f](const std::string& work) -> absl::StatusOr<std::unique_ptr<RecordSource>> {
@@ -644,13 +644,9 @@ REGISTER_OP("ReaderNumWorkUnitsCompletedV2")
     .Output("units_completed: int64")
     .SetIsStateful()
     .SetShapeFn(ScalarShape);
-REGISTER_KERNEL(KernelDefBuilder("ReaderNumWorkUnitsCompletedV2").Device(kDeviceCPU),
-                ReaderInfoOp);
+REGISTER_KERNEL(KernelDefBuilder("ReaderNumWorkUnitsCompletedV2").Device(kDeviceCPU), ReaderInfoOp);
 
-REGISTER_OP("ReaderResetV2")
-    .Input("reader_handle: resource")
-    .SetIsStateful()
-    .SetShapeFn(NoOutputs);
+REGISTER_OP("ReaderResetV2").Input("reader_handle: resource").SetIsStateful().SetShapeFn(NoOutputs);
 REGISTER_KERNEL(KernelDefBuilder("ReaderResetV2").Device(kDeviceCPU), ReaderInfoOp);
 
 REGISTER_OP("MatchingFiles")

@@ -58,7 +58,7 @@ class ReaderOpsTest : public ::testing::Test {
     return kernels_.back().get();
   }
   std::unique_ptr<KernelRun> Start(OpKernel* kernel, std::vector<Tensor> inputs,
-                             CancellationManager* cm = nullptr) {
+                                   CancellationManager* cm = nullptr) {
     auto run = std::make_unique<KernelRun>();
     run->params.device = device_.get();
     run->params.op_kernel = kernel;
