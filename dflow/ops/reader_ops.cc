@@ -99,6 +99,10 @@ class Reader : public ResourceBase {
       if (!keys->empty()) return absl::OkStatus();
     }
   }
+  // Whether a read can proceed without a new work unit.
+  bool HasWorkLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    return source_ != nullptr || !pending_.empty();
+  }
   void AddWorkLocked(std::string work) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     pending_.push_back(std::move(work));
   }
@@ -334,7 +338,16 @@ class ReadCall : public std::enable_shared_from_this<ReadCall> {
 
  private:
   void GotWork(const absl::Status& s, const Queue::Tuple& work) {
-    if (!s.ok()) return Fail(s);
+    if (!s.ok()) {
+      // A concurrent read may have started a work unit meanwhile: read from
+      // it, as TensorFlow's reads (serialized by a lock) would.
+      bool has_work;
+      {
+        absl::MutexLock l(&reader_->mu);
+        has_work = reader_->HasWorkLocked();
+      }
+      return has_work && absl::IsOutOfRange(s) ? Step() : Fail(s);
+    }
     if (work.size() != 1 || work[0].dtype() != DT_STRING || work[0].NumElements() != 1) {
       return Fail(absl::InvalidArgumentError(
           absl::StrCat("Expected to dequeue a one-element string tensor from ", queue_->name(),

@@ -329,5 +329,27 @@ TEST_F(ReaderOpsTest, CountUpToCountsARefVariableToItsLimit) {
   EXPECT_EQ(var.scalar<int64_t>(), 2);
 }
 
+TEST_F(ReaderOpsTest, ConcurrentReadsFinishTheCurrentFileBeforeOutOfRange) {
+  const std::string a = File("a", "1\n2\n3\n");
+  Tensor reader = Reader(Node("TextLineReaderV2", "reader", 0));
+  Tensor q = FileQueue({}, /*close=*/false);
+  OpKernel* read = Kernel(Node("ReaderReadV2", "read", 2));
+  // Two reads wait for a file (as two threads of train.batch(num_threads=2) do).
+  std::unique_ptr<KernelRun> first = Start(read, {reader, q});
+  std::unique_ptr<KernelRun> second = Start(read, {reader, q});
+  NodeDef e = Node("QueueEnqueueV2", "enqueue", 2);
+  SetAttr(&e, "Tcomponents", std::vector<DataType>{DT_STRING});
+  RunOk(Kernel(e), {q, Tensor::Scalar<std::string>(a)});
+  ASSERT_TRUE(first->Wait().ok()) << first->status;
+  EXPECT_FALSE(second->finished());
+  RunOk(Kernel(Node("QueueCloseV2", "close", 1)), {q});
+  ASSERT_TRUE(second->Wait().ok()) << "the file has lines left: " << second->status;
+  EXPECT_EQ(first->output(1).scalar<std::string>(), "1");
+  EXPECT_EQ(second->output(1).scalar<std::string>(), "2");
+  absl::Status end;
+  EXPECT_EQ(ReadAll(reader, q, &end), (KV{{a + ":3", "3"}}));
+  EXPECT_EQ(end.code(), absl::StatusCode::kOutOfRange);
+}
+
 }  // namespace
 }  // namespace dflow
