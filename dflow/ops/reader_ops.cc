@@ -431,7 +431,7 @@ class ReaderInfoOp : public OpKernel {
   const std::string op_;
 };
 
-// The sorted names of the files matching each glob pattern of input 0.
+// The names of the files matching the glob patterns of input 0, sorted.
 class MatchingFilesOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -450,9 +450,9 @@ class MatchingFilesOp : public OpKernel {
       if (rc != 0 && rc != GLOB_NOMATCH) {
         return absl::InternalError(absl::StrCat(ctx->Prefix(), "cannot match '", pattern, "'"));
       }
-      std::sort(matched.begin(), matched.end());
       files.insert(files.end(), matched.begin(), matched.end());
     }
+    std::sort(files.begin(), files.end());  // All together, as TensorFlow.
     ctx->set_output(0, Tensor::Vec<std::string>(files));
     return absl::OkStatus();
   }

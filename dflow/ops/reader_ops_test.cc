@@ -276,6 +276,15 @@ TEST_F(ReaderOpsTest, MatchingFilesIsSorted) {
                    {Tensor::Scalar<std::string>(dir_.path() + "/*.txt")});
   ExpectTensorEq<std::string>(t, {dir_.path() + "/a.txt", dir_.path() + "/b.txt"},
                               TensorShape({2}));
+  Tensor two = RunOk(Kernel(Node("MatchingFiles", "two", 1)),
+                     {Tensor::Vec<std::string>({dir_.path() + "/*.txt", dir_.path() + "/c*"})});
+  ExpectTensorEq<std::string>(
+      two, {dir_.path() + "/a.txt", dir_.path() + "/b.txt", dir_.path() + "/c.bin"},
+      TensorShape({3}));
+  Tensor both = RunOk(Kernel(Node("MatchingFiles", "both", 1)),
+                      {Tensor::Vec<std::string>({dir_.path() + "/c*", dir_.path() + "/a*"})});
+  ExpectTensorEq<std::string>(both, {dir_.path() + "/a.txt", dir_.path() + "/c.bin"},
+                              TensorShape({2}));
   Tensor none = RunOk(Kernel(Node("MatchingFiles", "none", 1)),
                       {Tensor::Scalar<std::string>(dir_.path() + "/*.png")});
   EXPECT_EQ(none.NumElements(), 0);
