@@ -8,6 +8,8 @@
 // data_flow_ops_test.cc). Where TensorFlow creates a queue or accumulator
 // private to its kernel when shared_name is empty, dflow names it after the
 // node (as VariableV2 does), so that every executor of a session sees it.
+// Unlike TensorFlow's, such a queue also outlives its session: a later session
+// on the same server running a node of that name finds it (closed, perhaps).
 // timeout_ms is accepted and, as in TensorFlow ("not supported yet"), ignored:
 // waits end at the step's deadline.
 #include "dflow/ops/data_flow_ops.h"

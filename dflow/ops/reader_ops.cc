@@ -12,6 +12,8 @@
 // for the queue without blocking a thread (Queue::Dequeue's callback resumes
 // it), so the step's cancellation and deadline bound it; a closed, empty
 // queue ends it with OUT_OF_RANGE, what QueueRunner and Coordinator expect.
+// A reader with an empty shared_name is named after its node, as the queues
+// are (data_flow_ops.cc), and so outlives its session as they do.
 // File reading itself is dflow/io/record_readers.h and tfrecord.h.
 #include <glob.h>
 
