@@ -1,5 +1,6 @@
-// Queues and accumulators: FIFOQueueV2 and Queue{Enqueue,EnqueueMany,Dequeue,
-// DequeueMany,Size,Close}V2; ConditionalAccumulator and Accumulator{Apply,Take}
+// Queues and accumulators: FIFOQueueV2, RandomShuffleQueueV2, PaddingFIFOQueueV2
+// and Queue{Enqueue,EnqueueMany,Dequeue,DequeueMany,DequeueUpTo,Size,IsClosed,
+// Close}V2; ConditionalAccumulator and Accumulator{Apply,Take}
 // Gradient, AccumulatorNumAccumulated, AccumulatorSetGlobalStep, with their
 // resource-handle twins (Resource*), which TensorFlow 2's tf.compat.v1 emits.
 //
@@ -7,6 +8,8 @@
 // data_flow_ops_test.cc). Where TensorFlow creates a queue or accumulator
 // private to its kernel when shared_name is empty, dflow names it after the
 // node (as VariableV2 does), so that every executor of a session sees it.
+// Unlike TensorFlow's, such a queue also outlives its session: a later session
+// on the same server running a node of that name finds it (closed, perhaps).
 // timeout_ms is accepted and, as in TensorFlow ("not supported yet"), ignored:
 // waits end at the step's deadline.
 #include "dflow/ops/data_flow_ops.h"
@@ -20,6 +23,7 @@
 #include "dflow/framework/kernel.h"
 #include "dflow/framework/op_def.h"
 #include "dflow/framework/resource_handle.h"
+#include "dflow/ops/resource_lookup.h"
 
 namespace dflow {
 namespace {
@@ -61,10 +65,6 @@ std::string ShapesString(const std::vector<TensorShape>& shapes) {
       "]");
 }
 
-absl::Status Prefixed(const std::string& prefix, const absl::Status& s) {
-  return absl::Status(s.code(), absl::StrCat(prefix, s.message()));
-}
-
 // The error of a wait ended by its step: DeadlineExceeded once past the
 // deadline, Cancelled otherwise.
 absl::Status WaitEnded(const Waiter& w, const std::string& what, const std::string& cancelled) {
@@ -77,15 +77,41 @@ absl::Status WaitEnded(const Waiter& w, const std::string& what, const std::stri
 
 }  // namespace
 
-// --- FIFOQueue ------------------------------------------------------------------------
+// Copies `src` (shape `from`) into the row-major block of shape `to` (each
+// dimension at least as large) that starts at element `dst_at` of `dst`,
+// leaving the padding as it is. REQUIRES: same rank and dtype.
+absl::Status CopyPadded(const Tensor& src, const TensorShape& to, Tensor* dst, int64_t dst_at) {
+  const TensorShape& from = src.shape();
+  if (from == to) return CopyElements(src, 0, src.NumElements(), dst, dst_at);
+  return SwitchQueueable(src.dtype(), [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::type;
+    auto in = src.flat<T>();
+    auto out = dst->flat<T>();
+    const int rank = from.dims();
+    std::vector<int64_t> index(rank, 0);
+    for (int64_t i = 0; i < src.NumElements(); ++i) {
+      int64_t at = 0;
+      for (int d = 0; d < rank; ++d) at = at * to.dim_size(d) + index[d];
+      out[dst_at + at] = in[i];
+      for (int d = rank - 1; d >= 0; --d) {  // Next index, row-major.
+        if (++index[d] < from.dim_size(d)) break;
+        index[d] = 0;
+      }
+    }
+    return absl::OkStatus();
+  });
+}
 
-struct FIFOQueue::Attempt {
+// --- Queue ----------------------------------------------------------------------------
+
+struct Queue::Attempt {
   enum Kind { kEnqueue, kClose, kDequeue };
   Kind kind = kEnqueue;
   int64_t id = 0;
   std::deque<Tuple> rows;  // kEnqueue: rows still to add
   int64_t requested = 0;   // kDequeue: elements wanted
   bool batched = false;    // kDequeue: DequeueMany, whose output is stacked
+  bool up_to = false;      // kDequeue: DequeueUpTo, content with fewer once closed
   std::vector<Tuple> taken;
   absl::Status status;  // the result, once complete
   Waiter waiter;
@@ -93,25 +119,57 @@ struct FIFOQueue::Attempt {
   DoneCallback done;
 };
 
-FIFOQueue::FIFOQueue(std::string name, std::vector<DataType> types, std::vector<TensorShape> shapes,
-                     int64_t capacity)
+Queue::Queue(std::string name, std::vector<DataType> types, std::vector<TensorShape> shapes,
+             int64_t capacity, QueueOptions options)
     : name_(std::move(name)),
       types_(std::move(types)),
       shapes_(std::move(shapes)),
-      capacity_(capacity) {}
+      capacity_(capacity),
+      options_(std::move(options)) {
+  if (options_.seed == 0 && options_.seed2 == 0) {
+    rng_.seed(std::random_device{}());
+  } else {
+    std::seed_seq seq{static_cast<uint64_t>(options_.seed), static_cast<uint64_t>(options_.seed2)};
+    rng_.seed(seq);
+  }
+}
 
-FIFOQueue::~FIFOQueue() {
+const char* Queue::kind_name() const {
+  switch (options_.kind) {
+    case QueueOptions::Kind::kRandomShuffle:
+      return "RandomShuffleQueue";
+    case QueueOptions::Kind::kPaddingFIFO:
+      return "PaddingFIFOQueue";
+    default:
+      return "FIFOQueue";
+  }
+}
+
+Queue::~Queue() {
   absl::MutexLock l(&mu_);  // For the annotations; no one else can hold it now.
   for (auto* list : {&enqueues_, &dequeues_}) {
     for (std::unique_ptr<Attempt>& a : *list) {
-      a->done(absl::CancelledError(absl::StrCat("FIFOQueue '", name_, "' was destroyed")), {});
+      a->done(absl::CancelledError(absl::StrCat(kind_name(), " '", name_, "' was destroyed")), {});
     }
   }
 }
 
-absl::Status FIFOQueue::MatchesAttrs(const std::vector<DataType>& types,
-                                     const std::vector<TensorShape>& shapes,
-                                     int64_t capacity) const {
+absl::Status Queue::MatchesAttrs(const std::vector<DataType>& types,
+                                 const std::vector<TensorShape>& shapes, int64_t capacity,
+                                 const QueueOptions& options) const {
+  if (options.kind != options_.kind) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Shared queue '", name_, "' is a ", kind_name(), ", not the queue requested"));
+  }
+  if (options.min_after_dequeue != options_.min_after_dequeue) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Shared queue '", name_, "' has min_after_dequeue ", options_.min_after_dequeue,
+        " but requested min_after_dequeue was ", options.min_after_dequeue));
+  }
+  if (!(options.padded_shapes == options_.padded_shapes)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Shared queue '", name_, "' has other component shapes than requested"));
+  }
   if (types != types_) {
     return absl::InvalidArgumentError(
         absl::StrCat("Shared queue '", name_, "' has component types ", DataTypeListString(types_),
@@ -130,7 +188,7 @@ absl::Status FIFOQueue::MatchesAttrs(const std::vector<DataType>& types,
   return absl::OkStatus();
 }
 
-absl::Status FIFOQueue::CheckTuple(const Tuple& tuple, bool batched) const {
+absl::Status Queue::CheckTuple(const Tuple& tuple, bool batched) const {
   if (tuple.size() != types_.size()) {
     return absl::InvalidArgumentError(absl::StrCat("Wrong number of components in tuple. Expected ",
                                                    types_.size(), ", got ", tuple.size()));
@@ -148,7 +206,20 @@ absl::Status FIFOQueue::CheckTuple(const Tuple& tuple, bool batched) const {
   }
   for (size_t i = 0; i < tuple.size(); ++i) {
     const int64_t batch = batched ? tuple[0].dim_size(0) : 0;
-    if (!shapes_.empty()) {
+    if (!options_.padded_shapes.empty()) {
+      TensorShape row = tuple[i].shape();
+      if (batched) row.RemoveDim(0);
+      if (batched && tuple[i].dim_size(0) != batch) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "All input tensors must have the same size in the 0th dimension. Component ", i,
+            " has ", tuple[i].dim_size(0), ", and should have ", batch));
+      }
+      if (!options_.padded_shapes[i].IsCompatibleWith(row)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("Shape mismatch in tuple component ", i, ". Expected ",
+                         options_.padded_shapes[i].DebugString(), ", got ", row.DebugString()));
+      }
+    } else if (!shapes_.empty()) {
       TensorShape expected = shapes_[i];
       if (batched) expected.InsertDim(0, batch);
       if (tuple[i].shape() != expected) {
@@ -165,7 +236,7 @@ absl::Status FIFOQueue::CheckTuple(const Tuple& tuple, bool batched) const {
   return absl::OkStatus();
 }
 
-void FIFOQueue::Enqueue(Tuple tuple, const Waiter& waiter, DoneCallback done) {
+void Queue::Enqueue(Tuple tuple, const Waiter& waiter, DoneCallback done) {
   if (absl::Status s = CheckTuple(tuple, /*batched=*/false); !s.ok()) {
     done(s, {});
     return;
@@ -177,7 +248,7 @@ void FIFOQueue::Enqueue(Tuple tuple, const Waiter& waiter, DoneCallback done) {
   Submit(std::move(a), /*is_enqueue=*/true, waiter);
 }
 
-void FIFOQueue::EnqueueMany(Tuple batch, const Waiter& waiter, DoneCallback done) {
+void Queue::EnqueueMany(Tuple batch, const Waiter& waiter, DoneCallback done) {
   if (absl::Status s = CheckTuple(batch, /*batched=*/true); !s.ok()) {
     done(s, {});
     return;
@@ -204,7 +275,7 @@ void FIFOQueue::EnqueueMany(Tuple batch, const Waiter& waiter, DoneCallback done
   Submit(std::move(a), /*is_enqueue=*/true, waiter);
 }
 
-void FIFOQueue::Dequeue(const Waiter& waiter, DoneCallback done) {
+void Queue::Dequeue(const Waiter& waiter, DoneCallback done) {
   auto a = std::make_unique<Attempt>();
   a->kind = Attempt::kDequeue;
   a->requested = 1;
@@ -212,16 +283,16 @@ void FIFOQueue::Dequeue(const Waiter& waiter, DoneCallback done) {
   Submit(std::move(a), /*is_enqueue=*/false, waiter);
 }
 
-void FIFOQueue::DequeueMany(int64_t n, const Waiter& waiter, DoneCallback done) {
+void Queue::DequeueMany(int64_t n, bool up_to, const Waiter& waiter, DoneCallback done) {
   if (n < 0) {
     done(absl::InvalidArgumentError(absl::StrCat("DequeueMany requested ", n, " < 0 elements")),
          {});
     return;
   }
-  if (shapes_.empty()) {
+  if (shapes_.empty() && options_.padded_shapes.empty()) {
     done(absl::InvalidArgumentError(
-             absl::StrCat("FIFOQueue '", name_,
-                          "': DequeueMany requires the components to have specified shapes")),
+             absl::StrCat(kind_name(), " '", name_, "': ", up_to ? "DequeueUpTo" : "DequeueMany",
+                          " requires the components to have specified shapes")),
          {});
     return;
   }
@@ -229,11 +300,12 @@ void FIFOQueue::DequeueMany(int64_t n, const Waiter& waiter, DoneCallback done) 
   a->kind = Attempt::kDequeue;
   a->requested = n;
   a->batched = true;
+  a->up_to = up_to;
   a->done = std::move(done);
   Submit(std::move(a), /*is_enqueue=*/false, waiter);
 }
 
-void FIFOQueue::Close(bool cancel_pending_enqueues, const Waiter& waiter, DoneCallback done) {
+void Queue::Close(bool cancel_pending_enqueues, const Waiter& waiter, DoneCallback done) {
   if (!cancel_pending_enqueues) {
     // Queued behind the waiting enqueues, which still complete first.
     auto a = std::make_unique<Attempt>();
@@ -257,24 +329,24 @@ void FIFOQueue::Close(bool cancel_pending_enqueues, const Waiter& waiter, DoneCa
   done(absl::OkStatus(), {});
 }
 
-int64_t FIFOQueue::Size() const {
+int64_t Queue::Size() const {
   absl::MutexLock l(&mu_);
   return static_cast<int64_t>(elements_.size());
 }
 
-bool FIFOQueue::IsClosed() const {
+bool Queue::IsClosed() const {
   absl::MutexLock l(&mu_);
   return closed_;
 }
 
-std::string FIFOQueue::DebugString() const {
+std::string Queue::DebugString() const {
   absl::MutexLock l(&mu_);
-  return absl::StrCat("FIFOQueue<'", name_, "', ", DataTypeListString(types_), ", size ",
+  return absl::StrCat(kind_name(), "<'", name_, "', ", DataTypeListString(types_), ", size ",
                       elements_.size(), capacity_ >= 0 ? absl::StrCat("/", capacity_) : "",
                       closed_ ? ", closed" : "", ">");
 }
 
-void FIFOQueue::Submit(std::unique_ptr<Attempt> attempt, bool is_enqueue, const Waiter& waiter) {
+void Queue::Submit(std::unique_ptr<Attempt> attempt, bool is_enqueue, const Waiter& waiter) {
   attempt->waiter = waiter;
   std::vector<std::unique_ptr<Attempt>> finished;
   int64_t id;
@@ -290,8 +362,8 @@ void FIFOQueue::Submit(std::unique_ptr<Attempt> attempt, bool is_enqueue, const 
   if (pending && waiter.cm != nullptr) Arm(id, waiter.cm);
 }
 
-void FIFOQueue::Arm(int64_t id, CancellationManager* cm) {
-  std::shared_ptr<FIFOQueue> self = shared_from_this();
+void Queue::Arm(int64_t id, CancellationManager* cm) {
+  std::shared_ptr<Queue> self = shared_from_this();
   const CancellationToken token = cm->Register([self, id] { self->Abort(id); });
   if (token == kInvalidCancellationToken) {  // The step is already cancelled.
     Abort(id);
@@ -307,7 +379,7 @@ void FIFOQueue::Arm(int64_t id, CancellationManager* cm) {
   if (!pending) cm->Deregister(token);  // It finished meanwhile.
 }
 
-void FIFOQueue::Abort(int64_t id) {
+void Queue::Abort(int64_t id) {
   std::unique_ptr<Attempt> aborted;
   std::vector<std::unique_ptr<Attempt>> finished;
   {
@@ -318,13 +390,14 @@ void FIFOQueue::Abort(int64_t id) {
   }
   static constexpr const char* kNames[] = {"Enqueue", "Close", "Dequeue"};
   const char* what = kNames[aborted->kind];
-  aborted->status = WaitEnded(aborted->waiter, absl::StrCat(what, " on FIFOQueue '", name_, "'"),
-                              absl::StrCat(what, " operation was cancelled"));
+  aborted->status =
+      WaitEnded(aborted->waiter, absl::StrCat(what, " on ", kind_name(), " '", name_, "'"),
+                absl::StrCat(what, " operation was cancelled"));
   Finish(std::move(aborted));
   for (std::unique_ptr<Attempt>& a : finished) Finish(std::move(a));
 }
 
-FIFOQueue::Attempt* FIFOQueue::FindLocked(int64_t id) {
+Queue::Attempt* Queue::FindLocked(int64_t id) {
   for (auto* list : {&enqueues_, &dequeues_}) {
     for (std::unique_ptr<Attempt>& a : *list) {
       if (a->id == id) return a.get();
@@ -333,24 +406,20 @@ FIFOQueue::Attempt* FIFOQueue::FindLocked(int64_t id) {
   return nullptr;
 }
 
-std::unique_ptr<FIFOQueue::Attempt> FIFOQueue::RemoveLocked(int64_t id) {
+std::unique_ptr<Queue::Attempt> Queue::RemoveLocked(int64_t id) {
   for (auto* list : {&enqueues_, &dequeues_}) {
     for (auto it = list->begin(); it != list->end(); ++it) {
       if ((*it)->id != id) continue;
       std::unique_ptr<Attempt> a = std::move(*it);
       list->erase(it);
-      // Elements a dequeue took go back to the front, in order.
-      for (auto t = a->taken.rbegin(); t != a->taken.rend(); ++t) {
-        elements_.push_front(std::move(*t));
-      }
-      a->taken.clear();
+      ReturnLocked(a.get());
       return a;
     }
   }
   return nullptr;
 }
 
-std::vector<std::unique_ptr<FIFOQueue::Attempt>> FIFOQueue::RunLocked() {
+std::vector<std::unique_ptr<Queue::Attempt>> Queue::RunLocked() {
   std::vector<std::unique_ptr<Attempt>> finished;
   bool progress = true;
   while (progress) {
@@ -370,7 +439,7 @@ std::vector<std::unique_ptr<FIFOQueue::Attempt>> FIFOQueue::RunLocked() {
   return finished;
 }
 
-FIFOQueue::Progress FIFOQueue::RunEnqueueLocked(Attempt* a) {
+Queue::Progress Queue::RunEnqueueLocked(Attempt* a) {
   if (a->kind == Attempt::kClose) {
     if (closed_) {
       a->status = absl::CancelledError(absl::StrCat("Queue '", name_, "' is already closed."));
@@ -379,7 +448,7 @@ FIFOQueue::Progress FIFOQueue::RunEnqueueLocked(Attempt* a) {
     return Progress::kComplete;
   }
   if (closed_) {
-    a->status = absl::CancelledError(absl::StrCat("FIFOQueue '", name_, "' is closed."));
+    a->status = absl::CancelledError(absl::StrCat(kind_name(), " '", name_, "' is closed."));
     return Progress::kComplete;
   }
   Progress p = Progress::kNone;
@@ -392,46 +461,91 @@ FIFOQueue::Progress FIFOQueue::RunEnqueueLocked(Attempt* a) {
   return Progress::kComplete;
 }
 
-FIFOQueue::Progress FIFOQueue::RunDequeueLocked(Attempt* a) {
-  const int64_t missing = a->requested - static_cast<int64_t>(a->taken.size());
-  if (closed_ && static_cast<int64_t>(elements_.size()) < missing) {
-    for (auto t = a->taken.rbegin(); t != a->taken.rend(); ++t) {
-      elements_.push_front(std::move(*t));
-    }
-    a->taken.clear();
-    a->status = absl::OutOfRangeError(
-        absl::StrCat("FIFOQueue '", name_, "' is closed and has insufficient elements (requested ",
-                     a->requested, ", current size ", elements_.size(), ")"));
-    return Progress::kComplete;
-  }
+Queue::Progress Queue::RunDequeueLocked(Attempt* a) {
   Progress p = Progress::kNone;
-  while (static_cast<int64_t>(a->taken.size()) < a->requested && !elements_.empty()) {
-    a->taken.push_back(std::move(elements_.front()));
-    elements_.pop_front();
+  while (static_cast<int64_t>(a->taken.size()) < a->requested && CanTakeLocked()) {
+    a->taken.push_back(TakeLocked());
     p = Progress::kSome;
   }
-  return static_cast<int64_t>(a->taken.size()) == a->requested ? Progress::kComplete : p;
+  if (static_cast<int64_t>(a->taken.size()) == a->requested) return Progress::kComplete;
+  if (!closed_) return p;
+  // Closed, and every element left is taken: nothing more will come.
+  if (a->up_to && !a->taken.empty()) return Progress::kComplete;
+  ReturnLocked(a);
+  a->status = absl::OutOfRangeError(absl::StrCat(
+      kind_name(), " '", name_, "' is closed and has insufficient elements (requested ",
+      a->requested, ", current size ", elements_.size(), ")"));
+  return Progress::kComplete;
 }
 
-void FIFOQueue::Finish(std::unique_ptr<Attempt> a) const {
+bool Queue::CanTakeLocked() const {
+  if (elements_.empty()) return false;
+  if (options_.kind != QueueOptions::Kind::kRandomShuffle || closed_) return true;
+  return static_cast<int64_t>(elements_.size()) > options_.min_after_dequeue;
+}
+
+Queue::Tuple Queue::TakeLocked() {
+  if (options_.kind == QueueOptions::Kind::kRandomShuffle) {
+    // A uniformly chosen element, moved out by swapping it with the last.
+    std::uniform_int_distribution<size_t> pick(0, elements_.size() - 1);
+    std::swap(elements_[pick(rng_)], elements_.back());
+    Tuple t = std::move(elements_.back());
+    elements_.pop_back();
+    return t;
+  }
+  Tuple t = std::move(elements_.front());
+  elements_.pop_front();
+  return t;
+}
+
+void Queue::ReturnLocked(Attempt* a) {
+  // Back to the front, in order, as if never taken.
+  for (auto t = a->taken.rbegin(); t != a->taken.rend(); ++t) elements_.push_front(std::move(*t));
+  a->taken.clear();
+}
+
+absl::StatusOr<Queue::Tuple> Queue::Batch(const std::vector<Tuple>& rows) const {
+  const int64_t n = static_cast<int64_t>(rows.size());
+  Tuple out;
+  for (size_t c = 0; c < types_.size(); ++c) {
+    TensorShape shape;
+    if (options_.padded_shapes.empty()) {
+      shape = shapes_[c];
+    } else {  // Each unknown dimension as long as its longest row's.
+      const PartialShape& padded = options_.padded_shapes[c];
+      std::vector<int64_t> dims(padded.dims());
+      for (int d = 0; d < padded.rank(); ++d) {
+        if (dims[d] >= 0) continue;
+        dims[d] = 0;
+        for (const Tuple& row : rows) dims[d] = std::max(dims[d], row[c].dim_size(d));
+      }
+      shape = TensorShape(dims);
+    }
+    const int64_t row_elements = shape.num_elements();
+    TensorShape batch_shape = shape;
+    batch_shape.InsertDim(0, n);
+    Tensor batch(types_[c], batch_shape);
+    for (int64_t i = 0; i < n; ++i) {
+      RETURN_IF_ERROR(CopyPadded(rows[i][c], shape, &batch, i * row_elements));
+    }
+    out.push_back(std::move(batch));
+  }
+  return out;
+}
+
+void Queue::Finish(std::unique_ptr<Attempt> a) const {
   if (a->token != kInvalidCancellationToken) a->waiter.cm->Deregister(a->token);
   Tuple out;
   absl::Status status = a->status;
   if (status.ok() && a->kind == Attempt::kDequeue && !a->batched) {
     out = std::move(a->taken[0]);
   } else if (status.ok() && a->kind == Attempt::kDequeue) {
-    const int64_t n = static_cast<int64_t>(a->taken.size());
-    for (size_t c = 0; c < types_.size() && status.ok(); ++c) {
-      TensorShape shape = shapes_[c];
-      shape.InsertDim(0, n);
-      Tensor batch(types_[c], shape);
-      const int64_t row = shapes_[c].num_elements();
-      for (int64_t i = 0; i < n && status.ok(); ++i) {
-        status = CopyElements(a->taken[i][c], 0, row, &batch, i * row);
-      }
-      out.push_back(std::move(batch));
+    absl::StatusOr<Tuple> batch = Batch(a->taken);
+    if (batch.ok()) {
+      out = *std::move(batch);
+    } else {
+      status = batch.status();
     }
-    if (!status.ok()) out.clear();
   }
   a->done(status, std::move(out));
 }
@@ -668,48 +782,6 @@ Waiter WaiterOf(const OpKernelContext& ctx) {
   return Waiter{ctx.cancellation_manager(), ctx.deadline()};
 }
 
-std::string ContainerOr(const OpKernelContext& ctx, const std::string& container) {
-  return container.empty() ? ctx.resource_manager()->default_container() : container;
-}
-
-// The resource `name` shared across sessions: created by `make` when absent,
-// else it must agree with this op's attrs (`matches` says how not).
-template <typename T, typename Make, typename Matches>
-absl::StatusOr<std::shared_ptr<T>> LookupOrCreateShared(const OpKernelContext& ctx,
-                                                        const std::string& container,
-                                                        const std::string& name, Make make,
-                                                        Matches matches) {
-  ASSIGN_OR_RETURN(
-      std::shared_ptr<T> r,
-      ctx.resource_manager()->LookupOrCreate<T>(
-          container, name, [&]() -> absl::StatusOr<std::shared_ptr<T>> { return make(); }));
-  if (absl::Status s = matches(*r); !s.ok()) return Prefixed(ctx.Prefix(), s);
-  return r;
-}
-
-// The resource of type T named by the DT_RESOURCE scalar of input `i`.
-template <typename T>
-absl::StatusOr<std::shared_ptr<T>> LookupFromHandle(const OpKernelContext& ctx, int i) {
-  const Tensor& t = ctx.input(i);
-  if (t.dtype() != DT_RESOURCE || t.NumElements() != 1) {
-    return ctx.InvalidArgument("input ", i, " must be a scalar resource handle, got ",
-                               t.DebugString());
-  }
-  const ResourceHandle& h = t.flat<ResourceHandle>()[0];
-  if (!h.device.empty() && h.device != ctx.device()->name()) {
-    return ctx.InvalidArgument(T::kTypeName, " '", h.name, "' lives on ", h.device,
-                               ", not on this kernel's device ", ctx.device()->name());
-  }
-  if (!h.maybe_type_name.empty() && h.maybe_type_name != T::kTypeName) {
-    return ctx.InvalidArgument("handle ", h.name, " names a ", h.maybe_type_name, ", not a ",
-                               T::kTypeName);
-  }
-  absl::StatusOr<std::shared_ptr<T>> r =
-      ctx.resource_manager()->Lookup<T>(ContainerOr(ctx, h.container), h.name);
-  if (!r.ok()) return Prefixed(ctx.Prefix(), r.status());
-  return r;
-}
-
 // The accumulator named by input 0: a resource handle, or TensorFlow 1.x's
 // Ref(string) handle holding [container, name].
 absl::StatusOr<std::shared_ptr<ConditionalAccumulator>> AccumulatorFromInput(
@@ -743,66 +815,95 @@ absl::StatusOr<int64_t> ScalarInput(const OpKernelContext& ctx, int i, const cha
 
 // --- queue kernels ---
 
-class FIFOQueueOp : public OpKernel {
+// FIFOQueueV2, RandomShuffleQueueV2 and PaddingFIFOQueueV2: creates (or
+// finds) the queue its attrs describe.
+class QueueOp : public OpKernel {
  public:
-  explicit FIFOQueueOp(OpKernelConstruction* c) : OpKernel(c) {
+  explicit QueueOp(OpKernelConstruction* c) : OpKernel(c) {
+    const std::string& op = c->def().op();
+    if (op == "RandomShuffleQueueV2") options_.kind = QueueOptions::Kind::kRandomShuffle;
+    if (op == "PaddingFIFOQueueV2") options_.kind = QueueOptions::Kind::kPaddingFIFO;
     c->GetAttr("component_types", &types_).IgnoreError();
     c->GetAttr("capacity", &capacity_).IgnoreError();
     c->GetAttr("container", &container_).IgnoreError();
     c->GetAttr("shared_name", &name_).IgnoreError();
+    if (c->HasAttr("min_after_dequeue")) {
+      c->GetAttr("min_after_dequeue", &options_.min_after_dequeue).IgnoreError();
+      c->GetAttr("seed", &options_.seed).IgnoreError();
+      c->GetAttr("seed2", &options_.seed2).IgnoreError();
+    }
     if (name_.empty()) name_ = c->def().name();
-    auto it = c->def().attr().find("shapes");
-    if (it == c->def().attr().end()) return;
-    for (const tensorflow::TensorShapeProto& p : it->second.list().shape()) {
-      absl::StatusOr<TensorShape> s = TensorShape::FromProto(p);
-      if (!s.ok()) {
-        c->SetStatus(absl::InvalidArgumentError(
-            absl::StrCat("[FIFOQueueV2 '", c->def().name(),
-                         "'] shapes must be fully defined: ", s.status().message())));
-        return;
-      }
-      shapes_.push_back(*s);
-    }
-    if (!shapes_.empty() && shapes_.size() != types_.size()) {
-      c->SetStatus(absl::InvalidArgumentError(absl::StrCat("[FIFOQueueV2 '", c->def().name(), "'] ",
-                                                           shapes_.size(), " shapes given for ",
-                                                           types_.size(), " component types")));
-    }
+    const std::string prefix = absl::StrCat("[", op, " '", c->def().name(), "'] ");
+    if (absl::Status s = ReadShapes(c); !s.ok()) c->SetStatus(Prefixed(prefix, s));
   }
 
   absl::Status Compute(OpKernelContext* ctx) override {
     const std::string container = ContainerOr(*ctx, container_);
     RETURN_IF_ERROR(
-        LookupOrCreateShared<FIFOQueue>(
+        LookupOrCreateShared<Queue>(
             *ctx, container, name_,
-            [&] { return std::make_shared<FIFOQueue>(name_, types_, shapes_, capacity_); },
-            [&](const FIFOQueue& q) { return q.MatchesAttrs(types_, shapes_, capacity_); })
+            [&] { return std::make_shared<Queue>(name_, types_, shapes_, capacity_, options_); },
+            [&](const Queue& q) { return q.MatchesAttrs(types_, shapes_, capacity_, options_); })
             .status());
-    ctx->set_output(0, ResourceHandleTensor<FIFOQueue>(ctx->device()->name(), container, name_));
+    ctx->set_output(0, ResourceHandleTensor<Queue>(ctx->device()->name(), container, name_));
     return absl::OkStatus();
   }
   bool IsExpensive() const override { return false; }
 
  private:
+  // Fully defined shapes, or (padding queue) shapes of known rank.
+  absl::Status ReadShapes(OpKernelConstruction* c) {
+    const bool padding = options_.kind == QueueOptions::Kind::kPaddingFIFO;
+    auto it = c->def().attr().find("shapes");
+    if (it != c->def().attr().end()) {
+      for (const tensorflow::TensorShapeProto& p : it->second.list().shape()) {
+        PartialShape shape = PartialShape::FromProto(p);
+        if (padding) {
+          if (!shape.rank_known()) {
+            return absl::InvalidArgumentError("shapes must have a known rank for padding");
+          }
+          options_.padded_shapes.push_back(shape);
+          continue;
+        }
+        absl::StatusOr<TensorShape> s = TensorShape::FromProto(p);
+        if (!s.ok()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("shapes must be fully defined: ", s.status().message()));
+        }
+        shapes_.push_back(*s);
+      }
+    }
+    const size_t given = padding ? options_.padded_shapes.size() : shapes_.size();
+    if (padding && given != types_.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "shapes must give one shape per component (unknown dimensions allowed): ", given,
+          " shapes for ", types_.size(), " component types"));
+    }
+    if (given != 0 && given != types_.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(given, " shapes given for ", types_.size(), " component types"));
+    }
+    return absl::OkStatus();
+  }
+
   std::vector<DataType> types_;
   std::vector<TensorShape> shapes_;
   int64_t capacity_ = -1;
+  QueueOptions options_;
   std::string container_;
   std::string name_;
 };
 
 // A queue operation finishing through `done`: sets the outputs it returns.
-FIFOQueue::DoneCallback QueueDone(OpKernelContext* ctx, AsyncOpKernel::DoneCallback done) {
-  return
-      [ctx, done = std::move(done), prefix = ctx->Prefix()](absl::Status s, FIFOQueue::Tuple out) {
-        if (!s.ok()) {
-          done(Prefixed(prefix, s));
-          return;
-        }
-        for (size_t i = 0; i < out.size(); ++i)
-          ctx->set_output(static_cast<int>(i), std::move(out[i]));
-        done(absl::OkStatus());
-      };
+Queue::DoneCallback QueueDone(OpKernelContext* ctx, AsyncOpKernel::DoneCallback done) {
+  return [ctx, done = std::move(done), prefix = ctx->Prefix()](absl::Status s, Queue::Tuple out) {
+    if (!s.ok()) {
+      done(Prefixed(prefix, s));
+      return;
+    }
+    for (size_t i = 0; i < out.size(); ++i) ctx->set_output(static_cast<int>(i), std::move(out[i]));
+    done(absl::OkStatus());
+  };
 }
 
 // Enqueue (many = false) and EnqueueMany.
@@ -811,12 +912,12 @@ class QueueEnqueueOp : public AsyncOpKernel {
  public:
   using AsyncOpKernel::AsyncOpKernel;
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
-    absl::StatusOr<std::shared_ptr<FIFOQueue>> q = LookupFromHandle<FIFOQueue>(*ctx, 0);
+    absl::StatusOr<std::shared_ptr<Queue>> q = LookupFromHandle<Queue>(*ctx, 0);
     if (!q.ok()) {
       done(q.status());
       return;
     }
-    FIFOQueue::Tuple tuple;
+    Queue::Tuple tuple;
     for (int i = 1; i < ctx->num_inputs(); ++i) tuple.push_back(ctx->input(i));
     if (kMany) {
       (*q)->EnqueueMany(std::move(tuple), WaiterOf(*ctx), QueueDone(ctx, std::move(done)));
@@ -827,21 +928,23 @@ class QueueEnqueueOp : public AsyncOpKernel {
   bool IsExpensive() const override { return false; }
 };
 
-// Dequeue (many = false) and DequeueMany.
+// Dequeue (many = false), DequeueMany and DequeueUpTo.
 template <bool kMany>
 class QueueDequeueOp : public AsyncOpKernel {
  public:
-  using AsyncOpKernel::AsyncOpKernel;
+  explicit QueueDequeueOp(OpKernelConstruction* c)
+      : AsyncOpKernel(c), up_to_(c->def().op() == "QueueDequeueUpToV2") {}
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
-    absl::StatusOr<std::shared_ptr<FIFOQueue>> q = LookupFromHandle<FIFOQueue>(*ctx, 0);
+    absl::StatusOr<std::shared_ptr<Queue>> q = LookupFromHandle<Queue>(*ctx, 0);
     if (!q.ok()) {
       done(q.status());
       return;
     }
     if ((*q)->component_types() != output_types()) {
-      done(ctx->InvalidArgument(
-          "FIFOQueue '", (*q)->name(), "' holds ", DataTypeListString((*q)->component_types()),
-          ", but component_types asks for ", DataTypeListString(output_types())));
+      done(ctx->InvalidArgument((*q)->kind_name(), " '", (*q)->name(), "' holds ",
+                                DataTypeListString((*q)->component_types()),
+                                ", but component_types asks for ",
+                                DataTypeListString(output_types())));
       return;
     }
     if (!kMany) {
@@ -853,9 +956,12 @@ class QueueDequeueOp : public AsyncOpKernel {
       done(n.status());
       return;
     }
-    (*q)->DequeueMany(*n, WaiterOf(*ctx), QueueDone(ctx, std::move(done)));
+    (*q)->DequeueMany(*n, up_to_, WaiterOf(*ctx), QueueDone(ctx, std::move(done)));
   }
   bool IsExpensive() const override { return false; }
+
+ private:
+  const bool up_to_;
 };
 
 class QueueCloseOp : public AsyncOpKernel {
@@ -864,7 +970,7 @@ class QueueCloseOp : public AsyncOpKernel {
     c->GetAttr("cancel_pending_enqueues", &cancel_pending_enqueues_).IgnoreError();
   }
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
-    absl::StatusOr<std::shared_ptr<FIFOQueue>> q = LookupFromHandle<FIFOQueue>(*ctx, 0);
+    absl::StatusOr<std::shared_ptr<Queue>> q = LookupFromHandle<Queue>(*ctx, 0);
     if (!q.ok()) {
       done(q.status());
       return;
@@ -881,8 +987,19 @@ class QueueSizeOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   absl::Status Compute(OpKernelContext* ctx) override {
-    ASSIGN_OR_RETURN(std::shared_ptr<FIFOQueue> q, LookupFromHandle<FIFOQueue>(*ctx, 0));
+    ASSIGN_OR_RETURN(std::shared_ptr<Queue> q, LookupFromHandle<Queue>(*ctx, 0));
     ctx->set_output(0, Tensor::Scalar<int32_t>(static_cast<int32_t>(q->Size())));
+    return absl::OkStatus();
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+class QueueIsClosedOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    ASSIGN_OR_RETURN(std::shared_ptr<Queue> q, LookupFromHandle<Queue>(*ctx, 0));
+    ctx->set_output(0, Tensor::Scalar<bool>(q->IsClosed()));
     return absl::OkStatus();
   }
   bool IsExpensive() const override { return false; }
@@ -1026,7 +1143,32 @@ REGISTER_OP("FIFOQueueV2")
     .Attr("shared_name: string = ''")
     .SetIsStateful()
     .SetShapeFn(ScalarShape);
-REGISTER_KERNEL(KernelDefBuilder("FIFOQueueV2").Device(kDeviceCPU), FIFOQueueOp);
+REGISTER_KERNEL(KernelDefBuilder("FIFOQueueV2").Device(kDeviceCPU), QueueOp);
+
+REGISTER_OP("RandomShuffleQueueV2")
+    .Output("handle: resource")
+    .Attr("component_types: list(type) >= 1")
+    .Attr("shapes: list(shape) >= 0 = []")
+    .Attr("capacity: int = -1")
+    .Attr("min_after_dequeue: int = 0")
+    .Attr("seed: int = 0")
+    .Attr("seed2: int = 0")
+    .Attr("container: string = ''")
+    .Attr("shared_name: string = ''")
+    .SetIsStateful()
+    .SetShapeFn(ScalarShape);
+REGISTER_KERNEL(KernelDefBuilder("RandomShuffleQueueV2").Device(kDeviceCPU), QueueOp);
+
+REGISTER_OP("PaddingFIFOQueueV2")
+    .Output("handle: resource")
+    .Attr("component_types: list(type) >= 1")
+    .Attr("shapes: list(shape) >= 0 = []")
+    .Attr("capacity: int = -1")
+    .Attr("container: string = ''")
+    .Attr("shared_name: string = ''")
+    .SetIsStateful()
+    .SetShapeFn(ScalarShape);
+REGISTER_KERNEL(KernelDefBuilder("PaddingFIFOQueueV2").Device(kDeviceCPU), QueueOp);
 
 REGISTER_OP("QueueEnqueueV2")
     .Input("handle: resource")
@@ -1064,6 +1206,23 @@ REGISTER_OP("QueueDequeueManyV2")
     .SetIsStateful()
     .SetShapeFn(UnknownShape);
 REGISTER_KERNEL(KernelDefBuilder("QueueDequeueManyV2").Device(kDeviceCPU), QueueDequeueOp<true>);
+
+REGISTER_OP("QueueDequeueUpToV2")
+    .Input("handle: resource")
+    .Input("n: int32")
+    .Output("components: component_types")
+    .Attr("component_types: list(type) >= 1")
+    .Attr("timeout_ms: int = -1")
+    .SetIsStateful()
+    .SetShapeFn(UnknownShape);
+REGISTER_KERNEL(KernelDefBuilder("QueueDequeueUpToV2").Device(kDeviceCPU), QueueDequeueOp<true>);
+
+REGISTER_OP("QueueIsClosedV2")
+    .Input("handle: resource")
+    .Output("is_closed: bool")
+    .SetIsStateful()
+    .SetShapeFn(ScalarShape);
+REGISTER_KERNEL(KernelDefBuilder("QueueIsClosedV2").Device(kDeviceCPU), QueueIsClosedOp);
 
 REGISTER_OP("QueueSizeV2")
     .Input("handle: resource")

@@ -1,5 +1,6 @@
 // Queues and gradient accumulators (TensorFlow's data_flow_ops): the
-// resources behind FIFOQueueV2 / Queue*V2 and (Resource)ConditionalAccumulator
+// resources behind FIFOQueueV2, RandomShuffleQueueV2, PaddingFIFOQueueV2 /
+// Queue*V2 and (Resource)ConditionalAccumulator
 // / (Resource)Accumulator*, as SyncReplicasOptimizer uses them (a token queue
 // as the replicas' barrier, one accumulator per variable on the ps).
 //
@@ -15,7 +16,7 @@
 // step at its deadline, so every wait is bounded by it.
 //
 //   queue->Dequeue(Waiter{ctx->cancellation_manager(), ctx->deadline()},
-//                  [](absl::Status s, FIFOQueue::Tuple t) { ... });
+//                  [](absl::Status s, Queue::Tuple t) { ... });
 //
 // Thread-safe. Callbacks run on the thread that made them ready, never
 // under the resource's lock (they may call back into it).
@@ -26,6 +27,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -46,10 +48,32 @@ struct Waiter {
   absl::Time deadline = absl::InfiniteFuture();
 };
 
-// A bounded FIFO of tuples, one tensor per component.
-class FIFOQueue : public ResourceBase, public std::enable_shared_from_this<FIFOQueue> {
+// How a queue orders and batches its elements: TensorFlow's three queue kinds.
+struct QueueOptions {
+  enum class Kind {
+    kFIFO,           // FIFOQueueV2: first in, first out
+    kRandomShuffle,  // RandomShuffleQueueV2: a uniformly random element
+    kPaddingFIFO,    // PaddingFIFOQueueV2: FIFO; batches padded to their longest
+  };
+  Kind kind = Kind::kFIFO;
+  // kRandomShuffle: a dequeue waits while the queue holds no more than this
+  // many elements, unless the queue is closed.
+  int64_t min_after_dequeue = 0;
+  // kRandomShuffle: seeds the queue's generator (std::mt19937_64); both 0 =
+  // seeded nondeterministically. Dequeue order is a uniform shuffle, but not
+  // the order TensorFlow's generator would give for the same seeds.
+  int64_t seed = 0;
+  int64_t seed2 = 0;
+  // kPaddingFIFO: one shape per component, unknown dimensions (-1) allowed;
+  // a batch pads each unknown dimension to its largest row, with zeros (""
+  // for strings).
+  std::vector<PartialShape> padded_shapes;
+};
+
+// A bounded queue of tuples, one tensor per component.
+class Queue : public ResourceBase, public std::enable_shared_from_this<Queue> {
  public:
-  static constexpr char kTypeName[] = "FIFOQueue";
+  static constexpr char kTypeName[] = "Queue";
   using Tuple = std::vector<Tensor>;
   // Called exactly once: the dequeued components (batched for DequeueMany),
   // empty for the other operations.
@@ -57,18 +81,19 @@ class FIFOQueue : public ResourceBase, public std::enable_shared_from_this<FIFOQ
 
   // `shapes`: empty (any shape) or one shape per component. `capacity` < 0:
   // unbounded. Create through std::make_shared (callbacks hold the queue).
-  FIFOQueue(std::string name, std::vector<DataType> types, std::vector<TensorShape> shapes,
-            int64_t capacity);
+  Queue(std::string name, std::vector<DataType> types, std::vector<TensorShape> shapes,
+        int64_t capacity, QueueOptions options = {});
   // Fails operations still waiting (only those without a CancellationManager
   // can be: a registered wait keeps the queue alive) with Cancelled.
-  ~FIFOQueue() override;
-  FIFOQueue(const FIFOQueue&) = delete;
-  FIFOQueue& operator=(const FIFOQueue&) = delete;
+  ~Queue() override;
+  Queue(const Queue&) = delete;
+  Queue& operator=(const Queue&) = delete;
 
-  // InvalidArgument when a node sharing this queue asks for other types,
-  // shapes or capacity.
+  // InvalidArgument when a node sharing this queue asks for another kind,
+  // types, shapes or capacity.
   absl::Status MatchesAttrs(const std::vector<DataType>& types,
-                            const std::vector<TensorShape>& shapes, int64_t capacity) const;
+                            const std::vector<TensorShape>& shapes, int64_t capacity,
+                            const QueueOptions& options = {}) const;
 
   // Waits while full. Cancelled "FIFOQueue 'q' is closed." once closed;
   // InvalidArgument for a tuple of the wrong arity, types or shapes.
@@ -76,19 +101,28 @@ class FIFOQueue : public ResourceBase, public std::enable_shared_from_this<FIFOQ
   // Enqueues the rows of `batch` (every component's dimension 0) in order,
   // as room allows.
   void EnqueueMany(Tuple batch, const Waiter& waiter, DoneCallback done);
-  // Waits while empty. OutOfRange once closed with too few elements.
+  // Waits while empty (a shuffling queue: while it holds min_after_dequeue
+  // or fewer). OutOfRange once closed with too few elements.
   void Dequeue(const Waiter& waiter, DoneCallback done);
-  // Waits for `n` elements and returns them stacked. Needs component shapes.
-  void DequeueMany(int64_t n, const Waiter& waiter, DoneCallback done);
+  // Waits for `n` elements and returns them stacked (padded). Needs
+  // component shapes. `up_to` (DequeueUpTo): once closed, returns the 1..n-1
+  // elements left instead of failing; OutOfRange only when none are left.
+  void DequeueMany(int64_t n, bool up_to, const Waiter& waiter, DoneCallback done);
+  void DequeueMany(int64_t n, const Waiter& waiter, DoneCallback done) {
+    DequeueMany(n, /*up_to=*/false, waiter, std::move(done));
+  }
   // With `cancel_pending_enqueues`, closes now and fails waiting enqueues;
   // otherwise closes after them (waiting, as TensorFlow does). Cancelled
-  // "Queue 'q' is already closed." for a second plain close.
+  // "Queue 'q' is already closed." for a second plain close. Waiting
+  // dequeues that can no longer be served fail with OutOfRange.
   void Close(bool cancel_pending_enqueues, const Waiter& waiter, DoneCallback done);
 
   int64_t Size() const;
   bool IsClosed() const;
   const std::string& name() const { return name_; }
   const std::vector<DataType>& component_types() const { return types_; }
+  // "FIFOQueue", "RandomShuffleQueue" or "PaddingFIFOQueue", for messages.
+  const char* kind_name() const;
   std::string DebugString() const override;
 
  private:
@@ -104,8 +138,14 @@ class FIFOQueue : public ResourceBase, public std::enable_shared_from_this<FIFOQ
   // the lock.
   std::vector<std::unique_ptr<Attempt>> RunLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Finish(std::unique_ptr<Attempt> a) const;
+  absl::StatusOr<Tuple> Batch(const std::vector<Tuple>& rows) const;
   Progress RunEnqueueLocked(Attempt* a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Progress RunDequeueLocked(Attempt* a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether a dequeue may take an element now, and takes it.
+  bool CanTakeLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Tuple TakeLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Puts back the elements an unfinished dequeue took.
+  void ReturnLocked(Attempt* a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::unique_ptr<Attempt> RemoveLocked(int64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckTuple(const Tuple& tuple, bool batched) const;
 
@@ -113,16 +153,21 @@ class FIFOQueue : public ResourceBase, public std::enable_shared_from_this<FIFOQ
   const std::vector<DataType> types_;
   const std::vector<TensorShape> shapes_;
   const int64_t capacity_;
+  const QueueOptions options_;
 
   mutable absl::Mutex mu_;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   int64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<Tuple> elements_ ABSL_GUARDED_BY(mu_);
+  std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);  // kRandomShuffle
   // Waiting operations, served in order; only the first of each list can
   // hold part of its work (rows enqueued, elements taken).
   std::deque<std::unique_ptr<Attempt>> enqueues_ ABSL_GUARDED_BY(mu_);  // and closes
   std::deque<std::unique_ptr<Attempt>> dequeues_ ABSL_GUARDED_BY(mu_);
 };
+
+// The name the code that predates the other kinds uses.
+using FIFOQueue = Queue;
 
 // Sums gradients for one variable across replicas. Gradients computed at a
 // step older than the accumulator's global step are dropped (and counted);

@@ -718,5 +718,209 @@ TEST_P(AccumulatorTest, SharedByName) {
   EXPECT_THAT(other.status().message(), HasSubstr("Shared accumulator 'grads'"));
 }
 
+// --- RandomShuffleQueue, PaddingFIFOQueue, DequeueUpTo, IsClosed ---------------------
+
+// A queue operation's result, when it finished synchronously.
+struct Result {
+  bool finished = false;
+  absl::Status status;
+  Queue::Tuple tuple;
+  Queue::DoneCallback Callback() {
+    return [this](absl::Status s, Queue::Tuple t) {
+      finished = true;
+      status = std::move(s);
+      tuple = std::move(t);
+    };
+  }
+};
+
+std::shared_ptr<Queue> ShuffleQueue(int64_t min_after_dequeue, int64_t seed,
+                                    int64_t capacity = -1) {
+  QueueOptions o;
+  o.kind = QueueOptions::Kind::kRandomShuffle;
+  o.min_after_dequeue = min_after_dequeue;
+  o.seed = seed;
+  return std::make_shared<Queue>("shuffle", std::vector<DataType>{DT_INT32},
+                                 std::vector<TensorShape>{TensorShape()}, capacity, o);
+}
+
+void EnqueueInts(Queue* q, int from, int to) {
+  for (int i = from; i < to; ++i) {
+    Result r;
+    q->Enqueue({Tensor::Scalar<int32_t>(i)}, Waiter{}, r.Callback());
+    ASSERT_TRUE(r.finished && r.status.ok()) << r.status;
+  }
+}
+
+// Closes `q` and dequeues everything left.
+std::vector<int> DrainInts(Queue* q) {
+  Result closed;
+  q->Close(false, Waiter{}, closed.Callback());
+  std::vector<int> out;
+  while (true) {
+    Result r;
+    q->Dequeue(Waiter{}, r.Callback());
+    EXPECT_TRUE(r.finished);
+    if (!r.finished || !r.status.ok()) break;
+    out.push_back(r.tuple[0].scalar<int32_t>());
+  }
+  return out;
+}
+
+TEST(RandomShuffleQueueTest, DequeueWaitsAboveMinAfterDequeueUntilClosed) {
+  std::shared_ptr<Queue> q = ShuffleQueue(/*min_after_dequeue=*/3, /*seed=*/7);
+  EnqueueInts(q.get(), 0, 3);
+  Result waiting;
+  q->Dequeue(Waiter{}, waiting.Callback());
+  EXPECT_FALSE(waiting.finished) << "3 elements are not more than min_after_dequeue";
+  EnqueueInts(q.get(), 3, 4);
+  ASSERT_TRUE(waiting.finished);
+  EXPECT_TRUE(waiting.status.ok()) << waiting.status;
+  EXPECT_EQ(q->Size(), 3);
+
+  std::vector<int> rest = DrainInts(q.get());  // Once closed, everything comes out...
+  rest.push_back(waiting.tuple[0].scalar<int32_t>());
+  std::sort(rest.begin(), rest.end());
+  EXPECT_EQ(rest, (std::vector<int>{0, 1, 2, 3}));
+  Result end;  // ...then OUT_OF_RANGE, as QueueRunner and Coordinator expect.
+  q->Dequeue(Waiter{}, end.Callback());
+  EXPECT_EQ(end.status.code(), absl::StatusCode::kOutOfRange);
+  EXPECT_THAT(end.status.message(), HasSubstr("RandomShuffleQueue 'shuffle' is closed"));
+}
+
+TEST(RandomShuffleQueueTest, SeededQueuesRepeatTheirOrderAndShuffle) {
+  std::shared_ptr<Queue> a = ShuffleQueue(0, 42), b = ShuffleQueue(0, 42), c = ShuffleQueue(0, 43);
+  for (Queue* q : {a.get(), b.get(), c.get()}) EnqueueInts(q, 0, 20);
+  const std::vector<int> order = DrainInts(a.get());
+  EXPECT_EQ(order, DrainInts(b.get()));
+  EXPECT_NE(order, DrainInts(c.get()));
+  std::vector<int> sorted = order;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_NE(order, sorted) << "20 elements left in order: not shuffled";
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(sorted[i], i);
+}
+
+// Each of 5 elements is first out of a fresh unseeded queue about 1/5 of
+// 5000 times: counts within 6 standard deviations (~170) of 1000 (a false
+// alarm about once in 10^8 runs; an order bias of 20% is caught).
+TEST(RandomShuffleQueueTest, DequeueIsUniform) {
+  std::vector<int> first(5, 0);
+  std::vector<int> second_of_three(3, 0);  // Also with min_after_dequeue 2.
+  for (int trial = 0; trial < 5000; ++trial) {
+    std::shared_ptr<Queue> q = ShuffleQueue(0, 0);
+    EnqueueInts(q.get(), 0, 5);
+    Result r;
+    q->Dequeue(Waiter{}, r.Callback());
+    ASSERT_TRUE(r.status.ok());
+    ++first[r.tuple[0].scalar<int32_t>()];
+  }
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::shared_ptr<Queue> q = ShuffleQueue(2, 0);
+    EnqueueInts(q.get(), 0, 3);
+    Result r;
+    q->Dequeue(Waiter{}, r.Callback());
+    ASSERT_TRUE(r.status.ok());
+    ++second_of_three[r.tuple[0].scalar<int32_t>()];
+  }
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_NEAR(first[i], 1000, 170) << "element " << i;
+  }
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NEAR(second_of_three[i], 1000, 160) << "element " << i;
+  }
+}
+
+TEST(RandomShuffleQueueTest, StepCancellationEndsADequeueHeldByMinAfterDequeue) {
+  std::shared_ptr<Queue> q = ShuffleQueue(5, 1);
+  EnqueueInts(q.get(), 0, 5);
+  CancellationManager cm;
+  Result r;
+  q->Dequeue(Waiter{&cm, absl::InfiniteFuture()}, r.Callback());
+  EXPECT_FALSE(r.finished);
+  cm.StartCancel();
+  ASSERT_TRUE(r.finished);
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(q->Size(), 5);
+}
+
+std::shared_ptr<Queue> PaddingQueue(std::vector<DataType> types, std::vector<PartialShape> shapes) {
+  QueueOptions o;
+  o.kind = QueueOptions::Kind::kPaddingFIFO;
+  o.padded_shapes = std::move(shapes);
+  return std::make_shared<Queue>("pad", std::move(types), std::vector<TensorShape>{}, -1, o);
+}
+
+TEST(PaddingFIFOQueueTest, DequeueManyPadsEachUnknownDimensionToItsLongestRow) {
+  std::shared_ptr<Queue> q =
+      PaddingQueue({DT_INT32, DT_STRING}, {PartialShape({-1, 2}), PartialShape({-1})});
+  Result e1, e2;
+  q->Enqueue({Tensor::FromVector<int32_t>({1, 2}, TensorShape({1, 2})),
+              Tensor::Vec<std::string>({"a", "b", "c"})},
+             Waiter{}, e1.Callback());
+  q->Enqueue({Tensor::FromVector<int32_t>({3, 4, 5, 6, 7, 8}, TensorShape({3, 2})),
+              Tensor::Vec<std::string>({"d"})},
+             Waiter{}, e2.Callback());
+  ASSERT_TRUE(e1.status.ok() && e2.status.ok()) << e1.status << e2.status;
+  Result bad;
+  q->Enqueue({Tensor::FromVector<int32_t>({1, 2, 3}, TensorShape({1, 3})),
+              Tensor::Vec<std::string>({"x"})},
+             Waiter{}, bad.Callback());
+  EXPECT_EQ(bad.status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status.message(), HasSubstr("Expected [?,2], got [1,3]"));
+
+  Result d;
+  q->DequeueMany(2, Waiter{}, d.Callback());
+  ASSERT_TRUE(d.status.ok()) << d.status;
+  ExpectTensorEq<int32_t>(d.tuple[0], {1, 2, 0, 0, 0, 0, 3, 4, 5, 6, 7, 8}, TensorShape({2, 3, 2}));
+  ExpectTensorEq<std::string>(d.tuple[1], {"a", "b", "c", "d", "", ""}, TensorShape({2, 3}));
+}
+
+TEST_F(DataFlowOpsTest, PaddingQueueKernelNeedsOneShapePerComponent) {
+  NodeDef n = Node("PaddingFIFOQueueV2", "pad", 0);
+  SetAttr(&n, "component_types", std::vector<DataType>{DT_INT32});
+  absl::StatusOr<std::unique_ptr<OpKernel>> k = MakeKernel(n, device_.get());
+  ASSERT_FALSE(k.ok());
+  EXPECT_EQ(k.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(k.status().message(), HasSubstr("[PaddingFIFOQueueV2 'pad'] shapes must give one"));
+}
+
+TEST_F(DataFlowOpsTest, DequeueUpToReturnsWhatIsLeftOnceClosedThenOutOfRange) {
+  Tensor q = Queue("q", {DT_INT32}, {TensorShape()});
+  ASSERT_TRUE(Enqueue(q, {Tensor::Vec<int32_t>({1, 2, 3, 4, 5})}, /*many=*/true)->Wait().ok());
+  NodeDef n = Node("QueueDequeueUpToV2", "up_to", 2);
+  SetAttr(&n, "component_types", std::vector<DataType>{DT_INT32});
+  OpKernel* up_to = Kernel(n);
+  std::unique_ptr<KernelRun> full = Start(up_to, {In(q), In(Tensor::Scalar<int32_t>(3))});
+  ASSERT_TRUE(full->Wait().ok()) << full->status;
+  ExpectTensorEq<int32_t>(full->output(0), {1, 2, 3}, TensorShape({3}));
+  std::unique_ptr<KernelRun> waiting = Start(up_to, {In(q), In(Tensor::Scalar<int32_t>(3))});
+  EXPECT_FALSE(waiting->finished()) << "open queue: waits for 3";
+
+  OpKernel* is_closed = Kernel(Node("QueueIsClosedV2", "is_closed", 1));
+  std::unique_ptr<KernelRun> open = Start(is_closed, {In(q)});
+  ASSERT_TRUE(open->Wait().ok());
+  EXPECT_FALSE(open->output(0).scalar<bool>());
+  ASSERT_TRUE(Close(q)->Wait().ok());
+  ASSERT_TRUE(waiting->Wait().ok()) << waiting->status;
+  ExpectTensorEq<int32_t>(waiting->output(0), {4, 5}, TensorShape({2}));
+  std::unique_ptr<KernelRun> closed = Start(is_closed, {In(q)});
+  ASSERT_TRUE(closed->Wait().ok());
+  EXPECT_TRUE(closed->output(0).scalar<bool>());
+
+  std::unique_ptr<KernelRun> end = Start(up_to, {In(q), In(Tensor::Scalar<int32_t>(3))});
+  EXPECT_EQ(end->Wait().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_THAT(end->status.message(), HasSubstr("is closed and has insufficient elements"));
+}
+
+TEST_F(DataFlowOpsTest, SharedQueueOfAnotherKindIsInvalidArgument) {
+  Tensor fifo = Queue("a", {DT_INT32}, {TensorShape()}, -1, "shared");
+  NodeDef n = Node("RandomShuffleQueueV2", "b", 0);
+  SetAttr(&n, "component_types", std::vector<DataType>{DT_INT32});
+  SetAttr(&n, "shared_name", std::string("shared"));
+  std::unique_ptr<KernelRun> run = Start(Kernel(n), {});
+  EXPECT_EQ(run->Wait().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(run->status.message(), HasSubstr("Shared queue 'shared' is a FIFOQueue"));
+}
+
 }  // namespace
 }  // namespace dflow

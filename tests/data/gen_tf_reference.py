@@ -75,7 +75,12 @@ TensorListSetItem TensorListPushBack TensorListPopBack TensorListLength
 TensorListElementShape Sin Cos
 
 ParseExampleV2 ParseSingleExample ParseExample DecodeCSV StringToNumber SerializeTensor ParseTensor
-StringSplit StringSplitV2 ReadFile DecodePng DecodeJpeg""".split()
+StringSplit StringSplitV2 ReadFile DecodePng DecodeJpeg
+
+RandomShuffleQueueV2 PaddingFIFOQueueV2 QueueDequeueUpToV2 QueueIsClosedV2 TextLineReaderV2
+TFRecordReaderV2 FixedLengthRecordReaderV2 WholeFileReaderV2 IdentityReaderV2 ReaderReadV2
+ReaderReadUpToV2 ReaderNumRecordsProducedV2 ReaderNumWorkUnitsCompletedV2 ReaderResetV2
+MatchingFiles RandomShuffle ResourceCountUpTo CountUpTo""".split()
 # Functional ops: dflow lowers them into Switch/Merge and inlined bodies before
 # placement (dflow/runtime/function.h), so they have no kernel.
 LOWERED_OPS = "If StatelessIf While StatelessWhile PartitionedCall StatefulPartitionedCall".split()
@@ -88,7 +93,8 @@ PrefetchDataset ParallelMapDatasetV2 FilterDataset PaddedBatchDatasetV2 ZipDatas
 ConcatenateDataset InterleaveDataset ParallelInterleaveDatasetV4 CacheDataset ShardDataset
 AnonymousIteratorV2 AnonymousIteratorV3 DeleteIterator IteratorFromStringHandle
 IteratorFromStringHandleV2 IteratorGetNextAsOptional OptionalHasValue OptionalGetValue
-OptionsDataset""".split()
+OptionsDataset TextLineDataset FixedLengthRecordDataset
+FixedLengthRecordDatasetV2""".split()
 
 
 def arg_json(arg):
