@@ -9,6 +9,7 @@ moved per global step, and, where Debian's python3-torch is importable by
   python3 bench/cluster_bench.py                 # 1 epoch of Fashion-MNIST per run
   python3 bench/cluster_bench.py --quick         # synthetic data (8192 examples)
   python3 bench/cluster_bench.py --no-torch --repeats 1
+  python3 bench/cluster_bench.py --data 'tfrecord:/tmp/fm/train-*'   # input read by the graph
 
 Model: MLP 784-256-256-10, Adam lr 0.001, batch 128 per worker (dflow's defaults).
 Every run trains one epoch in all: between-async stops at 468 global steps of 128
@@ -61,6 +62,8 @@ def parse_args():
     p.add_argument("--dflow", default=os.path.join(REPO, "build", "bin", "dflow"))
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--quick", action="store_true", help="synthetic data instead of Fashion-MNIST")
+    p.add_argument("--data", help="dflow's --data instead, e.g. tfrecord:/tmp/fm/train-* (files "
+                                  "of `dflow data convert`, read by the graph on each worker)")
     p.add_argument("--repeats", type=int, default=3, help="runs per dflow configuration")
     p.add_argument("--workers", default="1,2,3")
     p.add_argument("--modes", default="between-async,between-sync")
@@ -95,7 +98,7 @@ def run_dflow(args, argv, use_netns, tmp):
     metrics = os.path.join(tmp, "metrics.json")
     if os.path.exists(metrics):
         os.remove(metrics)
-    data = ["--data", "synthetic"] if args.quick else ["--data", "fashion-mnist"]
+    data = ["--data", args.data or ("synthetic" if args.quick else "fashion-mnist")]
     cmd = [args.dflow] + argv + ["--epochs", str(args.epochs), "--batch-size", "128"] + data + [
         "--metrics-out", metrics]
     if use_netns:
@@ -233,7 +236,7 @@ def main():
     start = time.time()
     print(f"cluster_bench: {os.cpu_count()} CPUs, load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}, "
-          f"{'synthetic data' if args.quick else 'Fashion-MNIST'}, {args.epochs} epoch(s), "
+          f"{args.data or ('synthetic data' if args.quick else 'Fashion-MNIST')}, {args.epochs} epoch(s), "
           f"loopback bytes {'per run (own network namespace)' if use_netns else 'machine-wide'}",
           flush=True)
     rows = bench_dflow(args, use_netns)

@@ -27,6 +27,11 @@ class OpBuilder {
     SetAttr(&node_, name, value);
     return *this;
   }
+  // Any attr value, e.g. a list of shapes.
+  OpBuilder& Attr(const std::string& name, const tensorflow::AttrValue& value) {
+    (*node_.mutable_attr())[name] = value;
+    return *this;
+  }
 
   // Adds the node; returns its outputs (empty after recording an error on the scope).
   std::vector<Output> FinishAll();

@@ -187,7 +187,7 @@ absl::StatusOr<TrainMetrics> TrainOnCluster(const TrainOptions& o, std::ostream&
                                     (o.mode == "between-sync"    ? replicas
                                      : o.mode == "in-graph-sync" ? workers
                                                                  : 1);
-  const int64_t steps_per_epoch = data.train.size() / examples_per_step;
+  const int64_t steps_per_epoch = data.train_examples / examples_per_step;
   int64_t total_steps = steps_per_epoch * o.epochs;
   if (o.max_steps > 0) total_steps = std::min(total_steps, o.max_steps);
   ASSIGN_OR_RETURN(Variable global_step, CreateGlobalStep(s));
@@ -195,11 +195,24 @@ absl::StatusOr<TrainMetrics> TrainOnCluster(const TrainOptions& o, std::ostream&
       MakeOptimizer(o.optimizer, LearningRate(s, o, m.learning_rate, global_step, total_steps));
   std::vector<Model> models;
   std::vector<std::vector<GradAndVar>> grads;
+  // With TFRecord files each tower reads its own shard of them, on its device.
+  const bool graph_input = UsesTFRecords(o);
+  std::vector<GraphBatches> inputs(tower_devices.size());
   for (size_t t = 0; t < tower_devices.size(); ++t) {
     Scope tower =
         placed_on(t == 0 ? root : root.NewSubScope(absl::StrCat("tower_", t)), tower_devices[t]);
-    ASSIGN_OR_RETURN(Model model,
-                     t == 0 ? BuildModel(tower, o) : BuildModel(tower, o, &models[0].variables));
+    if (graph_input) {
+      ASSIGN_OR_RETURN(inputs[t],
+                       TFRecordBatches(tower, {.files = data.train_files,
+                                               .batch_size = o.batch_size,
+                                               .seed = o.seed,
+                                               .num_shards = workers * towers_per_task,
+                                               .shard_index = first_task * towers_per_task +
+                                                              static_cast<int64_t>(t)}));
+    }
+    const GraphBatches* input = graph_input ? &inputs[t] : nullptr;
+    ASSIGN_OR_RETURN(Model model, t == 0 ? BuildModel(tower, o, nullptr, input)
+                                         : BuildModel(tower, o, &models[0].variables, input));
     ASSIGN_OR_RETURN(auto g, opt->ComputeGradients(tower, model.loss, model.variables));
     models.push_back(std::move(model));
     grads.push_back(std::move(g));
@@ -307,20 +320,34 @@ absl::StatusOr<TrainMetrics> TrainOnCluster(const TrainOptions& o, std::ostream&
     if (t.job == "worker" && t.index == o.task) continue;
     other_tasks.push_back({name, cluster.TaskAddress(t.job, t.index).value_or("?")});
   }
+  if (graph_input) {  // The iterators, from the batch training goes on with.
+    ClientSession::FeedType feeds;
+    std::vector<Operation> inits;
+    for (const GraphBatches& in : inputs) {
+      feeds.push_back({in.skip_batches, Tensor::Scalar(first_batch)});
+      inits.push_back(in.init);
+    }
+    RETURN_IF_ERROR(ms->session().Run(feeds, {}, inits, nullptr));
+  }
   StallWatch stall_watch({.after = absl::Seconds(o.stall_report_secs),
                           .tasks = std::move(other_tasks),
                           .ping = o.ping_task,
                           .log = &progress});
   auto drive = [&](const Group& g) -> absl::Status {
-    ASSIGN_OR_RETURN(auto batches,
-                     ShardedBatches::Create(data.train, o, global_batch,
-                                            slice_offset + g.first_tower, g.towers, first_batch));
+    std::unique_ptr<ShardedBatches> batches;
+    if (!graph_input) {
+      ASSIGN_OR_RETURN(batches, ShardedBatches::Create(*data.train, o, global_batch,
+                                                       slice_offset + g.first_tower, g.towers,
+                                                       first_batch));
+    }
     while (!ms->ShouldStop() && last_step.load() < total_steps) {
-      ASSIGN_OR_RETURN(auto slices, batches->Next());
-      ClientSession::FeedType feeds;
-      for (int t = 0; t < g.towers; ++t) {
-        feeds.push_back({models[g.first_tower + t].features, slices[t].first});
-        feeds.push_back({models[g.first_tower + t].labels, slices[t].second});
+      ClientSession::FeedType feeds;  // None when the graph reads its input.
+      if (batches != nullptr) {
+        ASSIGN_OR_RETURN(auto slices, batches->Next());
+        for (int t = 0; t < g.towers; ++t) {
+          feeds.push_back({models[g.first_tower + t].features, slices[t].first});
+          feeds.push_back({models[g.first_tower + t].labels, slices[t].second});
+        }
       }
       const std::vector<Output> fetches = {models[g.first_tower].loss, global_step.value()};
       bool end_of_training = false;

@@ -54,7 +54,7 @@ std::vector<std::vector<float>> OneProcess(const TrainOptions& o, int64_t batch,
   Operation init = GlobalVariablesInitializer(root);
   ClientSession session(root);
   EXPECT_TRUE(session.Run({}, {}, {init}, nullptr).ok());
-  auto batches = BatchIterator::Create(data->train, {.batch_size = batch,
+  auto batches = BatchIterator::Create(*data->train, {.batch_size = batch,
                                                      .seed = static_cast<uint64_t>(o.seed),
                                                      .drop_remainder = true,
                                                      .num_epochs = 0});

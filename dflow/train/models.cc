@@ -15,11 +15,19 @@ struct Placeholders {
   Output labels;
 };
 
-Placeholders MakePlaceholders(const Scope& scope, int64_t input_dim) {
+// Placeholders, or with an input in the graph, placeholders defaulting to
+// it (fed only to evaluate other data).
+Placeholders MakePlaceholders(const Scope& scope, const ModelOptions& o) {
   Placeholders p;
-  p.features = ops::Placeholder(scope.WithOpName("features"), DT_FLOAT,
-                                {.shape = PartialShape({-1, input_dim})});
-  p.labels = ops::Placeholder(scope.WithOpName("labels"), DT_INT32, {.shape = PartialShape({-1})});
+  const PartialShape features_shape({-1, o.input_dim}), labels_shape({-1});
+  if (o.input_features.valid()) {
+    p.features =
+        ops::PlaceholderWithDefault(scope.WithOpName("features"), o.input_features, features_shape);
+    p.labels = ops::PlaceholderWithDefault(scope.WithOpName("labels"), o.input_labels, labels_shape);
+    return p;
+  }
+  p.features = ops::Placeholder(scope.WithOpName("features"), DT_FLOAT, {.shape = features_shape});
+  p.labels = ops::Placeholder(scope.WithOpName("labels"), DT_INT32, {.shape = labels_shape});
   return p;
 }
 
@@ -97,7 +105,7 @@ absl::StatusOr<Model> BuildMlp(const Scope& scope, const ModelOptions& options) 
                                                    options.num_classes));
   }
   Model model;
-  Placeholders p = MakePlaceholders(scope, options.input_dim);
+  Placeholders p = MakePlaceholders(scope, options);
   model.features = p.features;
   model.labels = p.labels;
   Scope mlp = scope.NewSubScope("mlp");
@@ -117,7 +125,7 @@ absl::StatusOr<Model> BuildCnn(const Scope& scope, const ModelOptions& options) 
                      options.input_dim, " and ", options.num_classes));
   }
   Model model;
-  Placeholders p = MakePlaceholders(scope, options.input_dim);
+  Placeholders p = MakePlaceholders(scope, options);
   model.features = p.features;
   model.labels = p.labels;
   Scope cnn = scope.NewSubScope("cnn");

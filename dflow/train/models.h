@@ -29,10 +29,14 @@ struct ModelOptions {
   // instead of new ones (TensorFlow's variable_scope reuse), only the
   // placeholders and the computation are added.
   const std::vector<Variable>* reuse = nullptr;
+  // Input built in the graph (e.g. TFRecordBatches): float [B, input_dim]
+  // and int32 [B]; the model's features and labels default to them.
+  Output input_features;
+  Output input_labels;
 };
 
 struct Model {
-  Output features;                  // Placeholder float [B, input_dim].
+  Output features;                  // Placeholder float [B, input_dim] (with a default: the input).
   Output labels;                    // Placeholder int32 [B].
   Output logits;                    // float [B, num_classes].
   Output loss;                      // Mean sparse softmax cross-entropy, float scalar.

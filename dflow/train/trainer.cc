@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <numeric>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -52,7 +54,7 @@ absl::Status CheckOptions(const TrainOptions& o) {
   RETURN_IF_ERROR(CheckMember("optimizer", o.optimizer, TrainOptimizers()));
   RETURN_IF_ERROR(
       CheckMember("learning-rate-decay", o.learning_rate_decay, TrainLearningRateDecays()));
-  RETURN_IF_ERROR(CheckMember("data", o.data, TrainDataSources()));
+  if (!UsesTFRecords(o)) RETURN_IF_ERROR(CheckMember("data", o.data, TrainDataSources()));
   if (o.epochs < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("[train] --epochs must be >= 1, got ", o.epochs));
@@ -115,23 +117,45 @@ Dataset Rows(const Dataset& data, int64_t begin, int64_t end) {
   return *Dataset::Create(std::move(features), std::move(labels), data.num_classes());
 }
 
+bool UsesTFRecords(const TrainOptions& o) { return absl::StartsWith(o.data, kTFRecordData); }
+
 absl::StatusOr<Data> LoadData(const TrainOptions& o) {
+  const std::string dir = o.data_dir.empty() ? kFashionMnistDir : o.data_dir;
+  if (UsesTFRecords(o)) {
+    ASSIGN_OR_RETURN(Dataset test, LoadFashionMnist(dir, "test"));
+    Data data{std::nullopt, std::move(test)};
+    ASSIGN_OR_RETURN(data.train_files, MatchFiles(o.data.substr(strlen(kTFRecordData))));
+    ASSIGN_OR_RETURN(data.train_examples, CountRecords(data.train_files));
+    if (data.train_examples < o.batch_size) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "[train] ", o.data, " holds ", data.train_examples, " examples, fewer than a batch (",
+          o.batch_size, ")"));
+    }
+    return data;
+  }
   if (o.data == "synthetic") {
     const int64_t test = std::max<int64_t>(1, o.synthetic_examples / 5);
     ASSIGN_OR_RETURN(Dataset all, MakeSyntheticDataset(o.synthetic_examples + test, 10, 784,
                                                        static_cast<uint64_t>(o.seed)));
-    return Data{Rows(all, 0, o.synthetic_examples),
-                Rows(all, o.synthetic_examples, o.synthetic_examples + test)};
+    Data data{Rows(all, 0, o.synthetic_examples),
+              Rows(all, o.synthetic_examples, o.synthetic_examples + test)};
+    data.train_examples = data.train->size();
+    return data;
   }
-  const std::string dir = o.data_dir.empty() ? kFashionMnistDir : o.data_dir;
   ASSIGN_OR_RETURN(Dataset train, LoadFashionMnist(dir, "train"));
   ASSIGN_OR_RETURN(Dataset test, LoadFashionMnist(dir, "test"));
-  return Data{std::move(train), std::move(test)};
+  Data data{std::move(train), std::move(test)};
+  data.train_examples = data.train->size();
+  return data;
 }
 
 absl::StatusOr<Model> BuildModel(const Scope& scope, const TrainOptions& o,
-                                 const std::vector<Variable>* reuse) {
+                                 const std::vector<Variable>* reuse, const GraphBatches* input) {
   ModelOptions model_options{.seed = o.seed, .reuse = reuse};
+  if (input != nullptr) {
+    model_options.input_features = input->features;
+    model_options.input_labels = input->labels;
+  }
   return o.model == "cnn" ? BuildCnn(scope, model_options) : BuildMlp(scope, model_options);
 }
 
@@ -280,9 +304,19 @@ absl::StatusOr<TrainMetrics> Train(const TrainOptions& o, std::ostream& progress
   TrainMetrics m = InitialMetrics(o);
 
   Scope root = Scope::NewRootScope();
-  ASSIGN_OR_RETURN(Model model, BuildModel(root, o));
+  const bool graph_input = UsesTFRecords(o);
+  GraphBatches input;
+  if (graph_input) {
+    ASSIGN_OR_RETURN(input, TFRecordBatches(root, {.files = data.train_files,
+                                                   .batch_size = o.batch_size,
+                                                   .seed = o.seed}));
+  }
+  ASSIGN_OR_RETURN(Model model, BuildModel(root, o, nullptr, graph_input ? &input : nullptr));
   ASSIGN_OR_RETURN(Variable global_step, CreateGlobalStep(root));
-  const int64_t steps_per_epoch = (data.train.size() + o.batch_size - 1) / o.batch_size;
+  // The graph's batches are whole ones (a short last batch is dropped).
+  const int64_t steps_per_epoch = graph_input
+                                      ? data.train_examples / o.batch_size
+                                      : (data.train_examples + o.batch_size - 1) / o.batch_size;
   int64_t total_steps = steps_per_epoch * o.epochs;
   if (o.max_steps > 0) total_steps = std::min(total_steps, o.max_steps);
   std::unique_ptr<Optimizer> opt = MakeOptimizer(
@@ -295,37 +329,47 @@ absl::StatusOr<TrainMetrics> Train(const TrainOptions& o, std::ostream& progress
   m.restored_from = ms->restored_from();
   m.start_step = ms->global_step();
 
-  ASSIGN_OR_RETURN(auto batches,
-                   BatchIterator::Create(data.train, {.batch_size = o.batch_size,
-                                                      .seed = static_cast<uint64_t>(o.seed),
-                                                      .num_epochs = o.epochs}));
   // A restored run goes on with the batches it had not trained on yet.
-  const absl::Status skipped = batches->Skip(m.start_step);
-  if (!skipped.ok() && !absl::IsOutOfRange(skipped)) return skipped;
-  PrefetchingIterator input(std::move(batches));
+  std::unique_ptr<PrefetchingIterator> batches;
+  if (graph_input) {
+    RETURN_IF_ERROR(ms->session().Run({{input.skip_batches, Tensor::Scalar(m.start_step)}}, {},
+                                      {input.init}, nullptr));
+  } else {
+    ASSIGN_OR_RETURN(auto it, BatchIterator::Create(*data.train,
+                                                    {.batch_size = o.batch_size,
+                                                     .seed = static_cast<uint64_t>(o.seed),
+                                                     .num_epochs = o.epochs}));
+    const absl::Status skipped = it->Skip(m.start_step);
+    if (!skipped.ok() && !absl::IsOutOfRange(skipped)) return skipped;
+    batches = std::make_unique<PrefetchingIterator>(std::move(it));
+  }
   Progress live(progress, o, steps_per_epoch);
   const Clock::time_point train_start = Clock::now();
   int64_t examples = 0;
   double epoch_loss = 0;
   int64_t epoch_steps = 0;
   m.steps = m.start_step;
-  for (int64_t step = m.start_step; !ms->ShouldStop(); ++step) {
-    absl::StatusOr<Batch> batch = input.Next();
-    if (absl::IsOutOfRange(batch.status())) break;
-    RETURN_IF_ERROR(batch.status());
+  for (int64_t step = m.start_step; !ms->ShouldStop() && step < total_steps; ++step) {
+    ClientSession::FeedType feeds;  // None when the graph reads its input.
+    int64_t n = o.batch_size;
+    if (batches != nullptr) {
+      absl::StatusOr<Batch> batch = batches->Next();
+      if (absl::IsOutOfRange(batch.status())) break;
+      RETURN_IF_ERROR(batch.status());
+      n = batch->labels.dim_size(0);
+      feeds = {{model.features, std::move(batch->features)},
+               {model.labels, std::move(batch->labels)}};
+    }
     double loss = 0;
     RETURN_IF_ERROR(ms->RunStep([&](const ClientSession& session) -> absl::StatusOr<StepResult> {
       std::vector<Tensor> out;
-      RETURN_IF_ERROR(session.Run(
-          {{model.features, batch->features}, {model.labels, batch->labels}}, {model.loss},
-          {train_op}, &out));
+      RETURN_IF_ERROR(session.Run(feeds, {model.loss}, {train_op}, &out));
       loss = out[0].scalar<float>();
       return StepResult{.global_step = step + 1, .loss = loss};  // One update a step.
     }));
-    if (batch->step % steps_per_epoch == 0) epoch_loss = 0, epoch_steps = 0;
+    if (step % steps_per_epoch == 0) epoch_loss = 0, epoch_steps = 0;
     epoch_loss += loss;
     ++epoch_steps;
-    const int64_t n = batch->labels.dim_size(0);
     examples += n;
     m.steps = step + 1;
     live.Step(step, n, loss);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 
@@ -15,6 +16,7 @@
 #include "dflow/train/models.h"
 #include "dflow/train/monitored_session.h"
 #include "dflow/train/optimizer.h"
+#include "dflow/train/tfrecord_input.h"
 #include "dflow/train/trainer.h"
 
 namespace dflow::train_internal {
@@ -36,16 +38,26 @@ std::unique_ptr<Optimizer> MakeOptimizer(const std::string& name, Input lr);
 Input LearningRate(const Scope& scope, const TrainOptions& o, double rate,
                    const Variable& global_step, int64_t total_steps);
 
+// --data tfrecord:GLOB: training examples read by the graph (tfrecord_input.h).
+inline constexpr char kTFRecordData[] = "tfrecord:";
+bool UsesTFRecords(const TrainOptions& o);
+
 struct Data {
-  Dataset train;
+  std::optional<Dataset> train;  // Unset with TFRecord files: the graph reads them.
   Dataset test;
+  std::vector<std::string> train_files;  // TFRecord files, sorted.
+  int64_t train_examples = 0;
 };
+// With TFRecord files, their examples are counted (their framing checked)
+// and the test set is Fashion-MNIST's (o.data_dir).
 absl::StatusOr<Data> LoadData(const TrainOptions& o);
 // Rows [begin, end) of `data`.
 Dataset Rows(const Dataset& data, int64_t begin, int64_t end);
 // The model of `o`; with `reuse`, another tower sharing those variables.
+// With `input`, the model's features and labels default to it.
 absl::StatusOr<Model> BuildModel(const Scope& scope, const TrainOptions& o,
-                                 const std::vector<Variable>* reuse = nullptr);
+                                 const std::vector<Variable>* reuse = nullptr,
+                                 const GraphBatches* input = nullptr);
 
 // The live progress line: step, epoch, loss, examples/s, ETA.
 class Progress {

@@ -74,6 +74,16 @@ struct ClusterFlags {
 // Runs a training cluster as local processes (see cluster_command.cc).
 absl::Status ClusterCommand(const ClusterFlags& flags);
 
+struct DataConvertFlags {
+  std::string format = "tfrecord";
+  std::string out_dir;
+  int shards = 4;
+  std::string data_dir;  // "": the Debian package's Fashion-MNIST
+};
+
+// `dflow data convert`: Fashion-MNIST as TFRecord files (train/tfrecord_input.h).
+absl::Status DataConvertCommand(const DataConvertFlags& flags);
+
 // Lists registered ops and the device types and dtypes of their kernels.
 absl::Status ListOps(bool as_json);
 // Prints every op the GraphDef at `path` uses (in its library's functions

@@ -72,8 +72,19 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember(dflow::TrainLearningRateDecays()))->capture_default_str();
   train_cmd->add_option("--seed", train.seed, "Seed of initial weights and batch order")
       ->capture_default_str();
-  train_cmd->add_option("--data", train.data, "Training data")
-      ->check(CLI::IsMember(dflow::TrainDataSources()))->capture_default_str();
+  train_cmd->add_option("--data", train.data,
+                        "Training data: fashion-mnist, synthetic, or tfrecord:GLOB (files of "
+                        "`dflow data convert`, read by the graph on each worker)")
+      ->check(
+          [](const std::string& v) -> std::string {
+            if (v.rfind("tfrecord:", 0) == 0 && v.size() > 9) return "";
+            for (const std::string& s : dflow::TrainDataSources()) {
+              if (v == s) return "";
+            }
+            return "'" + v + "' is not fashion-mnist, synthetic or tfrecord:GLOB";
+          },
+          "fashion-mnist|synthetic|tfrecord:GLOB")
+      ->capture_default_str();
   train_cmd->add_option("--metrics-out", train.metrics_out, "Write metrics JSON to this file");
   train_cmd->add_option("--cluster", train.cluster,
                         "Train on a cluster: JSON {\"ps\":[...],\"worker\":[...]} or @file");
@@ -113,6 +124,20 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--keep-checkpoints", train.keep_checkpoints,
                         "Checkpoints kept, the newest")
       ->check(CLI::PositiveNumber)->capture_default_str();
+
+  dflow::cli::DataConvertFlags convert;
+  CLI::App* data_cmd = app.add_subcommand("data", "Prepare training data");
+  data_cmd->require_subcommand(1);
+  CLI::App* convert_cmd = data_cmd->add_subcommand(
+      "convert", "Write Fashion-MNIST as sharded TFRecord files of tf.train.Example "
+                 "(image_raw: 784 bytes, label: int64): OUT/train-0000i-of-0000N, OUT/test-...");
+  convert_cmd->add_option("--to", convert.format, "Output format")
+      ->check(CLI::IsMember({"tfrecord"}))->capture_default_str();
+  convert_cmd->add_option("--out", convert.out_dir, "Directory to write (created)")->required();
+  convert_cmd->add_option("--shards", convert.shards, "Files the training set is split into")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  convert_cmd->add_option("--data-dir", convert.data_dir,
+                          "Fashion-MNIST's idx files (default: the Debian package's)");
 
   dflow::cli::ServerFlags server;
   CLI::App* server_cmd =
@@ -174,6 +199,8 @@ int main(int argc, char** argv) {
     status = dflow::cli::TrainCommand(train, train_security);
   } else if (*cluster_cmd) {
     status = dflow::cli::ClusterCommand(cluster);
+  } else if (*convert_cmd) {
+    status = dflow::cli::DataConvertCommand(convert);
   }
   if (!status.ok()) {
     std::cerr << "dflow: " << status << "\n";
