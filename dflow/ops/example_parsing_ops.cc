@@ -85,8 +85,8 @@ absl::Status DenseFromAttrs(const tensorflow::NodeDef& node, const std::string& 
   RETURN_IF_ERROR(GetNodeAttr(node, "Tdense", &types));
   RETURN_IF_ERROR(GetShapeListAttr(node, "dense_shapes", &shapes));
   if (shapes.size() != types.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("[", op, "] len(dense_shapes) != len(Tdense): ",
-                                                   shapes.size(), " vs. ", types.size()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "[", op, "] len(dense_shapes) != len(Tdense): ", shapes.size(), " vs. ", types.size()));
   }
   for (size_t i = 0; i < types.size(); ++i) {
     ParseConfig::Dense d;
@@ -157,9 +157,8 @@ class ExampleParser {
     for (const auto& r : config.ragged) slot_of_key_[r.key].push_back(slot++);
   }
 
-  // Parses every example and sets the outputs, starting at output
-  // `sparse_base` in TensorFlow's order: sparse indices, values, shapes,
-  // dense values, ragged values, ragged row splits.
+  // Parses every example and sets the outputs in TensorFlow's order: sparse
+  // indices, values and shapes, dense values, ragged values and row splits.
   absl::Status Run() {
     const bool batched = serialized_.dims() == 1;
     slots_.assign(num_examples_ * num_slots_, FeatureSlot());
@@ -210,7 +209,8 @@ class ExampleParser {
       std::vector<int64_t> dims;
       if (batched) dims.push_back(num_examples_);
       dims.insert(dims.end(), d.shape.begin(), d.shape.end());
-      ASSIGN_OR_RETURN(TensorShape shape, OutputShape(dims, d.dtype, ctx_->op_kernel().type_string()));
+      ASSIGN_OR_RETURN(TensorShape shape,
+                       OutputShape(dims, d.dtype, ctx_->op_kernel().type_string()));
       dense_out_.push_back(ctx_->allocate_output_for_overwrite(DenseOutput(i), shape));
     }
     return absl::OkStatus();
@@ -221,17 +221,16 @@ class ExampleParser {
   absl::Status ParseOne(int64_t e) {
     FeatureSlot* slots = &slots_[e * num_slots_];
     const std::string& record = serialized_.flat<std::string>()[e];
-    const bool ok = example_wire::ForEachFeature(
-        record, [&](absl::string_view key, absl::string_view feature) {
+    const bool ok =
+        example_wire::ForEachFeature(record, [&](absl::string_view key, absl::string_view feature) {
           auto it = slot_of_key_.find(key);
           if (it == slot_of_key_.end()) return;
           for (int s : it->second) slots[s] = FeatureSlot{feature, true};
         });
     if (!ok) {
-      return ctx_->InvalidArgument("Name: ", Name(e), ", Index: ", e,
-                                   ".  Could not parse example input, value: '",
-                                   absl::CHexEscape(record.substr(0, 256)),
-                                   record.size() > 256 ? "...'" : "'");
+      return ctx_->InvalidArgument(
+          "Name: ", Name(e), ", Index: ", e, ".  Could not parse example input, value: '",
+          absl::CHexEscape(record.substr(0, 256)), record.size() > 256 ? "...'" : "'");
     }
     size_t fixed = 0;
     for (size_t s = 0; s < num_slots_; ++s) {
@@ -244,16 +243,15 @@ class ExampleParser {
       }
       if (list->kind() != Kind::kNone && example_wire::KindType(list->kind()) != TypeOf(s)) {
         if (s < config_.dense.size()) {
-          return ctx_->InvalidArgument(
-              "Name: ", Name(e), ", Key: ", KeyOf(s), ", Index: ", e,
-              ".  Data types don't match. Data type: ",
-              DataTypeString(example_wire::KindType(list->kind())),
-              " but expected type: ", DataTypeString(TypeOf(s)));
+          return ctx_->InvalidArgument("Name: ", Name(e), ", Key: ", KeyOf(s), ", Index: ", e,
+                                       ".  Data types don't match. Data type: ",
+                                       DataTypeString(example_wire::KindType(list->kind())),
+                                       " but expected type: ", DataTypeString(TypeOf(s)));
         }
-        return ctx_->InvalidArgument("Name: ", Name(e), ", Key: ", KeyOf(s), ", Index: ", e,
-                                     ".  Data types don't match. Expected type: ",
-                                     DataTypeString(TypeOf(s)), ", Actual type: ",
-                                     DataTypeString(example_wire::KindType(list->kind())));
+        return ctx_->InvalidArgument(
+            "Name: ", Name(e), ", Key: ", KeyOf(s), ", Index: ", e,
+            ".  Data types don't match. Expected type: ", DataTypeString(TypeOf(s)),
+            ", Actual type: ", DataTypeString(example_wire::KindType(list->kind())));
       }
     }
     for (size_t i = 0; i < config_.dense.size(); ++i) {
@@ -339,9 +337,8 @@ class ExampleParser {
     if (d.stride == 0 ? list.size() != 0 : list.size() % d.stride != 0) {
       return ctx_->InvalidArgument("Name: ", Name(e), ", Key: ", d.key, ", Index: ", e,
                                    ".  Number of ", DataTypeString(d.dtype),
-                                   " values is not a multiple of stride length. Saw ",
-                                   list.size(), " values but output shape is: ",
-                                   ShapeString(d.shape));
+                                   " values is not a multiple of stride length. Saw ", list.size(),
+                                   " values but output shape is: ", ShapeString(d.shape));
     }
     return absl::OkStatus();
   }
@@ -367,7 +364,6 @@ class ExampleParser {
       for (int64_t e = 0; e < num_examples_; ++e) {
         const FeatureList& list = lists_[e * num_slots_ + i];
         WriteValues(list, d.dtype, out, e * per_example);
-        if (d.default_value.NumElements() == 0) continue;  // zeros / empty strings
         for (int64_t k = list.size(); k < per_example; ++k) {
           CopyElements(d.default_value, 0, out, e * per_example + k, 1);
         }
@@ -426,8 +422,8 @@ class ExampleParser {
       ASSIGN_OR_RETURN(TensorShape vshape,
                        OutputShape({total}, r.dtype, ctx_->op_kernel().type_string()));
       Tensor* values = ctx_->allocate_output(first_out + i, vshape);
-      Tensor* splits = ctx_->allocate_output(first_out + nr + i,
-                                             TensorShape({batched ? num_examples_ + 1 : 0}));
+      Tensor* splits =
+          ctx_->allocate_output(first_out + nr + i, TensorShape({batched ? num_examples_ + 1 : 0}));
       int64_t at = 0;
       for (int64_t e = 0; e < num_examples_; ++e) {
         const FeatureList& list = lists_[e * num_slots_ + s];
@@ -451,9 +447,9 @@ class ExampleParser {
   int64_t num_examples_ = 0;
   size_t num_slots_ = 0;
   absl::flat_hash_map<absl::string_view, std::vector<int>> slot_of_key_;
-  std::vector<FeatureSlot> slots_;   // [example][slot]
-  std::vector<FeatureList> lists_;   // [example][slot]
-  std::vector<Tensor*> dense_out_;   // fixed-shape dense outputs, in order
+  std::vector<FeatureSlot> slots_;  // [example][slot]
+  std::vector<FeatureList> lists_;  // [example][slot]
+  std::vector<Tensor*> dense_out_;  // fixed-shape dense outputs, in order
 };
 
 // The strings of a 1-D string input (`what` names it in errors).
@@ -461,8 +457,8 @@ absl::StatusOr<std::vector<std::string>> KeyList(OpKernelContext* ctx, int i,
                                                  absl::string_view what, size_t expected) {
   const Tensor& t = ctx->input(i);
   if (t.dims() > 1) {
-    return ctx->InvalidArgument("Expected ", what, " to be a vector, got shape: ",
-                                t.shape().DebugString());
+    return ctx->InvalidArgument("Expected ", what,
+                                " to be a vector, got shape: ", t.shape().DebugString());
   }
   if (static_cast<size_t>(t.NumElements()) != expected) {
     return ctx->InvalidArgument("Expected len(", what, ") to match the number of ", what,
@@ -574,9 +570,9 @@ class ParseExampleOp : public OpKernel {
     c->GetAttr("Nsparse", &num_sparse).IgnoreError();
     c->GetAttr("sparse_types", &sparse_types).IgnoreError();
     if (static_cast<size_t>(num_sparse) != sparse_types.size()) {
-      c->SetStatus(absl::InvalidArgumentError(absl::StrCat(
-          "[ParseExample] len(sparse_keys) != len(sparse_types): ", num_sparse, " vs. ",
-          sparse_types.size())));
+      c->SetStatus(absl::InvalidArgumentError(
+          absl::StrCat("[ParseExample] len(sparse_keys) != len(sparse_types): ", num_sparse,
+                       " vs. ", sparse_types.size())));
       return;
     }
     for (DataType t : sparse_types) config_.sparse.push_back({"", t});
@@ -591,9 +587,10 @@ class ParseExampleOp : public OpKernel {
                                   serialized.shape().DebugString());
     }
     if (names.NumElements() != 0 && names.shape() != serialized.shape()) {
-      return ctx->InvalidArgument("Expected names to be a vector of the same length as "
-                                  "serialized: names.shape=", names.shape().DebugString(),
-                                  ", serialized.shape=", serialized.shape().DebugString());
+      return ctx->InvalidArgument(
+          "Expected names to be a vector of the same length as "
+          "serialized: names.shape=",
+          names.shape().DebugString(), ", serialized.shape=", serialized.shape().DebugString());
     }
     ParseConfig config = config_;
     const int ns = static_cast<int>(config.sparse.size());
@@ -603,8 +600,8 @@ class ParseExampleOp : public OpKernel {
       const bool sparse = i < ns;
       if (key.dims() != 0) {
         return ctx->InvalidArgument("Expected ", sparse ? "sparse_keys[" : "dense_keys[",
-                                    sparse ? i : i - ns, "] to be a scalar, got shape: ",
-                                    key.shape().DebugString());
+                                    sparse ? i : i - ns,
+                                    "] to be a scalar, got shape: ", key.shape().DebugString());
       }
       (sparse ? config.sparse[i].key : config.dense[i - ns].key) = key.scalar<std::string>();
     }
@@ -646,8 +643,8 @@ absl::Status ParseShape(InferenceContext* c, int first_dense_output, int num_spa
   const int first_ragged = first_dense_output + dense_shapes.size();
   for (int i = 0; i < num_ragged; ++i) {
     c->set_output(first_ragged + i, PartialShape({kUnknownDim}));
-    const int64_t splits = !known ? kUnknownDim
-                           : r == 0 ? 0
+    const int64_t splits = !known                     ? kUnknownDim
+                           : r == 0                   ? 0
                            : in.dim(0) == kUnknownDim ? kUnknownDim
                                                       : in.dim(0) + 1;
     c->set_output(first_ragged + num_ragged + i, PartialShape({splits}));
