@@ -169,6 +169,27 @@ TEST(ParseExampleV2Test, LargeBatchesParseInOrder) {
   EXPECT_THAT(InvalidArgumentOf(bad), HasSubstr("Key: x, Index: 2100."));
 }
 
+// One kernel, key inputs that change between steps: each step parses its own keys.
+TEST(ParseExampleV2Test, AKernelFollowsItsKeyInputs) {
+  const std::string record =
+      MakeExample({{"a", PackedFloats({1.0f})}, {"b", PackedFloats({2.0f, 3.0f})}});
+  OpTest op = SparseParse({record}, "a", DT_FLOAT);
+  auto kernel = MakeKernel(op.node_def(), TestCpuDevice());
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  auto run = [&](const std::string& key) {
+    std::vector<Tensor> ins = {Tensor::Vec<std::string>({record}), Tensor::Vec<std::string>({}),
+                               Tensor::Vec<std::string>({key}), Tensor::Vec<std::string>({}),
+                               Tensor::Vec<std::string>({})};
+    auto out = RunKernel(kernel->get(), TestCpuDevice(), ins);
+    EXPECT_TRUE(out.ok()) << out.status();
+    return out.ok() ? (*out)[1].NumElements() : -1;
+  };
+  EXPECT_EQ(run("a"), 1);
+  EXPECT_EQ(run("b"), 2);
+  EXPECT_EQ(run("c"), 0);
+  EXPECT_EQ(run("a"), 1);
+}
+
 TEST(ParseExampleV2Test, KeyCountsMustMatchTheAttrs) {
   OpTest op = SparseParse({MakeExample({})}, "", DT_FLOAT, {"a", "b"});
   EXPECT_THAT(InvalidArgumentOf(op),
