@@ -10,7 +10,8 @@ it on the cluster and on local TensorFlow. Cases, each printing one PASS/FAIL li
                     with dense features (float [2] with a default, int64 required,
                     string with a default), VarLen int64 and string features (sparse)
                     and a RaggedFeature: every batch's values equal local TensorFlow's,
-                    then OUT_OF_RANGE. A record that is not an Example is
+                    then OUT_OF_RANGE; and batch(4).map(parse_example) with the dense
+                    features inside the pipeline, equal too. A record that is not an Example is
                     INVALID_ARGUMENT "Could not parse example input"; a dense feature
                     of the wrong length names the key and the record index.
   map_single        TFRecordDataset.map(tf.io.parse_single_example: dense features and
@@ -198,6 +199,23 @@ def parse_example(dflow, tmp, checks):
     equal_batches(checks, "parse_example", ours, theirs, 3)
     ends_out_of_range(checks, "dflow", our_end)
     ends_out_of_range(checks, "TensorFlow", their_end)
+
+    # The same parse inside the pipeline: batch(4).map(parse_example), dense features.
+    dense = {k: FEATURES[k] for k in ("xy", "label", "name")}
+
+    def build_mapped(target):
+        g = tf.Graph()
+        with g.as_default(), placed(target, "/job:worker/task:0"):
+            ds = tf.data.TFRecordDataset([path]).batch(4).map(
+                lambda s: tf.io.parse_example(s, dense))
+            nxt = tf1.data.make_one_shot_iterator(ds).get_next()
+        return run_steps(target, g, nxt)
+
+    theirs, _ = build_mapped("")
+    with Cluster(dflow, tmp) as c:
+        ours, our_end = build_mapped(c.target)
+    equal_batches(checks, "batch.map(parse_example)", ours, theirs, 3)
+    ends_out_of_range(checks, "dflow batch.map(parse_example)", our_end)
     fails_with(checks, "a record that is not an Example", bad_end,
                ["Could not parse example input", "Index: 2"])
     fails_with(checks, "a dense feature of the wrong length", short_end,

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,7 +41,6 @@ struct ParseConfig {
     std::string key;
     DataType dtype;
     std::vector<int64_t> shape;  // shape[0] == -1: variable length (padded)
-    Tensor default_value;        // empty: the feature is required
     int64_t stride;              // elements per row (all but a variable first dim)
     bool variable_length;
   };
@@ -52,6 +52,55 @@ struct ParseConfig {
   std::vector<Dense> dense;
   std::vector<Sparse> sparse;
   std::vector<Sparse> ragged;
+  // Each key's slots (dense features first, then sparse, then ragged): set by
+  // IndexKeys once the keys are known.
+  absl::flat_hash_map<std::string, std::vector<int>> slots_of_key;
+
+  void IndexKeys() {
+    slots_of_key.clear();
+    int slot = 0;
+    for (const auto& d : dense) slots_of_key[d.key].push_back(slot++);
+    for (const auto& f : sparse) slots_of_key[f.key].push_back(slot++);
+    for (const auto& r : ragged) slots_of_key[r.key].push_back(slot++);
+  }
+  // The keys in input order: sparse, dense, ragged.
+  std::vector<absl::string_view> Keys() const {
+    std::vector<absl::string_view> keys;
+    for (const auto& f : sparse) keys.push_back(f.key);
+    for (const auto& d : dense) keys.push_back(d.key);
+    for (const auto& r : ragged) keys.push_back(r.key);
+    return keys;
+  }
+  // A copy of this config with `keys` (in Keys() order), indexed.
+  std::shared_ptr<const ParseConfig> WithKeys(const std::vector<absl::string_view>& keys) const {
+    auto c = std::make_shared<ParseConfig>(*this);
+    size_t k = 0;
+    for (auto& f : c->sparse) f.key = std::string(keys[k++]);
+    for (auto& d : c->dense) d.key = std::string(keys[k++]);
+    for (auto& r : c->ragged) r.key = std::string(keys[k++]);
+    c->IndexKeys();
+    return c;
+  }
+};
+
+// The config for a step's key inputs: the last one built while the keys stay
+// the same (in graphs TensorFlow builds they are constants), so a step costs no
+// key copies or index. Thread-safe.
+class ConfigCache {
+ public:
+  explicit ConfigCache(ParseConfig base) : base_(std::move(base)) {}
+  const ParseConfig& base() const { return base_; }
+
+  std::shared_ptr<const ParseConfig> Get(const std::vector<absl::string_view>& keys) {
+    absl::MutexLock l(&mu_);
+    if (last_ == nullptr || last_->Keys() != keys) last_ = base_.WithKeys(keys);
+    return last_;
+  }
+
+ private:
+  const ParseConfig base_;
+  absl::Mutex mu_;
+  std::shared_ptr<const ParseConfig> last_ ABSL_GUARDED_BY(mu_);
 };
 
 // "[?,3]": a dense shape with its variable first dimension shown as TensorFlow does.
@@ -85,8 +134,8 @@ absl::Status DenseFromAttrs(const tensorflow::NodeDef& node, const std::string& 
   RETURN_IF_ERROR(GetNodeAttr(node, "Tdense", &types));
   RETURN_IF_ERROR(GetShapeListAttr(node, "dense_shapes", &shapes));
   if (shapes.size() != types.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("[", op, "] len(dense_shapes) != len(Tdense): ",
-                                                   shapes.size(), " vs. ", types.size()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "[", op, "] len(dense_shapes) != len(Tdense): ", shapes.size(), " vs. ", types.size()));
   }
   for (size_t i = 0; i < types.size(); ++i) {
     ParseConfig::Dense d;
@@ -108,10 +157,21 @@ absl::Status DenseFromAttrs(const tensorflow::NodeDef& node, const std::string& 
   return absl::OkStatus();
 }
 
-// Checks the default of each dense feature (input `first + i`).
-absl::Status SetDenseDefaults(OpKernelContext* ctx, int first, ParseConfig* config) {
-  for (size_t i = 0; i < config->dense.size(); ++i) {
-    ParseConfig::Dense& d = config->dense[i];
+// A fixed-shape default: a tensor of the dense shape (a scalar for one element).
+bool MatchesDenseShape(const Tensor& def, const ParseConfig::Dense& d) {
+  if (def.NumElements() != d.stride) return false;
+  if (def.dims() == 0) return true;
+  return std::vector<int64_t>(def.shape().dim_sizes().begin(), def.shape().dim_sizes().end()) ==
+         d.shape;
+}
+
+// Checks the default of each dense feature (input `first + i`; no elements:
+// the feature is required) and returns them.
+absl::StatusOr<std::vector<Tensor>> DenseDefaults(OpKernelContext* ctx, int first,
+                                                  const ParseConfig& config) {
+  std::vector<Tensor> defaults;
+  for (size_t i = 0; i < config.dense.size(); ++i) {
+    const ParseConfig::Dense& d = config.dense[i];
     const Tensor& def = ctx->input(first + static_cast<int>(i));
     if (d.variable_length) {
       if (def.NumElements() != 1) {
@@ -121,19 +181,14 @@ absl::Status SetDenseDefaults(OpKernelContext* ctx, int first, ParseConfig* conf
             "] must contain a single element (the padding element).  But its shape is: ",
             def.shape().DebugString());
       }
-    } else if (def.NumElements() == 0) {
-      d.default_value = def;  // no elements: the feature is required
-      continue;
-    } else if (def.NumElements() != d.stride ||
-               (def.dims() > 0 && std::vector<int64_t>(def.shape().dim_sizes().begin(),
-                                                       def.shape().dim_sizes().end()) != d.shape)) {
+    } else if (def.NumElements() != 0 && !MatchesDenseShape(def, d)) {
       return ctx->InvalidArgument("def_value[", i, "].shape() == ", def.shape().DebugString(),
                                   " is not compatible with dense_shapes_[", i,
                                   "] == ", DimsString(d.shape));
     }
-    d.default_value = def;
+    defaults.push_back(def);
   }
-  return absl::OkStatus();
+  return defaults;
 }
 
 // The string views of one element's features, per requested feature: the last
@@ -146,20 +201,19 @@ struct FeatureSlot {
 class ExampleParser {
  public:
   // `names` may be empty; otherwise it names each serialized example.
-  ExampleParser(OpKernelContext* ctx, const ParseConfig& config, const Tensor& serialized,
-                const Tensor* names)
-      : ctx_(ctx), config_(config), serialized_(serialized), names_(names) {
-    num_examples_ = serialized.NumElements();
-    num_slots_ = config.dense.size() + config.sparse.size() + config.ragged.size();
-    int slot = 0;
-    for (const auto& d : config.dense) slot_of_key_[d.key].push_back(slot++);
-    for (const auto& s : config.sparse) slot_of_key_[s.key].push_back(slot++);
-    for (const auto& r : config.ragged) slot_of_key_[r.key].push_back(slot++);
-  }
+  // REQUIRES: config.IndexKeys() ran; one default per dense feature.
+  ExampleParser(OpKernelContext* ctx, const ParseConfig& config,
+                const std::vector<Tensor>& defaults, const Tensor& serialized, const Tensor* names)
+      : ctx_(ctx),
+        config_(config),
+        defaults_(defaults),
+        serialized_(serialized),
+        names_(names),
+        num_examples_(serialized.NumElements()),
+        num_slots_(config.dense.size() + config.sparse.size() + config.ragged.size()) {}
 
-  // Parses every example and sets the outputs, starting at output
-  // `sparse_base` in TensorFlow's order: sparse indices, values, shapes,
-  // dense values, ragged values, ragged row splits.
+  // Parses every example and sets the outputs in TensorFlow's order: sparse
+  // indices, values and shapes, dense values, ragged values and row splits.
   absl::Status Run() {
     const bool batched = serialized_.dims() == 1;
     slots_.assign(num_examples_ * num_slots_, FeatureSlot());
@@ -210,7 +264,8 @@ class ExampleParser {
       std::vector<int64_t> dims;
       if (batched) dims.push_back(num_examples_);
       dims.insert(dims.end(), d.shape.begin(), d.shape.end());
-      ASSIGN_OR_RETURN(TensorShape shape, OutputShape(dims, d.dtype, ctx_->op_kernel().type_string()));
+      ASSIGN_OR_RETURN(TensorShape shape,
+                       OutputShape(dims, d.dtype, ctx_->op_kernel().type_string()));
       dense_out_.push_back(ctx_->allocate_output_for_overwrite(DenseOutput(i), shape));
     }
     return absl::OkStatus();
@@ -221,17 +276,16 @@ class ExampleParser {
   absl::Status ParseOne(int64_t e) {
     FeatureSlot* slots = &slots_[e * num_slots_];
     const std::string& record = serialized_.flat<std::string>()[e];
-    const bool ok = example_wire::ForEachFeature(
-        record, [&](absl::string_view key, absl::string_view feature) {
-          auto it = slot_of_key_.find(key);
-          if (it == slot_of_key_.end()) return;
+    const bool ok =
+        example_wire::ForEachFeature(record, [&](absl::string_view key, absl::string_view feature) {
+          auto it = config_.slots_of_key.find(key);
+          if (it == config_.slots_of_key.end()) return;
           for (int s : it->second) slots[s] = FeatureSlot{feature, true};
         });
     if (!ok) {
-      return ctx_->InvalidArgument("Name: ", Name(e), ", Index: ", e,
-                                   ".  Could not parse example input, value: '",
-                                   absl::CHexEscape(record.substr(0, 256)),
-                                   record.size() > 256 ? "...'" : "'");
+      return ctx_->InvalidArgument(
+          "Name: ", Name(e), ", Index: ", e, ".  Could not parse example input, value: '",
+          absl::CHexEscape(record.substr(0, 256)), record.size() > 256 ? "...'" : "'");
     }
     size_t fixed = 0;
     for (size_t s = 0; s < num_slots_; ++s) {
@@ -244,16 +298,15 @@ class ExampleParser {
       }
       if (list->kind() != Kind::kNone && example_wire::KindType(list->kind()) != TypeOf(s)) {
         if (s < config_.dense.size()) {
-          return ctx_->InvalidArgument(
-              "Name: ", Name(e), ", Key: ", KeyOf(s), ", Index: ", e,
-              ".  Data types don't match. Data type: ",
-              DataTypeString(example_wire::KindType(list->kind())),
-              " but expected type: ", DataTypeString(TypeOf(s)));
+          return ctx_->InvalidArgument("Name: ", Name(e), ", Key: ", KeyOf(s), ", Index: ", e,
+                                       ".  Data types don't match. Data type: ",
+                                       DataTypeString(example_wire::KindType(list->kind())),
+                                       " but expected type: ", DataTypeString(TypeOf(s)));
         }
-        return ctx_->InvalidArgument("Name: ", Name(e), ", Key: ", KeyOf(s), ", Index: ", e,
-                                     ".  Data types don't match. Expected type: ",
-                                     DataTypeString(TypeOf(s)), ", Actual type: ",
-                                     DataTypeString(example_wire::KindType(list->kind())));
+        return ctx_->InvalidArgument(
+            "Name: ", Name(e), ", Key: ", KeyOf(s), ", Index: ", e,
+            ".  Data types don't match. Expected type: ", DataTypeString(TypeOf(s)),
+            ", Actual type: ", DataTypeString(example_wire::KindType(list->kind())));
       }
     }
     for (size_t i = 0; i < config_.dense.size(); ++i) {
@@ -286,12 +339,12 @@ class ExampleParser {
     const FeatureList& list = lists_[e * num_slots_ + i];
     const int64_t offset = e * d.stride;
     if (!slot.present || list.kind() == Kind::kNone) {  // an empty Feature counts as missing
-      if (d.default_value.NumElements() == 0) {
+      if (defaults_[i].NumElements() == 0) {
         return ctx_->InvalidArgument("Name: ", Name(e), ", Feature: ", d.key,
                                      " (data type: ", DataTypeString(d.dtype),
                                      ") is required but could not be found.");
       }
-      CopyElements(d.default_value, 0, out, offset, d.stride);
+      CopyElements(defaults_[i], 0, out, offset, d.stride);
       return absl::OkStatus();
     }
     if (list.size() != d.stride) {
@@ -339,9 +392,8 @@ class ExampleParser {
     if (d.stride == 0 ? list.size() != 0 : list.size() % d.stride != 0) {
       return ctx_->InvalidArgument("Name: ", Name(e), ", Key: ", d.key, ", Index: ", e,
                                    ".  Number of ", DataTypeString(d.dtype),
-                                   " values is not a multiple of stride length. Saw ",
-                                   list.size(), " values but output shape is: ",
-                                   ShapeString(d.shape));
+                                   " values is not a multiple of stride length. Saw ", list.size(),
+                                   " values but output shape is: ", ShapeString(d.shape));
     }
     return absl::OkStatus();
   }
@@ -367,9 +419,8 @@ class ExampleParser {
       for (int64_t e = 0; e < num_examples_; ++e) {
         const FeatureList& list = lists_[e * num_slots_ + i];
         WriteValues(list, d.dtype, out, e * per_example);
-        if (d.default_value.NumElements() == 0) continue;  // zeros / empty strings
         for (int64_t k = list.size(); k < per_example; ++k) {
-          CopyElements(d.default_value, 0, out, e * per_example + k, 1);
+          CopyElements(defaults_[i], 0, out, e * per_example + k, 1);
         }
       }
     }
@@ -426,8 +477,8 @@ class ExampleParser {
       ASSIGN_OR_RETURN(TensorShape vshape,
                        OutputShape({total}, r.dtype, ctx_->op_kernel().type_string()));
       Tensor* values = ctx_->allocate_output(first_out + i, vshape);
-      Tensor* splits = ctx_->allocate_output(first_out + nr + i,
-                                             TensorShape({batched ? num_examples_ + 1 : 0}));
+      Tensor* splits =
+          ctx_->allocate_output(first_out + nr + i, TensorShape({batched ? num_examples_ + 1 : 0}));
       int64_t at = 0;
       for (int64_t e = 0; e < num_examples_; ++e) {
         const FeatureList& list = lists_[e * num_slots_ + s];
@@ -446,30 +497,39 @@ class ExampleParser {
 
   OpKernelContext* ctx_;  // not owned
   const ParseConfig& config_;
+  const std::vector<Tensor>& defaults_;  // per dense feature; no elements: required
   const Tensor& serialized_;
   const Tensor* names_;  // not owned; may be null
-  int64_t num_examples_ = 0;
-  size_t num_slots_ = 0;
-  absl::flat_hash_map<absl::string_view, std::vector<int>> slot_of_key_;
-  std::vector<FeatureSlot> slots_;   // [example][slot]
-  std::vector<FeatureList> lists_;   // [example][slot]
-  std::vector<Tensor*> dense_out_;   // fixed-shape dense outputs, in order
+  const int64_t num_examples_;
+  const size_t num_slots_;
+  std::vector<FeatureSlot> slots_;  // [example][slot]
+  std::vector<FeatureList> lists_;  // [example][slot]
+  std::vector<Tensor*> dense_out_;  // fixed-shape dense outputs, in order
 };
 
-// The strings of a 1-D string input (`what` names it in errors).
-absl::StatusOr<std::vector<std::string>> KeyList(OpKernelContext* ctx, int i,
-                                                 absl::string_view what, size_t expected) {
+// Appends the strings of the 1-D key input `i` to `keys` (views into the
+// input); `what` names it in errors.
+absl::Status AppendKeys(OpKernelContext* ctx, int i, absl::string_view what, size_t expected,
+                        std::vector<absl::string_view>* keys) {
   const Tensor& t = ctx->input(i);
   if (t.dims() > 1) {
-    return ctx->InvalidArgument("Expected ", what, " to be a vector, got shape: ",
-                                t.shape().DebugString());
+    return ctx->InvalidArgument("Expected ", what,
+                                " to be a vector, got shape: ", t.shape().DebugString());
   }
   if (static_cast<size_t>(t.NumElements()) != expected) {
     return ctx->InvalidArgument("Expected len(", what, ") to match the number of ", what,
                                 " attrs: ", expected, " but got ", t.NumElements());
   }
-  auto v = t.flat<std::string>();
-  return std::vector<std::string>(v.begin(), v.end());
+  for (const std::string& k : t.flat<std::string>()) keys->push_back(k);
+  return absl::OkStatus();
+}
+
+// Checks `names` against `serialized`: empty, or one name per example.
+absl::Status CheckNames(OpKernelContext* ctx, const Tensor& names, const Tensor& serialized) {
+  if (names.NumElements() == 0 || names.shape() == serialized.shape()) return absl::OkStatus();
+  return ctx->InvalidArgument("Expected names have the same shape as serialized: ", "names.shape=",
+                              names.shape().DebugString(),
+                              ", serialized.shape=", serialized.shape().DebugString());
 }
 
 class ParseExampleV2Op : public OpKernel {
@@ -489,11 +549,13 @@ class ParseExampleV2Op : public OpKernel {
           ") len(ragged_split_types) (", split_types.size(), ")")));
       return;
     }
-    for (DataType t : sparse_types) config_.sparse.push_back({"", t});
+    ParseConfig config;
+    for (DataType t : sparse_types) config.sparse.push_back({"", t});
     for (size_t i = 0; i < ragged_types.size(); ++i) {
-      config_.ragged.push_back({"", ragged_types[i], split_types[i]});
+      config.ragged.push_back({"", ragged_types[i], split_types[i]});
     }
-    c->SetStatus(DenseFromAttrs(c->def(), "ParseExampleV2", {}, &config_));
+    c->SetStatus(DenseFromAttrs(c->def(), "ParseExampleV2", {}, &config));
+    cache_ = std::make_unique<ConfigCache>(std::move(config));
   }
 
   absl::Status Compute(OpKernelContext* ctx) override {
@@ -503,24 +565,19 @@ class ParseExampleV2Op : public OpKernel {
       return ctx->InvalidArgument("Expected serialized to be a scalar or vector, got shape: ",
                                   serialized.shape().DebugString());
     }
-    if (names.NumElements() != 0 && names.shape() != serialized.shape()) {
-      return ctx->InvalidArgument("Expected names have the same shape as serialized: ",
-                                  "names.shape=", names.shape().DebugString(),
-                                  ", serialized.shape=", serialized.shape().DebugString());
-    }
-    ParseConfig config = config_;
-    ASSIGN_OR_RETURN(auto sparse_keys, KeyList(ctx, 2, "sparse_keys", config.sparse.size()));
-    ASSIGN_OR_RETURN(auto dense_keys, KeyList(ctx, 3, "dense_keys", config.dense.size()));
-    ASSIGN_OR_RETURN(auto ragged_keys, KeyList(ctx, 4, "ragged_keys", config.ragged.size()));
-    for (size_t i = 0; i < sparse_keys.size(); ++i) config.sparse[i].key = sparse_keys[i];
-    for (size_t i = 0; i < dense_keys.size(); ++i) config.dense[i].key = dense_keys[i];
-    for (size_t i = 0; i < ragged_keys.size(); ++i) config.ragged[i].key = ragged_keys[i];
-    RETURN_IF_ERROR(SetDenseDefaults(ctx, 5, &config));
-    return ExampleParser(ctx, config, serialized, &names).Run();
+    RETURN_IF_ERROR(CheckNames(ctx, names, serialized));
+    const ParseConfig& base = cache_->base();
+    std::vector<absl::string_view> keys;
+    RETURN_IF_ERROR(AppendKeys(ctx, 2, "sparse_keys", base.sparse.size(), &keys));
+    RETURN_IF_ERROR(AppendKeys(ctx, 3, "dense_keys", base.dense.size(), &keys));
+    RETURN_IF_ERROR(AppendKeys(ctx, 4, "ragged_keys", base.ragged.size(), &keys));
+    std::shared_ptr<const ParseConfig> config = cache_->Get(keys);
+    ASSIGN_OR_RETURN(std::vector<Tensor> defaults, DenseDefaults(ctx, 5, *config));
+    return ExampleParser(ctx, *config, defaults, serialized, &names).Run();
   }
 
  private:
-  ParseConfig config_;  // keys filled per step from the key inputs
+  std::unique_ptr<ConfigCache> cache_;
 };
 
 class ParseSingleExampleOp : public OpKernel {
@@ -546,6 +603,7 @@ class ParseSingleExampleOp : public OpKernel {
                                                   dense_keys.size(), ") != len(Tdense) (",
                                                   config_.dense.size(), ")"));
     }
+    config_.IndexKeys();
     c->SetStatus(s);
   }
 
@@ -555,13 +613,12 @@ class ParseSingleExampleOp : public OpKernel {
       return ctx->InvalidArgument("Expected `serialized` to be a scalar, got shape: ",
                                   serialized.shape().DebugString());
     }
-    ParseConfig config = config_;
-    RETURN_IF_ERROR(SetDenseDefaults(ctx, 1, &config));
-    return ExampleParser(ctx, config, serialized, nullptr).Run();
+    ASSIGN_OR_RETURN(std::vector<Tensor> defaults, DenseDefaults(ctx, 1, config_));
+    return ExampleParser(ctx, config_, defaults, serialized, nullptr).Run();
   }
 
  private:
-  ParseConfig config_;
+  ParseConfig config_;  // keys from the attrs, indexed
 };
 
 // TensorFlow 1's op (graphs exported before TensorFlow 2.1): a vector of
@@ -574,13 +631,15 @@ class ParseExampleOp : public OpKernel {
     c->GetAttr("Nsparse", &num_sparse).IgnoreError();
     c->GetAttr("sparse_types", &sparse_types).IgnoreError();
     if (static_cast<size_t>(num_sparse) != sparse_types.size()) {
-      c->SetStatus(absl::InvalidArgumentError(absl::StrCat(
-          "[ParseExample] len(sparse_keys) != len(sparse_types): ", num_sparse, " vs. ",
-          sparse_types.size())));
+      c->SetStatus(absl::InvalidArgumentError(
+          absl::StrCat("[ParseExample] len(sparse_keys) != len(sparse_types): ", num_sparse,
+                       " vs. ", sparse_types.size())));
       return;
     }
-    for (DataType t : sparse_types) config_.sparse.push_back({"", t});
-    c->SetStatus(DenseFromAttrs(c->def(), "ParseExample", {}, &config_));
+    ParseConfig config;
+    for (DataType t : sparse_types) config.sparse.push_back({"", t});
+    c->SetStatus(DenseFromAttrs(c->def(), "ParseExample", {}, &config));
+    cache_ = std::make_unique<ConfigCache>(std::move(config));
   }
 
   absl::Status Compute(OpKernelContext* ctx) override {
@@ -590,30 +649,26 @@ class ParseExampleOp : public OpKernel {
       return ctx->InvalidArgument("Expected serialized to be a vector, got shape: ",
                                   serialized.shape().DebugString());
     }
-    if (names.NumElements() != 0 && names.shape() != serialized.shape()) {
-      return ctx->InvalidArgument("Expected names to be a vector of the same length as "
-                                  "serialized: names.shape=", names.shape().DebugString(),
-                                  ", serialized.shape=", serialized.shape().DebugString());
-    }
-    ParseConfig config = config_;
-    const int ns = static_cast<int>(config.sparse.size());
-    const int nd = static_cast<int>(config.dense.size());
+    RETURN_IF_ERROR(CheckNames(ctx, names, serialized));
+    const int ns = static_cast<int>(cache_->base().sparse.size());
+    const int nd = static_cast<int>(cache_->base().dense.size());
+    std::vector<absl::string_view> keys;
     for (int i = 0; i < ns + nd; ++i) {
       const Tensor& key = ctx->input(2 + i);
-      const bool sparse = i < ns;
       if (key.dims() != 0) {
-        return ctx->InvalidArgument("Expected ", sparse ? "sparse_keys[" : "dense_keys[",
-                                    sparse ? i : i - ns, "] to be a scalar, got shape: ",
-                                    key.shape().DebugString());
+        return ctx->InvalidArgument("Expected ", i < ns ? "sparse_keys[" : "dense_keys[",
+                                    i < ns ? i : i - ns,
+                                    "] to be a scalar, got shape: ", key.shape().DebugString());
       }
-      (sparse ? config.sparse[i].key : config.dense[i - ns].key) = key.scalar<std::string>();
+      keys.push_back(key.scalar<std::string>());
     }
-    RETURN_IF_ERROR(SetDenseDefaults(ctx, 2 + ns + nd, &config));
-    return ExampleParser(ctx, config, serialized, &names).Run();
+    std::shared_ptr<const ParseConfig> config = cache_->Get(keys);
+    ASSIGN_OR_RETURN(std::vector<Tensor> defaults, DenseDefaults(ctx, 2 + ns + nd, *config));
+    return ExampleParser(ctx, *config, defaults, serialized, &names).Run();
   }
 
  private:
-  ParseConfig config_;  // keys filled per step from the key inputs
+  std::unique_ptr<ConfigCache> cache_;
 };
 
 // Shapes: with serialized of rank r (0 or 1), sparse indices [?, r+1], values
@@ -646,8 +701,8 @@ absl::Status ParseShape(InferenceContext* c, int first_dense_output, int num_spa
   const int first_ragged = first_dense_output + dense_shapes.size();
   for (int i = 0; i < num_ragged; ++i) {
     c->set_output(first_ragged + i, PartialShape({kUnknownDim}));
-    const int64_t splits = !known ? kUnknownDim
-                           : r == 0 ? 0
+    const int64_t splits = !known                     ? kUnknownDim
+                           : r == 0                   ? 0
                            : in.dim(0) == kUnknownDim ? kUnknownDim
                                                       : in.dim(0) + 1;
     c->set_output(first_ragged + num_ragged + i, PartialShape({splits}));

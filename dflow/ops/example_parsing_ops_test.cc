@@ -83,9 +83,9 @@ TEST(ParseExampleV2Test, UnpackedListsAndNegativeVarintsParse) {
   std::vector<Tensor> out = OutputsOf(floats);
   ASSERT_EQ(out.size(), 3u);
   ExpectTensorEq<float>(out[1], {1.5f, -2.0f}, TensorShape({2}));
-  OpTest ints = SparseParse({MakeExample({{"i", unpacked_ints}}),
-                             MakeExample({{"i", PackedInt64s({-1, 0, 7})}})},
-                            "i", DT_INT64);
+  OpTest ints = SparseParse(
+      {MakeExample({{"i", unpacked_ints}}), MakeExample({{"i", PackedInt64s({-1, 0, 7})}})}, "i",
+      DT_INT64);
   out = OutputsOf(ints);
   ASSERT_EQ(out.size(), 3u);
   ExpectTensorEq<int64_t>(out[0], {0, 0, 0, 1, 1, 0, 1, 1, 1, 2}, TensorShape({5, 2}));
@@ -119,10 +119,10 @@ TEST(ParseExampleV2Test, LargeBatchesParseInOrder) {
   std::vector<std::string> records;
   for (int i = 0; i < n; ++i) {
     std::vector<int64_t> tags(i % 3, i);
-    records.push_back(MakeExample(
-        {{"x", PackedFloats({static_cast<float>(i), -static_cast<float>(i)})},
-         {"tags", PackedInt64s(tags)},
-         {"name", Field(1, Field(1, absl::StrCat("n", i)))}}));
+    records.push_back(
+        MakeExample({{"x", PackedFloats({static_cast<float>(i), -static_cast<float>(i)})},
+                     {"tags", PackedInt64s(tags)},
+                     {"name", Field(1, Field(1, absl::StrCat("n", i)))}}));
   }
   auto build = [&](const std::vector<std::string>& serialized) {
     OpTest op("ParseExampleV2");
@@ -169,6 +169,27 @@ TEST(ParseExampleV2Test, LargeBatchesParseInOrder) {
   EXPECT_THAT(InvalidArgumentOf(bad), HasSubstr("Key: x, Index: 2100."));
 }
 
+// One kernel, key inputs that change between steps: each step parses its own keys.
+TEST(ParseExampleV2Test, AKernelFollowsItsKeyInputs) {
+  const std::string record =
+      MakeExample({{"a", PackedFloats({1.0f})}, {"b", PackedFloats({2.0f, 3.0f})}});
+  OpTest op = SparseParse({record}, "a", DT_FLOAT);
+  auto kernel = MakeKernel(op.node_def(), TestCpuDevice());
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  auto run = [&](const std::string& key) {
+    std::vector<Tensor> ins = {Tensor::Vec<std::string>({record}), Tensor::Vec<std::string>({}),
+                               Tensor::Vec<std::string>({key}), Tensor::Vec<std::string>({}),
+                               Tensor::Vec<std::string>({})};
+    auto out = RunKernel(kernel->get(), TestCpuDevice(), ins);
+    EXPECT_TRUE(out.ok()) << out.status();
+    return out.ok() ? (*out)[1].NumElements() : -1;
+  };
+  EXPECT_EQ(run("a"), 1);
+  EXPECT_EQ(run("b"), 2);
+  EXPECT_EQ(run("c"), 0);
+  EXPECT_EQ(run("a"), 1);
+}
+
 TEST(ParseExampleV2Test, KeyCountsMustMatchTheAttrs) {
   OpTest op = SparseParse({MakeExample({})}, "", DT_FLOAT, {"a", "b"});
   EXPECT_THAT(InvalidArgumentOf(op),
@@ -187,8 +208,8 @@ TEST(ParseExampleV2Test, ShapesFollowTheBatch) {
   shape->add_dim()->set_size(2);
   shape->add_dim()->set_size(3);
   const std::vector<PartialShape> ins = {PartialShape({kUnknownDim}), PartialShape({0}),
-                                         PartialShape({1}), PartialShape({1}), PartialShape({1}),
-                                         PartialShape({2, 3})};
+                                         PartialShape({1}),           PartialShape({1}),
+                                         PartialShape({1}),           PartialShape({2, 3})};
   auto batch = Infer(node, ins);
   ASSERT_TRUE(batch.ok()) << batch.status();
   ASSERT_EQ(batch->size(), 6u);

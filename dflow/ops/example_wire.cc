@@ -177,9 +177,8 @@ void FeatureList::CopyInt64s(int64_t* out) const {
 }
 
 void FeatureList::CopyBytes(std::string* out) const {
-  ForEachValueField(list_, [&](uint32_t, absl::string_view b, uint64_t) {
-    (out++)->assign(b.data(), b.size());
-  });
+  ForEachValueField(
+      list_, [&](uint32_t, absl::string_view b, uint64_t) { (out++)->assign(b.data(), b.size()); });
 }
 
 }  // namespace example_wire

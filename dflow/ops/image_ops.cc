@@ -108,8 +108,8 @@ int SetPngTransforms(png_structp png, png_infop info, int channels) {
 // longjmp from libpng or libjpeg skips no destructor.
 
 // Reads the header and sets the transformations; false on a libpng error.
-bool PngStart(png_structp png, png_infop info, PngSource* src, int want_channels,
-              int* channels, png_uint_32* height, png_uint_32* width) {
+bool PngStart(png_structp png, png_infop info, PngSource* src, int want_channels, int* channels,
+              png_uint_32* height, png_uint_32* width) {
   if (setjmp(png_jmpbuf(png))) return false;
   png_set_read_fn(png, src, PngRead);
   png_read_info(png, info);
@@ -145,8 +145,7 @@ absl::Status DecodePngImage(OpKernelContext* ctx, const std::string& bytes,
                                 src.error.empty() ? "" : " ", src.error);
   }
   absl::StatusOr<TensorShape> shape = OutputShape(
-      {static_cast<int64_t>(height), static_cast<int64_t>(width), channels}, DT_UINT8,
-      "DecodePng");
+      {static_cast<int64_t>(height), static_cast<int64_t>(width), channels}, DT_UINT8, "DecodePng");
   if (!shape.ok()) {
     png_destroy_read_struct(&png, &info, nullptr);
     return shape.status();
@@ -208,8 +207,7 @@ bool JpegStart(jpeg_decompress_struct* cinfo, JpegErrors* err, const std::string
   return true;
 }
 
-bool JpegReadRows(jpeg_decompress_struct* cinfo, JpegErrors* err, uint8_t* data,
-                  size_t row_bytes) {
+bool JpegReadRows(jpeg_decompress_struct* cinfo, JpegErrors* err, uint8_t* data, size_t row_bytes) {
   if (setjmp(err->jump)) return false;
   while (cinfo->output_scanline < cinfo->output_height) {
     JSAMPROW row = data + cinfo->output_scanline * row_bytes;
@@ -243,8 +241,8 @@ absl::Status DecodeJpegImage(OpKernelContext* ctx, const std::string& bytes,
                                 err.message);
   }
   const int64_t height = cinfo.output_height, width = cinfo.output_width;
-  absl::StatusOr<TensorShape> shape = OutputShape({height, width, channels}, DT_UINT8,
-                                                  "DecodeJpeg");
+  absl::StatusOr<TensorShape> shape =
+      OutputShape({height, width, channels}, DT_UINT8, "DecodeJpeg");
   if (!shape.ok()) {
     jpeg_destroy_decompress(&cinfo);
     return shape.status();
@@ -299,7 +297,8 @@ absl::Status CheckChannels(OpKernelConstruction* c, const DecodeOptions& opt) {
   if (opt.channels == 0 || opt.channels == 1 || opt.channels == 3 || opt.channels == 4) {
     return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(absl::StrCat("[", c->def().op(), "] `channels` must be 0, 1, 3 or 4 but got ", opt.channels));
+  return absl::InvalidArgumentError(
+      absl::StrCat("[", c->def().op(), "] `channels` must be 0, 1, 3 or 4 but got ", opt.channels));
 }
 
 class DecodePngOp : public OpKernel {
@@ -312,8 +311,8 @@ class DecodePngOp : public OpKernel {
     opt_.channels = static_cast<int>(channels);
     absl::Status s = CheckChannels(c, opt_);
     if (s.ok() && dtype != DT_UINT8) {  // uint16: no dflow tensor holds it yet
-      s = absl::UnimplementedError(
-          absl::StrCat("[DecodePng] dtype ", DataTypeString(dtype), " is not supported (uint8 is)"));
+      s = absl::UnimplementedError(absl::StrCat("[DecodePng] dtype ", DataTypeString(dtype),
+                                                " is not supported (uint8 is)"));
     }
     c->SetStatus(s);
   }

@@ -124,10 +124,10 @@ void ExpectSameTensor(const Tensor& actual, const Tensor& expected, int64_t pref
     switch (expected.dtype()) {
       case DT_FLOAT:
       case DT_DOUBLE: {
-        const double a = expected.dtype() == DT_FLOAT ? actual.flat<float>()[i]
-                                                      : actual.flat<double>()[i];
-        const double e = expected.dtype() == DT_FLOAT ? expected.flat<float>()[i]
-                                                      : expected.flat<double>()[i];
+        const double a =
+            expected.dtype() == DT_FLOAT ? actual.flat<float>()[i] : actual.flat<double>()[i];
+        const double e =
+            expected.dtype() == DT_FLOAT ? expected.flat<float>()[i] : expected.flat<double>()[i];
         if (std::isnan(e)) {
           EXPECT_TRUE(std::isnan(a)) << "at " << i;
         } else if (std::isinf(e)) {

@@ -13,8 +13,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -84,7 +84,6 @@ REGISTER_OP("DecodeRaw")
 REGISTER_KERNEL(KernelDefBuilder("DecodeRaw").Device(kDeviceCPU), DecodeRawOp);
 REGISTER_NO_GRADIENT("DecodeRaw");
 
-
 // --- numbers from text -------------------------------------------------------
 
 // Parses `text` as a T the way TensorFlow's string conversions do: surrounding
@@ -132,9 +131,9 @@ class StringToNumberOp : public OpKernel {
   explicit StringToNumberOp(OpKernelConstruction* c) : OpKernel(c) {
     c->GetAttr("out_type", &out_type_).IgnoreError();
     if (!IsSupportedDataType(out_type_)) {  // uint32, uint64: no dflow tensor holds them yet
-      c->SetStatus(absl::UnimplementedError(absl::StrCat(
-          "[StringToNumber] out_type ", DataTypeString(out_type_),
-          " is not supported by dflow tensors (float, double, int32, int64 are)")));
+      c->SetStatus(absl::UnimplementedError(
+          absl::StrCat("[StringToNumber] out_type ", DataTypeString(out_type_),
+                       " is not supported by dflow tensors (float, double, int32, int64 are)")));
     }
   }
 
@@ -232,8 +231,7 @@ class CsvSplitter {
     absl::string_view body = record.substr(start, *i - start);
     ++*i;  // the closing quote
     if (*i < record.size() && record[*i] != delim_) {
-      return absl::InvalidArgumentError(
-          "Quote inside a string has to be escaped by another quote");
+      return absl::InvalidArgumentError("Quote inside a string has to be escaped by another quote");
     }
     if (!doubled) {
       fields->push_back(body);
@@ -305,12 +303,12 @@ class DecodeCSVOp : public OpKernel {
                                     " in record ", r);
       }
       if (!select_cols_.empty() && fields.size() <= static_cast<size_t>(select_cols_.back())) {
-        const int have = static_cast<int>(std::upper_bound(select_cols_.begin(),
-                                                           select_cols_.end(),
-                                                           static_cast<int64_t>(fields.size()) - 1) -
-                                          select_cols_.begin());
-        return ctx->InvalidArgument("Expect ", num_cols, " fields but have ", have,
-                                    " in record ", r);
+        const int have =
+            static_cast<int>(std::upper_bound(select_cols_.begin(), select_cols_.end(),
+                                              static_cast<int64_t>(fields.size()) - 1) -
+                             select_cols_.begin());
+        return ctx->InvalidArgument("Expect ", num_cols, " fields but have ", have, " in record ",
+                                    r);
       }
       for (int c = 0; c < num_cols; ++c) {
         const int64_t col = select_cols_.empty() ? c : select_cols_[c];
@@ -426,9 +424,9 @@ class ParseTensorOp : public OpKernel {
     }
     absl::StatusOr<Tensor> t = Tensor::FromProto(proto);
     if (!t.ok()) {
-      return absl::Status(t.status().code(),
-                          absl::StrCat(ctx->Prefix(), "Could not parse `serialized`: ",
-                                       t.status().message()));
+      return absl::Status(
+          t.status().code(),
+          absl::StrCat(ctx->Prefix(), "Could not parse `serialized`: ", t.status().message()));
     }
     if (t->dtype() != out_type_) {
       return ctx->InvalidArgument("Type mismatch between parsed tensor (",

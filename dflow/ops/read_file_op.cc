@@ -4,12 +4,12 @@
 // The file's size is checked against the tensor byte limit before it is read.
 // Errors as TensorFlow's: NOT_FOUND for a missing file, FAILED_PRECONDITION
 // for a directory, each naming the path.
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <string>
-
-#include <sys/stat.h>
 
 #include "absl/strings/str_cat.h"
 #include "dflow/framework/gradient.h"
@@ -69,8 +69,10 @@ class ReadFileOp : public OpKernel {
   }
 };
 
-REGISTER_OP("ReadFile").Input("filename: string").Output("contents: string").SetShapeFn(
-    ScalarShape);
+REGISTER_OP("ReadFile")
+    .Input("filename: string")
+    .Output("contents: string")
+    .SetShapeFn(ScalarShape);
 REGISTER_KERNEL(KernelDefBuilder("ReadFile").Device(kDeviceCPU), ReadFileOp);
 REGISTER_NO_GRADIENT("ReadFile");
 

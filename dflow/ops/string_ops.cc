@@ -55,8 +55,8 @@ absl::Status CheckInputs(OpKernelContext* ctx, absl::string_view sep_name) {
                                 ctx->input(0).shape().DebugString());
   }
   if (ctx->input(1).dims() != 0) {
-    return ctx->InvalidArgument(sep_name, " must be a scalar, got shape: ",
-                                ctx->input(1).shape().DebugString());
+    return ctx->InvalidArgument(
+        sep_name, " must be a scalar, got shape: ", ctx->input(1).shape().DebugString());
   }
   return absl::OkStatus();
 }
