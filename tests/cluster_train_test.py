@@ -83,8 +83,8 @@ def tfrecord_input():
                        capture_output=True, text=True, timeout=120)
     files = sorted(os.listdir(out_dir)) if os.path.isdir(out_dir) else []
     check(f"data convert writes 4 train shards and a test file ({files})",
-          p.returncode == 0 and files == [f"train-0000{i}-of-00004" for i in range(4)] +
-          ["test-00000-of-00001"], p.stdout + p.stderr)
+          p.returncode == 0 and files == sorted([f"train-0000{i}-of-00004" for i in range(4)] +
+                                                ["test-00000-of-00001"]), p.stdout + p.stderr)
     read = tensorflow_reads(os.path.join(out_dir, "test-00000-of-00001"))
     if read is None:
         print("skip TensorFlow reading dflow's TFRecord files: tensorflow cannot be imported")
