@@ -219,6 +219,39 @@ TEST(StringHandleErrorsTest, HandleOfAnIteratorWithOtherTypesIsInvalidArgument) 
   EXPECT_THAT(s.message(), AllOf(HasSubstr("[int64]"), HasSubstr("expected [float]")));
 }
 
+// --- what tf.function graphs put before an iterator ----------------------------------
+
+// range(3) through OptimizeDatasetV2 and ModelDataset, iterated by an
+// AnonymousIteratorV3 made, initialized and read in one step, as a
+// tf.function's `for x in dataset` does.
+TEST(TfFunctionIteratorTest, OptimizeAndModelPassElementsThrough) {
+  DataGraph g;
+  for (const char* name : {"zero", "stop", "one"}) g.Placeholder(name, DT_INT64);
+  g.Placeholder("opts", DT_STRING);
+  g.Dataset("range", "RangeDataset", {"zero", "stop", "one"}, {DT_INT64});
+  g.Dataset("optimized", "OptimizeDatasetV2", {"range", "opts", "opts", "opts"}, {DT_INT64});
+  g.Dataset("model", "ModelDataset", {"optimized"}, {DT_INT64});
+  g.Dataset("anon", "AnonymousIteratorV3", {}, {DT_INT64});
+  g.Node("init", "MakeIterator", {"model", "anon"});
+  g.Dataset("a", "IteratorGetNext", {"anon", "^init"}, {DT_INT64});
+  g.Dataset("b", "IteratorGetNext", {"anon", "^a"}, {DT_INT64});
+  g.Dataset("c", "IteratorGetNext", {"anon", "^b"}, {DT_INT64});
+  g.Dataset("d", "IteratorGetNext", {"anon", "^c"}, {DT_INT64});
+  auto session = g.Session();
+  Feeds feeds = {{"zero", Tensor::Scalar<int64_t>(0)},
+                 {"stop", Tensor::Scalar<int64_t>(3)},
+                 {"one", Tensor::Scalar<int64_t>(1)},
+                 {"opts", Tensor::Vec<std::string>({"map_fusion"})}};
+  std::vector<Tensor> out;
+  absl::Status s = session->Run(feeds, {"a", "b", "c"}, {}, &out);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(out[0].scalar<int64_t>(), 0);
+  EXPECT_EQ(out[1].scalar<int64_t>(), 1);
+  EXPECT_EQ(out[2].scalar<int64_t>(), 2);
+  s = session->Run(feeds, {"d"}, {}, &out);  // a fresh iterator: a, b, c, then the end
+  EXPECT_TRUE(absl::IsOutOfRange(s)) << s;
+}
+
 // --- CacheDatasetV2 ------------------------------------------------------------------
 
 // range(20).shuffle(20) (unseeded) cached in `cache_op`'s cache, repeated

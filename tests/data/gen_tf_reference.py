@@ -85,7 +85,7 @@ PrefetchDataset ParallelMapDatasetV2 FilterDataset PaddedBatchDatasetV2 ZipDatas
 ConcatenateDataset InterleaveDataset ParallelInterleaveDatasetV4 CacheDataset ShardDataset
 AnonymousIteratorV2 AnonymousIteratorV3 DeleteIterator IteratorFromStringHandle
 IteratorFromStringHandleV2 IteratorGetNextAsOptional OptionalHasValue OptionalGetValue
-OptionsDataset CacheDatasetV2 AnonymousMemoryCache DummyMemoryCache DeleteMemoryCache""".split()
+OptionsDataset ModelDataset OptimizeDataset OptimizeDatasetV2 CacheDatasetV2 AnonymousMemoryCache DummyMemoryCache DeleteMemoryCache""".split()
 
 
 def arg_json(arg):
