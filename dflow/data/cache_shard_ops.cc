@@ -13,9 +13,9 @@
 #include "dflow/data/dataset_kernel.h"
 #include "dflow/framework/op_def.h"
 #include "dflow/framework/resource_mgr.h"
-#include "dflow/framework/variant.h"
 #include "dflow/framework/shape_inference.h"
 #include "dflow/framework/status.h"
+#include "dflow/framework/variant.h"
 
 namespace dflow::data {
 namespace {
@@ -168,9 +168,9 @@ class CacheDatasetOp : public DatasetOpKernel {
     const ResourceHandle& h = t.scalar<ResourceHandle>();
     if (h.maybe_type_name == DummyMemoryCacheTag::kTypeName) return std::make_shared<MemoryCache>();
     if (h.maybe_type_name != MemoryCacheResource::kTypeName) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("cache handle ", h.name, " names a ", h.maybe_type_name,
-                       " resource, not a memory cache"));
+      return absl::InvalidArgumentError(absl::StrCat("cache handle ", h.name, " names a ",
+                                                     h.maybe_type_name,
+                                                     " resource, not a memory cache"));
     }
     auto r = ctx.resource_manager()->Lookup<MemoryCacheResource>(h.container, h.name);
     if (!r.ok()) return absl::InvalidArgumentError(r.status().message());
@@ -228,8 +228,7 @@ class DeleteMemoryCacheOp : public OpKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& t = ctx->input(0);
     if (t.dtype() != DT_RESOURCE || t.dims() != 0) {
-      return ctx->InvalidArgument("handle must be a scalar resource handle, got ",
-                                  t.DebugString());
+      return ctx->InvalidArgument("handle must be a scalar resource handle, got ", t.DebugString());
     }
     const ResourceHandle& h = t.scalar<ResourceHandle>();
     if (h.maybe_type_name == DummyMemoryCacheTag::kTypeName) return absl::OkStatus();
@@ -274,9 +273,9 @@ class ShardDataset : public DatasetBase {
    private:
     absl::Status EndOfInput() const {
       if (!s_->require_non_empty_ || produced_ > 0) return absl::OkStatus();
-      return absl::InvalidArgumentError(absl::StrCat(
-          s_->what_, ": require_non_empty is set, but shard ", s_->index_, " of ",
-          s_->num_shards_, " is empty: the input has only ", next_, " element(s)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(s_->what_, ": require_non_empty is set, but shard ", s_->index_, " of ",
+                       s_->num_shards_, " is empty: the input has only ", next_, " element(s)"));
     }
 
     std::shared_ptr<const DatasetBase> d_;
@@ -303,13 +302,11 @@ class ShardDatasetOp : public DatasetOpKernel {
     ASSIGN_OR_RETURN(int64_t index, ScalarInput(*ctx, 2, "index"));
     if (num_shards <= 0) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "Number of shards must be greater than zero (currently num_shards = ", num_shards,
-          ")."));
+          "Number of shards must be greater than zero (currently num_shards = ", num_shards, ")."));
     }
     if (index < 0 || index >= num_shards) {
-      return absl::InvalidArgumentError(absl::StrCat("Index must be between 0 and ",
-                                                     num_shards - 1, " (currently index = ",
-                                                     index, ")."));
+      return absl::InvalidArgumentError(absl::StrCat("Index must be between 0 and ", num_shards - 1,
+                                                     " (currently index = ", index, ")."));
     }
     return std::make_shared<ShardDataset>(std::move(input), num_shards, index, require_non_empty_,
                                           What());
@@ -351,10 +348,7 @@ REGISTER_OP("AnonymousMemoryCache")
 REGISTER_KERNEL(KernelDefBuilder("AnonymousMemoryCache").Device(kDeviceCPU),
                 AnonymousMemoryCacheOp);
 
-REGISTER_OP("DummyMemoryCache")
-    .Output("handle: resource")
-    .SetIsStateful()
-    .SetShapeFn(ScalarShape);
+REGISTER_OP("DummyMemoryCache").Output("handle: resource").SetIsStateful().SetShapeFn(ScalarShape);
 REGISTER_KERNEL(KernelDefBuilder("DummyMemoryCache").Device(kDeviceCPU), DummyMemoryCacheOp);
 
 REGISTER_OP("DeleteMemoryCache")

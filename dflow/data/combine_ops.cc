@@ -98,8 +98,8 @@ class ConcatenateDataset : public DatasetBase {
     return std::make_unique<Iterator>(this);
   }
   std::string DebugString() const override {
-    return absl::StrCat("ConcatenateDataset(", first_->DebugString(), ", ",
-                        second_->DebugString(), ")");
+    return absl::StrCat("ConcatenateDataset(", first_->DebugString(), ", ", second_->DebugString(),
+                        ")");
   }
 
  private:
@@ -136,9 +136,9 @@ class ConcatenateDatasetOp : public DatasetOpKernel {
     ASSIGN_OR_RETURN(auto second, GetDataset(ctx->input(1)));
     if (first->output_dtypes() != second->output_dtypes()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "input dataset and dataset to concatenate have different types: ",
-          first->DebugString(), " has [", TypesString(first->output_dtypes()), "], ",
-          second->DebugString(), " has [", TypesString(second->output_dtypes()), "]"));
+          "input dataset and dataset to concatenate have different types: ", first->DebugString(),
+          " has [", TypesString(first->output_dtypes()), "], ", second->DebugString(), " has [",
+          TypesString(second->output_dtypes()), "]"));
     }
     return std::make_shared<ConcatenateDataset>(std::move(first), std::move(second));
   }
@@ -230,12 +230,12 @@ class InterleaveDataset : public DatasetBase {
                             absl::StrCat(i_->what_, ": ", results.status().message()));
       }
       if (results->size() != 1) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(i_->what_, ": the function must return one dataset, got ",
-                         results->size(), " values"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            i_->what_, ": the function must return one dataset, got ", results->size(), " values"));
       }
       auto ds = GetDataset((*results)[0]);
-      if (!ds.ok()) return absl::InvalidArgumentError(absl::StrCat(i_->what_, ": ", ds.status().message()));
+      if (!ds.ok())
+        return absl::InvalidArgumentError(absl::StrCat(i_->what_, ": ", ds.status().message()));
       slot->dataset = *std::move(ds);
       slot->it = slot->dataset->MakeIterator();
       ++open_;
@@ -287,8 +287,8 @@ class InterleaveDatasetOp : public DatasetOpKernel {
           absl::StrCat("cycle_length must be greater than zero, got ", cycle_length));
     }
     if (cycle_length > kMaxCycleLength) {
-      return absl::InvalidArgumentError(absl::StrCat("cycle_length ", cycle_length,
-                                                     " is over dflow's limit ", kMaxCycleLength));
+      return absl::InvalidArgumentError(
+          absl::StrCat("cycle_length ", cycle_length, " is over dflow's limit ", kMaxCycleLength));
     }
     if (block_length <= 0) {
       return absl::InvalidArgumentError(
@@ -298,8 +298,7 @@ class InterleaveDatasetOp : public DatasetOpKernel {
     std::vector<Tensor> captured;
     for (int i = 1; i < first; ++i) captured.push_back(ctx->input(i));
     return std::make_shared<InterleaveDataset>(std::move(input), fn_, std::move(captured),
-                                               output_dtypes(), cycle_length, block_length,
-                                               What());
+                                               output_dtypes(), cycle_length, block_length, What());
   }
 
  private:

@@ -121,16 +121,16 @@ TEST_F(PaddedBatchErrorsTest, ElementLargerThanItsPaddedShapeIsDataLossAsTensorF
   std::vector<Tensor> out;
   absl::Status s = Batch(Tensor::Vec<int64_t>({7, 8, 9}), {2}, &out);
   EXPECT_TRUE(absl::IsDataLoss(s)) << s;
-  EXPECT_THAT(s.message(), AllOf(HasSubstr("Attempted to pad to a smaller size"),
-                                 HasSubstr("[3]"), HasSubstr("[2]")));
+  EXPECT_THAT(s.message(), AllOf(HasSubstr("Attempted to pad to a smaller size"), HasSubstr("[3]"),
+                                 HasSubstr("[2]")));
 }
 
 TEST_F(PaddedBatchErrorsTest, RankOtherThanThePaddedShapesIsInvalidArgument) {
   std::vector<Tensor> out;
   absl::Status s = Batch(Tensor::Vec<int64_t>({7, 8}), {4, 4}, &out);
   EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
-  EXPECT_THAT(s.message(), AllOf(HasSubstr("component 0"), HasSubstr("rank 1"),
-                                 HasSubstr("[4,4]"), HasSubstr("rank 2")));
+  EXPECT_THAT(s.message(), AllOf(HasSubstr("component 0"), HasSubstr("rank 1"), HasSubstr("[4,4]"),
+                                 HasSubstr("rank 2")));
 }
 
 TEST_F(PaddedBatchErrorsTest, BadSizesAndPaddingValuesAreInvalidArgument) {
@@ -194,8 +194,8 @@ TEST(ConcatenateErrorsTest, DifferentElementTypesAreInvalidArgument) {
   absl::Status s = session->Run(
       {{"a", Tensor::Scalar<int64_t>(1)}, {"b", Tensor::Scalar<float>(2)}}, {}, {"init"}, nullptr);
   EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
-  EXPECT_THAT(s.message(), AllOf(HasSubstr("different types"), HasSubstr("int64"),
-                                 HasSubstr("float")));
+  EXPECT_THAT(s.message(),
+              AllOf(HasSubstr("different types"), HasSubstr("int64"), HasSubstr("float")));
 }
 
 TEST(StringHandleErrorsTest, HandleOfAnIteratorWithOtherTypesIsInvalidArgument) {
@@ -211,8 +211,8 @@ TEST(StringHandleErrorsTest, HandleOfAnIteratorWithOtherTypesIsInvalidArgument) 
   (void)next;
   auto session = g.Session();
   std::vector<Tensor> handle;
-  ASSERT_TRUE(session->Run({{"x", Tensor::Scalar<int64_t>(5)}}, {"to_string"}, {"init"}, &handle)
-                  .ok());
+  ASSERT_TRUE(
+      session->Run({{"x", Tensor::Scalar<int64_t>(5)}}, {"to_string"}, {"init"}, &handle).ok());
   std::vector<Tensor> out;
   absl::Status s = session->Run({{"h", handle[0]}}, {"from"}, {}, &out);
   EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
@@ -266,11 +266,13 @@ void ExpectCachedShuffle(const std::string& cache_op) {
   g.Dataset("cached", "CacheDatasetV2", {"shuffled", "filename", "cache"}, {DT_INT64});
   g.Dataset("repeated", "RepeatDataset", {"cached", "count"}, {DT_INT64});
   g.Iterator("repeated", {DT_INT64});
-  if (cache_op == "AnonymousMemoryCache") g.Node("delete", "DeleteMemoryCache", {"cache", "cache:1"});
+  if (cache_op == "AnonymousMemoryCache")
+    g.Node("delete", "DeleteMemoryCache", {"cache", "cache:1"});
   auto session = g.Session();
-  Feeds feeds = {{"zero", Tensor::Scalar<int64_t>(0)},  {"stop", Tensor::Scalar<int64_t>(20)},
-                 {"one", Tensor::Scalar<int64_t>(1)},   {"seed", Tensor::Scalar<int64_t>(0)},
-                 {"count", Tensor::Scalar<int64_t>(2)}, {"filename", Tensor::Scalar<std::string>("")}};
+  Feeds feeds = {
+      {"zero", Tensor::Scalar<int64_t>(0)},  {"stop", Tensor::Scalar<int64_t>(20)},
+      {"one", Tensor::Scalar<int64_t>(1)},   {"seed", Tensor::Scalar<int64_t>(0)},
+      {"count", Tensor::Scalar<int64_t>(2)}, {"filename", Tensor::Scalar<std::string>("")}};
   ASSERT_TRUE(session->Run(feeds, {}, {"init"}, nullptr).ok());
   std::vector<int64_t> all;
   std::vector<Tensor> out;

@@ -78,7 +78,7 @@ class ZlibInputStream : public InputStream {
   const ZlibFormat format_;
   std::unique_ptr<z_stream_s> z_;
   bool initialized_ = false;
-  bool stream_end_ = false;  // the last inflated stream ended at its trailer
+  bool stream_end_ = false;   // the last inflated stream ended at its trailer
   uint64_t file_offset_ = 0;  // compressed bytes handed to zlib so far
   std::string in_;            // one compressed chunk
 };
