@@ -332,6 +332,16 @@ TEST_F(TfDataGoldenTest, ParallelInterleaveGivesTheDeterministicOrder) {
   ExpectTensorFlowsBatches();
 }
 
+// The parallel interleave reads ahead on a producer thread: closing the
+// session while it waits on its full buffer stops it.
+TEST_F(TfDataGoldenTest, ClosingTheSessionStopsAParallelInterleave) {
+  Load("parallel_interleave_tfrecord");
+  ASSERT_TRUE(Init().ok());
+  std::vector<Tensor> out;
+  ASSERT_TRUE(Next(&out).ok());
+  session_.reset();
+}
+
 TEST_F(TfDataGoldenTest, InterleaveCycleAndBlockLengths) {
   Load("interleave_ranges");
   ExpectTensorFlowsBatches();
