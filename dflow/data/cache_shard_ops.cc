@@ -1,6 +1,9 @@
-// CacheDataset (an in-memory cache: the first complete pass over the input
-// is kept and later passes read it) and ShardDataset (every num_shards-th
-// element from `index`), with TensorFlow's OpDefs.
+// CacheDataset and CacheDatasetV2 (an in-memory cache: the first complete
+// pass over the input is kept and later passes read it; V2 keeps it in a
+// resource from AnonymousMemoryCache, which DeleteMemoryCache frees, or its
+// own with DummyMemoryCache) and ShardDataset (every num_shards-th element
+// from `index`), with TensorFlow's OpDefs.
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -9,8 +12,10 @@
 #include "absl/synchronization/mutex.h"
 #include "dflow/data/dataset_kernel.h"
 #include "dflow/framework/op_def.h"
+#include "dflow/framework/resource_mgr.h"
 #include "dflow/framework/shape_inference.h"
 #include "dflow/framework/status.h"
+#include "dflow/framework/variant.h"
 
 namespace dflow::data {
 namespace {
@@ -45,10 +50,15 @@ class MemoryCache {
 // not cached, every pass reads it again.
 class CacheDataset : public DatasetBase {
  public:
-  CacheDataset(std::shared_ptr<const DatasetBase> input, std::string what)
-      : DatasetBase(input->output_dtypes()), input_(std::move(input)), what_(std::move(what)) {}
+  // `cache` may be shared with other datasets (CacheDatasetV2's resource).
+  CacheDataset(std::shared_ptr<const DatasetBase> input, std::shared_ptr<MemoryCache> cache,
+               std::string what)
+      : DatasetBase(input->output_dtypes()),
+        input_(std::move(input)),
+        cache_(std::move(cache)),
+        what_(std::move(what)) {}
   std::unique_ptr<IteratorBase> MakeIterator() const override {
-    if (std::shared_ptr<const Elements> cached = cache_.Get()) {
+    if (std::shared_ptr<const Elements> cached = cache_->Get()) {
       return std::make_unique<ReadIterator>(shared_from_this(), std::move(cached));
     }
     return std::make_unique<WriteIterator>(this);
@@ -79,7 +89,7 @@ class CacheDataset : public DatasetBase {
     absl::Status GetNext(IteratorContext* ctx, std::vector<Tensor>* out, bool* end) override {
       RETURN_IF_ERROR(input_->GetNext(ctx, out, end));
       if (*end) {
-        if (caching_) c_->cache_.Complete(std::move(kept_));
+        if (caching_) c_->cache_->Complete(std::move(kept_));
         caching_ = false;
         return absl::OkStatus();
       }
@@ -104,15 +114,35 @@ class CacheDataset : public DatasetBase {
   };
 
   const std::shared_ptr<const DatasetBase> input_;
+  const std::shared_ptr<MemoryCache> cache_;
   const std::string what_;
-  mutable MemoryCache cache_;
 };
 
+// A memory cache as a device resource (AnonymousMemoryCache's).
+class MemoryCacheResource : public ResourceBase {
+ public:
+  static constexpr char kTypeName[] = "MemoryCache";
+  std::string DebugString() const override { return "MemoryCache"; }
+  const std::shared_ptr<MemoryCache>& cache() const { return cache_; }
+
+ private:
+  const std::shared_ptr<MemoryCache> cache_ = std::make_shared<MemoryCache>();
+};
+
+// DummyMemoryCache's handle: no resource behind it; a dataset given it keeps
+// its own cache.
+struct DummyMemoryCacheTag {
+  static constexpr char kTypeName[] = "DummyMemoryCache";
+};
+
+// kV2: CacheDatasetV2, whose third input is the cache resource.
+template <bool kV2>
 class CacheDatasetOp : public DatasetOpKernel {
  public:
   using DatasetOpKernel::DatasetOpKernel;
   absl::StatusOr<std::shared_ptr<const DatasetBase>> MakeDataset(OpKernelContext* ctx) override {
     ASSIGN_OR_RETURN(auto input, GetDataset(ctx->input(0)));
+    ASSIGN_OR_RETURN(std::shared_ptr<MemoryCache> cache, Cache(*ctx));
     const Tensor& filename = ctx->input(1);
     if (filename.dtype() != DT_STRING || filename.dims() != 0) {
       return absl::InvalidArgumentError(
@@ -123,8 +153,88 @@ class CacheDatasetOp : public DatasetOpKernel {
           absl::StrCat("caching to a file ('", filename.scalar<std::string>(),
                        "') is not supported; dflow caches in memory (filename '')"));
     }
-    return std::make_shared<CacheDataset>(std::move(input), What());
+    return std::make_shared<CacheDataset>(std::move(input), std::move(cache), What());
   }
+
+ private:
+  // CacheDataset's own cache, or the one CacheDatasetV2's handle names.
+  static absl::StatusOr<std::shared_ptr<MemoryCache>> Cache(const OpKernelContext& ctx) {
+    if (!kV2) return std::make_shared<MemoryCache>();
+    const Tensor& t = ctx.input(2);
+    if (t.dtype() != DT_RESOURCE || t.dims() != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cache must be a scalar resource handle, got ", t.DebugString()));
+    }
+    const ResourceHandle& h = t.scalar<ResourceHandle>();
+    if (h.maybe_type_name == DummyMemoryCacheTag::kTypeName) return std::make_shared<MemoryCache>();
+    if (h.maybe_type_name != MemoryCacheResource::kTypeName) {
+      return absl::InvalidArgumentError(absl::StrCat("cache handle ", h.name, " names a ",
+                                                     h.maybe_type_name,
+                                                     " resource, not a memory cache"));
+    }
+    auto r = ctx.resource_manager()->Lookup<MemoryCacheResource>(h.container, h.name);
+    if (!r.ok()) return absl::InvalidArgumentError(r.status().message());
+    return (*r)->cache();
+  }
+};
+
+// --- AnonymousMemoryCache, DummyMemoryCache, DeleteMemoryCache -----------------------
+
+// AnonymousMemoryCache's deleter output: a token DeleteMemoryCache takes.
+class MemoryCacheDeleter : public VariantValue {
+ public:
+  std::string TypeName() const override { return "tensorflow::data::MemoryCacheDeleter"; }
+  std::string DebugString() const override { return "MemoryCacheDeleter"; }
+  std::unique_ptr<VariantValue> Clone() const override {
+    return std::make_unique<MemoryCacheDeleter>();
+  }
+};
+
+// A new cache resource; it lives until DeleteMemoryCache or until its
+// device's resources are cleaned up.
+class AnonymousMemoryCacheOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    static std::atomic<uint64_t> next_id{0};
+    const std::string name = absl::StrCat("_AnonymousMemoryCache", next_id.fetch_add(1));
+    const std::string& container = ctx->resource_manager()->default_container();
+    RETURN_IF_ERROR(
+        ctx->resource_manager()->Create(container, name, std::make_shared<MemoryCacheResource>()));
+    ctx->set_output(
+        0, ResourceHandleTensor<MemoryCacheResource>(ctx->device()->name(), container, name));
+    Tensor deleter(tensorflow::DT_VARIANT, TensorShape());
+    VariantScalar(deleter).Set(std::make_unique<MemoryCacheDeleter>());
+    ctx->set_output(1, std::move(deleter));
+    return absl::OkStatus();
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+class DummyMemoryCacheOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    ctx->set_output(0, ResourceHandleTensor<DummyMemoryCacheTag>(ctx->device()->name(), "",
+                                                                 "_DummyMemoryCache"));
+    return absl::OkStatus();
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+class DeleteMemoryCacheOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& t = ctx->input(0);
+    if (t.dtype() != DT_RESOURCE || t.dims() != 0) {
+      return ctx->InvalidArgument("handle must be a scalar resource handle, got ", t.DebugString());
+    }
+    const ResourceHandle& h = t.scalar<ResourceHandle>();
+    if (h.maybe_type_name == DummyMemoryCacheTag::kTypeName) return absl::OkStatus();
+    return ctx->resource_manager()->Delete(h);
+  }
+  bool IsExpensive() const override { return false; }
 };
 
 // --- ShardDataset --------------------------------------------------------------------
@@ -163,9 +273,9 @@ class ShardDataset : public DatasetBase {
    private:
     absl::Status EndOfInput() const {
       if (!s_->require_non_empty_ || produced_ > 0) return absl::OkStatus();
-      return absl::InvalidArgumentError(absl::StrCat(
-          s_->what_, ": require_non_empty is set, but shard ", s_->index_, " of ",
-          s_->num_shards_, " is empty: the input has only ", next_, " element(s)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(s_->what_, ": require_non_empty is set, but shard ", s_->index_, " of ",
+                       s_->num_shards_, " is empty: the input has only ", next_, " element(s)"));
     }
 
     std::shared_ptr<const DatasetBase> d_;
@@ -192,13 +302,11 @@ class ShardDatasetOp : public DatasetOpKernel {
     ASSIGN_OR_RETURN(int64_t index, ScalarInput(*ctx, 2, "index"));
     if (num_shards <= 0) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "Number of shards must be greater than zero (currently num_shards = ", num_shards,
-          ")."));
+          "Number of shards must be greater than zero (currently num_shards = ", num_shards, ")."));
     }
     if (index < 0 || index >= num_shards) {
-      return absl::InvalidArgumentError(absl::StrCat("Index must be between 0 and ",
-                                                     num_shards - 1, " (currently index = ",
-                                                     index, ")."));
+      return absl::InvalidArgumentError(absl::StrCat("Index must be between 0 and ", num_shards - 1,
+                                                     " (currently index = ", index, ")."));
     }
     return std::make_shared<ShardDataset>(std::move(input), num_shards, index, require_non_empty_,
                                           What());
@@ -218,7 +326,37 @@ REGISTER_OP("CacheDataset")
     .Attr("output_shapes: list(shape) >= 1")
     .Attr("metadata: string = ''")
     .SetShapeFn(ScalarShape);
-REGISTER_KERNEL(KernelDefBuilder("CacheDataset").Device(kDeviceCPU), CacheDatasetOp);
+REGISTER_KERNEL(KernelDefBuilder("CacheDataset").Device(kDeviceCPU), CacheDatasetOp<false>);
+
+REGISTER_OP("CacheDatasetV2")
+    .Input("input_dataset: variant")
+    .Input("filename: string")
+    .Input("cache: resource")
+    .Output("handle: variant")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .Attr("metadata: string = ''")
+    .SetIsStateful()
+    .SetShapeFn(ScalarShape);
+REGISTER_KERNEL(KernelDefBuilder("CacheDatasetV2").Device(kDeviceCPU), CacheDatasetOp<true>);
+
+REGISTER_OP("AnonymousMemoryCache")
+    .Output("handle: resource")
+    .Output("deleter: variant")
+    .SetIsStateful()
+    .SetShapeFn(UnknownShape);
+REGISTER_KERNEL(KernelDefBuilder("AnonymousMemoryCache").Device(kDeviceCPU),
+                AnonymousMemoryCacheOp);
+
+REGISTER_OP("DummyMemoryCache").Output("handle: resource").SetIsStateful().SetShapeFn(ScalarShape);
+REGISTER_KERNEL(KernelDefBuilder("DummyMemoryCache").Device(kDeviceCPU), DummyMemoryCacheOp);
+
+REGISTER_OP("DeleteMemoryCache")
+    .Input("handle: resource")
+    .Input("deleter: variant")
+    .SetIsStateful()
+    .SetShapeFn(NoOutputs);
+REGISTER_KERNEL(KernelDefBuilder("DeleteMemoryCache").Device(kDeviceCPU), DeleteMemoryCacheOp);
 
 REGISTER_OP("ShardDataset")
     .Input("input_dataset: variant")

@@ -98,8 +98,8 @@ class ConcatenateDataset : public DatasetBase {
     return std::make_unique<Iterator>(this);
   }
   std::string DebugString() const override {
-    return absl::StrCat("ConcatenateDataset(", first_->DebugString(), ", ",
-                        second_->DebugString(), ")");
+    return absl::StrCat("ConcatenateDataset(", first_->DebugString(), ", ", second_->DebugString(),
+                        ")");
   }
 
  private:
@@ -136,9 +136,9 @@ class ConcatenateDatasetOp : public DatasetOpKernel {
     ASSIGN_OR_RETURN(auto second, GetDataset(ctx->input(1)));
     if (first->output_dtypes() != second->output_dtypes()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "input dataset and dataset to concatenate have different types: ",
-          first->DebugString(), " has [", TypesString(first->output_dtypes()), "], ",
-          second->DebugString(), " has [", TypesString(second->output_dtypes()), "]"));
+          "input dataset and dataset to concatenate have different types: ", first->DebugString(),
+          " has [", TypesString(first->output_dtypes()), "], ", second->DebugString(), " has [",
+          TypesString(second->output_dtypes()), "]"));
     }
     return std::make_shared<ConcatenateDataset>(std::move(first), std::move(second));
   }
@@ -158,16 +158,19 @@ class InterleaveDataset : public DatasetBase {
   InterleaveDataset(std::shared_ptr<const DatasetBase> input,
                     std::shared_ptr<const FunctionRunner> fn, std::vector<Tensor> captured,
                     DataTypeVector dtypes, int64_t cycle_length, int64_t block_length,
-                    std::string what)
+                    size_t prefetch, std::string what)
       : DatasetBase(std::move(dtypes)),
         input_(std::move(input)),
         fn_(std::move(fn)),
         captured_(std::move(captured)),
         cycle_length_(cycle_length),
         block_length_(block_length),
+        prefetch_(prefetch),
         what_(std::move(what)) {}
   std::unique_ptr<IteratorBase> MakeIterator() const override {
-    return std::make_unique<Iterator>(this);
+    auto it = std::make_unique<Iterator>(this);
+    if (prefetch_ == 0) return it;
+    return MakePrefetchIterator(shared_from_this(), std::move(it), prefetch_);
   }
   std::string DebugString() const override { return what_; }
 
@@ -230,12 +233,12 @@ class InterleaveDataset : public DatasetBase {
                             absl::StrCat(i_->what_, ": ", results.status().message()));
       }
       if (results->size() != 1) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(i_->what_, ": the function must return one dataset, got ",
-                         results->size(), " values"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            i_->what_, ": the function must return one dataset, got ", results->size(), " values"));
       }
       auto ds = GetDataset((*results)[0]);
-      if (!ds.ok()) return absl::InvalidArgumentError(absl::StrCat(i_->what_, ": ", ds.status().message()));
+      if (!ds.ok())
+        return absl::InvalidArgumentError(absl::StrCat(i_->what_, ": ", ds.status().message()));
       slot->dataset = *std::move(ds);
       slot->it = slot->dataset->MakeIterator();
       ++open_;
@@ -256,18 +259,24 @@ class InterleaveDataset : public DatasetBase {
   const std::shared_ptr<const FunctionRunner> fn_;
   const std::vector<Tensor> captured_;
   const int64_t cycle_length_, block_length_;
+  const size_t prefetch_;  // elements read ahead on a producer thread; 0: none
   const std::string what_;
 };
 
 constexpr int64_t kAutotune = -1;
 // Open elements are bounded: each holds an iterator (and its buffers).
 constexpr int64_t kMaxCycleLength = 1 << 16;
+// The most elements ParallelInterleaveDatasetV4 reads ahead.
+constexpr int64_t kMaxReadAhead = 1 << 12;
 
 // kParallel: ParallelInterleaveDatasetV4, whose inputs after cycle_length and
 // block_length are buffer_output_elements, prefetch_input_elements and
-// num_parallel_calls. dflow opens and reads the elements one at a time, in
-// the deterministic order (which TensorFlow also gives unless told
-// deterministic=false, and which is one of the orders it may give then).
+// num_parallel_calls. dflow runs the interleave on one producer thread that
+// reads up to cycle_length * buffer_output_elements (block_length for
+// AUTOTUNE, at most kMaxReadAhead) elements ahead of the consumer, in the
+// deterministic order (which TensorFlow also gives unless told
+// deterministic=false, and which is one of the orders it may give then); the
+// cycle's elements are not read concurrently with each other.
 template <bool kParallel>
 class InterleaveDatasetOp : public DatasetOpKernel {
  public:
@@ -287,23 +296,31 @@ class InterleaveDatasetOp : public DatasetOpKernel {
           absl::StrCat("cycle_length must be greater than zero, got ", cycle_length));
     }
     if (cycle_length > kMaxCycleLength) {
-      return absl::InvalidArgumentError(absl::StrCat("cycle_length ", cycle_length,
-                                                     " is over dflow's limit ", kMaxCycleLength));
+      return absl::InvalidArgumentError(
+          absl::StrCat("cycle_length ", cycle_length, " is over dflow's limit ", kMaxCycleLength));
     }
     if (block_length <= 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("block_length must be greater than zero, got ", block_length));
     }
-    if (kParallel) RETURN_IF_ERROR(CheckParallelInputs(*ctx, first + 2));
+    size_t prefetch = 0;
+    if (kParallel) {
+      ASSIGN_OR_RETURN(int64_t per_element, CheckParallelInputs(*ctx, first + 2));
+      if (per_element == kAutotune) per_element = block_length;
+      per_element = std::min(per_element, kMaxReadAhead);
+      prefetch = static_cast<size_t>(
+          std::min(kMaxReadAhead, std::min(cycle_length, kMaxReadAhead) * per_element));
+    }
     std::vector<Tensor> captured;
     for (int i = 1; i < first; ++i) captured.push_back(ctx->input(i));
     return std::make_shared<InterleaveDataset>(std::move(input), fn_, std::move(captured),
                                                output_dtypes(), cycle_length, block_length,
-                                               What());
+                                               prefetch, What());
   }
 
  private:
-  static absl::Status CheckParallelInputs(const OpKernelContext& ctx, int i) {
+  // buffer_output_elements, once the inputs are checked.
+  static absl::StatusOr<int64_t> CheckParallelInputs(const OpKernelContext& ctx, int i) {
     ASSIGN_OR_RETURN(int64_t buffer, ScalarInput(ctx, i, "buffer_output_elements"));
     ASSIGN_OR_RETURN(int64_t prefetch, ScalarInput(ctx, i + 1, "prefetch_input_elements"));
     ASSIGN_OR_RETURN(int64_t calls, ScalarInput(ctx, i + 2, "num_parallel_calls"));
@@ -320,7 +337,7 @@ class InterleaveDatasetOp : public DatasetOpKernel {
       return absl::InvalidArgumentError(
           absl::StrCat("num_parallel_calls must be greater than zero or AUTOTUNE, got ", calls));
     }
-    return absl::OkStatus();
+    return buffer;
   }
 
   std::shared_ptr<const FunctionRunner> fn_;

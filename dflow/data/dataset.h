@@ -88,6 +88,14 @@ absl::StatusOr<std::shared_ptr<const DatasetBase>> GetDataset(const Tensor& t);
 absl::Status CheckElementTypes(const std::vector<Tensor>& element, const DataTypeVector& dtypes,
                                const std::string& what);
 
+// An iterator that reads `input` ahead on its own producer thread, keeping
+// up to `buffer` (> 0) elements ready, in order; an error of `input` comes
+// after the elements before it. `keep_alive` holds what `input` reads.
+// Destroying it stops and joins the producer (cancelling its work).
+std::unique_ptr<IteratorBase> MakePrefetchIterator(std::shared_ptr<const DatasetBase> keep_alive,
+                                                   std::unique_ptr<IteratorBase> input,
+                                                   size_t buffer);
+
 }  // namespace dflow::data
 
 #endif  // DFLOW_DATA_DATASET_H_

@@ -1,6 +1,7 @@
 // tf.data's dataset ops: sources (TensorSliceDataset, TensorDataset,
 // RangeDataset, TFRecordDataset, plain or GZIP/ZLIB) and transformations (BatchDatasetV2,
-// RepeatDataset, TakeDataset, SkipDataset, OptionsDataset, MapDataset, ParallelMapDatasetV2,
+// RepeatDataset, TakeDataset, SkipDataset, OptionsDataset, ModelDataset,
+// OptimizeDataset(V2), MapDataset, ParallelMapDatasetV2,
 // FlatMapDataset, FilterDataset), each
 // an op that outputs a dataset variant, with TensorFlow's OpDefs.
 #include <string>
@@ -443,13 +444,22 @@ class TakeSkipDatasetOp : public DatasetOpKernel {
   }
 };
 
-// OptionsDataset (Dataset.with_options): TensorFlow's options tune its
-// static optimizations and threading, which dflow does not have; the
-// elements are the input's.
-class OptionsDatasetOp : public DatasetOpKernel {
+// OptionsDataset (Dataset.with_options), ModelDataset (autotuning) and
+// OptimizeDataset(V2) (static rewrites; tf.function graphs put the last two
+// before an iterator): they tune TensorFlow's optimizations and threading,
+// which dflow does not have; the elements are the input's. OptimizeDataset's
+// string inputs are checked to be string vectors and otherwise ignored.
+class PassThroughDatasetOp : public DatasetOpKernel {
  public:
   using DatasetOpKernel::DatasetOpKernel;
   absl::StatusOr<std::shared_ptr<const DatasetBase>> MakeDataset(OpKernelContext* ctx) override {
+    for (int i = 1; i < ctx->num_inputs(); ++i) {
+      const Tensor& t = ctx->input(i);
+      if (t.dtype() != DT_STRING || t.dims() > 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "input ", i, " must be a vector of optimization names, got ", t.DebugString()));
+      }
+    }
     return GetDataset(ctx->input(0));
   }
 };
@@ -673,7 +683,40 @@ REGISTER_OP("OptionsDataset")
     .Attr("output_shapes: list(shape) >= 1")
     .Attr("metadata: string = ''")
     .SetShapeFn(ScalarShape);
-REGISTER_KERNEL(KernelDefBuilder("OptionsDataset").Device(kDeviceCPU), OptionsDatasetOp);
+REGISTER_KERNEL(KernelDefBuilder("OptionsDataset").Device(kDeviceCPU), PassThroughDatasetOp);
+
+REGISTER_OP("ModelDataset")
+    .Input("input_dataset: variant")
+    .Output("handle: variant")
+    .Attr("algorithm: int = 0")
+    .Attr("cpu_budget: int = 0")
+    .Attr("ram_budget: int = 0")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .SetShapeFn(ScalarShape);
+REGISTER_KERNEL(KernelDefBuilder("ModelDataset").Device(kDeviceCPU), PassThroughDatasetOp);
+
+REGISTER_OP("OptimizeDataset")
+    .Input("input_dataset: variant")
+    .Input("optimizations: string")
+    .Output("handle: variant")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .Attr("optimization_configs: list(string) = []")
+    .SetShapeFn(ScalarShape);
+REGISTER_KERNEL(KernelDefBuilder("OptimizeDataset").Device(kDeviceCPU), PassThroughDatasetOp);
+
+REGISTER_OP("OptimizeDatasetV2")
+    .Input("input_dataset: variant")
+    .Input("optimizations_enabled: string")
+    .Input("optimizations_disabled: string")
+    .Input("optimizations_default: string")
+    .Output("handle: variant")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .Attr("optimization_configs: list(string) = []")
+    .SetShapeFn(ScalarShape);
+REGISTER_KERNEL(KernelDefBuilder("OptimizeDatasetV2").Device(kDeviceCPU), PassThroughDatasetOp);
 
 REGISTER_OP("MapDataset")
     .Input("input_dataset: variant")

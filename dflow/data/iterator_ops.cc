@@ -374,8 +374,9 @@ class OptionalValue : public VariantValue {
 
 absl::StatusOr<const OptionalValue*> GetOptional(const OpKernelContext& ctx) {
   const Tensor& t = ctx.input(0);
-  const OptionalValue* v =
-      t.dtype() == tensorflow::DT_VARIANT && t.dims() == 0 ? VariantScalar(t).get<OptionalValue>() : nullptr;
+  const OptionalValue* v = t.dtype() == tensorflow::DT_VARIANT && t.dims() == 0
+                               ? VariantScalar(t).get<OptionalValue>()
+                               : nullptr;
   if (v == nullptr) {
     return ctx.InvalidArgument("input must be a scalar variant holding an optional, got ",
                                t.DebugString());

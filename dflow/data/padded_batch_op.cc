@@ -84,8 +84,8 @@ class PaddedBatchDataset : public DatasetBase {
       const Tensor& t = e[c];
       if (t.dims() != static_cast<int>(padded.size())) {
         return absl::InvalidArgumentError(absl::StrCat(
-            what_, ": component ", c, " has shape ", ShapeString(t.shape()), " of rank ",
-            t.dims(), ", but its padded shape ", DimsString(padded), " has rank ", padded.size()));
+            what_, ": component ", c, " has shape ", ShapeString(t.shape()), " of rank ", t.dims(),
+            ", but its padded shape ", DimsString(padded), " has rank ", padded.size()));
       }
       for (int d = 0; d < t.dims(); ++d) {
         if (padded[d] >= 0 && t.dim_size(d) > padded[d]) {
@@ -119,8 +119,7 @@ class PaddedBatchDataset : public DatasetBase {
         RETURN_IF_ERROR(CheckElementTypes(e, p_->output_dtypes(), p_->what_));
         elements.push_back(std::move(e));
       }
-      *end = elements.empty() ||
-             (p_->drop_ && static_cast<int64_t>(elements.size()) < p_->size_);
+      *end = elements.empty() || (p_->drop_ && static_cast<int64_t>(elements.size()) < p_->size_);
       if (*end) return absl::OkStatus();
       std::vector<Tensor> batch;
       for (size_t c = 0; c < elements[0].size(); ++c) {
@@ -173,21 +172,21 @@ class PaddedBatchDatasetOp : public DatasetOpKernel {
                        IndexValues(shape, absl::StrCat("padded_shapes[", i, "]")));
       for (int64_t d : dims) {
         if (d < -1) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "padded_shapes[", i, "] ", DimsString(dims), " has a dim below -1"));
+          return absl::InvalidArgumentError(
+              absl::StrCat("padded_shapes[", i, "] ", DimsString(dims), " has a dim below -1"));
         }
       }
       shapes.push_back(std::move(dims));
       const Tensor& value = ctx->input(2 + n + i);
       if (value.dims() != 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "All padding values must be scalars: padding_values[", i, "] has shape ",
-            ShapeString(value.shape())));
+        return absl::InvalidArgumentError(
+            absl::StrCat("All padding values must be scalars: padding_values[", i, "] has shape ",
+                         ShapeString(value.shape())));
       }
       if (value.dtype() != input->output_dtypes()[i]) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "padding_values[", i, "] is ", DataTypeString(value.dtype()), ", component ", i,
-            " is ", DataTypeString(input->output_dtypes()[i])));
+        return absl::InvalidArgumentError(
+            absl::StrCat("padding_values[", i, "] is ", DataTypeString(value.dtype()),
+                         ", component ", i, " is ", DataTypeString(input->output_dtypes()[i])));
       }
       padding.push_back(value);
     }

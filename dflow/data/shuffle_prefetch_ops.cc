@@ -111,89 +111,100 @@ class ShuffleDatasetOp : public DatasetOpKernel {
 
 // --- PrefetchDataset -------------------------------------------------------------------
 
+// A producer thread (started by the first GetNext) keeps up to `buffer`
+// elements of `input` ready; the destructor stops and joins it.
+class PrefetchIterator : public IteratorBase {
+ public:
+  PrefetchIterator(std::shared_ptr<const DatasetBase> keep_alive,
+                   std::unique_ptr<IteratorBase> input, size_t buffer)
+      : d_(std::move(keep_alive)), input_(std::move(input)), capacity_(buffer) {}
+  ~PrefetchIterator() override {
+    {
+      absl::MutexLock lock(&mu_);
+      stopping_ = true;
+    }
+    cancellation_.StartCancel();  // stops a map function the producer is running
+    if (producer_.joinable()) producer_.join();
+  }
+  absl::Status GetNext(IteratorContext*, std::vector<Tensor>* out, bool* end) override {
+    if (!producer_.joinable()) producer_ = std::thread([this] { Produce(); });
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(
+        +[](PrefetchIterator* it)
+             ABSL_EXCLUSIVE_LOCKS_REQUIRED(it->mu_) { return !it->buffer_.empty() || it->done_; },
+        this));
+    if (buffer_.empty()) {
+      *end = true;
+      return status_;
+    }
+    *end = false;
+    *out = std::move(buffer_.front());
+    buffer_.pop_front();
+    return absl::OkStatus();
+  }
+
+ private:
+  void Produce() {
+    IteratorContext ctx;  // outlives any one step: cancelled by the destructor
+    ctx.cancellation = &cancellation_;
+    while (true) {
+      {
+        absl::MutexLock lock(&mu_);
+        mu_.Await(absl::Condition(
+            +[](PrefetchIterator* it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(it->mu_) {
+              return it->stopping_ || it->buffer_.size() < it->capacity_;
+            },
+            this));
+        if (stopping_) return;
+      }
+      std::vector<Tensor> e;
+      bool end = false;
+      absl::Status s = input_->GetNext(&ctx, &e, &end);
+      absl::MutexLock lock(&mu_);
+      if (!s.ok() || end) {
+        status_ = s;
+        done_ = true;
+        return;
+      }
+      buffer_.push_back(std::move(e));
+    }
+  }
+
+  std::shared_ptr<const DatasetBase> d_;  // keeps input_'s dataset alive
+  std::unique_ptr<IteratorBase> input_;   // used by the producer thread only
+  const size_t capacity_;
+  std::thread producer_;  // touched by GetNext's caller only
+  CancellationManager cancellation_;
+  absl::Mutex mu_;
+  std::deque<std::vector<Tensor>> buffer_ ABSL_GUARDED_BY(mu_);
+  bool done_ ABSL_GUARDED_BY(mu_) = false;    // the input ended or failed
+  absl::Status status_ ABSL_GUARDED_BY(mu_);  // its error, reported once drained
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace
+
+std::unique_ptr<IteratorBase> MakePrefetchIterator(std::shared_ptr<const DatasetBase> keep_alive,
+                                                   std::unique_ptr<IteratorBase> input,
+                                                   size_t buffer) {
+  return std::make_unique<PrefetchIterator>(std::move(keep_alive), std::move(input), buffer);
+}
+
+namespace {
+
 class PrefetchDataset : public DatasetBase {
  public:
   PrefetchDataset(std::shared_ptr<const DatasetBase> input, int64_t buffer)
       : DatasetBase(input->output_dtypes()), input_(std::move(input)), buffer_(buffer) {}
   std::unique_ptr<IteratorBase> MakeIterator() const override {
     if (buffer_ == 0) return input_->MakeIterator();
-    return std::make_unique<Iterator>(this);
+    return MakePrefetchIterator(shared_from_this(), input_->MakeIterator(), buffer_);
   }
   std::string DebugString() const override {
     return absl::StrCat("PrefetchDataset(", input_->DebugString(), ", ", buffer_, ")");
   }
 
  private:
-  // A producer thread (started by the first GetNext) keeps up to buffer_
-  // elements ready; the destructor stops and joins it.
-  class Iterator : public IteratorBase {
-   public:
-    explicit Iterator(const PrefetchDataset* d)
-        : d_(d->shared_from_this()), p_(d), input_(d->input_->MakeIterator()) {}
-    ~Iterator() override {
-      {
-        absl::MutexLock lock(&mu_);
-        stopping_ = true;
-      }
-      cancellation_.StartCancel();  // stops a map function the producer is running
-      if (producer_.joinable()) producer_.join();
-    }
-    absl::Status GetNext(IteratorContext*, std::vector<Tensor>* out, bool* end) override {
-      if (!producer_.joinable()) producer_ = std::thread([this] { Produce(); });
-      absl::MutexLock lock(&mu_);
-      mu_.Await(absl::Condition(
-          +[](Iterator* it)
-               ABSL_EXCLUSIVE_LOCKS_REQUIRED(it->mu_) { return !it->buffer_.empty() || it->done_; },
-          this));
-      if (buffer_.empty()) {
-        *end = true;
-        return status_;
-      }
-      *end = false;
-      *out = std::move(buffer_.front());
-      buffer_.pop_front();
-      return absl::OkStatus();
-    }
-
-   private:
-    void Produce() {
-      IteratorContext ctx;  // outlives any one step: cancelled by the destructor
-      ctx.cancellation = &cancellation_;
-      while (true) {
-        {
-          absl::MutexLock lock(&mu_);
-          mu_.Await(absl::Condition(
-              +[](Iterator* it) ABSL_EXCLUSIVE_LOCKS_REQUIRED(it->mu_) {
-                return it->stopping_ || it->buffer_.size() < it->p_->buffer_;
-              },
-              this));
-          if (stopping_) return;
-        }
-        std::vector<Tensor> e;
-        bool end = false;
-        absl::Status s = input_->GetNext(&ctx, &e, &end);
-        absl::MutexLock lock(&mu_);
-        if (!s.ok() || end) {
-          status_ = s;
-          done_ = true;
-          return;
-        }
-        buffer_.push_back(std::move(e));
-      }
-    }
-
-    std::shared_ptr<const DatasetBase> d_;
-    const PrefetchDataset* p_;
-    std::unique_ptr<IteratorBase> input_;  // used by the producer thread only
-    std::thread producer_;                 // touched by GetNext's caller only
-    CancellationManager cancellation_;
-    absl::Mutex mu_;
-    std::deque<std::vector<Tensor>> buffer_ ABSL_GUARDED_BY(mu_);
-    bool done_ ABSL_GUARDED_BY(mu_) = false;    // the input ended or failed
-    absl::Status status_ ABSL_GUARDED_BY(mu_);  // its error, reported once drained
-    bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  };
-
   const std::shared_ptr<const DatasetBase> input_;
   const size_t buffer_;
 };

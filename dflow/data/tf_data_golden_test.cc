@@ -332,6 +332,16 @@ TEST_F(TfDataGoldenTest, ParallelInterleaveGivesTheDeterministicOrder) {
   ExpectTensorFlowsBatches();
 }
 
+// The parallel interleave reads ahead on a producer thread: closing the
+// session while it waits on its full buffer stops it.
+TEST_F(TfDataGoldenTest, ClosingTheSessionStopsAParallelInterleave) {
+  Load("parallel_interleave_tfrecord");
+  ASSERT_TRUE(Init().ok());
+  std::vector<Tensor> out;
+  ASSERT_TRUE(Next(&out).ok());
+  session_.reset();
+}
+
 TEST_F(TfDataGoldenTest, InterleaveCycleAndBlockLengths) {
   Load("interleave_ranges");
   ExpectTensorFlowsBatches();
@@ -385,8 +395,8 @@ TEST_F(TfDataGoldenTest, ShardTakesEveryNthElementFromIndex) {
 
 TEST_F(TfDataGoldenTest, ShardIndexOutOfRangeIsInvalidArgumentNamingIt) {
   Load("shard");
-  absl::Status s = session_->Run({{"index:0", Tensor::Scalar<int64_t>(3)}}, {},
-                                 {expected_["init"]}, nullptr);
+  absl::Status s =
+      session_->Run({{"index:0", Tensor::Scalar<int64_t>(3)}}, {}, {expected_["init"]}, nullptr);
   EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
   EXPECT_THAT(s.message(), HasSubstr("Index must be between 0 and 2 (currently index = 3)"));
   s = session_->Run({{"num_shards:0", Tensor::Scalar<int64_t>(0)}}, {}, {expected_["init"]},
@@ -437,8 +447,8 @@ TEST_F(TfDataGoldenTest, AnonymousIteratorMadeUsedAndDeletedInOneRun) {
 TEST_F(TfDataGoldenTest, StringHandleSwitchesBetweenIterators) {
   Load("string_handle");
   std::vector<Tensor> handles;
-  ASSERT_TRUE(session_->Run({}, {expected_["train_handle"], expected_["test_handle"]}, {},
-                            &handles).ok());
+  ASSERT_TRUE(
+      session_->Run({}, {expected_["train_handle"], expected_["test_handle"]}, {}, &handles).ok());
   ASSERT_TRUE(session_->Run({}, {}, {expected_["test_init"]}, nullptr).ok());
   for (const json& step : expected_["sequence"]) {
     const Tensor& h = step[0] == "train" ? handles[0] : handles[1];

@@ -7,7 +7,8 @@
 //   char buf[64];
 //   ASSIGN_OR_RETURN(size_t n, in->Read(sizeof(buf), buf));  // 0: the end
 //
-// Memory is bounded: a stream holds one compressed and one inflated chunk.
+// Memory is bounded: a stream holds one 256 KiB chunk (compressed input,
+// or deflated output while writing) besides zlib's own window.
 // Each object is used by one thread at a time.
 #ifndef DFLOW_IO_ZLIB_STREAM_H_
 #define DFLOW_IO_ZLIB_STREAM_H_
@@ -78,7 +79,7 @@ class ZlibInputStream : public InputStream {
   const ZlibFormat format_;
   std::unique_ptr<z_stream_s> z_;
   bool initialized_ = false;
-  bool stream_end_ = false;  // the last inflated stream ended at its trailer
+  bool stream_end_ = false;   // the last inflated stream ended at its trailer
   uint64_t file_offset_ = 0;  // compressed bytes handed to zlib so far
   std::string in_;            // one compressed chunk
 };

@@ -1,9 +1,11 @@
-// Bad inputs to the tf.data ops fail the step with INVALID_ARGUMENT (or
-// TensorFlow's code where it has another) naming what was wrong: graphs
-// built here with fed values, run in a DirectSession.
+// tf.data graphs built here with fed values, run in a DirectSession: bad
+// inputs fail the step with INVALID_ARGUMENT (or TensorFlow's code where it
+// has another) naming what was wrong, and CacheDatasetV2 with its cache
+// resources (which TensorFlow's graph mode does not emit).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -119,16 +121,16 @@ TEST_F(PaddedBatchErrorsTest, ElementLargerThanItsPaddedShapeIsDataLossAsTensorF
   std::vector<Tensor> out;
   absl::Status s = Batch(Tensor::Vec<int64_t>({7, 8, 9}), {2}, &out);
   EXPECT_TRUE(absl::IsDataLoss(s)) << s;
-  EXPECT_THAT(s.message(), AllOf(HasSubstr("Attempted to pad to a smaller size"),
-                                 HasSubstr("[3]"), HasSubstr("[2]")));
+  EXPECT_THAT(s.message(), AllOf(HasSubstr("Attempted to pad to a smaller size"), HasSubstr("[3]"),
+                                 HasSubstr("[2]")));
 }
 
 TEST_F(PaddedBatchErrorsTest, RankOtherThanThePaddedShapesIsInvalidArgument) {
   std::vector<Tensor> out;
   absl::Status s = Batch(Tensor::Vec<int64_t>({7, 8}), {4, 4}, &out);
   EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
-  EXPECT_THAT(s.message(), AllOf(HasSubstr("component 0"), HasSubstr("rank 1"),
-                                 HasSubstr("[4,4]"), HasSubstr("rank 2")));
+  EXPECT_THAT(s.message(), AllOf(HasSubstr("component 0"), HasSubstr("rank 1"), HasSubstr("[4,4]"),
+                                 HasSubstr("rank 2")));
 }
 
 TEST_F(PaddedBatchErrorsTest, BadSizesAndPaddingValuesAreInvalidArgument) {
@@ -192,8 +194,8 @@ TEST(ConcatenateErrorsTest, DifferentElementTypesAreInvalidArgument) {
   absl::Status s = session->Run(
       {{"a", Tensor::Scalar<int64_t>(1)}, {"b", Tensor::Scalar<float>(2)}}, {}, {"init"}, nullptr);
   EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
-  EXPECT_THAT(s.message(), AllOf(HasSubstr("different types"), HasSubstr("int64"),
-                                 HasSubstr("float")));
+  EXPECT_THAT(s.message(),
+              AllOf(HasSubstr("different types"), HasSubstr("int64"), HasSubstr("float")));
 }
 
 TEST(StringHandleErrorsTest, HandleOfAnIteratorWithOtherTypesIsInvalidArgument) {
@@ -209,12 +211,116 @@ TEST(StringHandleErrorsTest, HandleOfAnIteratorWithOtherTypesIsInvalidArgument) 
   (void)next;
   auto session = g.Session();
   std::vector<Tensor> handle;
-  ASSERT_TRUE(session->Run({{"x", Tensor::Scalar<int64_t>(5)}}, {"to_string"}, {"init"}, &handle)
-                  .ok());
+  ASSERT_TRUE(
+      session->Run({{"x", Tensor::Scalar<int64_t>(5)}}, {"to_string"}, {"init"}, &handle).ok());
   std::vector<Tensor> out;
   absl::Status s = session->Run({{"h", handle[0]}}, {"from"}, {}, &out);
   EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
   EXPECT_THAT(s.message(), AllOf(HasSubstr("[int64]"), HasSubstr("expected [float]")));
+}
+
+// --- what tf.function graphs put before an iterator ----------------------------------
+
+// range(3) through OptimizeDatasetV2 and ModelDataset, iterated by an
+// AnonymousIteratorV3 made, initialized and read in one step, as a
+// tf.function's `for x in dataset` does.
+TEST(TfFunctionIteratorTest, OptimizeAndModelPassElementsThrough) {
+  DataGraph g;
+  for (const char* name : {"zero", "stop", "one"}) g.Placeholder(name, DT_INT64);
+  g.Placeholder("opts", DT_STRING);
+  g.Dataset("range", "RangeDataset", {"zero", "stop", "one"}, {DT_INT64});
+  g.Dataset("optimized", "OptimizeDatasetV2", {"range", "opts", "opts", "opts"}, {DT_INT64});
+  g.Dataset("model", "ModelDataset", {"optimized"}, {DT_INT64});
+  g.Dataset("anon", "AnonymousIteratorV3", {}, {DT_INT64});
+  g.Node("init", "MakeIterator", {"model", "anon"});
+  g.Dataset("a", "IteratorGetNext", {"anon", "^init"}, {DT_INT64});
+  g.Dataset("b", "IteratorGetNext", {"anon", "^a"}, {DT_INT64});
+  g.Dataset("c", "IteratorGetNext", {"anon", "^b"}, {DT_INT64});
+  g.Dataset("d", "IteratorGetNext", {"anon", "^c"}, {DT_INT64});
+  auto session = g.Session();
+  Feeds feeds = {{"zero", Tensor::Scalar<int64_t>(0)},
+                 {"stop", Tensor::Scalar<int64_t>(3)},
+                 {"one", Tensor::Scalar<int64_t>(1)},
+                 {"opts", Tensor::Vec<std::string>({"map_fusion"})}};
+  std::vector<Tensor> out;
+  absl::Status s = session->Run(feeds, {"a", "b", "c"}, {}, &out);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(out[0].scalar<int64_t>(), 0);
+  EXPECT_EQ(out[1].scalar<int64_t>(), 1);
+  EXPECT_EQ(out[2].scalar<int64_t>(), 2);
+  s = session->Run(feeds, {"d"}, {}, &out);  // a fresh iterator: a, b, c, then the end
+  EXPECT_TRUE(absl::IsOutOfRange(s)) << s;
+}
+
+// --- CacheDatasetV2 ------------------------------------------------------------------
+
+// range(20).shuffle(20) (unseeded) cached in `cache_op`'s cache, repeated
+// twice: the second pass reads the cache, so it repeats the first.
+void ExpectCachedShuffle(const std::string& cache_op) {
+  DataGraph g;
+  for (const char* name : {"zero", "stop", "one", "seed", "count"}) g.Placeholder(name, DT_INT64);
+  g.Placeholder("filename", DT_STRING);
+  g.Dataset("range", "RangeDataset", {"zero", "stop", "one"}, {DT_INT64});
+  g.Dataset("shuffled", "ShuffleDataset", {"range", "stop", "seed", "seed"}, {DT_INT64});
+  g.Node("cache", cache_op);
+  g.Dataset("cached", "CacheDatasetV2", {"shuffled", "filename", "cache"}, {DT_INT64});
+  g.Dataset("repeated", "RepeatDataset", {"cached", "count"}, {DT_INT64});
+  g.Iterator("repeated", {DT_INT64});
+  if (cache_op == "AnonymousMemoryCache")
+    g.Node("delete", "DeleteMemoryCache", {"cache", "cache:1"});
+  auto session = g.Session();
+  Feeds feeds = {
+      {"zero", Tensor::Scalar<int64_t>(0)},  {"stop", Tensor::Scalar<int64_t>(20)},
+      {"one", Tensor::Scalar<int64_t>(1)},   {"seed", Tensor::Scalar<int64_t>(0)},
+      {"count", Tensor::Scalar<int64_t>(2)}, {"filename", Tensor::Scalar<std::string>("")}};
+  ASSERT_TRUE(session->Run(feeds, {}, {"init"}, nullptr).ok());
+  std::vector<int64_t> all;
+  std::vector<Tensor> out;
+  absl::Status s;
+  while ((s = session->Run({}, {"next"}, {}, &out)).ok()) all.push_back(out[0].scalar<int64_t>());
+  EXPECT_TRUE(absl::IsOutOfRange(s)) << s;
+  ASSERT_EQ(all.size(), 40u);
+  std::vector<int64_t> first(all.begin(), all.begin() + 20), second(all.begin() + 20, all.end());
+  EXPECT_EQ(first, second);
+  std::sort(first.begin(), first.end());
+  for (int64_t i = 0; i < 20; ++i) EXPECT_EQ(first[i], i);
+  if (cache_op == "AnonymousMemoryCache") {
+    // The cache resource is made again in the step that deletes it.
+    absl::Status d = session->Run(feeds, {}, {"delete"}, nullptr);
+    EXPECT_TRUE(d.ok()) << d;
+  }
+  feeds.back().second = Tensor::Scalar<std::string>("/tmp/cache_file");
+  s = session->Run(feeds, {}, {"init"}, nullptr);
+  EXPECT_TRUE(absl::IsUnimplemented(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("/tmp/cache_file"));
+}
+
+TEST(CacheDatasetV2Test, AnonymousMemoryCacheKeepsTheFirstPass) {
+  ExpectCachedShuffle("AnonymousMemoryCache");
+}
+
+TEST(CacheDatasetV2Test, DummyMemoryCacheKeepsTheFirstPass) {
+  ExpectCachedShuffle("DummyMemoryCache");
+}
+
+TEST(CacheDatasetV2Test, HandleOfAnotherResourceIsInvalidArgument) {
+  DataGraph g;
+  for (const char* name : {"zero", "stop", "one"}) g.Placeholder(name, DT_INT64);
+  g.Placeholder("filename", DT_STRING);
+  g.Dataset("range", "RangeDataset", {"zero", "stop", "one"}, {DT_INT64});
+  tensorflow::NodeDef* other = g.Dataset("other", "IteratorV2", {}, {DT_INT64});
+  (*other->mutable_attr())["shared_name"].set_s("");
+  (*other->mutable_attr())["container"].set_s("");
+  g.Dataset("cached", "CacheDatasetV2", {"range", "filename", "other"}, {DT_INT64});
+  g.Iterator("cached", {DT_INT64});
+  auto session = g.Session();
+  absl::Status s = session->Run({{"zero", Tensor::Scalar<int64_t>(0)},
+                                 {"stop", Tensor::Scalar<int64_t>(3)},
+                                 {"one", Tensor::Scalar<int64_t>(1)},
+                                 {"filename", Tensor::Scalar<std::string>("")}},
+                                {}, {"init"}, nullptr);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("not a memory cache"));
 }
 
 }  // namespace
