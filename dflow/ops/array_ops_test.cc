@@ -676,6 +676,39 @@ TEST(SliceTest, StridedSliceErrors) {
               HasSubstr("Index out of range using input dim 2; input has only 2 dims"));
 }
 
+// StridedSliceGrad(shape, begin, end, strides, dy): values from TensorFlow 2.21's
+// gen_array_ops.strided_slice_grad with the same arguments.
+Tensor StridedSliceGrad(std::vector<int32_t> shape, std::vector<int32_t> b, std::vector<int32_t> e,
+                        std::vector<int32_t> s, const Tensor& dy, int end_mask = 0, int shrink = 0,
+                        std::string* error = nullptr) {
+  OpTest t("StridedSliceGrad");
+  t.Attr("T", dy.dtype()).Attr("Index", DT_INT32).Attr("end_mask", end_mask);
+  t.Attr("shrink_axis_mask", shrink);
+  t.Input(I32(shape)).Input(I32(b)).Input(I32(e)).Input(I32(s)).Input(dy);
+  if (error != nullptr) {
+    *error = ErrorOf(t);
+    return Tensor();
+  }
+  return Run1(t);
+}
+
+TEST(SliceTest, StridedSliceGradScattersDyIntoZeros) {
+  ExpectTensorEq<float>(
+      StridedSliceGrad({3, 4}, {0, 1}, {3, 4}, {2, 2}, F32({1, 2, 3, 4}, {2, 2})),
+      {0, 1, 0, 2, 0, 0, 0, 0, 0, 3, 0, 4}, {3, 4});
+  // x[1] of a [2] vector: shrink_axis_mask, a scalar dy.
+  ExpectTensorEq<float>(StridedSliceGrad({2}, {1}, {2}, {1}, Tensor::Scalar(5.0f), 0, 1), {0, 5},
+                        {2});
+  // x[-1::-2] of a [4] vector.
+  ExpectTensorEq<int32_t>(StridedSliceGrad({4}, {-1}, {0}, {-2}, I32({7, 8}), /*end_mask=*/1),
+                          {0, 8, 0, 7}, {4});
+  std::string error;
+  StridedSliceGrad({3}, {0}, {2}, {1}, F32({1, 2, 3}, {3}), 0, 0, &error);
+  EXPECT_THAT(error, HasSubstr("shape of dy was [3] instead of [2]"));
+  StridedSliceGrad({-3}, {0}, {2}, {1}, F32({1, 2}, {2}), 0, 0, &error);
+  EXPECT_FALSE(error.empty());
+}
+
 std::string GatherError(const Tensor& params, const Tensor& indices, int32_t axis,
                         int batch_dims = 0) {
   OpTest t("GatherV2");

@@ -356,5 +356,94 @@ REGISTER_KERNEL(KernelDefBuilder("StridedSlice")
                     .TypeConstraint("Index", IndexTypes()),
                 StridedSliceOp);
 
+// StridedSliceGrad: dy (the gradient of a StridedSlice's output) placed where
+// the slice took its elements from an input of `shape`, zeros elsewhere.
+class StridedSliceGradOp : public OpKernel {
+ public:
+  explicit StridedSliceGradOp(OpKernelConstruction* c)
+      : OpKernel(c), masks_(ReadMasks(c->def())) {}
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& shape = ctx->input(0);
+    const Tensor& b = ctx->input(1);
+    const Tensor& e = ctx->input(2);
+    const Tensor& s = ctx->input(3);
+    const Tensor& dy = ctx->input(4);
+    if (shape.dims() != 1) {
+      return ctx->InvalidArgument(
+          absl::StrCat("shape must be 1-D, got shape ", shape.shape().DebugString()));
+    }
+    if (b.dims() != 1 || e.dims() != 1 || s.dims() != 1 || b.NumElements() != s.NumElements() ||
+        e.NumElements() != s.NumElements()) {
+      return ctx->InvalidArgument(SpecShapesError(b.shape().DebugString(), e.shape().DebugString(),
+                                                  s.shape().DebugString()));
+    }
+    ASSIGN_OR_RETURN(std::vector<int64_t> dims, IndexValues(shape, "shape"));
+    ASSIGN_OR_RETURN(std::vector<int64_t> begin, IndexValues(b, "begin"));
+    ASSIGN_OR_RETURN(std::vector<int64_t> end, IndexValues(e, "end"));
+    ASSIGN_OR_RETURN(std::vector<int64_t> strides, IndexValues(s, "strides"));
+    absl::StatusOr<TensorShape> dx_shape = TensorShape::FromDims(dims);
+    if (!dx_shape.ok()) return ctx->InvalidArgument(dx_shape.status().message());
+    absl::StatusOr<StridedSliceSpec> spec = ResolveStridedSlice(dims, &begin, &end, strides, masks_);
+    if (!spec.ok()) return ctx->InvalidArgument(spec.status().message());
+    if (dy.shape() != TensorShape(spec->final_dims)) {
+      return ctx->InvalidArgument(absl::StrCat("shape of dy was ", dy.shape().DebugString(),
+                                               " instead of ",
+                                               TensorShape(spec->final_dims).DebugString()));
+    }
+    RETURN_IF_ERROR(CheckTensorBytes(dy.dtype(), *dx_shape));
+    Tensor dx(dy.dtype(), *dx_shape);  // Zeros.
+    const int rank = static_cast<int>(dims.size());
+    std::vector<int64_t> dx_strides(rank, 1);
+    for (int d = rank - 2; d >= 0; --d) dx_strides[d] = dx_strides[d + 1] * dims[d + 1];
+    const int64_t n = dy.NumElements();
+    RETURN_IF_ERROR(SwitchByElementSize(dy.dtype(), "StridedSliceGrad", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* in = ElementsOf<T>(dy);
+      T* out = static_cast<T*>(dx.raw_data());
+      std::vector<int64_t> idx(rank, 0);
+      for (int64_t k = 0; k < n; ++k) {
+        int64_t offset = 0;
+        for (int d = 0; d < rank; ++d) {
+          offset += (spec->begin[d] + idx[d] * spec->strides[d]) * dx_strides[d];
+        }
+        out[offset] = in[k];
+        for (int d = rank - 1; d >= 0 && ++idx[d] == spec->processing_dims[d]; --d) idx[d] = 0;
+      }
+      return absl::OkStatus();
+    }));
+    ctx->set_output(0, std::move(dx));
+    return absl::OkStatus();
+  }
+
+ private:
+  const StridedSliceMasks masks_;
+};
+
+REGISTER_OP("StridedSliceGrad")
+    .Input("shape: Index")
+    .Input("begin: Index")
+    .Input("end: Index")
+    .Input("strides: Index")
+    .Input("dy: T")
+    .Output("output: T")
+    .Attr("T: type")
+    .Attr("Index: {int32, int64}")
+    .Attr("begin_mask: int = 0")
+    .Attr("end_mask: int = 0")
+    .Attr("ellipsis_mask: int = 0")
+    .Attr("new_axis_mask: int = 0")
+    .Attr("shrink_axis_mask: int = 0")
+    .SetShapeFn([](InferenceContext* c) {
+      PartialShape out;
+      RETURN_IF_ERROR(c->MakeShapeFromShapeTensor(0, &out));
+      c->set_output(0, out);
+      return absl::OkStatus();
+    });
+REGISTER_KERNEL(KernelDefBuilder("StridedSliceGrad")
+                    .Device(kDeviceCPU)
+                    .TypeConstraint("T", MovableTypes())
+                    .TypeConstraint("Index", IndexTypes()),
+                StridedSliceGradOp);
+
 }  // namespace
 }  // namespace dflow

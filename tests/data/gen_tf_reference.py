@@ -75,7 +75,7 @@ TensorListSetItem TensorListPushBack TensorListPopBack TensorListLength
 TensorListElementShape Sin Cos
 
 ParseExampleV2 ParseSingleExample ParseExample DecodeCSV StringToNumber SerializeTensor ParseTensor
-StringSplit StringSplitV2 ReadFile DecodePng DecodeJpeg
+StringSplit StringSplitV2 ReadFile DecodePng DecodeJpeg StridedSliceGrad
 
 RandomShuffleQueueV2 PaddingFIFOQueueV2 QueueDequeueUpToV2 QueueIsClosedV2 TextLineReaderV2
 TFRecordReaderV2 FixedLengthRecordReaderV2 WholeFileReaderV2 IdentityReaderV2 ReaderReadV2
