@@ -25,6 +25,11 @@ and on local TensorFlow. Cases, each printing one PASS/FAIL line with its reason
                 batches equal local TensorFlow's, then OUT_OF_RANGE; a truncated
                 fixed-length file is INVALID_ARGUMENT naming it.
 
+  csv_train     the classic TF1 CSV pipeline: string_input_producer(num_epochs=2,
+                shuffle=False) + TextLineReader(skip_header_lines=1) + decode_csv +
+                train.batch feeding a linear model (w, b on /job:ps) trained by gradient
+                descent: every batch and every step's loss equal local TensorFlow's.
+
 Every wait is bounded: a watchdog kills the servers after CASE_TIMEOUT_S (so a blocked
 client call fails instead of hanging); servers are always stopped.
 """
@@ -292,8 +297,51 @@ def datasets(dflow, tmp, checks):
                  f"truncated fixed-length file: INVALID_ARGUMENT naming it ({message(short_end)})")
 
 
+def csv_train(dflow, tmp, checks):
+    path = os.path.join(tmp, "train.csv")
+    rng = np.random.RandomState(3)
+    with open(path, "w") as f:
+        f.write("x1,x2,y\n")
+        for _ in range(24):
+            x1, x2 = rng.uniform(-1, 1, 2)
+            f.write(f"{x1:.4f},{x2:.4f},{2 * x1 - 3 * x2 + 0.5:.4f}\n")
+
+    def build(target, scope):
+        g = tf.Graph()
+        with g.as_default(), tf1.name_scope(scope):
+            with placed(target, "/job:ps/task:0"):
+                w = tf1.get_variable(f"{scope}_w", [2], initializer=tf1.zeros_initializer())
+                b = tf1.get_variable(f"{scope}_b", [], initializer=tf1.zeros_initializer())
+            with placed(target, WORKER):
+                q = tf1.train.string_input_producer([path], num_epochs=2, shuffle=False)
+                _, line = tf1.TextLineReader(skip_header_lines=1).read(q)
+                x1, x2, y = tf1.decode_csv(line, record_defaults=[[0.0], [0.0], [0.0]])
+                bx1, bx2, by = tf1.train.batch([x1, x2, y], batch_size=4)
+                pred = bx1 * w[0] + bx2 * w[1] + b
+                loss = tf.reduce_mean(tf.square(pred - by))
+                train = tf1.train.GradientDescentOptimizer(0.2).minimize(loss)
+            init = [tf1.global_variables_initializer(), tf1.local_variables_initializer()]
+        return g, [loss, by, train], init
+
+    g, fetches, init = build("", "csv_local")
+    theirs, their_end, _, _, _ = run_with_queue_runners("", g, fetches, init)
+    g, fetches, init = build("x", "csv_dflow")
+    with Cluster(dflow, tmp) as c:
+        ours, our_end, joined, _, join_error = run_with_queue_runners(c.target, g, fetches, init)
+    checks.check(len(theirs) == 12 and len(ours) == 12,
+                 f"12 batches of 4 from 2 epochs of 24 rows (TensorFlow {len(theirs)}, dflow {len(ours)})")
+    checks.check(all(np.array_equal(o[1], t[1]) for o, t in zip(ours, theirs)),
+                 "every batch's labels equal TensorFlow's")
+    diffs = [abs(o[0] - t[0]) / max(1e-6, abs(t[0])) for o, t in zip(ours, theirs)]
+    checks.check(len(diffs) == 12 and max(diffs) <= 1e-5,
+                 f"every step's loss equals TensorFlow's within 1e-5 (max rel {max(diffs or [0]):.1e}; "
+                 f"{theirs[0][0] if theirs else None} -> {theirs[-1][0] if theirs else None})")
+    checks.check(isinstance(our_end, tf.errors.OutOfRangeError) and joined and join_error is None,
+                 f"ends OUT_OF_RANGE and the coordinator joins cleanly ({message(our_end)})")
+
+
 CASES = {"text_reader": text_reader, "shuffle_train": shuffle_train, "dynamic_pad": dynamic_pad,
-         "datasets": datasets}
+         "datasets": datasets, "csv_train": csv_train}
 
 
 def run_case(name, fn, dflow):
