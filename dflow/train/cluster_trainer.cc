@@ -191,8 +191,9 @@ absl::StatusOr<TrainMetrics> TrainOnCluster(const TrainOptions& o, std::ostream&
   int64_t total_steps = steps_per_epoch * o.epochs;
   if (o.max_steps > 0) total_steps = std::min(total_steps, o.max_steps);
   ASSIGN_OR_RETURN(Variable global_step, CreateGlobalStep(s));
-  std::unique_ptr<Optimizer> opt =
-      MakeOptimizer(o.optimizer, LearningRate(s, o, m.learning_rate, global_step, total_steps));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<Optimizer> opt,
+      MakeOptimizer(o.optimizer, LearningRate(s, o, m.learning_rate, global_step, total_steps)));
   std::vector<Model> models;
   std::vector<std::vector<GradAndVar>> grads;
   // With TFRecord files each tower reads its own shard of them, on its device.

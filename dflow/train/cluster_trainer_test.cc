@@ -48,7 +48,7 @@ std::vector<std::vector<float>> OneProcess(const TrainOptions& o, int64_t batch,
   Scope root = Scope::NewRootScope();
   auto model = BuildModel(root, o);
   auto step = CreateGlobalStep(root);
-  auto opt = MakeOptimizer(o.optimizer, static_cast<float>(o.learning_rate));
+  auto opt = *MakeOptimizer(o.optimizer, static_cast<float>(o.learning_rate));
   auto train = opt->Minimize(root, model->loss, model->variables, &*step);
   EXPECT_TRUE(train.ok());
   Operation init = GlobalVariablesInitializer(root);

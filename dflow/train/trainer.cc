@@ -73,11 +73,50 @@ absl::Status CheckOptions(const TrainOptions& o) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// Every optimizer `--optimizer` names: its default learning rate and how to
+// make it. TrainOptimizers(), DefaultLearningRate() and MakeOptimizer() read
+// this one table.
+struct OptimizerKind {
+  const char* name;
+  double default_learning_rate;
+  std::unique_ptr<Optimizer> (*make)(Input lr);
+};
+
+const std::vector<OptimizerKind>& OptimizerKinds() {
+  static const auto* kinds = new std::vector<OptimizerKind>{
+      {"sgd", 0.1, [](Input lr) -> std::unique_ptr<Optimizer> {
+         return std::make_unique<GradientDescentOptimizer>(lr);
+       }},
+      {"momentum", 0.05, [](Input lr) -> std::unique_ptr<Optimizer> {
+         return std::make_unique<MomentumOptimizer>(lr, 0.9f);
+       }},
+      {"adam", 0.001, [](Input lr) -> std::unique_ptr<Optimizer> {
+         return std::make_unique<AdamOptimizer>(AdamOptions{.learning_rate = lr});
+       }},
+      {"adagrad", 0.05, [](Input lr) -> std::unique_ptr<Optimizer> {
+         return std::make_unique<AdagradOptimizer>(lr);
+       }},
+      {"rmsprop", 0.001, [](Input lr) -> std::unique_ptr<Optimizer> {
+         return std::make_unique<RMSPropOptimizer>(lr);
+       }},
+  };
+  return *kinds;
+}
+
+const OptimizerKind* FindOptimizer(const std::string& name) {
+  for (const OptimizerKind& k : OptimizerKinds()) {
+    if (name == k.name) return &k;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 double DefaultLearningRate(const std::string& optimizer) {
-  if (optimizer == "sgd") return 0.1;
-  if (optimizer == "momentum") return 0.05;
-  if (optimizer == "adagrad") return 0.05;
-  return 0.001;  // adam, rmsprop
+  const OptimizerKind* kind = FindOptimizer(optimizer);
+  return kind != nullptr ? kind->default_learning_rate : 0;
 }
 
 TrainMetrics InitialMetrics(const TrainOptions& o) {
@@ -101,12 +140,14 @@ Input LearningRate(const Scope& scope, const TrainOptions& o, double rate,
   return ops::Mul(s.WithOpName("learning_rate"), decayed, Tensor::Scalar(static_cast<float>(rate)));
 }
 
-std::unique_ptr<Optimizer> MakeOptimizer(const std::string& name, Input lr) {
-  if (name == "sgd") return std::make_unique<GradientDescentOptimizer>(lr);
-  if (name == "momentum") return std::make_unique<MomentumOptimizer>(lr, 0.9f);
-  if (name == "adagrad") return std::make_unique<AdagradOptimizer>(lr);
-  if (name == "rmsprop") return std::make_unique<RMSPropOptimizer>(lr);
-  return std::make_unique<AdamOptimizer>(AdamOptions{.learning_rate = lr});
+absl::StatusOr<std::unique_ptr<Optimizer>> MakeOptimizer(const std::string& name, Input lr) {
+  const OptimizerKind* kind = FindOptimizer(name);
+  if (kind == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("[train] --optimizer '", name,
+                                                   "' is not one of: ",
+                                                   absl::StrJoin(TrainOptimizers(), ", ")));
+  }
+  return kind->make(lr);
 }
 
 Dataset Rows(const Dataset& data, int64_t begin, int64_t end) {
@@ -259,8 +300,11 @@ const std::vector<std::string>& TrainModels() {
   return *v;
 }
 const std::vector<std::string>& TrainOptimizers() {
-  static const auto* v =
-      new std::vector<std::string>{"sgd", "momentum", "adam", "adagrad", "rmsprop"};
+  static const auto* v = [] {
+    auto* names = new std::vector<std::string>;
+    for (const auto& k : train_internal::OptimizerKinds()) names->push_back(k.name);
+    return names;
+  }();
   return *v;
 }
 const std::vector<std::string>& TrainLearningRateDecays() {
@@ -319,8 +363,9 @@ absl::StatusOr<TrainMetrics> Train(const TrainOptions& o, std::ostream& progress
                                       : (data.train_examples + o.batch_size - 1) / o.batch_size;
   int64_t total_steps = steps_per_epoch * o.epochs;
   if (o.max_steps > 0) total_steps = std::min(total_steps, o.max_steps);
-  std::unique_ptr<Optimizer> opt = MakeOptimizer(
-      o.optimizer, LearningRate(root, o, m.learning_rate, global_step, total_steps));
+  ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> opt,
+                   MakeOptimizer(o.optimizer,
+                                 LearningRate(root, o, m.learning_rate, global_step, total_steps)));
   ASSIGN_OR_RETURN(Operation train_op,
                    opt->Minimize(root, model.loss, model.variables, &global_step));
   ASSIGN_OR_RETURN(std::unique_ptr<MonitoredSession> ms,

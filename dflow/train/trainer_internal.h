@@ -26,11 +26,12 @@ double SecondsSince(Clock::time_point start);
 
 // Checks the single-process options (model, optimizer, data, sizes).
 absl::Status CheckOptions(const TrainOptions& o);
-double DefaultLearningRate(const std::string& optimizer);
+double DefaultLearningRate(const std::string& optimizer);  // 0 for an unknown one.
 // The metrics of a run of `o` before it starts: its settings, the learning
 // rate it will use.
 TrainMetrics InitialMetrics(const TrainOptions& o);
-std::unique_ptr<Optimizer> MakeOptimizer(const std::string& name, Input lr);
+// The optimizer `name` (TrainOptimizers()); InvalidArgument listing them for another.
+absl::StatusOr<std::unique_ptr<Optimizer>> MakeOptimizer(const std::string& name, Input lr);
 // The learning rate of each step: `rate`, or with o.learning_rate_decay
 // "cosine" TensorFlow's cosine_decay(rate, global_step, total_steps):
 // rate * 0.5 * (1 + cos(pi * min(global_step, total_steps) / total_steps)),

@@ -231,6 +231,15 @@ TEST(TrainerOptions, BadValuesSayWhatIsAllowed) {
   EXPECT_THAT(m.status().message(),
               AllOf(HasSubstr("lbfgs"), HasSubstr("sgd, momentum, adam, adagrad, rmsprop")));
 
+  absl::StatusOr<std::unique_ptr<Optimizer>> unknown =
+      train_internal::MakeOptimizer("lbfgs", Tensor::Scalar(0.1f));
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(unknown.status().message(), HasSubstr("'lbfgs' is not one of: sgd, momentum"));
+  for (const std::string& name : TrainOptimizers()) {
+    EXPECT_TRUE(train_internal::MakeOptimizer(name, Tensor::Scalar(0.1f)).ok()) << name;
+    EXPECT_GT(train_internal::DefaultLearningRate(name), 0) << name;
+  }
+
   o = TrainOptions();
   o.data = "cifar";
   m = Train(o, progress);
