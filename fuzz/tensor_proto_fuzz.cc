@@ -3,7 +3,8 @@
 // (tensor_coding.h) that parses straight into a tensor. First input byte: 0..127
 // a TensorProto follows; 128..255 a RecvTensorResponse follows, cut into two
 // gRPC slices at (byte - 128) to exercise the split-buffer paths.
-// A decoded tensor must re-encode (both encodings) and decode again.
+// A decoded tensor (up to 64K elements) must re-encode (both encodings) and
+// decode again.
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -44,6 +45,9 @@ std::vector<std::string> Seeds() {
 namespace {
 
 void CheckRoundTrip(const Tensor& t) {
+  // A few bytes can broadcast one value to millions of elements: re-encoding
+  // those as typed fields is legitimate but takes seconds, not a finding.
+  if (t.NumElements() > (1 << 16)) return;
   tensorflow::TensorProto content, field;
   t.AsProtoTensorContent(&content);
   t.AsProtoField(&field);
