@@ -28,8 +28,6 @@ class TensorShape {
   int dims() const { return static_cast<int>(dims_.size()); }
   int64_t dim_size(int d) const { return dims_[d]; }
   absl::Span<const int64_t> dim_sizes() const { return dims_; }
-  // The product of the dimensions; INT64_MAX when it does not fit (a shape
-  // from outside), 0 when a dimension is 0.
   int64_t num_elements() const;
 
   void AddDim(int64_t size) { dims_.push_back(size); }
