@@ -9,6 +9,7 @@ packages=(
   libabsl-dev libeigen3-dev libopenblas-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev nlohmann-json3-dev
   libssl-dev openssl
+  clang-14 libclang-rt-14-dev llvm-14  # scripts/sanitize.sh: sanitizers, libFuzzer, symbolizer
   dataset-fashion-mnist
 )
 

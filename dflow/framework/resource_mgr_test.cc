@@ -148,8 +148,8 @@ TEST(ResourceMgrTest, DeleteByHandleWithEmptyContainerUsesTheDefault) {
 }
 
 TEST(ResourceMgrTest, CleanupDropsOneContainer) {
+  std::atomic<int> live{0};  // Outlives rm: rm's destructor drops what is left.
   ResourceMgr rm;
-  std::atomic<int> live{0};
   ASSERT_TRUE(rm.Create<Tracked>("a", "t", std::make_shared<Tracked>(&live)).ok());
   ASSERT_TRUE(rm.Create<Tracked>("b", "t", std::make_shared<Tracked>(&live)).ok());
   EXPECT_EQ(live.load(), 2);
@@ -163,8 +163,8 @@ TEST(ResourceMgrTest, CleanupDropsOneContainer) {
 }
 
 TEST(ResourceMgrTest, HeldResourceOutlivesCleanup) {
+  std::atomic<int> live{0};  // Outlives rm: rm's destructor drops what is left.
   ResourceMgr rm;
-  std::atomic<int> live{0};
   ASSERT_TRUE(rm.Create<Tracked>("a", "t", std::make_shared<Tracked>(&live)).ok());
   std::shared_ptr<Tracked> held = *rm.Lookup<Tracked>("a", "t");
   rm.CleanupAll();
@@ -174,8 +174,8 @@ TEST(ResourceMgrTest, HeldResourceOutlivesCleanup) {
 }
 
 TEST(ResourceMgrTest, CleanupAllDropsEverything) {
+  std::atomic<int> live{0};  // Outlives rm: rm's destructor drops what is left.
   ResourceMgr rm;
-  std::atomic<int> live{0};
   for (const char* c : {"a", "b", "c"}) {
     ASSERT_TRUE(rm.Create<Tracked>(c, "t", std::make_shared<Tracked>(&live)).ok());
   }

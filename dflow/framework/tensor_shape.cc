@@ -33,9 +33,15 @@ absl::StatusOr<TensorShape> TensorShape::FromProto(const tensorflow::TensorShape
 }
 
 int64_t TensorShape::num_elements() const {
+  // A shape from outside may multiply past int64 (signed overflow is UB):
+  // saturate, unless a zero dimension makes it empty.
   int64_t n = 1;
-  for (int64_t d : dims_) n *= d;
-  return n;
+  bool overflow = false;
+  for (int64_t d : dims_) {
+    if (d == 0) return 0;
+    overflow = overflow || __builtin_mul_overflow(n, d, &n);
+  }
+  return overflow ? std::numeric_limits<int64_t>::max() : n;
 }
 
 void TensorShape::AsProto(tensorflow::TensorShapeProto* p) const {

@@ -212,6 +212,21 @@ TEST(TensorTest, ContentWithHugeShapeFailsWithoutAllocating) {
   EXPECT_THAT(s.message(), HasSubstr("4 bytes"));
 }
 
+// Found by UBSan (SparseCross's size check): the element count of a shape
+// past int64 saturates instead of overflowing, and the byte check refuses it.
+TEST(TensorTest, ElementCountPastInt64SaturatesAndIsRefused) {
+  const int64_t max = std::numeric_limits<int64_t>::max();
+  EXPECT_EQ(TensorShape({max, 2}).num_elements(), max);
+  EXPECT_EQ(TensorShape({int64_t{1} << 40, int64_t{1} << 40}).num_elements(), max);
+  EXPECT_EQ(TensorShape({max, 2, 0}).num_elements(), 0);
+  EXPECT_EQ(TensorShape({3, 4}).num_elements(), 12);
+  TensorProto p = ProtoOf(DT_FLOAT, {int64_t{1} << 40, int64_t{1} << 40});
+  p.add_float_val(1.0f);
+  EXPECT_FALSE(Tensor::FromProto(p).ok());
+  EXPECT_EQ(CheckTensorBytes(DT_FLOAT, TensorShape({int64_t{1} << 40, int64_t{1} << 40})).code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
 TEST(TensorTest, SplatWithAbsurdShapeFailsWithoutAllocating) {
   TensorProto p = ProtoOf(DT_FLOAT, {1LL << 20, 1LL << 20});  // 2^40 floats = 4 TiB.
   p.add_float_val(1.0f);

@@ -2,6 +2,7 @@
 // Sigmoid, Reciprocal, Floor, Ceil, Round, Log1p, Expm1, Sin, Cos, LogicalNot.
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "dflow/framework/op_def.h"
 #include "dflow/framework/shape_inference.h"
@@ -14,8 +15,18 @@ template <typename T>
 using NegFn = Eigen::internal::scalar_opposite_op<T>;
 template <typename T>
 using AbsFn = Eigen::internal::scalar_abs_op<T>;
+// Integers square with two's-complement wrap-around, as TensorFlow's do
+// (tf.square(46341) is -2147479015), computed unsigned: signed overflow is UB.
 template <typename T>
-using SquareFn = Eigen::internal::scalar_square_op<T>;
+struct WrappingSquare {
+  T operator()(const T& x) const {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(static_cast<U>(x) * static_cast<U>(x)));
+  }
+};
+template <typename T>
+using SquareFn = std::conditional_t<std::is_integral_v<T>, WrappingSquare<T>,
+                                    Eigen::internal::scalar_square_op<T>>;
 template <typename T>
 using SqrtFn = Eigen::internal::scalar_sqrt_op<T>;
 template <typename T>

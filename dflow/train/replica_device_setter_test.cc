@@ -106,7 +106,7 @@ TEST(ReplicaDeviceSetterTest, SlotsFollowTheirVariableAndComputeStaysOnTheWorker
   ASSERT_FALSE(tasks.empty());
   for (const auto& [name, device] : dev) {
     const auto& node = *std::find_if(root.graph_def().node().begin(), root.graph_def().node().end(),
-                                     [&](const auto& n) { return n.name() == name; });
+                                     [&name = name](const auto& n) { return n.name() == name; });
     if (node.op() == "VarHandleOp" || node.op() == "VariableV2") {
       EXPECT_THAT(device, ::testing::StartsWith("/job:ps/task:")) << name;
     }

@@ -207,7 +207,7 @@ TEST(SyncReplicasTest, BackupWorkersOutrunAStraggler) {
   const absl::Time start = absl::Now();
   std::vector<std::thread> threads;
   for (int i = 0; i < kWorkers; ++i) {
-    threads.emplace_back([&, i] {
+    threads.emplace_back([&, &x = x, &y = y, i] {
       for (int n = 0; n < 4 * kSteps; ++n) {  // Bounded; ends when the chief closes the queue.
         if (i == kWorkers - 1) absl::SleepFor(kSlow);
         std::vector<Tensor> out;

@@ -45,7 +45,10 @@ class RecvTensorReactor final : public grpc::ServerUnaryReactor {
   void Start(WorkerInterface* worker, const CallOptions& opts) {
     std::shared_ptr<State> state = state_;
     worker->RecvTensorAsync(opts, &state->req, &state->result,
-                            [this, state](const absl::Status& s) { Done(*state, s); });
+                            [this, state](const absl::Status& s) {
+                              // After a cancellation `this` is gone: no member call then.
+                              if (TryFinish(*state)) Done(*state, s);
+                            });
   }
 
   void OnCancel() override {
@@ -60,10 +63,8 @@ class RecvTensorReactor final : public grpc::ServerUnaryReactor {
     state.finished = true;
     return true;
   }
-  // `state` outlives this reactor: only touch `this` when the call is not
-  // finished yet (then OnDone has not run).
+  // REQUIRES: TryFinish(state) just succeeded (so OnDone has not run).
   void Done(State& state, const absl::Status& s) {
-    if (!TryFinish(state)) return;
     absl::Status status = s;
     // The encoded bytes hold their own reference to the tensor's buffer.
     if (status.ok()) status = EncodeRecvTensorResponse(state.result, out_);

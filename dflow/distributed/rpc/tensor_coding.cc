@@ -228,17 +228,19 @@ absl::Status SkipField(uint32_t wire_type, SliceReader* r) {
 absl::Status ScanTensor(uint64_t length, SliceReader* r, Scan* scan) {
   if (length > r->remaining()) return Truncated("tensor field runs past the message");
   const size_t end = r->remaining() - length;
+  // The tensor's bytes still unread; 0 once a varint ran past its end.
+  auto left = [&] { return r->remaining() > end ? r->remaining() - end : 0; };
   while (r->remaining() > end) {
     uint64_t tag = 0, v = 0;
     if (!r->ReadVarint(&tag)) return Truncated("truncated tag in tensor");
     if (tag == Tag(kTensorDtype, kVarint)) {
       if (!r->ReadVarint(&scan->dtype)) return Truncated("truncated dtype");
     } else if (tag == Tag(kTensorShape, kLengthDelimited) && scan->shape_bytes.empty()) {
-      if (!r->ReadVarint(&v) || v > r->remaining() - end) return Truncated("truncated shape");
+      if (!r->ReadVarint(&v) || v > left()) return Truncated("truncated shape");
       scan->shape_bytes.resize(v);
       r->Read(v, scan->shape_bytes.data());
     } else if (tag == Tag(kTensorContent, kLengthDelimited) && !scan->has_content) {
-      if (!r->ReadVarint(&v) || v > r->remaining() - end) return Truncated("truncated content");
+      if (!r->ReadVarint(&v) || v > left()) return Truncated("truncated content");
       scan->has_content = true;
       scan->content_bytes = v;
       scan->content_at = r->position();

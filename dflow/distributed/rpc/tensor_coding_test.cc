@@ -180,6 +180,10 @@ TEST(TensorCodingTest, LyingOrBrokenResponsesAreClearErrors) {
   big.tensor = RandomBits(1 << 16, 3);
   const std::string whole = Flatten(Encode(big));
   cases.push_back({Chunked(whole.substr(0, whole.size() / 2), 1000), "not a RecvTensorResponse"});
+  // A tag whose (overlong) varint runs past the tensor's end, then a huge
+  // shape length: found by fuzz/tensor_proto_fuzz (it allocated the length).
+  cases.push_back({Chunked(std::string("\x0a\x01\x92\x00\x80\x80\x80\x80\x80\x80\x01", 11), 3),
+                   "not a RecvTensorResponse"});
   for (size_t i = 0; i < cases.size(); ++i) {
     RecvTensorResult out;
     absl::Status s = DecodeRecvTensorResponse(cases[i].bytes, &out);

@@ -214,15 +214,17 @@ int Connect(const std::string& host, int port, absl::Time deadline) {
   return fd;
 }
 
-// The largest tensor a response may announce: physical memory (a lying
-// header must not make us reserve more).
+// The largest tensor a response may announce: the process's tensor byte
+// limit (framework/tensor.h), at most physical memory. The receiver allocates
+// what the header announces before the bytes arrive, so a lying header must
+// not make it reserve more.
 uint64_t MaxTensorBytes() {
-  static const uint64_t max = [] {
+  static const uint64_t physical = [] {
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page)
                                  : uint64_t{1} << 40;
   }();
-  return max;
+  return std::min(physical, TensorByteLimit());
 }
 
 // --- Threads for receiver calls: cached, grown on demand --------------------------------

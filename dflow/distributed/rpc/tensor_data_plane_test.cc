@@ -353,6 +353,32 @@ TEST(TensorDataPlaneTest, LyingHeadersAreInvalidArgument) {
   }
 }
 
+// A header announcing more than the tensor byte limit is refused before the
+// receiver allocates it (found by fuzz/dataplane_fuzz: 2 GiB reserved for a
+// 32-byte reply).
+TEST(TensorDataPlaneTest, HeadersOverTheTensorByteLimitAreRefusedBeforeAllocating) {
+  const uint64_t saved = TensorByteLimit();
+  SetTensorByteLimit(uint64_t{1} << 20);
+  data_plane::ResponseHeader proto{data_plane::kResponseMagic, data_plane::kProto, 1, 0, 0,
+                                   uint64_t{64} << 20};
+  const std::string replies[] = {
+      TensorReply(DT_FLOAT, {int64_t{16} << 20}, uint64_t{64} << 20, 16),
+      std::string(reinterpret_cast<const char*>(&proto), sizeof(proto)) + "zz"};
+  for (const std::string& reply : replies) {
+    FakeSender fake(reply);
+    DataPlaneClient client(kPeer, true);
+    client.OnNegotiated("127.0.0.1", fake.port());
+    tensorflow::RecvTensorRequest req;
+    req.set_step_id(1);
+    PendingRecv r(&client, req, Timeout(absl::Seconds(10)));
+    ASSERT_TRUE(r.Wait());
+    EXPECT_EQ(r.status.code(), absl::StatusCode::kInvalidArgument) << r.status;
+    EXPECT_THAT(std::string(r.status.message()), HasSubstr("[RecvTensor] data plane header"))
+        << r.status;
+  }
+  SetTensorByteLimit(saved);
+}
+
 TEST(TensorDataPlaneTest, ASenderDyingMidTensorIsUnavailableNamingThePeer) {
   FakeSender fake(TensorReply(DT_FLOAT, {1000}, 4000, 1000), /*die=*/true);
   DataPlaneClient client(kPeer, true);
