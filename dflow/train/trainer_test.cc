@@ -76,7 +76,8 @@ class TrainerResume : public ::testing::TestWithParam<std::string> {};
 
 // With each learning-rate schedule (cosine decay reads the global step).
 TEST_P(TrainerResume, ResumingFromACheckpointEqualsAnUninterruptedRun) {
-  const std::string dir = ::testing::TempDir() + "/dflow_resume_test";
+  // Per schedule: ctest runs the two at once.
+  const std::string dir = ::testing::TempDir() + "/dflow_resume_test_" + GetParam();
   std::filesystem::remove_all(dir);
   TrainOptions o = Synthetic("mlp", 2048, 32);  // 64 steps
   o.learning_rate_decay = GetParam();
