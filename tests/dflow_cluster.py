@@ -3,13 +3,17 @@
 Ports: the kernel picks free ones (bind to 127.0.0.1:0, then release), since
 every task must know the others' addresses before it starts.
 """
+import argparse
 import json
 import os
+import shutil
 import sys
 import signal
 import socket
 import subprocess
+import tempfile
 import time
+import traceback
 
 
 def free_port():
@@ -98,3 +102,45 @@ class Checks:
 
     def info(self, what):
         print(f"    info {what}", flush=True)
+
+
+def run_case(prefix, name, fn, dflow):
+    """Runs case `fn(dflow, tmp, checks)` in a fresh temporary directory (kept, and
+    named, when the case fails); prints its PASS/FAIL line with the first failed check
+    or the exception. Returns whether it passed."""
+    print(f"== {name}", flush=True)
+    tmp = tempfile.mkdtemp(prefix=f"{prefix}_{name}_")
+    checks = Checks()
+    start = time.time()
+    try:
+        fn(dflow, tmp, checks)
+        ok = not checks.failures
+        reason = (f"{len(checks.failures)} check(s) failed; first: {checks.failures[0]}"
+                  if checks.failures else "all checks passed")
+    except Exception as e:
+        traceback.print_exc()
+        ok, reason = False, str(e).splitlines()[0] if str(e) else repr(e)
+    if ok:
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        reason += f" (files kept in {tmp})"
+    print(f"{'PASS' if ok else 'FAIL'} {name} ({time.time() - start:.1f}s): {reason}",
+          flush=True)
+    return ok
+
+
+def run_cases(cases, description, prefix):
+    """The main of an interop test: `SCRIPT path/to/dflow [--only NAME ...]` runs the
+    named cases (all by default) and returns the exit status (1 if any failed)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("dflow")
+    parser.add_argument("--only", nargs="+", choices=list(cases), metavar="NAME")
+    args = parser.parse_args()
+    dflow = os.path.abspath(args.dflow)
+    # SIGTERM (a runner's timeout) unwinds through the cases' finally blocks.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    results = {n: run_case(prefix, n, cases[n], dflow) for n in (args.only or list(cases))}
+    failed = [n for n, ok in results.items() if not ok]
+    print(f"{len(results) - len(failed)}/{len(results)} cases passed"
+          + (f"; failed: {', '.join(failed)}" if failed else ""))
+    return 1 if failed else 0

@@ -25,20 +25,15 @@ it on the cluster and on local TensorFlow. Cases, each printing one PASS/FAIL li
 Every wait is bounded: a watchdog kills the servers after CASE_TIMEOUT_S; servers are
 always stopped.
 """
-import argparse
 import contextlib
 import os
-import shutil
 import signal
 import sys
-import tempfile
 import threading
-import time
-import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from dflow_cluster import Checks, start_cluster, import_tensorflow_or_skip  # noqa: E402
+from dflow_cluster import start_cluster, import_tensorflow_or_skip, run_cases  # noqa: E402
 
 np, tf = import_tensorflow_or_skip()
 tf1 = tf.compat.v1
@@ -276,41 +271,5 @@ def csv(dflow, tmp, checks):
 CASES = {"parse_example": parse_example, "map_single": map_single, "csv": csv}
 
 
-def run_case(name, fn, dflow):
-    print(f"== {name}", flush=True)
-    tmp = tempfile.mkdtemp(prefix=f"dflow_tf_parse_{name}_")
-    checks = Checks()
-    start = time.time()
-    try:
-        fn(dflow, tmp, checks)
-        ok = not checks.failures
-        reason = (f"{len(checks.failures)} check(s) failed; first: {checks.failures[0]}"
-                  if checks.failures else "all checks passed")
-    except Exception as e:
-        traceback.print_exc()
-        ok, reason = False, str(e).splitlines()[0] if str(e) else repr(e)
-    if ok:
-        shutil.rmtree(tmp, ignore_errors=True)
-    else:
-        reason += f" (files kept in {tmp})"
-    print(f"{'PASS' if ok else 'FAIL'} {name} ({time.time() - start:.1f}s): {reason}",
-          flush=True)
-    return ok
-
-
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("dflow")
-    parser.add_argument("--only", nargs="+", choices=list(CASES), metavar="NAME")
-    args = parser.parse_args()
-    dflow = os.path.abspath(args.dflow)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    results = {n: run_case(n, CASES[n], dflow) for n in (args.only or list(CASES))}
-    failed = [n for n, ok in results.items() if not ok]
-    print(f"{len(results) - len(failed)}/{len(results)} cases passed"
-          + (f"; failed: {', '.join(failed)}" if failed else ""))
-    return 1 if failed else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cases(CASES, __doc__.split("\n")[0], "dflow_tf_parse"))
