@@ -132,6 +132,29 @@ std::vector<GradAndVar> AverageGradients(const Scope& scope,
   return mean;
 }
 
+// Every task of `cluster` but worker `task`, with its address.
+std::vector<StallWatch::Task> OtherTasks(const ClusterSpec& cluster, int task) {
+  std::vector<StallWatch::Task> tasks;
+  for (const TaskId& t : cluster.AllTasks()) {
+    if (t.job == "worker" && t.index == task) continue;
+    tasks.push_back({ClusterSpec::TaskName(t.job, t.index),
+                     cluster.TaskAddress(t.job, t.index).value_or("?")});
+  }
+  return tasks;
+}
+
+// Makes the towers' input iterators, each going on from global batch `first_batch`.
+absl::Status StartGraphInputs(const ClientSession& session, const std::vector<GraphBatches>& inputs,
+                              int64_t first_batch) {
+  ClientSession::FeedType feeds;
+  std::vector<Operation> inits;
+  for (const GraphBatches& in : inputs) {
+    feeds.push_back({in.skip_batches, Tensor::Scalar(first_batch)});
+    inits.push_back(in.init);
+  }
+  return session.Run(feeds, {}, inits, nullptr);
+}
+
 }  // namespace
 
 const std::vector<std::string>& TrainModes() {
@@ -314,24 +337,10 @@ absl::StatusOr<TrainMetrics> TrainOnCluster(const TrainOptions& o, std::ostream&
     progress << "[train] starting at global step " << m.start_step
              << ": the input goes on from global batch " << first_batch << std::endl;
   }
+  if (graph_input) RETURN_IF_ERROR(StartGraphInputs(ms->session(), inputs, first_batch));
   // Names the tasks a step that stopped waits for.
-  std::vector<StallWatch::Task> other_tasks;
-  for (const TaskId& t : cluster.AllTasks()) {
-    const std::string name = ClusterSpec::TaskName(t.job, t.index);
-    if (t.job == "worker" && t.index == o.task) continue;
-    other_tasks.push_back({name, cluster.TaskAddress(t.job, t.index).value_or("?")});
-  }
-  if (graph_input) {  // The iterators, from the batch training goes on with.
-    ClientSession::FeedType feeds;
-    std::vector<Operation> inits;
-    for (const GraphBatches& in : inputs) {
-      feeds.push_back({in.skip_batches, Tensor::Scalar(first_batch)});
-      inits.push_back(in.init);
-    }
-    RETURN_IF_ERROR(ms->session().Run(feeds, {}, inits, nullptr));
-  }
   StallWatch stall_watch({.after = absl::Seconds(o.stall_report_secs),
-                          .tasks = std::move(other_tasks),
+                          .tasks = OtherTasks(cluster, o.task),
                           .ping = o.ping_task,
                           .log = &progress});
   auto drive = [&](const Group& g) -> absl::Status {
