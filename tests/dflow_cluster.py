@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import traceback
 
@@ -73,6 +74,35 @@ def start_cluster(dflow, log_dir, tasks_per_job, extra_args=()):
                 s.stop(signal.SIGKILL)
         raise
     return cluster, ports, servers
+
+
+class WatchedCluster:
+    """A cluster for one test case (`with WatchedCluster(...) as c:`, `c.target` is the
+    first worker's grpc:// address); a watchdog kills its servers after `timeout_s`, so a
+    blocked client call fails instead of hanging; always stopped on exit."""
+
+    def __init__(self, dflow, tmp, timeout_s, tasks_per_job=None):
+        _, ports, self.servers = start_cluster(dflow, tmp, tasks_per_job or {"ps": 1, "worker": 1})
+        self.target = f"grpc://127.0.0.1:{ports['worker'][0]}"
+        self.timeout_s = timeout_s
+        self.timer = threading.Timer(timeout_s, self.kill)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def kill(self):
+        print(f"    watchdog: killing the servers after {self.timeout_s}s", flush=True)
+        for group in self.servers.values():
+            for s in group:
+                s.proc.kill()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.timer.cancel()
+        for group in self.servers.values():
+            for s in group:
+                s.stop(signal.SIGKILL)
 
 
 def import_tensorflow_or_skip():

@@ -27,13 +27,11 @@ always stopped.
 """
 import contextlib
 import os
-import signal
 import sys
-import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from dflow_cluster import start_cluster, import_tensorflow_or_skip, run_cases  # noqa: E402
+from dflow_cluster import WatchedCluster, import_tensorflow_or_skip, run_cases  # noqa: E402
 
 np, tf = import_tensorflow_or_skip()
 tf1 = tf.compat.v1
@@ -98,30 +96,9 @@ def fails_with(checks, what, err, fragments):
                  f"{what}: INVALID_ARGUMENT with {fragments} (got {type(err).__name__}: {text})")
 
 
-class Cluster:
+def Cluster(dflow, tmp):
     """1 ps + 1 worker; a watchdog kills them after CASE_TIMEOUT_S; always stopped."""
-
-    def __init__(self, dflow, tmp):
-        _, ports, self.servers = start_cluster(dflow, tmp, {"ps": 1, "worker": 1})
-        self.target = f"grpc://127.0.0.1:{ports['worker'][0]}"
-        self.timer = threading.Timer(CASE_TIMEOUT_S, self.kill)
-        self.timer.daemon = True
-        self.timer.start()
-
-    def kill(self):
-        print(f"    watchdog: killing the servers after {CASE_TIMEOUT_S}s", flush=True)
-        for group in self.servers.values():
-            for s in group:
-                s.proc.kill()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.timer.cancel()
-        for group in self.servers.values():
-            for s in group:
-                s.stop(signal.SIGKILL)
+    return WatchedCluster(dflow, tmp, CASE_TIMEOUT_S)
 
 
 def example(**features):
