@@ -312,6 +312,9 @@ absl::StatusOr<TrainMetrics> TrainOnCluster(const TrainOptions& o, std::ostream&
           return ms->RunWithoutHooks(call);
         },
         total_steps);
+  } else if (sync_opt != nullptr && chief) {
+    // Ends the other workers' waits for a token, as the loop would have.
+    RETURN_IF_ERROR(sync_opt->EndTraining(ms->session()));
   }
 
   // Every global batch holds workers x towers x batch_size rows; a group
@@ -350,7 +353,11 @@ absl::StatusOr<TrainMetrics> TrainOnCluster(const TrainOptions& o, std::ostream&
                                                        slice_offset + g.first_tower, g.towers,
                                                        first_batch));
     }
-    while (!ms->ShouldStop() && last_step.load() < total_steps) {
+    // In sync mode the chief ends training by closing the token queue; a
+    // worker goes on until then, whatever global step it saw: its last
+    // gradient may have been dropped as stale, and the chief's last
+    // aggregation may still need one from it.
+    while (!ms->ShouldStop() && (sync_opt != nullptr || last_step.load() < total_steps)) {
       ClientSession::FeedType feeds;  // None when the graph reads its input.
       if (batches != nullptr) {
         ASSIGN_OR_RETURN(auto slices, batches->Next());
@@ -375,7 +382,9 @@ absl::StatusOr<TrainMetrics> TrainOnCluster(const TrainOptions& o, std::ostream&
         RETURN_IF_ERROR(st);
         loss = out[0].scalar<float>();
         step = out[1].scalar<int64_t>() + 1;  // Read before this step's update.
-        return StepResult{.global_step = step, .loss = loss};
+        // Sync: the stop hook waits for the end of training (the closed queue).
+        return StepResult{.global_step = sync_opt != nullptr ? std::min(step, total_steps - 1) : step,
+                          .loss = loss};
       }));
       if (end_of_training) break;
       stall_watch.Stepped(step);

@@ -149,11 +149,14 @@ std::unique_ptr<SyncReplicasOptimizer::ChiefLoop> SyncReplicasOptimizer::StartCh
       });
     }
     // Ends the workers' waits for a token, whatever happened.
-    absl::Status closed =
-        run([&](const ClientSession& session) { return session.Run({}, {}, {close_queue_}, nullptr); });
+    absl::Status closed = run([&](const ClientSession& session) { return EndTraining(session); });
     raw->status_ = s.ok() ? closed : s;
   });
   return loop;
+}
+
+absl::Status SyncReplicasOptimizer::EndTraining(const ClientSession& session) {
+  return session.Run({}, {}, {close_queue_}, nullptr);
 }
 
 SyncReplicasOptimizer::ChiefLoop::~ChiefLoop() { Stop().IgnoreError(); }

@@ -107,6 +107,10 @@ class SyncReplicasOptimizer {
   };
   std::unique_ptr<ChiefLoop> StartChiefLoop(SessionRunner run, int64_t total_steps);
 
+  // Closes the token queue, ending every worker's wait for a token: what the
+  // chief's loop does at the end, for a chief that restarts after the last step.
+  absl::Status EndTraining(const ClientSession& session);
+
   // True for the error a worker's train op ends with once the chief has
   // closed the token queue at the end of training.
   static bool IsEndOfTraining(const absl::Status& status);
