@@ -37,9 +37,9 @@ def cluster(args, timeout=240):
 
 
 def tasks_left():
-    """dflow train processes of this test still running."""
-    p = subprocess.run(["pgrep", "-f", f"{DFLOW} train|dflow train --cluster"],
-                       capture_output=True, text=True)
+    """Processes of this test's SIGINT cluster still running: those whose command line
+    names this test's temporary directory (other tests' clusters may run meanwhile)."""
+    p = subprocess.run(["pgrep", "-f", f"train.*{TMP}"], capture_output=True, text=True)
     return [line for line in p.stdout.split() if line.strip()]
 
 
@@ -129,7 +129,8 @@ def main():
     check("a bad train flag fails fast", took < 30, f"{took:.0f}s")
 
     # SIGINT while training: every task stops, bounded.
-    p = subprocess.Popen([DFLOW, "cluster", "--", "--epochs", "50"], stdout=subprocess.PIPE,
+    p = subprocess.Popen([DFLOW, "cluster", "--", "--epochs", "50", "--metrics-out",
+                          os.path.join(TMP, "sigint.json")], stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, text=True)
     deadline = time.time() + 60
     seen = ""
