@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "dflow/distributed/local_master.h"
 #include "dflow/distributed/remote_session.h"
 #include "dflow/distributed/rpc/grpc_util.h"
 #include "dflow/proto/master_service.grpc.pb.h"
@@ -110,8 +111,11 @@ std::unique_ptr<MasterInterface> NewGrpcRemoteMaster(const std::string& target) 
 void RegisterGrpcSessionFactory() {
   RegisterSessionFactory(
       "grpc://", [](const SessionOptions& options) -> absl::StatusOr<std::unique_ptr<Session>> {
+        // A server of this process is called directly (LocalMaster).
+        std::unique_ptr<MasterInterface> master = LocalMaster::Lookup(options.target);
+        if (master == nullptr) master = NewGrpcRemoteMaster(options.target);
         return std::unique_ptr<Session>(
-            std::make_unique<RemoteSession>(NewGrpcRemoteMaster(options.target), options));
+            std::make_unique<RemoteSession>(std::move(master), options));
       });
 }
 

@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "dflow/distributed/local_master.h"
 #include "dflow/distributed/rpc/grpc_master_service.h"
 #include "dflow/distributed/rpc/grpc_remote_worker.h"
 #include "dflow/distributed/rpc/grpc_util.h"
@@ -114,6 +115,8 @@ absl::Status GrpcServer::Start() {
                                                "; is the port already in use?"));
   }
   bound_port_ = bound;
+  // Sessions of this process that target this server reach its master directly.
+  local_master_ = LocalMaster::Register(absl::StrCat(host_, ":", bound_port_), master_.get());
   // Under TLS tensors stay on the TLS channel: the data plane has no TLS.
   if (DataPlaneEnabledByEnv() && !security_.tls()) {
     DataPlaneServer::Options dp_options;
@@ -128,9 +131,13 @@ absl::Status GrpcServer::Start() {
 }
 
 void GrpcServer::Stop() {
+  // Unregistered without mu_ held: a call being handed to the master may
+  // need it (WorkerFor).
+  std::unique_ptr<LocalMaster::Registration> local_master;
   absl::MutexLock l(&mu_);
   if (stopped_) return;
   stopped_ = true;
+  local_master = std::move(local_master_);
   if (server_ != nullptr) {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   }

@@ -20,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "dflow/distributed/cluster_spec.h"
+#include "dflow/distributed/local_master.h"
 #include "dflow/distributed/master.h"
 #include "dflow/distributed/rpc/security.h"
 #include "dflow/distributed/worker.h"
@@ -111,6 +112,7 @@ class GrpcServer {
   std::unique_ptr<DeviceMgr> devices_;
   std::unique_ptr<Worker> worker_;
   std::unique_ptr<Master> master_;
+  std::unique_ptr<LocalMaster::Registration> local_master_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<GrpcWorkerService> worker_service_;
   std::unique_ptr<GrpcMasterService> master_service_;
 

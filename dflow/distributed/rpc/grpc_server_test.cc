@@ -8,6 +8,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "dflow/distributed/local_master.h"
 #include "dflow/distributed/remote_session.h"
 #include "dflow/distributed/rpc/grpc_remote_master.h"
 #include "dflow/distributed/rpc/grpc_util.h"
@@ -38,15 +39,38 @@ class PsAndTwoWorkers : public LocalCluster {
 
   std::string worker0_target() { return target("worker", 0); }
 
+  // Over gRPC, although the server is in this process (where dflow::NewSession
+  // would call its master directly: see the LocalMaster test).
   std::unique_ptr<Session> NewSession(tensorflow::ConfigProto config = {}) {
     SessionOptions options;
     options.target = worker0_target();
     options.config = std::move(config);
-    auto session = dflow::NewSession(options);
-    EXPECT_TRUE(session.ok()) << session.status();
-    return std::move(session).value();
+    return std::make_unique<RemoteSession>(NewGrpcRemoteMaster(options.target), options);
   }
 };
+
+TEST(GrpcServerTest, SessionsOfThisProcessCallItsServersMasterDirectlyUntilItStops) {
+  PsAndTwoWorkers cluster;
+  ASSERT_NE(LocalMaster::Lookup(cluster.worker0_target()), nullptr);
+  EXPECT_EQ(LocalMaster::Lookup("grpc://127.0.0.1:1"), nullptr);
+  SessionOptions options;
+  options.target = cluster.worker0_target();
+  auto session = dflow::NewSession(options);  // Through LocalMaster.
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_TRUE((*session)->Create(PsWorkerGraph()).ok());
+  ASSERT_TRUE((*session)->Run({}, {}, {"init", "assign_r"}, nullptr).ok());
+  std::vector<Tensor> out;
+  absl::Status s = (*session)->Run({{"two", Tensor::Scalar(3.0f)}}, {"y"}, {}, &out);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(Floats(out[0]), (std::vector<float>{3, 6, 9}));
+  EXPECT_EQ(cluster.server("/job:worker/replica:0/task:0").master()->NumSessions(), 1);
+
+  cluster.server("/job:worker/replica:0/task:0").Stop();
+  EXPECT_EQ(LocalMaster::Lookup(cluster.worker0_target()), nullptr);
+  s = (*session)->Run({{"two", Tensor::Scalar(3.0f)}}, {"y"}, {}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_THAT(Msg(s), HasSubstr("in this process has stopped"));
+}
 
 TEST(GrpcServerTest, SessionOverGrpcRunsOpsWhereTheyArePinned) {
   PsAndTwoWorkers cluster;

@@ -18,6 +18,7 @@
 #include "dflow/distributed/rpc/throwaway_tls.h"
 #include "dflow/distributed/worker_test_util.h"
 #include "dflow/framework/status.h"
+#include "dflow/runtime/session_factory.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -212,6 +213,22 @@ TEST(GrpcServerAuthTest, TheRightTokenTrainsAcrossTasks) {
   absl::Status s = TrainThreeSteps(cluster.worker().target(), Token(kToken));
   EXPECT_TRUE(s.ok()) << s;
   EXPECT_NE(cluster.ps().data_plane_port(), 0);
+}
+
+TEST(GrpcServerAuthTest, ASessionInTheServersOwnProcessNeedsNoToken) {
+  // It calls the master directly (LocalMaster): no process boundary to guard.
+  SecureCluster cluster(Token(kToken));
+  const std::string target = cluster.worker().target();
+  SessionOptions options;
+  options.target = target;
+  auto session = NewSession(options);
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_TRUE((*session)->Create(PsWorkerGraph()).ok());
+  absl::Status s = (*session)->Run({}, {}, {"init", "assign_r"}, nullptr);
+  EXPECT_TRUE(s.ok()) << s;
+  // The same call over gRPC without the token is refused.
+  s = TrainThreeSteps(target, {});
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnauthenticated) << s;
 }
 
 TEST(GrpcServerAuthTest, WithoutATokenTheServerTakesEveryCaller) {

@@ -181,7 +181,7 @@ class DataPlaneServer {
 class DataPlaneClient {
  public:
   static constexpr int kMaxInFlight = 32;
-  static constexpr int kMaxIdleConnections = 4;
+  static constexpr int kMaxIdleConnections = 32;
 
   // `peer_name` names the peer in errors; `enabled` false: never used.
   // `auth_token` non-empty: every fresh connection starts with a hello
