@@ -22,6 +22,7 @@
 #include <thread>
 #include <utility>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "dflow/distributed/rpc/grpc_util.h"
@@ -348,6 +349,15 @@ struct DataPlaneClient::State {
       return absl::InvalidArgumentError(
           "[RecvTensor] the tensor data plane response does not start with its magic number");
     }
+    return ReadBody(fd, deadline, h, resp, reusable);
+  }
+
+  // The rest of a response whose header `h` has arrived: a status (returned,
+  // *reusable set), or the result into *resp. Any other error leaves the
+  // connection unusable.
+  absl::Status ReadBody(int fd, absl::Time deadline, const ResponseHeader& h,
+                        RecvTensorResult* resp, bool* reusable) {
+    *reusable = false;
     switch (h.kind) {
       case data_plane::kStatus: {
         if (h.bytes > data_plane::kMaxMessageBytes) {
@@ -438,6 +448,62 @@ struct DataPlaneClient::State {
     return absl::OkStatus();
   }
 
+  // Sends `frame` (a batch of `calls`) on `fd` and reads one item per call,
+  // answering each as it arrives; returns what ended the exchange early (OK:
+  // every call answered). *unserved: the sender took none of the calls.
+  absl::Status CallBatch(int fd, absl::Time deadline, const std::string& frame,
+                         std::vector<Pending>& calls,
+                         absl::FunctionRef<void(size_t, const absl::Status&)> answer,
+                         bool* reusable, bool* unserved) {
+    *reusable = false;
+    *unserved = true;
+    SetTimeouts(fd, deadline);
+    RETURN_IF_ERROR(SendAll(fd, frame.data(), frame.size(), deadline));
+    *unserved = false;
+    std::vector<bool> seen(calls.size(), false);
+    for (size_t got = 0; got < calls.size(); ++got) {
+      uint32_t prefix[2] = {0, 0};  // Magic, index.
+      RETURN_IF_ERROR(RecvAll(fd, &prefix[0], sizeof(prefix[0]), deadline));
+      ResponseHeader h;
+      if (prefix[0] == data_plane::kResponseMagic) {  // "Not served", or the batch's status.
+        h.magic = prefix[0];
+        RETURN_IF_ERROR(RecvAll(fd, reinterpret_cast<char*>(&h) + sizeof(h.magic),
+                                sizeof(h) - sizeof(h.magic), deadline));
+        if (h.kind == data_plane::kNotServed) {
+          *unserved = got == 0;
+          return absl::UnavailableError("the tensor data plane did not serve the call");
+        }
+        if (h.kind != data_plane::kStatus) break;
+        RecvTensorResult none;
+        absl::Status s = ReadBody(fd, deadline, h, &none, reusable);
+        *reusable = false;
+        return s.ok() ? absl::InvalidArgumentError(
+                            "[RecvTensor] the tensor data plane answered a batch with OK")
+                      : s;
+      }
+      if (prefix[0] != data_plane::kBatchItemMagic) break;
+      RETURN_IF_ERROR(RecvAll(fd, &prefix[1], sizeof(prefix[1]), deadline));
+      const uint32_t i = prefix[1];
+      if (i >= calls.size() || seen[i]) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "[RecvTensor] data plane batch item ", i, " of ", calls.size(), " is not awaited"));
+      }
+      seen[i] = true;
+      RETURN_IF_ERROR(RecvAll(fd, &h, sizeof(h), deadline));
+      if (h.magic != data_plane::kResponseMagic) break;
+      bool usable = false;
+      absl::Status s = ReadBody(fd, deadline, h, calls[i].resp, &usable);
+      if (!usable) return s;  // Not this call's status: the stream is broken.
+      answer(i, s);
+    }
+    if (std::find(seen.begin(), seen.end(), false) != seen.end()) {
+      return absl::InvalidArgumentError(
+          "[RecvTensor] a tensor data plane batch response does not start with its magic number");
+    }
+    *reusable = true;
+    return absl::OkStatus();
+  }
+
   const std::string peer_name;
   const bool enabled;
   const std::string hello;  // The hello frame opening each connection; "" without a token.
@@ -448,6 +514,9 @@ struct DataPlaneClient::State {
   int port ABSL_GUARDED_BY(mu) = 0;
   int connect_failures ABSL_GUARDED_BY(mu) = 0;
   int in_flight ABSL_GUARDED_BY(mu) = 0;
+  // Calls waiting for a data-plane thread to send them (Flush), together.
+  std::vector<Pending> pending ABSL_GUARDED_BY(mu);
+  bool flush_scheduled ABSL_GUARDED_BY(mu) = false;
   std::vector<int> idle ABSL_GUARDED_BY(mu);
   static constexpr absl::Duration kMinBackoff = absl::Milliseconds(100);
   static constexpr absl::Duration kMaxBackoff = absl::Seconds(10);
@@ -504,92 +573,142 @@ bool DataPlaneClient::TryRecvTensorAsync(const CallOptions& opts,
                                          const tensorflow::RecvTensorRequest* req,
                                          RecvTensorResult* resp, StatusCallback done,
                                          std::function<void()> fallback) {
-  std::string host;
-  int port = 0;
-  const std::string request_bytes = req->SerializeAsString();
+  std::string request = req->SerializeAsString();
+  bool flush = false;
   {
     absl::MutexLock l(&state_->mu);
     if (!state_->enabled || state_->phase != State::kReady || state_->in_flight >= kMaxInFlight ||
-        absl::Now() < state_->retry_after || request_bytes.size() > data_plane::kMaxRequestBytes) {
+        absl::Now() < state_->retry_after || request.size() > data_plane::kMaxRequestBytes) {
       return false;
     }
     ++state_->in_flight;
-    host = state_->host;
-    port = state_->port;
+    state_->pending.push_back(
+        {opts.deadline, std::move(request), resp, std::move(done), std::move(fallback)});
+    flush = !std::exchange(state_->flush_scheduled, true);
   }
-  // The request frame; the deadline travels as the time left.
-  RequestHeader rq{data_plane::kRequestMagic, static_cast<uint32_t>(request_bytes.size()),
+  // Calls that come while a data-plane thread wakes up go out with this one.
+  if (flush) CallThreads::Global().Run([state = state_] { Flush(state); });
+  return true;
+}
+
+void DataPlaneClient::Flush(const std::shared_ptr<State>& state) {
+  std::vector<Pending> calls;
+  std::string host;
+  int port = 0;
+  bool more = false;
+  {
+    absl::MutexLock l(&state->mu);
+    size_t bytes = sizeof(RequestHeader);
+    size_t n = 0;
+    while (n < state->pending.size() && n < data_plane::kMaxBatchCalls &&
+           (n == 0 || bytes + sizeof(uint32_t) + state->pending[n].request.size() <=
+                          data_plane::kMaxRequestBytes)) {
+      bytes += sizeof(uint32_t) + state->pending[n].request.size();
+      ++n;
+    }
+    calls.assign(std::make_move_iterator(state->pending.begin()),
+                 std::make_move_iterator(state->pending.begin() + static_cast<ptrdiff_t>(n)));
+    state->pending.erase(state->pending.begin(), state->pending.begin() + static_cast<ptrdiff_t>(n));
+    more = !state->pending.empty();
+    state->flush_scheduled = more;
+    host = state->host;
+    port = state->port;
+  }
+  if (more) CallThreads::Global().Run([state] { Flush(state); });
+  Exchange(state, host, port, calls);
+}
+
+namespace {
+
+// The frame asking for `calls`: a plain request for one, a batch for more;
+// the deadline travels as the time left (the latest of the calls').
+std::string RequestFrame(const std::vector<DataPlaneClient::Pending>& calls, absl::Time deadline) {
+  RequestHeader rq{calls.size() == 1 ? data_plane::kRequestMagic : data_plane::kBatchMagic, 0,
                    std::numeric_limits<uint64_t>::max()};
-  if (opts.deadline != absl::InfiniteFuture()) {
-    const absl::Duration left = opts.deadline - absl::Now();
+  if (deadline != absl::InfiniteFuture()) {
+    const absl::Duration left = deadline - absl::Now();
     rq.timeout_us = static_cast<uint64_t>(std::max<int64_t>(0, absl::ToInt64Microseconds(left)));
   }
-  std::string frame(reinterpret_cast<const char*>(&rq), sizeof(rq));
-  frame += request_bytes;
-  // On an idle pooled connection the request goes out right here (never
-  // blocking), so the sender works while a data-plane thread wakes up.
-  size_t sent = 0;
-  int fd = state_->TakeIdle();
-  if (fd >= 0) {
-    ssize_t w;
-    do {
-      w = ::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    } while (w < 0 && errno == EINTR);
-    if (w > 0) {
-      sent = static_cast<size_t>(w);
-    } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
-      ::close(fd);  // A stale connection; nothing was sent.
-      fd = -1;
+  std::string body;
+  for (const DataPlaneClient::Pending& call : calls) {
+    if (calls.size() > 1) {
+      const uint32_t n = static_cast<uint32_t>(call.request.size());
+      body.append(reinterpret_cast<const char*>(&n), sizeof(n));
     }
+    body += call.request;
   }
-  CallThreads::Global().Run([state = state_, deadline = opts.deadline, host, port,
-                             frame = std::move(frame), fd, sent, resp, done = std::move(done),
-                             fallback = std::move(fallback)]() mutable {
-    auto finish = [&] {
+  rq.request_bytes = static_cast<uint32_t>(body.size());
+  return std::string(reinterpret_cast<const char*>(&rq), sizeof(rq)) + body;
+}
+
+}  // namespace
+
+void DataPlaneClient::Exchange(const std::shared_ptr<State>& state, const std::string& host,
+                               int port, std::vector<Pending>& calls) {
+  absl::Time deadline = absl::InfinitePast();
+  for (const Pending& call : calls) deadline = std::max(deadline, call.deadline);
+  const std::string frame = RequestFrame(calls, deadline);
+  std::vector<bool> answered(calls.size(), false);
+  size_t left = calls.size();
+  // Answers call i (once) and lets the peer take another call.
+  auto answer = [&](size_t i, const absl::Status& s) {
+    if (answered[i]) return;
+    answered[i] = true;
+    --left;
+    {
       absl::MutexLock l(&state->mu);
       --state->in_flight;
-    };
+    }
+    calls[i].done(state->Annotate(s));
+  };
+  auto elsewhere = [&] {  // Nothing was served: every call goes over gRPC.
+    {
+      absl::MutexLock l(&state->mu);
+      state->in_flight -= static_cast<int>(calls.size());
+    }
+    for (Pending& call : calls) call.fallback();
+  };
+  // One attempt on `fd` (`fresh`: just connected, so it opens with the hello):
+  // false when the peer surely took none of the calls, so they may go elsewhere.
+  auto attempt = [&](int fd, bool fresh) -> bool {
     absl::Status status;
     bool reusable = false, unserved = false;
-    auto elsewhere = [&] {  // The call may go elsewhere: it was surely not served.
-      return unserved && status.code() != absl::StatusCode::kDeadlineExceeded;
-    };
-    if (fd >= 0) {
-      status = state->Call(fd, deadline, frame, sent, resp, &reusable, &unserved);
-      if (elsewhere()) {
-        ::close(fd);  // A stale or idle-closed pooled connection: try a fresh one.
-        fd = -1;
-      }
-    }
-    if (fd < 0) {
-      fd = Connect(host, port, deadline);
-      if (fd < 0) {
-        state->ConnectFailed();
-        finish();
-        fallback();
-        return;
-      }
-      state->Connected();
-      status = state->Call(fd, deadline, state->hello.empty() ? frame : state->hello + frame, 0,
-                           resp, &reusable, &unserved);
-      if (elsewhere()) {  // Refused (the peer's connection caps): gRPC serves it.
+    const std::string& bytes = fresh && !state->hello.empty() ? state->hello + frame : frame;
+    if (calls.size() == 1) {
+      status = state->Call(fd, deadline, bytes, 0, calls[0].resp, &reusable, &unserved);
+      if (unserved && status.code() != absl::StatusCode::kDeadlineExceeded) {
         ::close(fd);
-        state->Refused();
-        finish();
-        fallback();
-        return;
+        return false;
       }
+      if (status.ok()) state->Served();
+      reusable ? state->GiveBack(fd) : (void)::close(fd);
+      answer(0, status);
+      return true;
+    }
+    status = state->CallBatch(fd, deadline, bytes, calls, answer, &reusable, &unserved);
+    if (unserved && status.code() != absl::StatusCode::kDeadlineExceeded) {
+      ::close(fd);
+      return false;
     }
     if (status.ok()) state->Served();
-    if (reusable) {
-      state->GiveBack(fd);
-    } else {
-      ::close(fd);
-    }
-    finish();
-    done(state->Annotate(status));
-  });
-  return true;
+    reusable && left == 0 ? state->GiveBack(fd) : (void)::close(fd);
+    for (size_t i = 0; i < calls.size(); ++i) answer(i, status.ok() ? absl::InternalError(
+        "the tensor data plane batch ended without this call's answer") : status);
+    return true;
+  };
+  if (int fd = state->TakeIdle(); fd >= 0 && attempt(fd, false)) return;
+  // No pooled connection, or a stale one: a fresh one.
+  const int fd = Connect(host, port, deadline);
+  if (fd < 0) {
+    state->ConnectFailed();
+    elsewhere();
+    return;
+  }
+  state->Connected();
+  if (!attempt(fd, true)) {  // Refused (the peer's connection caps): gRPC serves them.
+    state->Refused();
+    elsewhere();
+  }
 }
 
 // --- Negotiation helpers ----------------------------------------------------------------

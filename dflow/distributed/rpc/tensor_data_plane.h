@@ -25,6 +25,14 @@
 //             the connection closed. A sender without a token skips hellos.
 //   request:  u32 magic 'DFRQ' | u32 request_bytes (<= 64 KiB) | u64 timeout_us
 //             (UINT64_MAX: no deadline) | RecvTensorRequest bytes
+//   batch:    u32 magic 'DFRB' | u32 request_bytes (<= 64 KiB) | u64 timeout_us (of
+//             every item) | 1 to 64 items of u32 n | n bytes of RecvTensorRequest.
+//             Answered by one item frame per request, each as soon as its tensor is
+//             there (any order): u32 magic 'DFRI' | u32 item index | a response
+//             frame below. A batch that does not parse gets one bare status frame.
+//             The receiver sends the calls waiting for a peer together (what a
+//             step's executor asks for in one burst: a step's parameters, its
+//             gradients), so a step makes one exchange per peer, not one per tensor.
 //   response: u32 magic 'DFRS' | u32 kind | i64 send_start_micros | u32 a | u32 b | u64 bytes
 //             kind 0 status: a = absl code, b = 0, then `bytes` (<= 1 MiB) of message
 //             kind 1 tensor: a = dtype (fixed-size), b = dims (<= 64), then b x i64 dims,
@@ -97,6 +105,9 @@ namespace data_plane {
 inline constexpr uint32_t kRequestMagic = 0x51524644;   // "DFRQ"
 inline constexpr uint32_t kResponseMagic = 0x53524644;  // "DFRS"
 inline constexpr uint32_t kHelloMagic = 0x4c484644;     // "DFHL"
+inline constexpr uint32_t kBatchMagic = 0x42524644;     // "DFRB"
+inline constexpr uint32_t kBatchItemMagic = 0x49524644;  // "DFRI"
+inline constexpr size_t kMaxBatchCalls = 64;
 inline constexpr uint32_t kMaxTokenBytes = 4 << 10;
 inline constexpr uint32_t kMaxRequestBytes = 64 << 10;
 inline constexpr uint32_t kMaxMessageBytes = 1 << 20;
@@ -200,12 +211,30 @@ class DataPlaneClient {
   // the gRPC path), or, when the peer surely did not take the call (no
   // connection, "not served", the request not all sent), `fallback` runs
   // instead. Returns false and does nothing otherwise.
+  // Calls waiting together for a data-plane thread go out as one batch
+  // request (at most kMaxBatchCalls, 64 KiB), answered item by item.
   bool TryRecvTensorAsync(const CallOptions& opts, const tensorflow::RecvTensorRequest* req,
                           RecvTensorResult* resp, StatusCallback done,
                           std::function<void()> fallback);
 
+  // A call waiting to be sent.
+  struct Pending {
+    absl::Time deadline;
+    std::string request;  // RecvTensorRequest bytes.
+    RecvTensorResult* resp;
+    StatusCallback done;
+    std::function<void()> fallback;
+  };
+
  private:
   struct State;
+  // On a data-plane thread: sends what is pending (one batch), and again
+  // while more is.
+  static void Flush(const std::shared_ptr<State>& state);
+  // Sends `calls` to host:port (a pooled connection, else a fresh one) and
+  // answers each, or runs every fallback when the peer took none.
+  static void Exchange(const std::shared_ptr<State>& state, const std::string& host, int port,
+                       std::vector<Pending>& calls);
   std::shared_ptr<State> state_;
 };
 

@@ -3,10 +3,12 @@
 //
 // A connection is in one of three states:
 //   reading  a request's header and body arrive (EPOLLIN); nothing yet: idle;
-//   waiting  the worker was asked for the tensor; any byte or hang-up from the
-//            receiver now abandons the call (EPOLLIN | EPOLLRDHUP);
+//   waiting  the worker was asked for the tensor (or a batch's tensors); any
+//            byte or hang-up from the receiver now abandons the call
+//            (EPOLLIN | EPOLLRDHUP);
 //   writing  the response goes out as the socket takes it (EPOLLOUT), straight
-//            from the tensor's buffer; then reading again.
+//            from the tensor's buffer; then reading again (a batch: the next
+//            answered item, or waiting again until all are written).
 // The worker's answer comes on its own thread: it is queued and the loop woken
 // through an eventfd. Every state has a deadline (Options), checked each turn.
 #include <arpa/inet.h>
@@ -20,7 +22,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <limits>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -50,6 +54,8 @@ constexpr int kAcceptsPerTurn = 256;
 // the queue (the queue's mutex orders the two).
 struct ServerCall {
   uint64_t connection_id = 0;
+  uint64_t batch_id = 0;  // 0: a single call; else its batch and its index there.
+  uint32_t index = 0;
   tensorflow::RecvTensorRequest req;
   RecvTensorResult result;
   absl::Status status;
@@ -120,6 +126,14 @@ class DataPlaneServer::Loop {
 
  private:
   enum class State { kReading, kWaiting, kWriting };
+  // The calls of one batch request: answered items wait in `ready` until the
+  // connection is free to write them, in the order the worker answered.
+  struct Batch {
+    uint64_t id = 0;
+    int size = 0;
+    int written = 0;
+    std::deque<std::shared_ptr<ServerCall>> ready;
+  };
   struct Connection {
     uint64_t id = 0;
     int fd = -1;
@@ -133,15 +147,17 @@ class DataPlaneServer::Loop {
     RequestHeader header{};
     size_t header_got = 0;
     std::string body;
-    // The call with the worker.
+    // The call with the worker, or the batch of calls.
     std::shared_ptr<ServerCall> call;
+    std::unique_ptr<Batch> batch;
     absl::Time call_deadline = absl::InfiniteFuture();
     // The response being written; its iovecs point into these.
+    uint32_t item_prefix[2] = {};  // A batch item's magic and index.
     ResponseHeader response{};
     std::vector<int64_t> dims;
     std::string payload;
     Tensor tensor;
-    iovec iov[3] = {};
+    iovec iov[4] = {};
     int iov_next = 0;
     int iov_count = 0;
     absl::Time last_progress;
@@ -307,7 +323,8 @@ class DataPlaneServer::Loop {
             Unauthenticated(c);
             return;
           }
-        } else if (c->header.magic != data_plane::kRequestMagic ||
+        } else if ((c->header.magic != data_plane::kRequestMagic &&
+                    c->header.magic != data_plane::kBatchMagic) ||
                    c->header.request_bytes > data_plane::kMaxRequestBytes) {
           Close(c);  // Not our protocol.
           return;
@@ -319,6 +336,10 @@ class DataPlaneServer::Loop {
       if (c->body.size() == c->header.request_bytes) {
         if (c->header.magic == data_plane::kRequestMagic) {
           Dispatch(c, now);
+          return;
+        }
+        if (c->header.magic == data_plane::kBatchMagic) {
+          DispatchBatch(c, now);
           return;
         }
         if (!OnHello(c)) return;
@@ -371,8 +392,62 @@ class DataPlaneServer::Loop {
               nullptr, now);
       return;
     }
-    // The worker answers at the deadline (or its default when none); the loop
-    // gives up a second later should that answer not come.
+    const CallOptions opts = Wait(c, timeout_us, now);
+    c->call = call;
+    Ask(opts, call);
+  }
+
+  // A batch request: its body is items of u32 length + RecvTensorRequest. Each
+  // item is asked of the worker at once and answered as it comes.
+  void DispatchBatch(Connection* c, absl::Time now) {
+    std::vector<std::shared_ptr<ServerCall>> calls;
+    absl::Status bad;
+    std::string_view body = c->body;
+    while (!body.empty() && bad.ok()) {
+      uint32_t n = 0;
+      if (body.size() < sizeof(n) ||
+          (std::memcpy(&n, body.data(), sizeof(n)), n > body.size() - sizeof(n))) {
+        bad = absl::InvalidArgumentError(absl::StrCat(
+            "[DataPlane RecvTensor] batch item ", calls.size(), " runs past its request"));
+        break;
+      }
+      auto call = std::make_shared<ServerCall>();
+      if (!call->req.ParseFromArray(body.data() + sizeof(n), static_cast<int>(n))) {
+        bad = absl::InvalidArgumentError(
+            absl::StrCat("[DataPlane RecvTensor] batch item ", calls.size(), " of ", n,
+                         " bytes does not parse as tensorflow.RecvTensorRequest"));
+      }
+      body.remove_prefix(sizeof(n) + n);
+      calls.push_back(std::move(call));
+    }
+    if (bad.ok() && (calls.empty() || calls.size() > data_plane::kMaxBatchCalls)) {
+      bad = absl::InvalidArgumentError(absl::StrCat("[DataPlane RecvTensor] a batch of ",
+                                                    calls.size(), " calls (1 to ",
+                                                    data_plane::kMaxBatchCalls, " allowed)"));
+    }
+    const uint64_t timeout_us = c->header.timeout_us;
+    c->header_got = 0;
+    std::string().swap(c->body);
+    if (!bad.ok()) {
+      Respond(c, bad, nullptr, now);  // One status frame for the whole batch.
+      return;
+    }
+    const CallOptions opts = Wait(c, timeout_us, now);
+    c->batch = std::make_unique<Batch>();
+    c->batch->id = next_batch_id_++;
+    c->batch->size = static_cast<int>(calls.size());
+    for (uint32_t i = 0; i < calls.size(); ++i) {
+      calls[i]->connection_id = c->id;
+      calls[i]->batch_id = c->batch->id;
+      calls[i]->index = i;
+      Ask(opts, calls[i]);
+    }
+  }
+
+  // Puts `c` in waiting until a request's timeout; returns the worker call's
+  // options. The worker answers at the deadline (or its default when none);
+  // the loop gives up a second later should that answer not come.
+  CallOptions Wait(Connection* c, uint64_t timeout_us, absl::Time now) {
     CallOptions opts;
     if (timeout_us != std::numeric_limits<uint64_t>::max()) {
       opts.deadline = now + absl::Microseconds(static_cast<int64_t>(
@@ -381,8 +456,11 @@ class DataPlaneServer::Loop {
     c->call_deadline = opts.deadline == absl::InfiniteFuture() ? absl::InfiniteFuture()
                                                                : opts.deadline + absl::Seconds(1);
     c->state = State::kWaiting;
-    c->call = call;
     SetEvents(c, EPOLLIN | EPOLLRDHUP);
+    return opts;
+  }
+
+  void Ask(const CallOptions& opts, const std::shared_ptr<ServerCall>& call) {
     server_->worker_->RecvTensorAsync(opts, &call->req, &call->result,
                                       [call, completions = completions_](const absl::Status& s) {
                                         call->status = s;
@@ -400,8 +478,15 @@ class DataPlaneServer::Loop {
     }
     for (const std::shared_ptr<ServerCall>& call : done) {
       auto it = connections_.find(call->connection_id);
-      if (it == connections_.end() || it->second->call != call) continue;  // Abandoned.
+      if (it == connections_.end()) continue;  // Abandoned.
       Connection* c = it->second.get();
+      if (call->batch_id != 0) {
+        if (c->batch == nullptr || c->batch->id != call->batch_id) continue;  // Abandoned.
+        c->batch->ready.push_back(call);
+        if (c->state == State::kWaiting) WriteNextItem(c, now);
+        continue;
+      }
+      if (c->call != call) continue;  // Abandoned.
       c->call.reset();
       Respond(c, call->status, &call->result, now);
     }
@@ -410,18 +495,31 @@ class DataPlaneServer::Loop {
 
   // --- responses ---------------------------------------------------------------------------
 
-  // Starts writing `status` (or, when OK, `result`) on `c`.
+  // Writes the next answered item of `c`'s batch.
+  void WriteNextItem(Connection* c, absl::Time now) {
+    const std::shared_ptr<ServerCall> call = std::move(c->batch->ready.front());
+    c->batch->ready.pop_front();
+    Respond(c, call->status, &call->result, now, static_cast<int>(call->index));
+  }
+
+  // Starts writing `status` (or, when OK, `result`) on `c`; as batch item
+  // `item` when >= 0.
   void Respond(Connection* c, const absl::Status& status, const RecvTensorResult* result,
-               absl::Time now) {
+               absl::Time now, int item = -1) {
     ResponseHeader& h = c->response;
     h = ResponseHeader{data_plane::kResponseMagic, data_plane::kStatus, 0, 0, 0, 0};
-    c->iov_count = 1;
+    c->iov_count = 0;
+    if (item >= 0) {
+      c->item_prefix[0] = data_plane::kBatchItemMagic;
+      c->item_prefix[1] = static_cast<uint32_t>(item);
+      c->iov[c->iov_count++] = {c->item_prefix, sizeof(c->item_prefix)};
+    }
+    c->iov[c->iov_count++] = {&c->response, sizeof(ResponseHeader)};
     if (!status.ok()) {
       c->payload = std::string(status.message().substr(0, data_plane::kMaxMessageBytes));
       h.a = static_cast<uint32_t>(status.code());
       h.bytes = c->payload.size();
-      c->iov[1] = {c->payload.data(), c->payload.size()};
-      c->iov_count = 2;
+      c->iov[c->iov_count++] = {c->payload.data(), c->payload.size()};
     } else if (result->is_dead) {
       h.kind = data_plane::kDead;
       h.send_start_micros = result->send_start_micros;
@@ -433,8 +531,7 @@ class DataPlaneServer::Loop {
       h.kind = data_plane::kProto;
       h.send_start_micros = result->send_start_micros;
       h.bytes = c->payload.size();
-      c->iov[1] = {c->payload.data(), c->payload.size()};
-      c->iov_count = 2;
+      c->iov[c->iov_count++] = {c->payload.data(), c->payload.size()};
     } else {
       c->dims.resize(t.dims());
       for (int d = 0; d < t.dims(); ++d) c->dims[d] = t.dim_size(d);
@@ -444,11 +541,9 @@ class DataPlaneServer::Loop {
       h.a = static_cast<uint32_t>(t.dtype());
       h.b = static_cast<uint32_t>(c->dims.size());
       h.bytes = t.TotalBytes();
-      c->iov[1] = {c->dims.data(), c->dims.size() * sizeof(int64_t)};
-      c->iov[2] = {c->tensor.raw_data(), h.bytes};
-      c->iov_count = 3;
+      c->iov[c->iov_count++] = {c->dims.data(), c->dims.size() * sizeof(int64_t)};
+      c->iov[c->iov_count++] = {c->tensor.raw_data(), h.bytes};
     }
-    c->iov[0] = {&c->response, sizeof(ResponseHeader)};
     c->iov_next = 0;
     c->state = State::kWriting;
     c->last_progress = now;
@@ -495,6 +590,16 @@ class DataPlaneServer::Loop {
     c->tensor = Tensor();
     std::string().swap(c->payload);
     c->dims.clear();
+    if (c->batch != nullptr && ++c->batch->written < c->batch->size) {
+      if (!c->batch->ready.empty()) {
+        WriteNextItem(c, now);
+      } else {
+        c->state = State::kWaiting;
+        SetEvents(c, EPOLLIN | EPOLLRDHUP);
+      }
+      return;
+    }
+    c->batch.reset();
     c->state = State::kReading;
     c->last_activity = now;
     SetEvents(c, EPOLLIN | EPOLLRDHUP);
@@ -534,6 +639,12 @@ class DataPlaneServer::Loop {
     }
     for (const auto& [id, state] : overdue) {
       Connection* c = connections_.find(id)->second.get();
+      if (state == State::kWaiting && c->batch != nullptr) {
+        // The worker answers each call at its deadline; this one did not.
+        server_->num_timed_out_.fetch_add(1);
+        Close(c);
+        continue;
+      }
       if (state == State::kWaiting) {  // The call is abandoned; the connection serves on.
         const std::shared_ptr<ServerCall> call = std::move(c->call);
         Respond(c,
@@ -556,6 +667,7 @@ class DataPlaneServer::Loop {
   const std::shared_ptr<Completions> completions_ = std::make_shared<Completions>();
   // Touched by the loop thread only.
   uint64_t next_id_ = kWakeId + 1;
+  uint64_t next_batch_id_ = 1;
   absl::flat_hash_map<uint64_t, std::unique_ptr<Connection>> connections_;
   absl::flat_hash_map<uint32_t, int> per_peer_;
   std::vector<char> scratch_ = std::vector<char>(kReadChunk);  // Request bytes land here first.

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -410,6 +411,55 @@ TEST(TensorDataPlaneTest, ConcurrentParkedRecvsAllArrive) {
     ASSERT_TRUE(pending[i]->status.ok()) << pending[i]->status;
     EXPECT_TRUE(SameBytes(pending[i]->result.tensor, values[i])) << i;
   }
+}
+
+void ExpectServes(DataPlaneTask& t, int64_t step);
+
+// Calls waiting together go out as one batch request on one connection (the
+// first may leave alone before the rest are queued), each answered as its
+// tensor comes.
+TEST(TensorDataPlaneTest, ParkedRecvsForOnePeerTravelAsOneBatch) {
+  DataPlaneTask t;
+  std::vector<std::unique_ptr<PendingRecv>> pending;
+  for (int64_t step = 1; step <= 12; ++step) {
+    pending.push_back(
+        std::make_unique<PendingRecv>(&t.client, t.Request(step), Timeout(absl::Seconds(30))));
+  }
+  std::vector<Tensor> values;
+  for (int64_t step = 1; step <= 12; ++step) {
+    values.push_back(RandomBits(5000 * step, static_cast<uint32_t>(step)));
+  }
+  for (int64_t step : {7, 2, 12, 1, 9, 3, 4, 11, 5, 6, 10, 8}) {  // Out of order.
+    ASSERT_TRUE(t.Feed(step, values[step - 1]).ok());
+  }
+  for (int i = 0; i < 12; ++i) {
+    ASSERT_TRUE(pending[i]->Wait());
+    ASSERT_FALSE(pending[i]->fell_back);
+    ASSERT_TRUE(pending[i]->status.ok()) << pending[i]->status;
+    EXPECT_TRUE(SameBytes(pending[i]->result.tensor, values[i])) << i;
+  }
+  EXPECT_LE(t.server.num_connections(), 2);  // One call each would have taken 12.
+}
+
+TEST(TensorDataPlaneTest, AnErrorInABatchReachesOnlyItsCall) {
+  DataPlaneTask t;
+  tensorflow::RecvTensorRequest bad = t.Request(3);
+  bad.set_rendezvous_key("not a key");
+  std::vector<std::unique_ptr<PendingRecv>> pending;
+  pending.push_back(std::make_unique<PendingRecv>(&t.client, t.Request(1), Timeout(absl::Seconds(30))));
+  pending.push_back(std::make_unique<PendingRecv>(&t.client, bad, Timeout(absl::Seconds(30))));
+  pending.push_back(std::make_unique<PendingRecv>(&t.client, t.Request(2), Timeout(absl::Seconds(30))));
+  const Tensor one = RandomBits(300, 1), two = RandomBits(400, 2);
+  ASSERT_TRUE(t.Feed(1, one).ok());
+  ASSERT_TRUE(t.Feed(2, two).ok());
+  for (auto& p : pending) ASSERT_TRUE(p->Wait());
+  EXPECT_EQ(pending[1]->status.code(), absl::StatusCode::kInvalidArgument) << pending[1]->status;
+  EXPECT_THAT(std::string(pending[1]->status.message()), HasSubstr("not a key"));
+  ASSERT_TRUE(pending[0]->status.ok()) << pending[0]->status;
+  ASSERT_TRUE(pending[2]->status.ok()) << pending[2]->status;
+  EXPECT_TRUE(SameBytes(pending[0]->result.tensor, one));
+  EXPECT_TRUE(SameBytes(pending[2]->result.tensor, two));
+  ExpectServes(t, 4);  // And the connection serves on.
 }
 
 // Answers every RecvTensor with `result` (other methods are never called).
@@ -863,6 +913,62 @@ std::string RawExchange(int port, const std::string& bytes, size_t enough = SIZE
   }
   ::close(fd);
   return got;
+}
+
+std::string BatchFrame(const std::vector<std::string>& items) {
+  std::string body;
+  for (const std::string& item : items) {
+    const uint32_t n = static_cast<uint32_t>(item.size());
+    body.append(reinterpret_cast<const char*>(&n), sizeof(n));
+    body += item;
+  }
+  data_plane::RequestHeader h{data_plane::kBatchMagic, static_cast<uint32_t>(body.size()),
+                              30'000'000};
+  return std::string(reinterpret_cast<const char*>(&h), sizeof(h)) + body;
+}
+
+TEST(TensorDataPlaneTest, ARawBatchIsAnsweredItemByItemAndABadOneWithOneStatus) {
+  DataPlaneTask t;
+  const Tensor one = RandomBits(64, 1), two = RandomBits(64, 2);
+  ASSERT_TRUE(t.Feed(1, one).ok());
+  ASSERT_TRUE(t.Feed(2, two).ok());
+  // Two items: two frames "DFRI" index, each a response with its tensor.
+  const size_t item_bytes = 8 + sizeof(data_plane::ResponseHeader) + 8 + 64 * sizeof(float);
+  std::string got = RawExchange(
+      t.server.port(),
+      BatchFrame({t.Request(1).SerializeAsString(), t.Request(2).SerializeAsString()}),
+      2 * item_bytes);
+  ASSERT_EQ(got.size(), 2 * item_bytes);
+  std::set<uint32_t> indices;
+  for (size_t off = 0; off < got.size(); off += item_bytes) {
+    uint32_t prefix[2];
+    std::memcpy(prefix, got.data() + off, sizeof(prefix));
+    EXPECT_EQ(prefix[0], data_plane::kBatchItemMagic);
+    indices.insert(prefix[1]);
+    data_plane::ResponseHeader h;
+    std::memcpy(&h, got.data() + off + 8, sizeof(h));
+    EXPECT_EQ(h.kind, data_plane::kTensor);
+    EXPECT_EQ(h.bytes, 64 * sizeof(float));
+  }
+  EXPECT_EQ(indices, (std::set<uint32_t>{0, 1}));
+  // An item running past the request, a request that does not parse, too many
+  // items: one status frame naming what was wrong.
+  const std::string item = t.Request(1).SerializeAsString();
+  std::string past = BatchFrame({item});
+  const uint32_t lie = 1000;
+  past.replace(sizeof(data_plane::RequestHeader), sizeof(lie),
+               reinterpret_cast<const char*>(&lie), sizeof(lie));
+  for (const std::string& frame :
+       {past, BatchFrame({item, "\x12\x7fkey"}), BatchFrame(std::vector<std::string>(65, item))}) {
+    got = RawExchange(t.server.port(), frame, sizeof(data_plane::ResponseHeader));
+    ASSERT_GE(got.size(), sizeof(data_plane::ResponseHeader));
+    data_plane::ResponseHeader h;
+    std::memcpy(&h, got.data(), sizeof(h));
+    EXPECT_EQ(h.magic, data_plane::kResponseMagic);
+    EXPECT_EQ(h.kind, data_plane::kStatus);
+    EXPECT_EQ(h.a, static_cast<uint32_t>(absl::StatusCode::kInvalidArgument));
+  }
+  ExpectServes(t, 3);
 }
 
 std::string HelloFrame(const std::string& token) {
