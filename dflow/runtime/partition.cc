@@ -51,6 +51,9 @@ class Partitioner {
   std::vector<Inputs> inputs_;              // By node id.
   // (source node id, output or kControlSlot, destination location) -> _Recv.
   std::map<std::tuple<int, int, std::string>, std::string> recvs_;
+  // (destination node id, source location) -> the dummy Const that carries
+  // every control edge between them outside loops.
+  std::map<std::pair<int, std::string>, tensorflow::NodeDef*> control_groups_;
   absl::flat_hash_set<std::string> made_names_;
   int counter_ = 0;
 };
@@ -171,6 +174,27 @@ absl::StatusOr<std::string> Partitioner::RecvFor(const Edge* e) {
 absl::Status Partitioner::ConnectEdge(const Edge* e) {
   Inputs& in = inputs_[e->dst->id()];
   const bool local = loc_[e->src->id()] == loc_[e->dst->id()];
+  // A node's control inputs from one other location (outside loops) travel
+  // as one dummy tensor that waits for all of them: a train op waiting for a
+  // ps's updates receives one tensor a step, not one per update.
+  if (!local && e->IsControlEdge() && frames_.frame_of[e->dst->id()] == 0 &&
+      frames_.frame_of[e->src->id()] == 0) {
+    auto [group, fresh] =
+        control_groups_.try_emplace(std::make_pair(e->dst->id(), loc_[e->src->id()]), nullptr);
+    if (!fresh) {
+      group->second->add_input(absl::StrCat("^", e->src->name()));
+      return absl::OkStatus();
+    }
+    tensorflow::NodeDef* dummy = parts_[loc_[e->src->id()]].add_node();
+    *dummy = ControlSignalConst(NewName(absl::StrCat(e->dst->name(), "/ctrl")), DeviceOf(e->src));
+    dummy->add_input(absl::StrCat("^", e->src->name()));
+    group->second = dummy;
+    const std::string send_name = NewName(e->src->name());
+    const std::string recv_name = NewName(e->src->name());
+    AddSendRecv(e, dummy->name(), DT_FLOAT, send_name, recv_name);
+    in.control.push_back(absl::StrCat("^", recv_name));
+    return absl::OkStatus();
+  }
   std::string src = e->src->name();
   if (!local) {
     ASSIGN_OR_RETURN(src, RecvFor(e));

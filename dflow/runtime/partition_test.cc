@@ -209,6 +209,29 @@ TEST_F(PartitionTest, ControlEdgeTravelsAsADummyTensor) {
   EXPECT_EQ(dummy->device(), LocalCpu(2));
 }
 
+// p waits for a and e, both on CPU:0: one dummy tensor carries both edges.
+TEST_F(PartitionTest, ControlEdgesFromOneLocationToANodeTravelTogether) {
+  GraphBuilder b;
+  b.Const("a", "/device:CPU:0");
+  b.Identity("e", "a", "/device:CPU:0");
+  b.Const("x", "/device:CPU:2");
+  b.NoOp("p", {"^a", "^e", "^x"}, "/device:CPU:1");
+  std::unique_ptr<Graph> g = b.Build();
+  ASSERT_TRUE(Place(g.get(), Raw(devices_), devices_[0].get(), PlacerOptions()).ok());
+  absl::StatusOr<Parts> parts = Partition(*g, opts_);
+  ASSERT_TRUE(parts.ok()) << parts.status();
+  const tensorflow::NodeDef* p = Find(parts->at(LocalCpu(1)), "p");
+  ASSERT_EQ(p->input_size(), 2);  // One from CPU:0, one from CPU:2.
+  EXPECT_EQ(OfOp(parts->at(LocalCpu(1)), "_Recv").size(), 2u);
+  const tensorflow::GraphDef& cpu0 = parts->at(LocalCpu(0));
+  ASSERT_EQ(OfOp(cpu0, "_Send").size(), 1u);
+  const tensorflow::NodeDef* dummy = Find(cpu0, OfOp(cpu0, "_Send")[0]->input(0));
+  ASSERT_NE(dummy, nullptr);
+  EXPECT_EQ(dummy->op(), "Const");
+  EXPECT_THAT(dummy->input(), UnorderedElementsAre("^a", "^e"));
+  EXPECT_EQ(Transfers(*parts).size(), 2u);
+}
+
 TEST_F(PartitionTest, UsesTheGivenNameGenerator) {
   int counter = 0;
   opts_.new_name = [&counter](const std::string& prefix) {
