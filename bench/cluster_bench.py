@@ -4,7 +4,10 @@
 single-process `dflow train` measured in the same invocation, the loopback bytes
 moved per global step, and, where Debian's python3-torch is importable by
 /usr/bin/python3, PyTorch peers on the same model and batch
-(bench/torch_cluster_bench.py: DDP over gloo, and an RPC parameter server).
+(bench/torch_cluster_bench.py: DDP over gloo, and an RPC parameter server), and
+TensorFlow's own runtime: the same TF 1.x between-graph program, driven by
+TensorFlow's client, on `tf.distribute.Server`s and on `dflow server`s
+(bench/tf_cluster_bench.py; --no-tf skips it).
 
   python3 bench/cluster_bench.py                 # 1 epoch of Fashion-MNIST per run
   python3 bench/cluster_bench.py --quick         # synthetic data (8192 examples)
@@ -71,6 +74,9 @@ def parse_args():
     p.add_argument("--torch-python", default="/usr/bin/python3")
     p.add_argument("--torch-repeats", type=int, default=3, help="runs per torch configuration")
     p.add_argument("--no-torch", action="store_true")
+    p.add_argument("--tf-repeats", type=int, default=1,
+                   help="runs per TensorFlow-client configuration (bench/tf_cluster_bench.py)")
+    p.add_argument("--no-tf", action="store_true", help="skip the TensorFlow-client rows")
     p.add_argument("--json-out", help="write every row as JSON here")
     return p.parse_args()
 
@@ -202,6 +208,43 @@ def fmt_mb(b):
     return f"{b / 1e6:.2f}"
 
 
+def bench_tf(args):
+    """TensorFlow's client running the same between-graph program on dflow's servers and on
+    TensorFlow's (bench/tf_cluster_bench.py); no byte counts."""
+    if args.no_tf:
+        return [], "TensorFlow rows skipped (--no-tf)"
+    probe = subprocess.run([sys.executable, "-c", "import tensorflow"], capture_output=True,
+                           timeout=300)
+    if probe.returncode != 0:
+        return [], "TensorFlow rows skipped: tensorflow is not importable"
+    with tempfile.TemporaryDirectory(prefix="cluster_bench_tf_") as tmp:
+        out = os.path.join(tmp, "tf.json")
+        cmd = [sys.executable, os.path.join(REPO, "bench", "tf_cluster_bench.py"),
+               "--dflow", args.dflow, "--workers", args.workers, "--epochs", str(args.epochs),
+               "--modes", ",".join(m.replace("between-", "") for m in args.modes.split(",") if m),
+               "--repeats", str(args.tf_repeats), "--timeout", str(args.timeout),
+               "--json-out", out] + (["--quick"] if args.quick else [])
+        n_runs = 2 * len(args.modes.split(",")) * len(args.workers.split(",")) * args.tf_repeats
+        try:
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               timeout=(args.timeout + 60) * n_runs)
+        except subprocess.TimeoutExpired:
+            return [], "TensorFlow rows failed: timed out"
+        for line in p.stdout.splitlines():
+            if line.startswith("  ["):
+                print(line, flush=True)
+        if p.returncode != 0 or not os.path.exists(out):
+            print(p.stdout[-3000:])
+            return [], f"TensorFlow rows failed (exit {p.returncode})"
+        with open(out) as f:
+            rows = json.load(f)
+    for r in rows:
+        r.update(bytes_per_step=None, analytic_bytes_per_step=2 * PARAM_BYTES *
+                 (r["workers"] if r["mode"] == "between-sync" else 1))
+    return rows, (f"TensorFlow-client rows: {args.tf_repeats} run(s) each, the same TF 1.x "
+                  f"program on dflow's and on TensorFlow's servers")
+
+
 def table(rows):
     base = {}  # (system) -> single-process examples/s; (system, mode) -> W=1 examples/s
     for r in rows:
@@ -218,7 +261,7 @@ def table(rows):
         one = base.get((r["system"], r["mode"]))
         eff = "—" if r["mode"] == "single" or not one else f"{agg / (r['workers'] * one):.2f}"
         xs = f"{agg / single:.2f}" if single else "—"
-        measured = fmt_mb(r["bytes_per_step"])
+        measured = fmt_mb(r["bytes_per_step"]) if r.get("bytes_per_step") is not None else "—"
         if r.get("lo_scope") == "machine":
             measured += " (machine-wide)"
         lines.append(
@@ -242,6 +285,8 @@ def main():
     rows = bench_dflow(args, use_netns)
     torch_rows, torch_note = bench_torch(args)
     rows += torch_rows
+    tf_rows, tf_note = bench_tf(args)
+    rows += tf_rows
     end_load = os.getloadavg()
     print()
     print(table(rows))
@@ -254,6 +299,18 @@ def main():
           f"per core each); {torch_note}"
           + (f", {args.torch_repeats} run(s) per row, max(1, 2 // W) threads per training "
              f"process" if torch_rows else ""))
+    print(tf_note)
+    for r in tf_rows:
+        if r["system"] == "tf-client/dflow":
+            peer = next((x for x in tf_rows if x["system"] == "tf-client/tensorflow" and
+                         x["mode"] == r["mode"] and x["workers"] == r["workers"]), None)
+            own = next((x for x in rows if x["system"] == "dflow" and x["mode"] == r["mode"] and
+                        x["workers"] == r["workers"]), None)
+            if peer:
+                print(f"{r['mode']} W={r['workers']}: TF client on dflow / on TensorFlow "
+                      f"servers = {r['examples_per_sec'] / peer['examples_per_sec']:.2f}"
+                      + (f"; dflow's trainer / TensorFlow's runtime = "
+                         f"{own['examples_per_sec'] / peer['examples_per_sec']:.2f}" if own else ""))
     if torch_single:
         print(f"torch single / dflow single = {torch_single / dflow_single:.2f}")
     print(f"analytic bytes: 2 x {PARAMS:,} float32 parameters = {2 * PARAM_BYTES:,} bytes per "

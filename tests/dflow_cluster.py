@@ -27,18 +27,21 @@ class Server:
     """One `dflow server` process; waits (bounded) until it serves."""
 
     def __init__(self, dflow, log_dir, cluster_json, job, task, timeout=30, extra_args=()):
+        self._start([dflow, "server", "--cluster", cluster_json, "--job", job, "--task",
+                     str(task), "--cpus", "2", *extra_args], log_dir, job, task, timeout)
+
+    def _start(self, cmd, log_dir, job, task, timeout):
         self.name = f"/job:{job}/replica:0/task:{task}"
         self.log_path = os.path.join(log_dir, f"{job}{task}.log")
         self.log = open(self.log_path, "w")
-        self.proc = subprocess.Popen(
-            [dflow, "server", "--cluster", cluster_json, "--job", job, "--task", str(task),
-             "--cpus", "2", *extra_args], stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + timeout
         while time.time() < deadline and self.proc.poll() is None:
             if "serving grpc://" in self.output():
                 return
             time.sleep(0.05)
-        raise RuntimeError(f"{self.name} did not start: {self.output()}")
+        self.stop(signal.SIGKILL)
+        raise RuntimeError(f"{self.name} did not start: {self.output()[-2000:]}")
 
     def output(self):
         self.log.flush()
@@ -53,6 +56,23 @@ class Server:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             return None
+
+
+class TfServer(Server):
+    """One tf.distribute.Server process (TensorFlow's runtime, for comparisons); Server's
+    interface. TensorFlow's import takes several seconds, hence the longer wait."""
+
+    SCRIPT = ("import json, sys, os\n"
+              "os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')\n"
+              "import tensorflow as tf\n"
+              "s = tf.distribute.Server(tf.train.ClusterSpec(json.loads(sys.argv[1])),\n"
+              "                         job_name=sys.argv[2], task_index=int(sys.argv[3]))\n"
+              "print('serving grpc://' + s.target, flush=True)\n"
+              "s.join()\n")
+
+    def __init__(self, log_dir, cluster_json, job, task, timeout=60):
+        self._start([sys.executable, "-c", self.SCRIPT, cluster_json, job, str(task)], log_dir,
+                    job, task, timeout)
 
 
 def start_cluster(dflow, log_dir, tasks_per_job, extra_args=()):

@@ -68,7 +68,7 @@ import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from dflow_cluster import Checks, Server, free_port, import_tensorflow_or_skip  # noqa: E402
+from dflow_cluster import Checks, Server, TfServer, free_port, import_tensorflow_or_skip  # noqa: E402
 
 np, tf = import_tensorflow_or_skip()
 tf1 = tf.compat.v1
@@ -203,36 +203,6 @@ def read_log(path):
     return out
 
 
-class TfServer:
-    """One tf.distribute.Server process (the --tensorflow benchmark); Server's interface."""
-
-    SCRIPT = ("import json, sys, os\n"
-              "os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')\n"
-              "import tensorflow as tf\n"
-              "s = tf.distribute.Server(tf.train.ClusterSpec(json.loads(sys.argv[1])),\n"
-              "                         job_name=sys.argv[2], task_index=int(sys.argv[3]))\n"
-              "print('serving grpc://' + s.target, flush=True)\n"
-              "s.join()\n")
-
-    def __init__(self, log_dir, cluster_json, job, task, timeout=SERVER_START_S):
-        self.name = f"/job:{job}/replica:0/task:{task}"
-        self.log_path = os.path.join(log_dir, f"{job}{task}.log")
-        self.log = open(self.log_path, "w")
-        self.proc = subprocess.Popen([sys.executable, "-c", self.SCRIPT, cluster_json, job,
-                                      str(task)], stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + timeout
-        while time.time() < deadline and self.proc.poll() is None:
-            if "serving grpc://" in self.output():
-                return
-            time.sleep(0.05)
-        raise RuntimeError(f"{self.name} did not start: {self.output()[-2000:]}")
-
-    def output(self):
-        self.log.flush()
-        with open(self.log_path) as f:
-            return f.read()
-
-
 class Task:
     """A server task that can be killed and restarted on its address; each incarnation logs to
     its own file."""
@@ -260,7 +230,8 @@ class Task:
                     self.server = Server(self.dflow, log_dir, self.cluster_json, self.job,
                                          self.index)
                 else:
-                    self.server = TfServer(log_dir, self.cluster_json, self.job, self.index)
+                    self.server = TfServer(log_dir, self.cluster_json, self.job, self.index,
+                                           timeout=SERVER_START_S)
                 self.incarnations.append(self.server)
                 return time.time() - start
             except RuntimeError as e:
