@@ -26,15 +26,17 @@ GrpcRemoteWorker::GrpcRemoteWorker(std::shared_ptr<grpc::Channel> channel, std::
       data_plane_(std::make_shared<DataPlaneClient>(name_, use_data_plane, auth_token_)) {}
 
 template <typename Req, typename Resp>
-void GrpcRemoteWorker::Call(const char* method_name, Method<Req, Resp> method,
-                            const CallOptions& opts, const Req* req, Resp* resp,
-                            StatusCallback done) {
+void GrpcRemoteWorker::CallOn(const std::shared_ptr<tensorflow::WorkerService::Stub>& stub,
+                              const std::string& name, const std::string& auth_token,
+                              const char* method_name, Method<Req, Resp> method,
+                              const CallOptions& opts, const Req* req, Resp* resp,
+                              StatusCallback done) {
   auto ctx = std::make_shared<grpc::ClientContext>();
   if (opts.deadline != absl::InfiniteFuture()) ctx->set_deadline(ToGrpcDeadline(opts.deadline));
-  AttachAuthToken(auth_token_, ctx.get());
-  (stub_->async()->*method)(ctx.get(), req, resp,
-                            [ctx, method_name, name = name_, done = std::move(done)](
-                                grpc::Status s) { done(Annotate(s, method_name, name)); });
+  AttachAuthToken(auth_token, ctx.get());
+  (stub->async()->*method)(ctx.get(), req, resp,
+                           [ctx, method_name, name, stub, done = std::move(done)](
+                               grpc::Status s) { done(Annotate(s, method_name, name)); });
 }
 
 void GrpcRemoteWorker::GetStatusAsync(const CallOptions& opts,
@@ -74,6 +76,11 @@ void GrpcRemoteWorker::DeregisterGraphAsync(const CallOptions& opts,
 void GrpcRemoteWorker::RunGraphAsync(const CallOptions& opts,
                                      const tensorflow::RunGraphRequest* req,
                                      tensorflow::RunGraphResponse* resp, StatusCallback done) {
+  // The data plane when a RecvTensor negotiated it (a dflow peer), else gRPC.
+  auto fallback = [stub = stub_, name = name_, token = auth_token_, opts, req, resp, done] {
+    CallOn(stub, name, token, "RunGraph", &Async::RunGraph, opts, req, resp, done);
+  };
+  if (data_plane_->TryRunGraphAsync(opts, req, resp, done, std::move(fallback))) return;
   Call("RunGraph", &Async::RunGraph, opts, req, resp, std::move(done));
 }
 

@@ -77,7 +77,14 @@ class GrpcRemoteWorker final : public WorkerInterface {
   // Starts `method` with a fresh context carrying opts.deadline.
   template <typename Req, typename Resp>
   void Call(const char* method_name, Method<Req, Resp> method, const CallOptions& opts,
-            const Req* req, Resp* resp, StatusCallback done);
+            const Req* req, Resp* resp, StatusCallback done) {
+    CallOn(stub_, name_, auth_token_, method_name, method, opts, req, resp, std::move(done));
+  }
+  template <typename Req, typename Resp>
+  static void CallOn(const std::shared_ptr<tensorflow::WorkerService::Stub>& stub,
+                     const std::string& name, const std::string& auth_token,
+                     const char* method_name, Method<Req, Resp> method, const CallOptions& opts,
+                     const Req* req, Resp* resp, StatusCallback done);
 
   static void RecvTensorOverGrpc(const std::shared_ptr<grpc::GenericStub>& stub,
                                  const std::string& name, const std::string& auth_token,
@@ -86,7 +93,8 @@ class GrpcRemoteWorker final : public WorkerInterface {
                                  RecvTensorResult* resp, StatusCallback done);
 
   std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<tensorflow::WorkerService::Stub> stub_;
+  // Shared with calls that may outlive this object (a data-plane RunGraph's fallback).
+  std::shared_ptr<tensorflow::WorkerService::Stub> stub_;
   std::shared_ptr<grpc::GenericStub> raw_stub_;  // RecvTensor: raw bytes both ways.
   const std::string name_;
   const std::string auth_token_;

@@ -318,9 +318,11 @@ struct DataPlaneClient::State {
     backoff = kMinBackoff;
   }
 
-  absl::Status Annotate(const absl::Status& s) const {
+  absl::Status Annotate(const absl::Status& s, const Pending& call) const {
     if (s.ok()) return s;
-    absl::Status a = AnnotateTransportError(s, "WorkerService.RecvTensor", peer_name);
+    absl::Status a = AnnotateTransportError(
+        s, call.run_graph != nullptr ? "WorkerService.RunGraph" : "WorkerService.RecvTensor",
+        peer_name);
     if (a.code() == absl::StatusCode::kInvalidArgument ||
         a.code() == absl::StatusCode::kUnimplemented) {
       a = absl::Status(a.code(), absl::StrCat(a.message(), " (from ", peer_name, ")"));
@@ -333,7 +335,7 @@ struct DataPlaneClient::State {
   // *unserved whether the sender surely did not take the call (it answered
   // "not served", or the request did not all go out), so it may go elsewhere.
   absl::Status Call(int fd, absl::Time deadline, const std::string& frame, size_t sent,
-                    RecvTensorResult* resp, bool* reusable, bool* unserved) {
+                    const Pending& call, bool* reusable, bool* unserved) {
     *reusable = false;
     *unserved = true;
     SetTimeouts(fd, deadline);
@@ -349,15 +351,35 @@ struct DataPlaneClient::State {
       return absl::InvalidArgumentError(
           "[RecvTensor] the tensor data plane response does not start with its magic number");
     }
-    return ReadBody(fd, deadline, h, resp, reusable);
+    return ReadBody(fd, deadline, h, call, reusable);
   }
 
   // The rest of a response whose header `h` has arrived: a status (returned,
-  // *reusable set), or the result into *resp. Any other error leaves the
+  // *reusable set), or the result into `call`'s. Any other error leaves the
   // connection unusable.
-  absl::Status ReadBody(int fd, absl::Time deadline, const ResponseHeader& h,
-                        RecvTensorResult* resp, bool* reusable) {
+  absl::Status ReadBody(int fd, absl::Time deadline, const ResponseHeader& h, const Pending& call,
+                        bool* reusable) {
     *reusable = false;
+    if (h.kind != data_plane::kStatus &&
+        (call.run_graph != nullptr) != (h.kind == data_plane::kRunGraph)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "[", call.run_graph != nullptr ? "RunGraph" : "RecvTensor",
+          "] data plane response of kind ", h.kind, " does not answer the call"));
+    }
+    if (h.kind == data_plane::kRunGraph) {
+      if (h.bytes > kMaxTensorContentBytes || h.bytes > MaxTensorBytes()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "[RunGraph] data plane header claims a RunGraphResponse of ", h.bytes, " bytes"));
+      }
+      std::string bytes(h.bytes, '\0');
+      RETURN_IF_ERROR(RecvAll(fd, bytes.data(), bytes.size(), deadline));
+      *reusable = true;
+      if (!call.run_graph->ParseFromString(bytes)) {
+        return absl::InvalidArgumentError("[RunGraph] data plane RunGraphResponse does not parse");
+      }
+      return absl::OkStatus();
+    }
+    RecvTensorResult* resp = call.resp;
     switch (h.kind) {
       case data_plane::kStatus: {
         if (h.bytes > data_plane::kMaxMessageBytes) {
@@ -475,7 +497,9 @@ struct DataPlaneClient::State {
         }
         if (h.kind != data_plane::kStatus) break;
         RecvTensorResult none;
-        absl::Status s = ReadBody(fd, deadline, h, &none, reusable);
+        Pending batch;
+        batch.resp = &none;
+        absl::Status s = ReadBody(fd, deadline, h, batch, reusable);
         *reusable = false;
         return s.ok() ? absl::InvalidArgumentError(
                             "[RecvTensor] the tensor data plane answered a batch with OK")
@@ -492,7 +516,7 @@ struct DataPlaneClient::State {
       RETURN_IF_ERROR(RecvAll(fd, &h, sizeof(h), deadline));
       if (h.magic != data_plane::kResponseMagic) break;
       bool usable = false;
-      absl::Status s = ReadBody(fd, deadline, h, calls[i].resp, &usable);
+      absl::Status s = ReadBody(fd, deadline, h, calls[i], &usable);
       if (!usable) return s;  // Not this call's status: the stream is broken.
       answer(i, s);
     }
@@ -583,11 +607,42 @@ bool DataPlaneClient::TryRecvTensorAsync(const CallOptions& opts,
     }
     ++state_->in_flight;
     state_->pending.push_back(
-        {opts.deadline, std::move(request), resp, std::move(done), std::move(fallback)});
+        {opts.deadline, std::move(request), resp, nullptr, std::move(done), std::move(fallback)});
     flush = !std::exchange(state_->flush_scheduled, true);
   }
   // Calls that come while a data-plane thread wakes up go out with this one.
   if (flush) CallThreads::Global().Run([state = state_] { Flush(state); });
+  return true;
+}
+
+bool DataPlaneClient::TryRunGraphAsync(const CallOptions& opts,
+                                       const tensorflow::RunGraphRequest* req,
+                                       tensorflow::RunGraphResponse* resp, StatusCallback done,
+                                       std::function<void()> fallback) {
+  std::vector<Pending> calls(1);
+  Pending& call = calls[0];
+  if (!ready() || req->ByteSizeLong() > data_plane::kMaxRunGraphRequestBytes) return false;
+  call.request = req->SerializeAsString();
+  std::string host;
+  int port = 0;
+  {
+    absl::MutexLock l(&state_->mu);
+    if (!state_->enabled || state_->phase != State::kReady || state_->in_flight >= kMaxInFlight ||
+        absl::Now() < state_->retry_after) {
+      return false;
+    }
+    ++state_->in_flight;
+    host = state_->host;
+    port = state_->port;
+  }
+  call.deadline = opts.deadline;
+  call.run_graph = resp;
+  call.done = std::move(done);
+  call.fallback = std::move(fallback);
+  CallThreads::Global().Run(
+      [state = state_, host = std::move(host), port, calls = std::move(calls)]() mutable {
+        Exchange(state, host, port, calls);
+      });
   return true;
 }
 
@@ -623,7 +678,10 @@ namespace {
 // The frame asking for `calls`: a plain request for one, a batch for more;
 // the deadline travels as the time left (the latest of the calls').
 std::string RequestFrame(const std::vector<DataPlaneClient::Pending>& calls, absl::Time deadline) {
-  RequestHeader rq{calls.size() == 1 ? data_plane::kRequestMagic : data_plane::kBatchMagic, 0,
+  RequestHeader rq{calls[0].run_graph != nullptr ? data_plane::kRunGraphMagic
+                   : calls.size() == 1            ? data_plane::kRequestMagic
+                                                  : data_plane::kBatchMagic,
+                   0,
                    std::numeric_limits<uint64_t>::max()};
   if (deadline != absl::InfiniteFuture()) {
     const absl::Duration left = deadline - absl::Now();
@@ -659,7 +717,7 @@ void DataPlaneClient::Exchange(const std::shared_ptr<State>& state, const std::s
       absl::MutexLock l(&state->mu);
       --state->in_flight;
     }
-    calls[i].done(state->Annotate(s));
+    calls[i].done(state->Annotate(s, calls[i]));
   };
   auto elsewhere = [&] {  // Nothing was served: every call goes over gRPC.
     {
@@ -675,7 +733,7 @@ void DataPlaneClient::Exchange(const std::shared_ptr<State>& state, const std::s
     bool reusable = false, unserved = false;
     const std::string& bytes = fresh && !state->hello.empty() ? state->hello + frame : frame;
     if (calls.size() == 1) {
-      status = state->Call(fd, deadline, bytes, 0, calls[0].resp, &reusable, &unserved);
+      status = state->Call(fd, deadline, bytes, 0, calls[0], &reusable, &unserved);
       if (unserved && status.code() != absl::StatusCode::kDeadlineExceeded) {
         ::close(fd);
         return false;

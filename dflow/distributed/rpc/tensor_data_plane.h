@@ -33,6 +33,11 @@
 //             The receiver sends the calls waiting for a peer together (what a
 //             step's executor asks for in one burst: a step's parameters, its
 //             gradients), so a step makes one exchange per peer, not one per tensor.
+//   run graph: u32 magic 'DFRG' | u32 request_bytes (<= 1 MiB) | u64 timeout_us |
+//             RunGraphRequest bytes. Answered by a status frame or a kind 5 frame. A
+//             master reaches a dflow peer whose data plane it knows this way (larger
+//             requests, e.g. big feeds, stay on gRPC): a step's round trip without
+//             HTTP/2 and gRPC's threads.
 //   response: u32 magic 'DFRS' | u32 kind | i64 send_start_micros | u32 a | u32 b | u64 bytes
 //             kind 0 status: a = absl code, b = 0, then `bytes` (<= 1 MiB) of message
 //             kind 1 tensor: a = dtype (fixed-size), b = dims (<= 64), then b x i64 dims,
@@ -43,6 +48,7 @@
 //                            connection without having read a request on it
 //                            (refused at accept, idle, or a request too slow to
 //                            arrive): the receiver sends its call elsewhere.
+//             kind 5 run graph: `bytes` of RunGraphResponse (the answer to a 'DFRG')
 // A request the sender cannot frame (bad magic, oversized) closes the
 // connection; one that does not parse gets a status frame. The sender waits
 // for the tensor until the frame's timeout, the receiver closing the
@@ -108,11 +114,20 @@ inline constexpr uint32_t kHelloMagic = 0x4c484644;     // "DFHL"
 inline constexpr uint32_t kBatchMagic = 0x42524644;     // "DFRB"
 inline constexpr uint32_t kBatchItemMagic = 0x49524644;  // "DFRI"
 inline constexpr size_t kMaxBatchCalls = 64;
+inline constexpr uint32_t kRunGraphMagic = 0x47524644;  // "DFRG"
+inline constexpr uint32_t kMaxRunGraphRequestBytes = 1 << 20;
 inline constexpr uint32_t kMaxTokenBytes = 4 << 10;
 inline constexpr uint32_t kMaxRequestBytes = 64 << 10;
 inline constexpr uint32_t kMaxMessageBytes = 1 << 20;
 inline constexpr uint32_t kMaxDims = 64;
-enum Kind : uint32_t { kStatus = 0, kTensor = 1, kDead = 2, kProto = 3, kNotServed = 4 };
+enum Kind : uint32_t {
+  kStatus = 0,
+  kTensor = 1,
+  kDead = 2,
+  kProto = 3,
+  kNotServed = 4,
+  kRunGraph = 5
+};
 struct RequestHeader {
   uint32_t magic;
   uint32_t request_bytes;
@@ -217,11 +232,19 @@ class DataPlaneClient {
                           RecvTensorResult* resp, StatusCallback done,
                           std::function<void()> fallback);
 
-  // A call waiting to be sent.
+  // RunGraph on the peer over the data plane (kRunGraphMagic), like
+  // TryRecvTensorAsync: false when not ready or the request is over 1 MiB.
+  bool TryRunGraphAsync(const CallOptions& opts, const tensorflow::RunGraphRequest* req,
+                        tensorflow::RunGraphResponse* resp, StatusCallback done,
+                        std::function<void()> fallback);
+
+  // A call waiting to be sent: a RecvTensor into `resp`, or a RunGraph into
+  // `run_graph` when set.
   struct Pending {
-    absl::Time deadline;
-    std::string request;  // RecvTensorRequest bytes.
-    RecvTensorResult* resp;
+    absl::Time deadline = absl::InfiniteFuture();
+    std::string request;  // RecvTensorRequest or RunGraphRequest bytes.
+    RecvTensorResult* resp = nullptr;
+    tensorflow::RunGraphResponse* run_graph = nullptr;
     StatusCallback done;
     std::function<void()> fallback;
   };

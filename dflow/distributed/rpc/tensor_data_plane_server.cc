@@ -59,6 +59,12 @@ struct ServerCall {
   tensorflow::RecvTensorRequest req;
   RecvTensorResult result;
   absl::Status status;
+  // A RunGraph call instead (a 'DFRG' request) when set.
+  struct RunGraph {
+    tensorflow::RunGraphRequest req;
+    tensorflow::RunGraphResponse resp;
+  };
+  std::unique_ptr<RunGraph> run_graph;
 };
 
 // Calls the worker has answered, shared with the worker's callbacks so that a
@@ -323,9 +329,11 @@ class DataPlaneServer::Loop {
             Unauthenticated(c);
             return;
           }
-        } else if ((c->header.magic != data_plane::kRequestMagic &&
-                    c->header.magic != data_plane::kBatchMagic) ||
-                   c->header.request_bytes > data_plane::kMaxRequestBytes) {
+        } else if (c->header.magic == data_plane::kRunGraphMagic
+                       ? c->header.request_bytes > data_plane::kMaxRunGraphRequestBytes
+                       : (c->header.magic != data_plane::kRequestMagic &&
+                          c->header.magic != data_plane::kBatchMagic) ||
+                             c->header.request_bytes > data_plane::kMaxRequestBytes) {
           Close(c);  // Not our protocol.
           return;
         } else if (!c->authenticated) {
@@ -340,6 +348,10 @@ class DataPlaneServer::Loop {
         }
         if (c->header.magic == data_plane::kBatchMagic) {
           DispatchBatch(c, now);
+          return;
+        }
+        if (c->header.magic == data_plane::kRunGraphMagic) {
+          DispatchRunGraph(c, now);
           return;
         }
         if (!OnHello(c)) return;
@@ -444,6 +456,35 @@ class DataPlaneServer::Loop {
     }
   }
 
+  // A RunGraph request: the worker runs the step; its RunGraphResponse is the answer.
+  void DispatchRunGraph(Connection* c, absl::Time now) {
+    auto call = std::make_shared<ServerCall>();
+    call->connection_id = c->id;
+    call->run_graph = std::make_unique<ServerCall::RunGraph>();
+    const bool parsed = call->run_graph->req.ParseFromString(c->body);
+    const size_t request_bytes = c->body.size();
+    const uint64_t timeout_us = c->header.timeout_us;
+    c->header_got = 0;
+    std::string().swap(c->body);
+    if (!parsed) {
+      Respond(c,
+              absl::InvalidArgumentError(absl::StrCat("[DataPlane RunGraph] request of ",
+                                                      request_bytes,
+                                                      " bytes does not parse as "
+                                                      "tensorflow.RunGraphRequest")),
+              nullptr, now);
+      return;
+    }
+    const CallOptions opts = Wait(c, timeout_us, now);
+    c->call = call;
+    ServerCall::RunGraph* rg = call->run_graph.get();
+    server_->worker_->RunGraphAsync(opts, &rg->req, &rg->resp,
+                                    [call, completions = completions_](const absl::Status& s) {
+                                      call->status = s;
+                                      completions->Post(call);
+                                    });
+  }
+
   // Puts `c` in waiting until a request's timeout; returns the worker call's
   // options. The worker answers at the deadline (or its default when none);
   // the loop gives up a second later should that answer not come.
@@ -488,12 +529,30 @@ class DataPlaneServer::Loop {
       }
       if (c->call != call) continue;  // Abandoned.
       c->call.reset();
+      if (call->run_graph != nullptr && call->status.ok()) {
+        RespondRunGraph(c, call->run_graph->resp, now);
+        continue;
+      }
       Respond(c, call->status, &call->result, now);
     }
     return false;
   }
 
   // --- responses ---------------------------------------------------------------------------
+
+  // Starts writing a RunGraphResponse on `c`.
+  void RespondRunGraph(Connection* c, const tensorflow::RunGraphResponse& resp, absl::Time now) {
+    c->payload = resp.SerializeAsString();
+    c->response = ResponseHeader{data_plane::kResponseMagic, data_plane::kRunGraph, 0, 0, 0,
+                                 c->payload.size()};
+    c->iov[0] = {&c->response, sizeof(ResponseHeader)};
+    c->iov[1] = {c->payload.data(), c->payload.size()};
+    c->iov_count = 2;
+    c->iov_next = 0;
+    c->state = State::kWriting;
+    c->last_progress = now;
+    Flush(c, now);
+  }
 
   // Writes the next answered item of `c`'s batch.
   void WriteNextItem(Connection* c, absl::Time now) {
@@ -649,8 +708,12 @@ class DataPlaneServer::Loop {
         const std::shared_ptr<ServerCall> call = std::move(c->call);
         Respond(c,
                 absl::DeadlineExceededError(
-                    absl::StrCat("[Worker RecvTensor] timed out waiting for '",
-                                 call->req.rendezvous_key(), "' of step ", call->req.step_id())),
+                    call->run_graph != nullptr
+                        ? absl::StrCat("[Worker RunGraph] step ", call->run_graph->req.step_id(),
+                                       " did not end by its deadline")
+                        : absl::StrCat("[Worker RecvTensor] timed out waiting for '",
+                                       call->req.rendezvous_key(), "' of step ",
+                                       call->req.step_id())),
                 nullptr, now);
         continue;
       }

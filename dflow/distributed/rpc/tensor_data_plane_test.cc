@@ -593,6 +593,60 @@ TEST(TensorDataPlaneTest, GrpcRemoteWorkerNegotiatesAndUsesTheDataPlane) {
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
 }
 
+std::string RawExchange(int port, const std::string& bytes, size_t enough = SIZE_MAX);
+
+tensorflow::RunGraphRequest FeedRequest(const DataPlaneTask& t, int64_t step, const Tensor& x) {
+  tensorflow::RunGraphRequest req;
+  req.set_graph_handle(t.handle);
+  req.set_step_id(step);
+  *req.add_send() = worker_test::Named(t.task.Key(0, t.task.Cpu(0), "x"), x);
+  return req;
+}
+
+// Once a RecvTensor has found the peer's data plane, RunGraph goes there too: it
+// still works with the peer's gRPC server gone.
+TEST(TensorDataPlaneTest, GrpcRemoteWorkerRunsGraphsOverTheDataPlane) {
+  ServedWithDataPlane s(/*offer=*/true);
+  GrpcRemoteWorker remote(NewGrpcChannel(s.address), "/job:ps (" + s.address + ")", true);
+  const Tensor first = RandomBits(100, 1);
+  ASSERT_TRUE(s.t.Feed(1, first).ok());
+  RecvTensorResult got;
+  ASSERT_TRUE(remote.RecvTensor(s.t.Request(1), &got, Timeout(absl::Seconds(30))).ok());
+  ASSERT_TRUE(remote.data_plane_ready());
+  s.server->Shutdown(std::chrono::system_clock::now());
+  const Tensor value = RandomBits(1 << 16, 2);
+  tensorflow::RunGraphResponse resp;
+  absl::Status st = remote.RunGraph(FeedRequest(s.t, 2, value), &resp, Timeout(absl::Seconds(30)));
+  ASSERT_TRUE(st.ok()) << st;
+  ASSERT_TRUE(remote.RecvTensor(s.t.Request(2), &got, Timeout(absl::Seconds(30))).ok());
+  EXPECT_TRUE(SameBytes(got.tensor, value));
+  // An error of the step comes back as the worker gave it (as over gRPC).
+  tensorflow::RunGraphRequest bad = FeedRequest(s.t, 3, value);
+  bad.set_graph_handle("no such graph");
+  st = remote.RunGraph(bad, &resp, Timeout(absl::Seconds(30)));
+  EXPECT_FALSE(st.ok());
+  EXPECT_THAT(std::string(st.message()), HasSubstr("graph handle 'no such graph' is not found"));
+}
+
+TEST(TensorDataPlaneTest, ARunGraphFrameThatDoesNotParseGetsAStatusAndBigOnesStayOnGrpc) {
+  DataPlaneTask t;
+  data_plane::RequestHeader h{data_plane::kRunGraphMagic, 5, 1000000};
+  const std::string got = RawExchange(
+      t.server.port(), std::string(reinterpret_cast<const char*>(&h), sizeof(h)) + "\x0a\xff\xff\xff\x0f",
+      sizeof(data_plane::ResponseHeader));
+  ASSERT_GE(got.size(), sizeof(data_plane::ResponseHeader));
+  data_plane::ResponseHeader rh;
+  std::memcpy(&rh, got.data(), sizeof(rh));
+  EXPECT_EQ(rh.kind, data_plane::kStatus);
+  EXPECT_EQ(rh.a, static_cast<uint32_t>(absl::StatusCode::kInvalidArgument));
+  // A request over 1 MiB (a big feed) is not taken: gRPC carries it.
+  tensorflow::RunGraphResponse resp;
+  const tensorflow::RunGraphRequest big = FeedRequest(t, 1, RandomBits((1 << 20) + 1000, 1));
+  EXPECT_FALSE(t.client.TryRunGraphAsync(Timeout(absl::Seconds(5)), &big, &resp,
+                                         [](const absl::Status&) {}, [] {}));
+  ExpectServes(t, 2);
+}
+
 TEST(TensorDataPlaneTest, APeerWithoutADataPlaneStaysOnGrpc) {
   ServedWithDataPlane s(/*offer=*/false);  // As a TensorFlow worker would answer.
   GrpcRemoteWorker remote(NewGrpcChannel(s.address), "/job:ps (" + s.address + ")", true);
@@ -897,7 +951,7 @@ DataPlaneServer::Options WithToken(const std::string& token) {
 // Sends `bytes` on a fresh raw connection to `port` and returns every byte
 // the server sends back before it closes the connection (within 10 s) or
 // `enough` have arrived.
-std::string RawExchange(int port, const std::string& bytes, size_t enough = SIZE_MAX) {
+std::string RawExchange(int port, const std::string& bytes, size_t enough) {
   int fd = ConnectTo(port);
   EXPECT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL),
             static_cast<ssize_t>(bytes.size()));
