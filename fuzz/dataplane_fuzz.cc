@@ -1,12 +1,15 @@
 // Fuzzes the RecvTensor data plane's frame handling (tensor_data_plane.h) on
 // both ends, in-process over loopback TCP:
 //   first byte even: the rest is what a peer writes to a DataPlaneServer (the
-//     sender's event loop: hello, request framing, request parsing), on a
-//     server with a token when the byte's bit 1 is set; the connection is then
-//     half-closed and read until the server closes it or 300 ms pass;
+//     sender's event loop: hello, request, batch and RunGraph framing and
+//     parsing), on a server with a token when the byte's bit 1 is set; the
+//     connection is then half-closed and read until the server closes it or
+//     300 ms pass;
 //   first byte odd: the rest is what a peer answers a DataPlaneClient's
 //     request with (the receiver's response parsing: status, tensor, dead,
-//     proto and "not served" frames), then it closes the connection.
+//     proto and "not served" frames), then it closes the connection; with bit
+//     1 set the client asks for three tensors at once (a batch request, whose
+//     answer is item frames).
 // Timeouts are short so an incomplete frame costs milliseconds.
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -148,6 +151,21 @@ std::string Response(uint32_t kind, uint32_t a, uint32_t b, const std::string& r
   return std::string(reinterpret_cast<const char*>(&h), sizeof(h)) + rest;
 }
 
+std::string Item(uint32_t index, const std::string& response) {
+  const uint32_t prefix[2] = {data_plane::kBatchItemMagic, index};
+  return std::string(reinterpret_cast<const char*>(prefix), sizeof(prefix)) + response;
+}
+
+std::string Batch(const std::vector<std::string>& requests, uint64_t timeout_us) {
+  std::string body;
+  for (const std::string& r : requests) {
+    const uint32_t n = static_cast<uint32_t>(r.size());
+    body.append(reinterpret_cast<const char*>(&n), sizeof(n));
+    body += r;
+  }
+  return Frame(data_plane::kBatchMagic, body, timeout_us);
+}
+
 }  // namespace
 
 std::vector<std::string> Seeds() {
@@ -159,8 +177,14 @@ std::vector<std::string> Seeds() {
       Rendezvous::CreateKey("/job:worker/replica:0/task:0/device:CPU:0", 1,
                             "/job:worker/replica:0/task:0/device:CPU:1", "t", {0, 0}));
   const std::string request = Frame(data_plane::kRequestMagic, req.SerializeAsString(), 2000);
+  const std::string good_req = req.SerializeAsString();
   req.set_rendezvous_key("bad;key");
   const std::string bad = Frame(data_plane::kRequestMagic, req.SerializeAsString(), 2000);
+  const std::string batch = Batch({good_req, req.SerializeAsString(), good_req}, 2000);
+  tensorflow::RunGraphRequest rg;  // A graph that is not registered: an error status.
+  rg.set_graph_handle("g");
+  rg.set_step_id(5);
+  const std::string run_graph = rg.SerializeAsString();
   const std::string hello = Frame(data_plane::kHelloMagic, kToken, 0);
   // Responses: a float tensor [2,2], a status, dead, a string tensor proto, not served.
   std::string floats(16, '\0');
@@ -181,6 +205,13 @@ std::vector<std::string> Seeds() {
       std::string(1, '\1') + Response(data_plane::kDead, 0, 0, ""),
       std::string(1, '\1') + Response(data_plane::kProto, 0, 0, strings.SerializeAsString()),
       std::string(1, '\1') + Response(data_plane::kNotServed, 0, 0, ""),
+      std::string(1, '\0') + batch,
+      std::string(1, '\2') + hello + batch,
+      std::string(1, '\3') + Item(2, Response(data_plane::kDead, 0, 0, "")) +
+          Item(0, Response(data_plane::kStatus, 3, 0, "bad key")) +
+          Item(1, Response(data_plane::kTensor, DT_FLOAT, 2, dims + floats)),
+      std::string(1, '\3') + Response(data_plane::kStatus, 3, 0, "bad batch"),
+      std::string(1, '\0') + Frame(data_plane::kRunGraphMagic, run_graph, 2000),
   };
 }
 
@@ -224,14 +255,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fake->set_response(std::string(rest, size - 1));
   DataPlaneClient client("/job:worker/replica:0/task:0 (fuzz)", true);
   client.OnNegotiated("127.0.0.1", fake->port());
-  tensorflow::RecvTensorRequest req;
-  req.set_step_id(1);
-  req.set_rendezvous_key("k");
-  RecvTensorResult result;
-  absl::Notification finished;
-  bool took = client.TryRecvTensorAsync(
-      CallOptions::WithTimeout(absl::Milliseconds(300)), &req, &result,
-      [&](const absl::Status&) { finished.Notify(); }, [&] { finished.Notify(); });
-  if (took) finished.WaitForNotification();
+  const int calls = (mode & 2) ? 3 : 1;
+  tensorflow::RecvTensorRequest req[3];
+  RecvTensorResult result[3];
+  absl::Notification finished[3];
+  bool took[3] = {false, false, false};
+  for (int i = 0; i < calls; ++i) {
+    req[i].set_step_id(1);
+    req[i].set_rendezvous_key(std::string(1, static_cast<char>('k' + i)));
+    took[i] = client.TryRecvTensorAsync(
+        CallOptions::WithTimeout(absl::Milliseconds(300)), &req[i], &result[i],
+        [&finished, i](const absl::Status&) { finished[i].Notify(); },
+        [&finished, i] { finished[i].Notify(); });
+  }
+  for (int i = 0; i < calls; ++i) {
+    if (took[i]) finished[i].WaitForNotification();
+  }
   return 0;
 }
