@@ -342,16 +342,13 @@ class DataPlaneServer::Loop {
         }
       }
       if (c->body.size() == c->header.request_bytes) {
-        if (c->header.magic == data_plane::kRequestMagic) {
-          Dispatch(c, now);
+        if (c->header.magic == data_plane::kRequestMagic ||
+            c->header.magic == data_plane::kRunGraphMagic) {
+          Dispatch(c, now, c->header.magic == data_plane::kRunGraphMagic);
           return;
         }
         if (c->header.magic == data_plane::kBatchMagic) {
           DispatchBatch(c, now);
-          return;
-        }
-        if (c->header.magic == data_plane::kRunGraphMagic) {
-          DispatchRunGraph(c, now);
           return;
         }
         if (!OnHello(c)) return;
@@ -387,20 +384,25 @@ class DataPlaneServer::Loop {
     Close(c, /*not_served=*/true);
   }
 
-  void Dispatch(Connection* c, absl::Time now) {
+  // A single request: a RecvTensor, or with `run_graph` a RunGraph (the worker
+  // runs the step; its RunGraphResponse is the answer).
+  void Dispatch(Connection* c, absl::Time now, bool run_graph) {
     auto call = std::make_shared<ServerCall>();
     call->connection_id = c->id;
-    const bool parsed = call->req.ParseFromString(c->body);
+    if (run_graph) call->run_graph = std::make_unique<ServerCall::RunGraph>();
+    google::protobuf::MessageLite& req =
+        run_graph ? static_cast<google::protobuf::MessageLite&>(call->run_graph->req)
+                  : call->req;
+    const bool parsed = req.ParseFromString(c->body);
     const size_t request_bytes = c->body.size();
     const uint64_t timeout_us = c->header.timeout_us;
     c->header_got = 0;
     std::string().swap(c->body);
     if (!parsed) {
       Respond(c,
-              absl::InvalidArgumentError(absl::StrCat("[DataPlane RecvTensor] request of ",
-                                                      request_bytes,
-                                                      " bytes does not parse as "
-                                                      "tensorflow.RecvTensorRequest")),
+              absl::InvalidArgumentError(absl::StrCat(
+                  "[DataPlane ", run_graph ? "RunGraph" : "RecvTensor", "] request of ",
+                  request_bytes, " bytes does not parse as ", req.GetTypeName())),
               nullptr, now);
       return;
     }
@@ -456,35 +458,6 @@ class DataPlaneServer::Loop {
     }
   }
 
-  // A RunGraph request: the worker runs the step; its RunGraphResponse is the answer.
-  void DispatchRunGraph(Connection* c, absl::Time now) {
-    auto call = std::make_shared<ServerCall>();
-    call->connection_id = c->id;
-    call->run_graph = std::make_unique<ServerCall::RunGraph>();
-    const bool parsed = call->run_graph->req.ParseFromString(c->body);
-    const size_t request_bytes = c->body.size();
-    const uint64_t timeout_us = c->header.timeout_us;
-    c->header_got = 0;
-    std::string().swap(c->body);
-    if (!parsed) {
-      Respond(c,
-              absl::InvalidArgumentError(absl::StrCat("[DataPlane RunGraph] request of ",
-                                                      request_bytes,
-                                                      " bytes does not parse as "
-                                                      "tensorflow.RunGraphRequest")),
-              nullptr, now);
-      return;
-    }
-    const CallOptions opts = Wait(c, timeout_us, now);
-    c->call = call;
-    ServerCall::RunGraph* rg = call->run_graph.get();
-    server_->worker_->RunGraphAsync(opts, &rg->req, &rg->resp,
-                                    [call, completions = completions_](const absl::Status& s) {
-                                      call->status = s;
-                                      completions->Post(call);
-                                    });
-  }
-
   // Puts `c` in waiting until a request's timeout; returns the worker call's
   // options. The worker answers at the deadline (or its default when none);
   // the loop gives up a second later should that answer not come.
@@ -502,11 +475,16 @@ class DataPlaneServer::Loop {
   }
 
   void Ask(const CallOptions& opts, const std::shared_ptr<ServerCall>& call) {
-    server_->worker_->RecvTensorAsync(opts, &call->req, &call->result,
-                                      [call, completions = completions_](const absl::Status& s) {
-                                        call->status = s;
-                                        completions->Post(call);
-                                      });
+    auto done = [call, completions = completions_](const absl::Status& s) {
+      call->status = s;
+      completions->Post(call);
+    };
+    if (call->run_graph != nullptr) {
+      server_->worker_->RunGraphAsync(opts, &call->run_graph->req, &call->run_graph->resp,
+                                      std::move(done));
+    } else {
+      server_->worker_->RecvTensorAsync(opts, &call->req, &call->result, std::move(done));
+    }
   }
 
   // Whether the loop should end.
