@@ -57,8 +57,11 @@ TEST(StallWatch, NamesTheTaskThatDoesNotAnswer) {
                               "/job:worker/replica:0/task:1 at 127.0.0.1:1001, which does not "
                               "answer (DEADLINE_EXCEEDED: no reply in 1 s)"));
   EXPECT_THAT(text, Not(HasSubstr("/job:ps")));
+  // Both tasks were asked; a loaded machine may let a second report's round
+  // start (after 100 ms more) before the watch is stopped.
   absl::MutexLock l(&mu);
-  EXPECT_THAT(asked, ::testing::UnorderedElementsAre(kTasks[0].name, kTasks[1].name));
+  EXPECT_THAT(asked, ::testing::IsSupersetOf({kTasks[0].name, kTasks[1].name}));
+  EXPECT_THAT(asked, ::testing::Each(::testing::AnyOf(kTasks[0].name, kTasks[1].name)));
 }
 
 TEST(StallWatch, SaysWhenEveryTaskAnswers) {
