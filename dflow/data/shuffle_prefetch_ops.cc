@@ -1,14 +1,13 @@
-// ShuffleDataset (a seeded random pick from a bounded buffer) and
+// ShuffleDataset and ShuffleAndRepeatDataset (a seeded random pick from a
+// bounded buffer) and
 // PrefetchDataset (a bounded buffer filled ahead by a producer thread), with
 // TensorFlow's OpDefs.
 //
-// The shuffle order is dflow's own deterministic stream for nonzero seeds
-// (std::mt19937_64), not TensorFlow's Philox stream: the same elements come
-// out, in another order than TensorFlow's.
-#include <atomic>
+// For nonzero seeds the shuffle order is TensorFlow's, element for element.
 #include <deque>
-#include <random>
+#include <limits>
 #include <thread>
+#include <utility>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
@@ -17,74 +16,176 @@
 #include "dflow/framework/op_def.h"
 #include "dflow/framework/shape_inference.h"
 #include "dflow/framework/status.h"
+#include "dflow/ops/philox.h"
 
 namespace dflow::data {
 namespace {
 
-// --- ShuffleDataset --------------------------------------------------------------------
+// --- ShuffleDataset, ShuffleAndRepeatDataset ------------------------------------------
+//
+// TensorFlow's shuffle, element for element (found by experiment against
+// TensorFlow 2.21, see tests/data/gen_tf_data_reference.py):
+//  - The op's (seed, seed2), or two random 64-bit values when both are 0,
+//    make the dataset's seed source. With reshuffle_each_iteration it is a
+//    Philox4x32 stream of 32-bit words keyed by them, and every iterator
+//    (every epoch of ShuffleAndRepeat) takes the next two words as its
+//    (seed, seed2); without, every iterator takes (seed, seed2) themselves.
+//    A dataset built again (an initializer re-run) starts a fresh source.
+//  - An iterator draws 32-bit words from Philox4x32(seed, seed2), four per
+//    block. Before each element it fills the buffer from its input up to
+//    buffer_size, then picks word % n of the n buffered elements of the
+//    oldest epoch (in arrival order); the oldest element takes the picked
+//    one's place and leaves the front.
+//  - ShuffleAndRepeat keeps reading the next epoch into the buffer (up to
+//    three epochs at once) but only picks from the oldest; when an epoch is
+//    used up its iterator state is reseeded from the source, so the order is
+//    that of shuffle().repeat().
 
-class ShuffleDataset : public DatasetBase {
+// Hands out the (seed, seed2) of each iterator or epoch. Thread-safe.
+class ShuffleSeeds {
  public:
-  // seed: 0 picks a fresh random seed for every iterator.
-  ShuffleDataset(std::shared_ptr<const DatasetBase> input, int64_t buffer, uint64_t seed,
-                 bool reshuffle)
-      : DatasetBase(input->output_dtypes()),
-        input_(std::move(input)),
-        buffer_(buffer),
-        seed_(seed),
-        reshuffle_(reshuffle) {}
-  std::unique_ptr<IteratorBase> MakeIterator() const override {
-    uint64_t seed = seed_;
-    if (seed == 0) {
-      seed = absl::Uniform<uint64_t>(absl::BitGen());
-    } else if (reshuffle_) {
-      seed += 0x9e3779b97f4a7c15ull * iterations_.fetch_add(1);
-    }
-    return std::make_unique<Iterator>(this, seed);
-  }
-  std::string DebugString() const override {
-    return absl::StrCat("ShuffleDataset(", input_->DebugString(), ", ", buffer_, ")");
+  ShuffleSeeds(uint64_t seed, uint64_t seed2, bool reshuffle)
+      : seed_(seed), seed2_(seed2), reshuffle_(reshuffle), stream_(seed, seed2) {}
+  ShuffleSeeds(const ShuffleSeeds&) = delete;
+  ShuffleSeeds& operator=(const ShuffleSeeds&) = delete;
+
+  std::pair<uint64_t, uint64_t> Next() {
+    if (!reshuffle_) return {seed_, seed2_};
+    absl::MutexLock lock(&mu_);
+    const uint64_t a = words_();
+    return {a, words_()};
   }
 
  private:
+  const uint64_t seed_, seed2_;
+  const bool reshuffle_;
+  absl::Mutex mu_;
+  Philox4x32 stream_ ABSL_GUARDED_BY(mu_);
+  PhiloxWords words_ ABSL_GUARDED_BY(mu_){&stream_};
+};
+
+// count: epochs of the input (1 for ShuffleDataset; -1 = forever).
+class ShuffleDataset : public DatasetBase {
+ public:
+  ShuffleDataset(std::shared_ptr<const DatasetBase> input, int64_t buffer, int64_t count,
+                 std::shared_ptr<ShuffleSeeds> seeds, std::string op)
+      : DatasetBase(input->output_dtypes()),
+        input_(std::move(input)),
+        buffer_(buffer),
+        count_(count),
+        seeds_(std::move(seeds)),
+        op_(std::move(op)) {}
+  std::unique_ptr<IteratorBase> MakeIterator() const override {
+    return std::make_unique<Iterator>(this);
+  }
+  std::string DebugString() const override {
+    return absl::StrCat(op_, "(", input_->DebugString(), ", ", buffer_, ")");
+  }
+
+ private:
+  // TensorFlow keeps at most this many epochs in a ShuffleAndRepeat buffer.
+  static constexpr size_t kMaxEpochsInBuffer = 3;
+
   class Iterator : public IteratorBase {
    public:
-    Iterator(const ShuffleDataset* d, uint64_t seed)
-        : d_(d->shared_from_this()), s_(d), input_(d->input_->MakeIterator()), rng_(seed) {}
+    explicit Iterator(const ShuffleDataset* d)
+        : d_(d->shared_from_this()), s_(d), generator_(0, 0), words_(&generator_) {
+      Reseed();
+    }
     absl::Status GetNext(IteratorContext* ctx, std::vector<Tensor>* out, bool* end) override {
-      while (!input_end_ && buffer_.size() < s_->buffer_) {
-        std::vector<Tensor> e;
-        RETURN_IF_ERROR(input_->GetNext(ctx, &e, &input_end_));
-        if (!input_end_) buffer_.push_back(std::move(e));
+      *end = false;
+      RETURN_IF_ERROR(Fill(ctx, end));
+      if (*end || buffer_.empty()) {
+        *end = true;
+        return absl::OkStatus();
       }
-      *end = buffer_.empty();
-      if (*end) return absl::OkStatus();
-      const size_t pick = std::uniform_int_distribution<size_t>(0, buffer_.size() - 1)(rng_);
-      std::swap(buffer_[pick], buffer_.back());
-      *out = std::move(buffer_.back());
-      buffer_.pop_back();
+      while (epoch_sizes_.front() == 0) {  // an epoch used up: the next one's seeds
+        epoch_sizes_.pop_front();
+        Reseed();
+      }
+      const size_t pick = words_() % epoch_sizes_.front();
+      *out = std::move(buffer_[pick]);
+      if (pick != 0) buffer_[pick] = std::move(buffer_.front());
+      buffer_.pop_front();
+      --epoch_sizes_.front();
       return absl::OkStatus();
     }
 
    private:
+    void Reseed() {
+      auto [seed, seed2] = s_->seeds_->Next();
+      generator_ = Philox4x32(seed, seed2);
+      words_ = PhiloxWords(&generator_);
+    }
+
+    // Reads the input until the buffer holds buffer_size elements, the input
+    // ends, or it spans kMaxEpochsInBuffer epochs. *end: an input repeated
+    // forever had no element at all.
+    absl::Status Fill(IteratorContext* ctx, bool* end) {
+      bool first_call = false;
+      if (!started_) {
+        started_ = true;
+        first_call = true;
+        input_ = s_->input_->MakeIterator();
+      }
+      while (input_ != nullptr && buffer_.size() < s_->buffer_) {
+        std::vector<Tensor> element;
+        bool input_end = true;
+        while (s_->count_ == -1 || epoch_ < s_->count_) {
+          RETURN_IF_ERROR(input_->GetNext(ctx, &element, &input_end));
+          if (!input_end) {
+            first_call = false;
+            break;
+          }
+          if (first_call && s_->count_ == -1) {
+            *end = true;
+            return absl::OkStatus();
+          }
+          ++epoch_;
+          epoch_sizes_.push_back(0);
+          // After the last epoch TensorFlow makes no further input iterator
+          // (whose seeds a shuffle inside would take).
+          if (s_->count_ != -1 && epoch_ >= s_->count_) break;
+          input_ = s_->input_->MakeIterator();
+        }
+        if (input_end) {
+          input_.reset();
+        } else {
+          buffer_.push_back(std::move(element));
+          ++epoch_sizes_.back();
+        }
+        if (epoch_sizes_.size() > kMaxEpochsInBuffer) break;
+      }
+      return absl::OkStatus();
+    }
+
     std::shared_ptr<const DatasetBase> d_;
     const ShuffleDataset* s_;
-    std::unique_ptr<IteratorBase> input_;
-    std::mt19937_64 rng_;
-    std::vector<std::vector<Tensor>> buffer_;  // at most s_->buffer_ elements
-    bool input_end_ = false;
+    std::unique_ptr<IteratorBase> input_;  // null once the input is over
+    bool started_ = false;
+    int64_t epoch_ = 0;
+    // The buffered elements, oldest epoch first, each epoch's in the order
+    // the picks left them; epoch_sizes_ counts them per epoch.
+    std::deque<std::vector<Tensor>> buffer_;
+    std::deque<size_t> epoch_sizes_{0};
+    Philox4x32 generator_;
+    PhiloxWords words_;  // borrows generator_
   };
 
   const std::shared_ptr<const DatasetBase> input_;
   const size_t buffer_;
-  const uint64_t seed_;
-  const bool reshuffle_;
-  mutable std::atomic<uint64_t> iterations_{0};
+  const int64_t count_;
+  const std::shared_ptr<ShuffleSeeds> seeds_;
+  const std::string op_;
 };
 
+// TensorFlow's UNKNOWN_CARDINALITY as a buffer size: buffer the whole input.
+constexpr int64_t kWholeInput = -2;
+
+// ShuffleDataset (count 1) and ShuffleAndRepeatDataset (count input 4).
 class ShuffleDatasetOp : public DatasetOpKernel {
  public:
-  explicit ShuffleDatasetOp(OpKernelConstruction* c) : DatasetOpKernel(c) {
+  explicit ShuffleDatasetOp(OpKernelConstruction* c) : DatasetOpKernel(c), op_(c->def().op()) {
     c->GetAttr("reshuffle_each_iteration", &reshuffle_).IgnoreError();
   }
   absl::StatusOr<std::shared_ptr<const DatasetBase>> MakeDataset(OpKernelContext* ctx) override {
@@ -92,20 +193,28 @@ class ShuffleDatasetOp : public DatasetOpKernel {
     ASSIGN_OR_RETURN(int64_t buffer, ScalarInput(*ctx, 1, "buffer_size"));
     ASSIGN_OR_RETURN(int64_t seed, ScalarInput(*ctx, 2, "seed"));
     ASSIGN_OR_RETURN(int64_t seed2, ScalarInput(*ctx, 3, "seed2"));
-    if (buffer <= 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("buffer_size must be greater than zero, got ", buffer));
+    int64_t count = 1;
+    if (op_ == "ShuffleAndRepeatDataset") {
+      ASSIGN_OR_RETURN(count, ScalarInput(*ctx, 4, "count"));
     }
-    // Elements are held by reference; the cap only bounds the vector itself.
-    buffer = std::min<int64_t>(buffer, int64_t{1} << 24);
-    const uint64_t mixed =
-        (seed == 0 && seed2 == 0)
-            ? 0
-            : (static_cast<uint64_t>(seed) * 0x100000001b3ull) ^ static_cast<uint64_t>(seed2) ^ 1;
-    return std::make_shared<ShuffleDataset>(std::move(input), buffer, mixed, reshuffle_);
+    if (buffer == kWholeInput) {
+      buffer = std::numeric_limits<int64_t>::max();
+    } else if (buffer <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          What(), ": buffer_size must be greater than zero or UNKNOWN_CARDINALITY, got ", buffer));
+    }
+    if (seed == 0 && seed2 == 0) {  // TensorFlow's convention: nondeterministic
+      absl::BitGen bits;
+      seed = static_cast<int64_t>(absl::Uniform<uint64_t>(bits));
+      seed2 = static_cast<int64_t>(absl::Uniform<uint64_t>(bits));
+    }
+    auto seeds = std::make_shared<ShuffleSeeds>(seed, seed2, reshuffle_);
+    return std::make_shared<ShuffleDataset>(std::move(input), buffer, count, std::move(seeds),
+                                            op_);
   }
 
  private:
+  const std::string op_;
   bool reshuffle_ = true;
 };
 
@@ -241,6 +350,20 @@ REGISTER_OP("ShuffleDataset")
     .Attr("metadata: string = ''")
     .SetShapeFn(ScalarShape);
 REGISTER_KERNEL(KernelDefBuilder("ShuffleDataset").Device(kDeviceCPU), ShuffleDatasetOp);
+
+REGISTER_OP("ShuffleAndRepeatDataset")
+    .Input("input_dataset: variant")
+    .Input("buffer_size: int64")
+    .Input("seed: int64")
+    .Input("seed2: int64")
+    .Input("count: int64")
+    .Output("handle: variant")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .Attr("reshuffle_each_iteration: bool = true")
+    .Attr("metadata: string = ''")
+    .SetShapeFn(ScalarShape);
+REGISTER_KERNEL(KernelDefBuilder("ShuffleAndRepeatDataset").Device(kDeviceCPU), ShuffleDatasetOp);
 
 REGISTER_OP("PrefetchDataset")
     .Input("input_dataset: variant")

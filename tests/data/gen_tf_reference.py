@@ -95,7 +95,7 @@ AnonymousIteratorV2 AnonymousIteratorV3 DeleteIterator IteratorFromStringHandle
 IteratorFromStringHandleV2 IteratorGetNextAsOptional OptionalHasValue OptionalGetValue
 OptionsDataset ModelDataset OptimizeDataset OptimizeDatasetV2 CacheDatasetV2 AnonymousMemoryCache
 DummyMemoryCache DeleteMemoryCache TextLineDataset FixedLengthRecordDataset
-FixedLengthRecordDatasetV2""".split()
+FixedLengthRecordDatasetV2 ShuffleAndRepeatDataset""".split()
 
 
 def arg_json(arg):
