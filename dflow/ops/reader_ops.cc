@@ -20,12 +20,12 @@
 #include <algorithm>
 #include <deque>
 #include <memory>
-#include <random>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "dflow/framework/kernel.h"
@@ -35,6 +35,7 @@
 #include "dflow/io/tfrecord.h"
 #include "dflow/ops/array_util.h"
 #include "dflow/ops/data_flow_ops.h"
+#include "dflow/ops/philox.h"
 #include "dflow/ops/resource_lookup.h"
 #include "dflow/ops/state_ops.h"
 #include "dflow/ops/variable_ops.h"
@@ -460,34 +461,37 @@ class MatchingFilesOp : public OpKernel {
   }
 };
 
-// Shuffles input 0 along its first dimension. A uniform permutation
-// (Fisher-Yates over std::mt19937_64); seeded by seed/seed2 when either is
-// set, but not in the order TensorFlow's Philox-based op would give.
+// Shuffles input 0 along its first dimension, as TensorFlow's kernel does:
+// each run reserves ceil((n - 1) / 4) Philox blocks of the op's stream
+// (seeded by seed/seed2, random when both are 0) and swaps row i with row
+// i + word % (n - i), for i = 0 .. n - 2. An input of at most one row or
+// element is passed through and takes no blocks.
 class RandomShuffleOp : public OpKernel {
  public:
-  explicit RandomShuffleOp(OpKernelConstruction* c) : OpKernel(c) {
+  explicit RandomShuffleOp(OpKernelConstruction* c) : OpKernel(c), generator_(0, 0) {
     int64_t seed = 0, seed2 = 0;
     c->GetAttr("seed", &seed).IgnoreError();
     c->GetAttr("seed2", &seed2).IgnoreError();
     if (seed == 0 && seed2 == 0) {
-      rng_.seed(std::random_device{}());
-    } else {
-      std::seed_seq seq{static_cast<uint64_t>(seed), static_cast<uint64_t>(seed2)};
-      rng_.seed(seq);
+      absl::BitGen bits;
+      seed = static_cast<int64_t>(absl::Uniform<uint64_t>(bits));
+      seed2 = static_cast<int64_t>(absl::Uniform<uint64_t>(bits));
     }
+    generator_ = Philox4x32(static_cast<uint64_t>(seed), static_cast<uint64_t>(seed2));
   }
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& in = ctx->input(0);
-    if (in.dims() == 0 || in.dim_size(0) <= 1) {
+    if (in.NumElements() <= 1 || in.dims() == 0 || in.dim_size(0) <= 1) {
       ctx->set_output(0, in);
       return absl::OkStatus();
     }
     const int64_t n = in.dim_size(0);
+    Philox4x32 gen = Reserve((static_cast<uint64_t>(n - 1) + 3) / 4);
+    PhiloxWords words(&gen);
     std::vector<int64_t> order(n);
     for (int64_t i = 0; i < n; ++i) order[i] = i;
-    {
-      absl::MutexLock l(&mu_);
-      std::shuffle(order.begin(), order.end(), rng_);
+    for (int64_t i = 0; i + 1 < n; ++i) {
+      std::swap(order[i], order[i + words() % static_cast<uint64_t>(n - i)]);
     }
     Tensor out(in.dtype(), in.shape());
     const int64_t row = in.NumElements() / n;
@@ -506,8 +510,16 @@ class RandomShuffleOp : public OpKernel {
   }
 
  private:
+  // The generator at its current state; advances the state by `blocks`.
+  Philox4x32 Reserve(uint64_t blocks) {
+    absl::MutexLock l(&mu_);
+    Philox4x32 base = generator_;
+    generator_.Skip(blocks);
+    return base;
+  }
+
   absl::Mutex mu_;
-  std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
+  Philox4x32 generator_ ABSL_GUARDED_BY(mu_);
 };
 
 // Outputs *counter's value and increments it; OUT_OF_RANGE "Reached limit of

@@ -2,9 +2,11 @@
 // as QueueRunner's string_input_producer puts them, ReaderReadV2 /
 // ReaderReadUpToV2 return TensorFlow's keys and values (checked with
 // tf.compat.v1.TextLineReader and friends), waits for file names end on
-// close and on step cancellation. Also MatchingFiles, RandomShuffle and
-// ResourceCountUpTo.
+// close and on step cancellation. Also MatchingFiles, RandomShuffle (in
+// TensorFlow's order: tests/data/shuffle_golden.json, written by
+// tests/data/gen_shuffle_reference.py) and ResourceCountUpTo.
 #include <algorithm>
+#include <fstream>
 #include <deque>
 #include <memory>
 #include <string>
@@ -12,6 +14,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "dflow/framework/attr_util.h"
+#include "dflow/framework/test_data_dir.h"
 #include "dflow/io/test_util.h"
 #include "dflow/io/tfrecord.h"
 #include "dflow/ops/data_flow_ops.h"
@@ -19,6 +22,7 @@
 #include "dflow/ops/op_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 
 namespace dflow {
 namespace {
@@ -308,6 +312,36 @@ TEST_F(ReaderOpsTest, RandomShuffleIsAPermutationOfRows) {
   std::sort(sorted.begin(), sorted.end());
   EXPECT_NE(firsts, sorted);
   for (int32_t i = 0; i < 50; ++i) EXPECT_EQ(sorted[i], i);
+}
+
+// One RandomShuffle op run on inputs of several shapes in turn gives
+// TensorFlow's permutations: its Philox stream goes on from run to run, and
+// inputs of one row or element take none of it.
+TEST_F(ReaderOpsTest, RandomShuffleGivesTensorFlowsPermutations) {
+  std::ifstream in(TestDataDir() + "/shuffle_golden.json");
+  ASSERT_TRUE(in.good()) << "missing tests/data/shuffle_golden.json";
+  const nlohmann::json golden = nlohmann::json::parse(in);
+  ASSERT_EQ(golden["random_shuffle"].size(), 3u);
+  for (const auto& c : golden["random_shuffle"]) {
+    NodeDef n = Node("RandomShuffle", "shuffle", 1);
+    SetAttr(&n, "T", DT_INT32);
+    SetAttr(&n, "seed", c["seed"].get<int64_t>());
+    SetAttr(&n, "seed2", c["seed2"].get<int64_t>());
+    OpKernel* shuffle = Kernel(n);
+    for (const auto& run : c["runs"]) {
+      SCOPED_TRACE(absl::StrCat("seeds ", c["seed"].dump(), ", ", c["seed2"].dump(), " shape ",
+                                run["shape"].dump()));
+      TensorShape shape;
+      for (int64_t d : run["shape"]) shape.AddDim(d);
+      std::vector<int32_t> values(shape.num_elements());
+      for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<int32_t>(i);
+      Tensor out = RunOk(shuffle, {Tensor::FromVector<int32_t>(values, shape)});
+      ASSERT_EQ(out.shape(), shape);
+      auto got = out.flat<int32_t>();
+      EXPECT_EQ(std::vector<int32_t>(got.begin(), got.end()),
+                run["out"].get<std::vector<int32_t>>());
+    }
+  }
 }
 
 TEST_F(ReaderOpsTest, CountUpToCountsARefVariableToItsLimit) {
