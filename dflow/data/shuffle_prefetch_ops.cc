@@ -1,21 +1,25 @@
-// ShuffleDataset and ShuffleAndRepeatDataset (a seeded random pick from a
-// bounded buffer) and
+// ShuffleDataset(V2, V3) and ShuffleAndRepeatDataset(V2) (a seeded random
+// pick from a bounded buffer), the seed generators of the V2 ops, and
 // PrefetchDataset (a bounded buffer filled ahead by a producer thread), with
 // TensorFlow's OpDefs.
 //
 // For nonzero seeds the shuffle order is TensorFlow's, element for element.
+#include <atomic>
 #include <deque>
 #include <limits>
 #include <thread>
 #include <utility>
 
 #include "absl/random/random.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "dflow/data/dataset_kernel.h"
 #include "dflow/framework/op_def.h"
+#include "dflow/framework/resource_mgr.h"
 #include "dflow/framework/shape_inference.h"
 #include "dflow/framework/status.h"
+#include "dflow/framework/variant.h"
 #include "dflow/ops/philox.h"
 
 namespace dflow::data {
@@ -182,33 +186,166 @@ class ShuffleDataset : public DatasetBase {
 // TensorFlow's UNKNOWN_CARDINALITY as a buffer size: buffer the whole input.
 constexpr int64_t kWholeInput = -2;
 
-// ShuffleDataset (count 1) and ShuffleAndRepeatDataset (count input 4).
+// The seeds of the ops that take them: (0, 0) means two random ones.
+std::shared_ptr<ShuffleSeeds> NewSeeds(int64_t seed, int64_t seed2, bool reshuffle) {
+  if (seed == 0 && seed2 == 0) {  // TensorFlow's convention: nondeterministic
+    absl::BitGen bits;
+    seed = static_cast<int64_t>(absl::Uniform<uint64_t>(bits));
+    seed2 = static_cast<int64_t>(absl::Uniform<uint64_t>(bits));
+  }
+  return std::make_shared<ShuffleSeeds>(seed, seed2, reshuffle);
+}
+
+// --- Seed generators: AnonymousSeedGenerator, DummySeedGenerator, DeleteSeedGenerator --
+//
+// TensorFlow 2 graphs (tf.function, dataset functions) give the V2/V3 shuffle
+// ops a seed generator resource: AnonymousSeedGenerator's outlives the
+// datasets built from it, so each rebuilt dataset goes on with its seed
+// stream (a new order per epoch); DummySeedGenerator's is a placeholder,
+// and the dataset makes its own from its seed inputs, as ShuffleDataset.
+
+class SeedGeneratorResource : public ResourceBase {
+ public:
+  static constexpr char kTypeName[] = "SeedGenerator";
+  explicit SeedGeneratorResource(std::shared_ptr<ShuffleSeeds> seeds) : seeds_(std::move(seeds)) {}
+  std::string DebugString() const override { return "SeedGenerator"; }
+  const std::shared_ptr<ShuffleSeeds>& seeds() const { return seeds_; }
+
+ private:
+  const std::shared_ptr<ShuffleSeeds> seeds_;
+};
+
+struct DummySeedGeneratorTag {
+  static constexpr char kTypeName[] = "DummySeedGenerator";
+};
+
+// The seed source input `i` names: null for DummySeedGenerator's handle.
+absl::StatusOr<std::shared_ptr<ShuffleSeeds>> SeedsFromHandle(const OpKernelContext& ctx, int i) {
+  const Tensor& t = ctx.input(i);
+  if (t.dtype() != DT_RESOURCE || t.dims() != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("seed_generator must be a scalar resource handle, got ", t.DebugString()));
+  }
+  const ResourceHandle& h = t.scalar<ResourceHandle>();
+  if (h.maybe_type_name == DummySeedGeneratorTag::kTypeName) return nullptr;
+  if (h.maybe_type_name != SeedGeneratorResource::kTypeName) {
+    return absl::InvalidArgumentError(absl::StrCat("seed_generator handle ", h.name, " names a ",
+                                                   h.maybe_type_name,
+                                                   " resource, not a seed generator"));
+  }
+  auto r = ctx.resource_manager()->Lookup<SeedGeneratorResource>(h.container, h.name);
+  if (!r.ok()) return absl::InvalidArgumentError(r.status().message());
+  return (*r)->seeds();
+}
+
+// AnonymousSeedGenerator's deleter output: a token DeleteSeedGenerator takes.
+class SeedGeneratorDeleter : public VariantValue {
+ public:
+  std::string TypeName() const override { return "tensorflow::data::SeedGeneratorDeleter"; }
+  std::string DebugString() const override { return "SeedGeneratorDeleter"; }
+  std::unique_ptr<VariantValue> Clone() const override {
+    return std::make_unique<SeedGeneratorDeleter>();
+  }
+};
+
+class AnonymousSeedGeneratorOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    ASSIGN_OR_RETURN(int64_t seed, ScalarInput(*ctx, 0, "seed"));
+    ASSIGN_OR_RETURN(int64_t seed2, ScalarInput(*ctx, 1, "seed2"));
+    const Tensor& reshuffle = ctx->input(2);
+    if (reshuffle.dtype() != DT_BOOL || reshuffle.dims() != 0) {
+      return ctx->InvalidArgument("reshuffle must be a bool scalar, got ", reshuffle.DebugString());
+    }
+    static std::atomic<uint64_t> next_id{0};
+    const std::string name = absl::StrCat("_AnonymousSeedGenerator", next_id.fetch_add(1));
+    const std::string& container = ctx->resource_manager()->default_container();
+    RETURN_IF_ERROR(ctx->resource_manager()->Create(
+        container, name,
+        std::make_shared<SeedGeneratorResource>(
+            NewSeeds(seed, seed2, reshuffle.scalar<bool>()))));
+    ctx->set_output(
+        0, ResourceHandleTensor<SeedGeneratorResource>(ctx->device()->name(), container, name));
+    Tensor deleter(tensorflow::DT_VARIANT, TensorShape());
+    VariantScalar(deleter).Set(std::make_unique<SeedGeneratorDeleter>());
+    ctx->set_output(1, std::move(deleter));
+    return absl::OkStatus();
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+class DummySeedGeneratorOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    ctx->set_output(0, ResourceHandleTensor<DummySeedGeneratorTag>(ctx->device()->name(), "",
+                                                                   "_DummySeedGenerator"));
+    return absl::OkStatus();
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+class DeleteSeedGeneratorOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& t = ctx->input(0);
+    if (t.dtype() != DT_RESOURCE || t.dims() != 0) {
+      return ctx->InvalidArgument("handle must be a scalar resource handle, got ", t.DebugString());
+    }
+    const ResourceHandle& h = t.scalar<ResourceHandle>();
+    if (h.maybe_type_name == DummySeedGeneratorTag::kTypeName) return absl::OkStatus();
+    return ctx->resource_manager()->Delete(h);
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+// --- The shuffle dataset ops -----------------------------------------------------------
+//
+// Inputs by op (after input_dataset, buffer_size):
+//   ShuffleDataset            seed, seed2                   (count 1)
+//   ShuffleDatasetV2          seed_generator                (count 1)
+//   ShuffleDatasetV3          seed, seed2, seed_generator   (count 1)
+//   ShuffleAndRepeatDataset   seed, seed2, count
+//   ShuffleAndRepeatDatasetV2 seed, seed2, count, seed_generator
 class ShuffleDatasetOp : public DatasetOpKernel {
  public:
   explicit ShuffleDatasetOp(OpKernelConstruction* c) : DatasetOpKernel(c), op_(c->def().op()) {
-    c->GetAttr("reshuffle_each_iteration", &reshuffle_).IgnoreError();
+    // ShuffleDatasetV2's generator alone decides whether to reshuffle.
+    if (op_ != "ShuffleDatasetV2") {
+      c->GetAttr("reshuffle_each_iteration", &reshuffle_).IgnoreError();
+    }
   }
   absl::StatusOr<std::shared_ptr<const DatasetBase>> MakeDataset(OpKernelContext* ctx) override {
     ASSIGN_OR_RETURN(auto input, GetDataset(ctx->input(0)));
     ASSIGN_OR_RETURN(int64_t buffer, ScalarInput(*ctx, 1, "buffer_size"));
-    ASSIGN_OR_RETURN(int64_t seed, ScalarInput(*ctx, 2, "seed"));
-    ASSIGN_OR_RETURN(int64_t seed2, ScalarInput(*ctx, 3, "seed2"));
-    int64_t count = 1;
-    if (op_ == "ShuffleAndRepeatDataset") {
-      ASSIGN_OR_RETURN(count, ScalarInput(*ctx, 4, "count"));
-    }
     if (buffer == kWholeInput) {
       buffer = std::numeric_limits<int64_t>::max();
     } else if (buffer <= 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           What(), ": buffer_size must be greater than zero or UNKNOWN_CARDINALITY, got ", buffer));
     }
-    if (seed == 0 && seed2 == 0) {  // TensorFlow's convention: nondeterministic
-      absl::BitGen bits;
-      seed = static_cast<int64_t>(absl::Uniform<uint64_t>(bits));
-      seed2 = static_cast<int64_t>(absl::Uniform<uint64_t>(bits));
+    const bool repeats = absl::StartsWith(op_, "ShuffleAndRepeat");
+    int64_t count = 1;
+    if (repeats) {
+      ASSIGN_OR_RETURN(count, ScalarInput(*ctx, 4, "count"));
     }
-    auto seeds = std::make_shared<ShuffleSeeds>(seed, seed2, reshuffle_);
+    std::shared_ptr<ShuffleSeeds> seeds;
+    if (op_ == "ShuffleDatasetV2") {
+      ASSIGN_OR_RETURN(seeds, SeedsFromHandle(*ctx, 2));
+      if (seeds == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            What(), ": needs a seed generator from AnonymousSeedGenerator, got a dummy one"));
+      }
+    } else if (op_ == "ShuffleDatasetV3" || op_ == "ShuffleAndRepeatDatasetV2") {
+      ASSIGN_OR_RETURN(seeds, SeedsFromHandle(*ctx, repeats ? 5 : 4));
+    }
+    if (seeds == nullptr) {
+      ASSIGN_OR_RETURN(int64_t seed, ScalarInput(*ctx, 2, "seed"));
+      ASSIGN_OR_RETURN(int64_t seed2, ScalarInput(*ctx, 3, "seed2"));
+      seeds = NewSeeds(seed, seed2, reshuffle_);
+    }
     return std::make_shared<ShuffleDataset>(std::move(input), buffer, count, std::move(seeds),
                                             op_);
   }
@@ -364,6 +501,71 @@ REGISTER_OP("ShuffleAndRepeatDataset")
     .Attr("metadata: string = ''")
     .SetShapeFn(ScalarShape);
 REGISTER_KERNEL(KernelDefBuilder("ShuffleAndRepeatDataset").Device(kDeviceCPU), ShuffleDatasetOp);
+
+REGISTER_OP("ShuffleDatasetV2")
+    .Input("input_dataset: variant")
+    .Input("buffer_size: int64")
+    .Input("seed_generator: resource")
+    .Output("handle: variant")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .Attr("metadata: string = ''")
+    .SetIsStateful()
+    .SetShapeFn(ScalarShape);
+REGISTER_KERNEL(KernelDefBuilder("ShuffleDatasetV2").Device(kDeviceCPU), ShuffleDatasetOp);
+
+REGISTER_OP("ShuffleDatasetV3")
+    .Input("input_dataset: variant")
+    .Input("buffer_size: int64")
+    .Input("seed: int64")
+    .Input("seed2: int64")
+    .Input("seed_generator: resource")
+    .Output("handle: variant")
+    .Attr("reshuffle_each_iteration: bool = true")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .Attr("metadata: string = ''")
+    .SetIsStateful()
+    .SetShapeFn(ScalarShape);
+REGISTER_KERNEL(KernelDefBuilder("ShuffleDatasetV3").Device(kDeviceCPU), ShuffleDatasetOp);
+
+REGISTER_OP("ShuffleAndRepeatDatasetV2")
+    .Input("input_dataset: variant")
+    .Input("buffer_size: int64")
+    .Input("seed: int64")
+    .Input("seed2: int64")
+    .Input("count: int64")
+    .Input("seed_generator: resource")
+    .Output("handle: variant")
+    .Attr("reshuffle_each_iteration: bool = true")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .Attr("metadata: string = ''")
+    .SetIsStateful()
+    .SetShapeFn(ScalarShape);
+REGISTER_KERNEL(KernelDefBuilder("ShuffleAndRepeatDatasetV2").Device(kDeviceCPU),
+                ShuffleDatasetOp);
+
+REGISTER_OP("AnonymousSeedGenerator")
+    .Input("seed: int64")
+    .Input("seed2: int64")
+    .Input("reshuffle: bool")
+    .Output("handle: resource")
+    .Output("deleter: variant")
+    .SetIsStateful()
+    .SetShapeFn(UnknownShape);
+REGISTER_KERNEL(KernelDefBuilder("AnonymousSeedGenerator").Device(kDeviceCPU),
+                AnonymousSeedGeneratorOp);
+
+REGISTER_OP("DummySeedGenerator").Output("handle: resource").SetIsStateful().SetShapeFn(ScalarShape);
+REGISTER_KERNEL(KernelDefBuilder("DummySeedGenerator").Device(kDeviceCPU), DummySeedGeneratorOp);
+
+REGISTER_OP("DeleteSeedGenerator")
+    .Input("handle: resource")
+    .Input("deleter: variant")
+    .SetIsStateful()
+    .SetShapeFn(NoOutputs);
+REGISTER_KERNEL(KernelDefBuilder("DeleteSeedGenerator").Device(kDeviceCPU), DeleteSeedGeneratorOp);
 
 REGISTER_OP("PrefetchDataset")
     .Input("input_dataset: variant")

@@ -217,6 +217,14 @@ TEST_F(TfDataGoldenTest, NestedShufflesGiveTensorFlowsOrder) {
   ExpectTensorFlowsBatches();
 }
 
+// Shuffles built inside interleave and flat_map functions: ShuffleDatasetV3
+// with a DummySeedGenerator, each rebuilt dataset seeded afresh.
+TEST_F(TfDataGoldenTest, ShufflesInDatasetFunctionsGiveTensorFlowsOrder) {
+  Load("shuffle_in_function");
+  ASSERT_EQ(expected_["batches"].size(), 20u);
+  ExpectTensorFlowsBatches();
+}
+
 // The pipeline: from_tensor_slices -> map -> shuffle -> batch ->
 // repeat -> prefetch.
 TEST_F(TfDataGoldenTest, ShuffledTrainingPipelineGivesTensorFlowsBatches) {

@@ -35,6 +35,10 @@ Pipelines:
                      .repeat(2) concatenated with range(12).shuffle(3, seed=1)
                      .shuffle(5, seed=2).repeat(2): the inner shuffle's iterators
                      draw seeds in TensorFlow's order
+  shuffle_in_function  graph seed 5: range(3).interleave(range(10x, 10x + 6).shuffle(3,
+                     seed=7).repeat(2)) zipped with range(2).flat_map(range(5).shuffle(5,
+                     reshuffle_each_iteration=False).repeat(2)): inside dataset functions
+                     TensorFlow 2 emits ShuffleDatasetV3 with a DummySeedGenerator
   shuffle_pipeline   the issue's form: from_tensor_slices((float32 [10, 2], int32 [10]))
                      .map(x * 2, y + 1).shuffle(6, seed=11).batch(4).repeat(2).prefetch(1)
   tfrecord_batch     TFRecordDataset(placeholder filenames).skip(1).batch(2),
@@ -203,6 +207,17 @@ def shuffle_nested():
     b = tf.data.Dataset.range(12).shuffle(3, seed=1).shuffle(5, seed=2).repeat(2)
     it = tf.compat.v1.data.make_initializable_iterator(a.concatenate(b))
     return it.get_next(), it.initializer, None
+
+
+def shuffle_in_function():
+    tf.compat.v1.set_random_seed(5)
+    a = tf.data.Dataset.range(3).interleave(
+        lambda x: tf.data.Dataset.range(x * 10, x * 10 + 6).shuffle(3, seed=7).repeat(2),
+        cycle_length=3, block_length=1)
+    b = tf.data.Dataset.range(2).flat_map(lambda x: tf.data.Dataset.range(5).shuffle(
+        5, reshuffle_each_iteration=False).repeat(2))
+    ds = tf.data.Dataset.zip((a, b))
+    return tf.compat.v1.data.make_one_shot_iterator(ds).get_next(), None, None
 
 
 def shuffle_pipeline():
@@ -390,6 +405,7 @@ if __name__ == "__main__":
     save("shuffle_big_buffer", shuffle_big_buffer)
     save("shuffle_and_repeat", shuffle_and_repeat)
     save("shuffle_nested", shuffle_nested)
+    save("shuffle_in_function", shuffle_in_function)
     save("shuffle_pipeline", shuffle_pipeline)
     save("tfrecord_batch", tfrecord_batch)
     save("tfrecord_prefetch", tfrecord_prefetch)

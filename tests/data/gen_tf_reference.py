@@ -95,7 +95,8 @@ AnonymousIteratorV2 AnonymousIteratorV3 DeleteIterator IteratorFromStringHandle
 IteratorFromStringHandleV2 IteratorGetNextAsOptional OptionalHasValue OptionalGetValue
 OptionsDataset ModelDataset OptimizeDataset OptimizeDatasetV2 CacheDatasetV2 AnonymousMemoryCache
 DummyMemoryCache DeleteMemoryCache TextLineDataset FixedLengthRecordDataset
-FixedLengthRecordDatasetV2 ShuffleAndRepeatDataset""".split()
+FixedLengthRecordDatasetV2 ShuffleAndRepeatDataset ShuffleAndRepeatDatasetV2 ShuffleDatasetV2
+ShuffleDatasetV3 AnonymousSeedGenerator DummySeedGenerator DeleteSeedGenerator""".split()
 
 
 def arg_json(arg):
