@@ -30,7 +30,8 @@ Pipelines:
                      range(5).shuffle(UNKNOWN_CARDINALITY) zipped beside it
   shuffle_and_repeat range(10).apply(experimental.shuffle_and_repeat(4, 3, seed=2))
                      (ShuffleAndRepeatDataset), and over range(7) with a buffer of 25
-                     (spanning epochs), concatenated
+                     (spanning epochs), over range(5) forever (count=None) .take(23),
+                     and over an empty range forever (which ends), concatenated
   shuffle_nested     range(6).shuffle(3, seed=1).apply(shuffle_and_repeat(4, 2, seed=2))
                      .repeat(2) concatenated with range(12).shuffle(3, seed=1)
                      .shuffle(5, seed=2).repeat(2): the inner shuffle's iterators
@@ -196,7 +197,9 @@ def shuffle_big_buffer():
 def shuffle_and_repeat():
     fused = tf.data.experimental.shuffle_and_repeat
     ds = tf.data.Dataset.range(10).apply(fused(4, count=3, seed=2)).concatenate(
-        tf.data.Dataset.range(7).apply(fused(25, count=3, seed=3)))
+        tf.data.Dataset.range(7).apply(fused(25, count=3, seed=3))).concatenate(
+            tf.data.Dataset.range(5).apply(fused(3, seed=4)).take(23)).concatenate(
+                tf.data.Dataset.range(0).apply(fused(3, seed=5)))
     it = tf.compat.v1.data.make_initializable_iterator(ds)
     return it.get_next(), it.initializer, None
 
