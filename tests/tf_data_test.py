@@ -31,6 +31,9 @@ PASS/FAIL line with its reason:
                     in dflow (TensorFlow 2.21 ends it quietly, as if it were whole).
   cache_repeat      range(8).map(x * 3).cache().repeat(3).batch(5), initializable, run
                     twice: batches equal both times.
+  file_cache        range(6).map(x * 3).cache(FILE).repeat(2): the cluster writes the cache,
+                    local TensorFlow reads it (an input of other values gives the cached
+                    ones), and the cluster reads a cache local TensorFlow wrote.
   shard             range(20).shard(4, 3).repeat(2): elements equal; shard(3, 3) is
                     INVALID_ARGUMENT on both.
   shuffle_train     the issue's pipeline on a seeded graph: from_tensor_slices((float32
@@ -354,6 +357,41 @@ def cache_repeat(dflow, tmp, checks):
     ends_out_of_range(checks, "dflow", our_end)
 
 
+def file_cache(dflow, tmp, checks):
+    def build(target, path, offset):
+        g = tf.Graph()
+        with g.as_default(), placed(target, "/job:worker/task:0"):
+            ds = tf.data.Dataset.range(6).map(lambda x: x * 3 + offset).cache(path).repeat(2)
+            it = tf1.data.make_initializable_iterator(ds)
+        return g, it.get_next(), it.initializer
+
+    ours_path, theirs_path = os.path.join(tmp, "ours", "c"), os.path.join(tmp, "theirs", "c")
+    for path in (ours_path, theirs_path):
+        os.makedirs(os.path.dirname(path))  # TensorFlow writes into an existing directory
+    g, nxt, init = build("", theirs_path, 100)
+    written_by_tf, _ = run_steps("", g, nxt, init)
+    g, nxt, init = build("cluster", ours_path, 0)
+    g2, nxt2, init2 = build("cluster", theirs_path, 0)
+    with Cluster(dflow, tmp) as c:
+        written_by_dflow, our_end = run_steps(c.target, g, nxt, init)
+        read_by_dflow, _ = run_steps(c.target, g2, nxt2, init2)
+    g, nxt, init = build("", ours_path, 100)
+    read_by_tf, _ = run_steps("", g, nxt, init)
+    want = [x * 3 for x in range(6)] * 2
+    checks.check([int(v) for v in written_by_dflow] == want,
+                 f"dflow passes the input through and repeats it from its cache "
+                 f"({[int(v) for v in written_by_dflow]})")
+    checks.check(os.path.exists(ours_path + ".index") and
+                 not os.path.exists(ours_path + "_0.lockfile"),
+                 f"dflow leaves {ours_path}.index and no lockfile")
+    checks.check([int(v) for v in read_by_tf] == want,
+                 f"TensorFlow reads dflow's cache ({[int(v) for v in read_by_tf]})")
+    checks.check([int(v) for v in read_by_dflow] == [x + 100 for x in want],
+                 f"dflow reads TensorFlow's cache ({[int(v) for v in read_by_dflow]}; "
+                 f"TensorFlow wrote {[int(v) for v in written_by_tf]})")
+    ends_out_of_range(checks, "dflow", our_end)
+
+
 def shard(dflow, tmp, checks):
     def build(target, index=3):
         g = tf.Graph()
@@ -493,8 +531,8 @@ def string_handle(dflow, tmp, checks):
 
 CASES = {"map_batch_repeat": map_batch_repeat, "tfrecord": tfrecord, "train": train,
          "padded_batch": padded_batch, "zip_concatenate": zip_concatenate,
-         "interleave": interleave, "cache_repeat": cache_repeat, "shard": shard,
-         "shuffle_train": shuffle_train, "shuffle_orders": shuffle_orders,
+         "interleave": interleave, "cache_repeat": cache_repeat, "file_cache": file_cache,
+         "shard": shard, "shuffle_train": shuffle_train, "shuffle_orders": shuffle_orders,
          "string_handle": string_handle}
 
 

@@ -4,7 +4,7 @@
 // sequence"; corrupt and missing TFRecord files fail as TensorFlow's do.
 // Also padded_batch, zip, concatenate, interleave (over plain, GZIP and ZLIB
 // TFRecord files), cache, shard, optionals, anonymous iterators and string
-// handles.
+// handles, and cache files in TensorFlow's layout.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -16,6 +16,8 @@
 
 #include "absl/strings/escaping.h"
 #include "dflow/framework/test_data_dir.h"
+#include "dflow/io/file.h"
+#include "dflow/io/tensor_bundle.h"
 #include "dflow/io/test_util.h"
 #include "dflow/runtime/direct_session.h"
 #include "google/protobuf/text_format.h"
@@ -232,6 +234,72 @@ TEST_F(TfDataGoldenTest, ShuffledTrainingPipelineGivesTensorFlowsBatches) {
   Load("shuffle_pipeline");
   ASSERT_EQ(expected_["batches"].size(), 6u);
   ExpectTensorFlowsBatches();
+}
+
+// .cache(filename): dflow writes TensorFlow's cache files (the same keys and
+// tensors as tf_cache/c, which TensorFlow wrote), reads them on the second
+// pass, and reads TensorFlow's.
+TEST_F(TfDataGoldenTest, FileCacheIsTensorFlowsCache) {
+  Load("file_cache");
+  ASSERT_EQ(expected_["batches"].size(), 6u);
+  io::TempDir dir;
+  const std::string ours = dir.path() + "/c";
+  const std::string theirs = kDir + "/tf_cache/c";
+  const std::string cache_feed = expected_["cache_feed"];
+  const std::string init = expected_["init"];
+  for (const std::string& prefix : {ours, theirs}) {
+    SCOPED_TRACE(prefix);
+    absl::Status s =
+        session_->Run({{cache_feed, Tensor::Scalar<std::string>(prefix)}}, {}, {init}, nullptr);
+    ASSERT_TRUE(s.ok()) << s;
+    ExpectTensorFlowsBatches();
+  }
+  EXPECT_FALSE(io::FileExists(ours + "_0.lockfile"));
+  EXPECT_FALSE(io::FileExists(io::BundleIndexFilename(ours + "_0")));
+  auto mine = io::BundleReader::Open(ours);
+  auto tfs = io::BundleReader::Open(theirs);
+  ASSERT_TRUE(mine.ok()) << mine.status();
+  ASSERT_TRUE(tfs.ok()) << tfs.status();
+  std::vector<std::string> keys, tf_keys;
+  for (const auto& [key, entry] : (*mine)->Tensors()) keys.push_back(key);
+  for (const auto& [key, entry] : (*tfs)->Tensors()) tf_keys.push_back(key);
+  EXPECT_EQ(keys, tf_keys);  // "      0_0", "      0_1", ...
+  for (const std::string& key : tf_keys) {
+    auto a = (*mine)->Read(key);
+    auto b = (*tfs)->Read(key);
+    ASSERT_TRUE(a.ok() && b.ok()) << key;
+    EXPECT_EQ(a->DebugString(), b->DebugString()) << key;
+  }
+}
+
+// An iterator dropped before the input ends leaves no cache behind; a
+// lockfile of another writer is ALREADY_EXISTS naming it.
+TEST_F(TfDataGoldenTest, FileCacheOfAPartialPassIsDiscarded) {
+  Load("file_cache");
+  io::TempDir dir;
+  const std::string prefix = dir.path() + "/c";
+  const std::string cache_feed = expected_["cache_feed"];
+  const std::string init = expected_["init"];
+  const std::vector<std::pair<std::string, Tensor>> feed = {
+      {cache_feed, Tensor::Scalar<std::string>(prefix)}};
+  ASSERT_TRUE(session_->Run(feed, {}, {init}, nullptr).ok());
+  std::vector<Tensor> out;
+  ASSERT_TRUE(Next(&out).ok());
+  EXPECT_TRUE(io::FileExists(prefix + "_0.lockfile"));
+  ASSERT_TRUE(session_->Run(feed, {}, {init}, nullptr).ok());  // drops the writer
+  EXPECT_FALSE(io::FileExists(prefix + "_0.lockfile"));
+  EXPECT_FALSE(io::FileExists(io::BundleIndexFilename(prefix)));
+
+  {
+    auto lock = io::WritableFile::Create(prefix + "_0.lockfile");
+    ASSERT_TRUE(lock.ok());
+    ASSERT_TRUE((*lock)->Append("Created at: 1").ok());
+    ASSERT_TRUE((*lock)->Close().ok());
+  }
+  ASSERT_TRUE(session_->Run(feed, {}, {init}, nullptr).ok());
+  absl::Status s = Next(&out);
+  EXPECT_TRUE(absl::IsAlreadyExists(s)) << s;
+  EXPECT_THAT(s.message(), AllOf(HasSubstr(prefix + "_0.lockfile"), HasSubstr("Created at: 1")));
 }
 
 TEST_F(TfDataGoldenTest, TFRecordFileTensorFlowWrote) {

@@ -40,6 +40,10 @@ Pipelines:
                      seed=7).repeat(2)) zipped with range(2).flat_map(range(5).shuffle(5,
                      reshuffle_each_iteration=False).repeat(2)): inside dataset functions
                      TensorFlow 2 emits ShuffleDatasetV3 with a DummySeedGenerator
+  file_cache         range(3).map((x * 2, ["a", "bb", "ccc"][x])).cache(placeholder filename)
+                     .repeat(2), initializable: the json names the filename placeholder
+                     ("cache_feed"); TensorFlow's run wrote its cache files to
+                     tf_data/tf_cache/c.{index,data-00000-of-00001} (made afresh here)
   shuffle_pipeline   the issue's form: from_tensor_slices((float32 [10, 2], int32 [10]))
                      .map(x * 2, y + 1).shuffle(6, seed=11).batch(4).repeat(2).prefetch(1)
   tfrecord_batch     TFRecordDataset(placeholder filenames).skip(1).batch(2),
@@ -221,6 +225,34 @@ def shuffle_in_function():
         5, reshuffle_each_iteration=False).repeat(2))
     ds = tf.data.Dataset.zip((a, b))
     return tf.compat.v1.data.make_one_shot_iterator(ds).get_next(), None, None
+
+
+def save_file_cache():
+    prefix = os.path.join(OUT, "tf_cache", "c")
+    os.makedirs(os.path.dirname(prefix), exist_ok=True)
+    for f in os.listdir(os.path.dirname(prefix)):
+        os.remove(os.path.join(os.path.dirname(prefix), f))
+    g = tf.Graph()
+    with g.as_default():
+        filename = tf.compat.v1.placeholder(tf.string, [], name="cache_filename")
+        ds = tf.data.Dataset.range(3).map(
+            lambda x: (x * 2, tf.gather(["a", "bb", "ccc"], x))).cache(filename).repeat(2)
+        it = tf.compat.v1.data.make_initializable_iterator(ds)
+        fetches = [t.name for t in tf.nest.flatten(it.get_next())]
+    batches = []
+    with tf.compat.v1.Session(graph=g) as sess:
+        sess.run(it.initializer, {filename: prefix})
+        while True:
+            try:
+                batches.append([value_json(v) for v in sess.run(fetches)])
+            except tf.errors.OutOfRangeError:
+                break
+    with open(os.path.join(OUT, "file_cache.pbtxt"), "w") as f:
+        f.write(str(g.as_graph_def()))
+    with open(os.path.join(OUT, "file_cache.json"), "w") as f:
+        json.dump({"init": it.initializer.name, "feed": None, "cache_feed": filename.name,
+                   "fetches": fetches, "batches": batches}, f, indent=1)
+        f.write("\n")
 
 
 def shuffle_pipeline():
@@ -425,5 +457,6 @@ if __name__ == "__main__":
     save("options", options)
     save("shard", shard)
     save_anonymous_iterator()
+    save_file_cache()
     save_optional()
     save_string_handle()
