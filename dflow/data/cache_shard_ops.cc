@@ -1,8 +1,9 @@
 // CacheDataset and CacheDatasetV2 (an in-memory cache: the first complete
 // pass over the input is kept and later passes read it; V2 keeps it in a
 // resource from AnonymousMemoryCache, which DeleteMemoryCache frees, or its
-// own with DummyMemoryCache; with a file name, file_cache.h) and ShardDataset (every num_shards-th element
-// from `index`), with TensorFlow's OpDefs.
+// own with DummyMemoryCache; with a file name, file_cache.h) and
+// ShardDataset (every num_shards-th element from `index`), with TensorFlow's
+// OpDefs.
 #include <atomic>
 #include <memory>
 #include <string>
