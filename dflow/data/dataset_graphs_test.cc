@@ -289,10 +289,10 @@ std::vector<int64_t> ShuffledElements(const std::string& op, const std::string& 
     g.Iterator("repeated", {DT_INT64});
   }
   auto session = g.Session();
-  Feeds feeds = {{"zero", Tensor::Scalar<int64_t>(0)},    {"stop", Tensor::Scalar<int64_t>(12)},
-                 {"one", Tensor::Scalar<int64_t>(1)},     {"buffer", Tensor::Scalar<int64_t>(5)},
-                 {"seed", Tensor::Scalar<int64_t>(7)},    {"seed2", Tensor::Scalar<int64_t>(3)},
-                 {"count", Tensor::Scalar<int64_t>(3)},   {"reshuffle", Tensor::Scalar(reshuffle)}};
+  Feeds feeds = {{"zero", Tensor::Scalar<int64_t>(0)},  {"stop", Tensor::Scalar<int64_t>(12)},
+                 {"one", Tensor::Scalar<int64_t>(1)},   {"buffer", Tensor::Scalar<int64_t>(5)},
+                 {"seed", Tensor::Scalar<int64_t>(7)},  {"seed2", Tensor::Scalar<int64_t>(3)},
+                 {"count", Tensor::Scalar<int64_t>(3)}, {"reshuffle", Tensor::Scalar(reshuffle)}};
   absl::Status init = session->Run(feeds, {}, {"init"}, nullptr);
   EXPECT_TRUE(init.ok()) << init;
   std::vector<int64_t> all;
@@ -318,8 +318,7 @@ TEST(ShuffleDatasetV2Test, SeedGeneratorsGiveShuffleDatasetsOrder) {
     EXPECT_EQ(ShuffledElements("ShuffleDatasetV3", "AnonymousSeedGenerator", reshuffle), want);
     EXPECT_EQ(ShuffledElements("ShuffleDatasetV2", "AnonymousSeedGenerator", reshuffle), want);
     EXPECT_EQ(ShuffledElements("ShuffleAndRepeatDataset", "", reshuffle), want);
-    EXPECT_EQ(ShuffledElements("ShuffleAndRepeatDatasetV2", "DummySeedGenerator", reshuffle),
-              want);
+    EXPECT_EQ(ShuffledElements("ShuffleAndRepeatDatasetV2", "DummySeedGenerator", reshuffle), want);
   }
 }
 

@@ -28,8 +28,7 @@ std::string CacheKey(int64_t element, size_t component, size_t components) {
 
 class FileCacheDataset : public DatasetBase {
  public:
-  FileCacheDataset(std::shared_ptr<const DatasetBase> input, std::string filename,
-                   std::string what)
+  FileCacheDataset(std::shared_ptr<const DatasetBase> input, std::string filename, std::string what)
       : DatasetBase(input->output_dtypes()),
         input_(std::move(input)),
         filename_(std::move(filename)),
@@ -72,8 +71,8 @@ class FileCacheDataset::Writer : public IteratorBase {
       absl::Status s = Start();
       if (absl::IsAlreadyExists(s)) return s;
       if (!s.ok()) {
-        return absl::Status(s.code(), absl::StrCat(c_->what_, ": caching to '", c_->filename_,
-                                                   "': ", s.message()));
+        return absl::Status(
+            s.code(), absl::StrCat(c_->what_, ": caching to '", c_->filename_, "': ", s.message()));
       }
     }
     if (index_ >= kMaxItems) {
@@ -86,9 +85,8 @@ class FileCacheDataset::Writer : public IteratorBase {
     for (size_t j = 0; j < out->size(); ++j) {
       absl::Status s = bundle_->Add(CacheKey(index_, j, out->size()), (*out)[j]);
       if (!s.ok()) {
-        return absl::Status(s.code(),
-                            absl::StrCat(c_->what_, ": caching to '", c_->filename_, "': ",
-                                         s.message()));
+        return absl::Status(
+            s.code(), absl::StrCat(c_->what_, ": caching to '", c_->filename_, "': ", s.message()));
       }
     }
     ++index_;
@@ -155,9 +153,9 @@ class FileCacheDataset::Reader : public IteratorBase {
     for (size_t j = 0; j < n; ++j) {
       absl::StatusOr<Tensor> t = bundle_->Read(CacheKey(index_, j, n));
       if (!t.ok()) {
-        return absl::Status(t.status().code(), absl::StrCat(c_->what_, ": reading the cache '",
-                                                            c_->filename_, "': ",
-                                                            t.status().message()));
+        return absl::Status(t.status().code(),
+                            absl::StrCat(c_->what_, ": reading the cache '", c_->filename_,
+                                         "': ", t.status().message()));
       }
       element.push_back(*std::move(t));
     }
@@ -171,17 +169,16 @@ class FileCacheDataset::Reader : public IteratorBase {
   absl::Status Open() {
     absl::StatusOr<std::unique_ptr<io::BundleReader>> r = io::BundleReader::Open(c_->filename_);
     if (!r.ok()) {
-      return absl::Status(r.status().code(), absl::StrCat(c_->what_, ": opening the cache '",
-                                                          c_->filename_, "': ",
-                                                          r.status().message()));
+      return absl::Status(r.status().code(),
+                          absl::StrCat(c_->what_, ": opening the cache '", c_->filename_,
+                                       "': ", r.status().message()));
     }
     bundle_ = *std::move(r);
     const size_t entries = bundle_->Tensors().size();
     const size_t n = c_->output_dtypes().size();
     if (entries % n != 0) {
-      return absl::DataLossError(absl::StrCat(c_->what_, ": the cache '", c_->filename_,
-                                              "' holds ", entries,
-                                              " tensors, not whole elements of ", n));
+      return absl::DataLossError(absl::StrCat(c_->what_, ": the cache '", c_->filename_, "' holds ",
+                                              entries, " tensors, not whole elements of ", n));
     }
     elements_ = static_cast<int64_t>(entries / n);
     return absl::OkStatus();
@@ -203,8 +200,7 @@ std::unique_ptr<IteratorBase> FileCacheDataset::MakeIterator() const {
 
 std::shared_ptr<const DatasetBase> MakeFileCacheDataset(std::shared_ptr<const DatasetBase> input,
                                                         std::string filename, std::string what) {
-  return std::make_shared<FileCacheDataset>(std::move(input), std::move(filename),
-                                            std::move(what));
+  return std::make_shared<FileCacheDataset>(std::move(input), std::move(filename), std::move(what));
 }
 
 }  // namespace dflow::data

@@ -263,8 +263,7 @@ class AnonymousSeedGeneratorOp : public OpKernel {
     const std::string& container = ctx->resource_manager()->default_container();
     RETURN_IF_ERROR(ctx->resource_manager()->Create(
         container, name,
-        std::make_shared<SeedGeneratorResource>(
-            NewSeeds(seed, seed2, reshuffle.scalar<bool>()))));
+        std::make_shared<SeedGeneratorResource>(NewSeeds(seed, seed2, reshuffle.scalar<bool>()))));
     ctx->set_output(
         0, ResourceHandleTensor<SeedGeneratorResource>(ctx->device()->name(), container, name));
     Tensor deleter(tensorflow::DT_VARIANT, TensorShape());
@@ -346,8 +345,7 @@ class ShuffleDatasetOp : public DatasetOpKernel {
       ASSIGN_OR_RETURN(int64_t seed2, ScalarInput(*ctx, 3, "seed2"));
       seeds = NewSeeds(seed, seed2, reshuffle_);
     }
-    return std::make_shared<ShuffleDataset>(std::move(input), buffer, count, std::move(seeds),
-                                            op_);
+    return std::make_shared<ShuffleDataset>(std::move(input), buffer, count, std::move(seeds), op_);
   }
 
  private:
@@ -543,8 +541,7 @@ REGISTER_OP("ShuffleAndRepeatDatasetV2")
     .Attr("metadata: string = ''")
     .SetIsStateful()
     .SetShapeFn(ScalarShape);
-REGISTER_KERNEL(KernelDefBuilder("ShuffleAndRepeatDatasetV2").Device(kDeviceCPU),
-                ShuffleDatasetOp);
+REGISTER_KERNEL(KernelDefBuilder("ShuffleAndRepeatDatasetV2").Device(kDeviceCPU), ShuffleDatasetOp);
 
 REGISTER_OP("AnonymousSeedGenerator")
     .Input("seed: int64")
@@ -557,7 +554,10 @@ REGISTER_OP("AnonymousSeedGenerator")
 REGISTER_KERNEL(KernelDefBuilder("AnonymousSeedGenerator").Device(kDeviceCPU),
                 AnonymousSeedGeneratorOp);
 
-REGISTER_OP("DummySeedGenerator").Output("handle: resource").SetIsStateful().SetShapeFn(ScalarShape);
+REGISTER_OP("DummySeedGenerator")
+    .Output("handle: resource")
+    .SetIsStateful()
+    .SetShapeFn(ScalarShape);
 REGISTER_KERNEL(KernelDefBuilder("DummySeedGenerator").Device(kDeviceCPU), DummySeedGeneratorOp);
 
 REGISTER_OP("DeleteSeedGenerator")

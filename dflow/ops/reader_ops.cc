@@ -230,9 +230,9 @@ absl::Status Reader::RestoreStateLocked(const std::string& state, const std::str
       return unparsable();
     }
   }
-  const std::string shown = absl::StrCat("work_started: ", counts[0], " work_finished: ",
-                                         counts[1], " num_records_produced: ", counts[2],
-                                         " current_work: \"", absl::CEscape(work), "\"");
+  const std::string shown = absl::StrCat("work_started: ", counts[0], " work_finished: ", counts[1],
+                                         " num_records_produced: ", counts[2], " current_work: \"",
+                                         absl::CEscape(work), "\"");
   if (counts[0] < 0 || counts[1] < 0 || counts[2] < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("Unexpected negative value when restoring in ", what, ": ", shown));
@@ -339,8 +339,8 @@ SourceFactory FactoryFromAttrs(OpKernelConstruction* c) {
     c->GetAttr("compression_type", &type).IgnoreError();
     absl::StatusOr<io::TFRecordCompression> compression = io::ParseTFRecordCompression(type);
     if (!compression.ok()) {
-      c->SetStatus(absl::InvalidArgumentError(absl::StrCat(
-          "[", op, " '", c->def().name(), "'] ", compression.status().message())));
+      c->SetStatus(absl::InvalidArgumentError(
+          absl::StrCat("[", op, " '", c->def().name(), "'] ", compression.status().message())));
       return nullptr;
     }
     return [compression = *compression](
@@ -557,10 +557,10 @@ class ReaderStateOp : public OpKernel {
     const std::string what =
         absl::StrCat(kind, " '", ctx->input(0).scalar<ResourceHandle>().name, "'");
     if (r->kind() != "IdentityReaderV2") {
-      return absl::UnimplementedError(absl::StrCat(
-          ctx->Prefix(), what, " cannot ", restore_ ? "restore" : "save",
-          " its state (only IdentityReader can, as in TensorFlow): Reader ",
-          restore_ ? "RestoreState" : "SerializeState"));
+      return absl::UnimplementedError(
+          absl::StrCat(ctx->Prefix(), what, " cannot ", restore_ ? "restore" : "save",
+                       " its state (only IdentityReader can, as in TensorFlow): Reader ",
+                       restore_ ? "RestoreState" : "SerializeState"));
     }
     absl::MutexLock l(&r->mu);
     if (!restore_) {

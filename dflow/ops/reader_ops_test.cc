@@ -6,8 +6,8 @@
 // TensorFlow's order: tests/data/shuffle_golden.json, written by
 // tests/data/gen_shuffle_reference.py) and ResourceCountUpTo.
 #include <algorithm>
-#include <fstream>
 #include <deque>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
