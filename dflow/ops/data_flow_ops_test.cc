@@ -804,14 +804,15 @@ TEST(RandomShuffleQueueTest, SeededQueuesRepeatTheirOrderAndShuffle) {
 }
 
 // Enqueues, dequeues (one, many, up to) and closes run one at a time, so the
-// queue's contents at each dequeue are fixed: every dequeue takes the
+// queue's contents at each dequeue are fixed (also where a close fails a
+// waiting DequeueMany, which puts back what it took): every dequeue takes the
 // elements TensorFlow's RandomShuffleQueue took (tests/data/shuffle_golden.json,
 // written by tests/data/gen_shuffle_reference.py).
 TEST(RandomShuffleQueueTest, DequeuesTensorFlowsElements) {
   std::ifstream in(TestDataDir() + "/shuffle_golden.json");
   ASSERT_TRUE(in.good()) << "missing tests/data/shuffle_golden.json";
   const nlohmann::json golden = nlohmann::json::parse(in);
-  ASSERT_EQ(golden["queue"].size(), 3u);
+  ASSERT_EQ(golden["queue"].size(), 4u);
   for (const auto& c : golden["queue"]) {
     QueueOptions o;
     o.kind = QueueOptions::Kind::kRandomShuffle;
@@ -831,6 +832,12 @@ TEST(RandomShuffleQueueTest, DequeuesTensorFlowsElements) {
         q->Close(false, Waiter{}, r.Callback());
       } else if (kind == "dequeue") {
         q->Dequeue(Waiter{}, r.Callback());
+      } else if (kind == "dequeue_many_close") {
+        q->DequeueMany(step[1].get<int64_t>(), Waiter{}, r.Callback());
+        EXPECT_FALSE(r.finished) << "waits above min_after_dequeue";
+        Result closed;
+        q->Close(false, Waiter{}, closed.Callback());
+        EXPECT_TRUE(closed.finished && closed.status.ok()) << closed.status;
       } else {
         q->DequeueMany(step[1].get<int64_t>(), kind == "dequeue_up_to", Waiter{}, r.Callback());
       }

@@ -10,8 +10,11 @@ and dflow/ops/data_flow_ops_test.cc.
   queue           each case: a RandomShuffleQueueV2 (int32 scalars) with seed,
                   seed2 and min_after_dequeue, and steps run one at a time in one
                   session: ["enqueue_many", [values]], ["dequeue"],
-                  ["dequeue_many", n], ["dequeue_up_to", n], ["close"]; a dequeue
-                  step's "out" is what TensorFlow returned, or "OutOfRange".
+                  ["dequeue_many", n], ["dequeue_up_to", n], ["close"], and
+                  ["dequeue_many_close", n]: a DequeueMany that takes what
+                  min_after_dequeue allows and waits, then a close that fails it
+                  (what it took goes back); a dequeue step's "out" is what TensorFlow
+                  returned, or "OutOfRange".
                   What the queue holds at each dequeue is fixed by the steps, so
                   TensorFlow's order is deterministic.
 
@@ -19,6 +22,8 @@ Run with TensorFlow 2.21:  python3 tests/data/gen_shuffle_reference.py
 """
 import json
 import os
+import threading
+import time
 
 import numpy as np
 import tensorflow as tf
@@ -65,6 +70,22 @@ def queue(seed, seed2, min_after_dequeue, steps):
             elif kind == "close":
                 sess.run(ops[kind])
                 out.append(step)
+            elif kind == "dequeue_many_close":
+                result = []
+
+                def dequeue():
+                    try:
+                        result.append(sess.run(ops["dequeue_many"], {n: step[1]}))
+                    except tf.errors.OutOfRangeError:
+                        result.append("OutOfRange")
+
+                t = threading.Thread(target=dequeue)
+                t.start()
+                time.sleep(1)  # the dequeue takes what it may and waits
+                sess.run(ops["close"])
+                t.join()
+                out.append(step + [result[0] if isinstance(result[0], str)
+                                   else result[0].reshape(-1).tolist()])
             else:
                 feed = {n: step[1]} if len(step) > 1 else None
                 try:
@@ -94,6 +115,8 @@ def main():
             queue(42, 0, 0, [["enqueue_many", list(range(5))], ["dequeue_up_to", 3],
                              ["enqueue_many", list(range(50, 60))], ["dequeue_many", 6],
                              ["close"], ["dequeue_many", 7], ["dequeue_up_to", 7]]),
+            queue(9, 4, 2, [["enqueue_many", list(range(5))], ["dequeue_many_close", 6],
+                            ["dequeue_up_to", 10]]),
         ],
     }
     with open(os.path.join(HERE, "shuffle_golden.json"), "w") as f:
