@@ -68,14 +68,15 @@ class ShuffleSeeds {
   PhiloxWords words_ ABSL_GUARDED_BY(mu_){&stream_};
 };
 
-// count: epochs of the input (1 for ShuffleDataset; -1 = forever).
+// buffer: -1 = the whole input. count: epochs of the input (1 for
+// ShuffleDataset; -1 = forever).
 class ShuffleDataset : public DatasetBase {
  public:
   ShuffleDataset(std::shared_ptr<const DatasetBase> input, int64_t buffer, int64_t count,
                  std::shared_ptr<ShuffleSeeds> seeds, std::string op)
       : DatasetBase(input->output_dtypes()),
         input_(std::move(input)),
-        buffer_(buffer),
+        buffer_(buffer < 0 ? std::numeric_limits<size_t>::max() : static_cast<size_t>(buffer)),
         count_(count),
         seeds_(std::move(seeds)),
         op_(std::move(op)) {}
@@ -87,6 +88,9 @@ class ShuffleDataset : public DatasetBase {
   }
 
  private:
+  // The most elements a buffer_size of UNKNOWN_CARDINALITY (the whole input)
+  // holds; TensorFlow reads an infinite input forever instead.
+  static constexpr size_t kMaxWholeInput = size_t{1} << 24;
   // TensorFlow keeps at most this many epochs in a ShuffleAndRepeat buffer.
   static constexpr size_t kMaxEpochsInBuffer = 3;
 
@@ -155,6 +159,13 @@ class ShuffleDataset : public DatasetBase {
         if (input_end) {
           input_.reset();
         } else {
+          if (s_->whole_input_ && buffer_.size() >= kMaxWholeInput) {
+            return absl::ResourceExhaustedError(
+                absl::StrCat(s_->DebugString(),
+                             ": buffer_size UNKNOWN_CARDINALITY buffers the whole input, "
+                             "which has more than ",
+                             kMaxWholeInput, " elements (is it infinite?)"));
+          }
           buffer_.push_back(std::move(element));
           ++epoch_sizes_.back();
         }
@@ -178,6 +189,7 @@ class ShuffleDataset : public DatasetBase {
 
   const std::shared_ptr<const DatasetBase> input_;
   const size_t buffer_;
+  const bool whole_input_ = buffer_ == std::numeric_limits<size_t>::max();
   const int64_t count_;
   const std::shared_ptr<ShuffleSeeds> seeds_;
   const std::string op_;
@@ -320,7 +332,7 @@ class ShuffleDatasetOp : public DatasetOpKernel {
     ASSIGN_OR_RETURN(auto input, GetDataset(ctx->input(0)));
     ASSIGN_OR_RETURN(int64_t buffer, ScalarInput(*ctx, 1, "buffer_size"));
     if (buffer == kWholeInput) {
-      buffer = std::numeric_limits<int64_t>::max();
+      buffer = -1;  // ShuffleDataset's "the whole input"
     } else if (buffer <= 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           What(), ": buffer_size must be greater than zero or UNKNOWN_CARDINALITY, got ", buffer));
