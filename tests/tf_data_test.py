@@ -31,8 +31,21 @@ PASS/FAIL line with its reason:
                     in dflow (TensorFlow 2.21 ends it quietly, as if it were whole).
   cache_repeat      range(8).map(x * 3).cache().repeat(3).batch(5), initializable, run
                     twice: batches equal both times.
+  file_cache        range(6).map(x * 3).cache(FILE).repeat(2): the cluster writes the cache,
+                    local TensorFlow reads it (an input of other values gives the cached
+                    ones), and the cluster reads a cache local TensorFlow wrote.
   shard             range(20).shard(4, 3).repeat(2): elements equal; shard(3, 3) is
                     INVALID_ARGUMENT on both.
+  shuffle_train     the issue's pipeline on a seeded graph: from_tensor_slices((float32
+                    [30, 3], labels)).map(x * 2, y * 2).shuffle(10, seed=4).batch(4)
+                    .repeat(3).prefetch(2), one-shot, feeding GradientDescent on a linear
+                    model (w, b on /job:ps) until OUT_OF_RANGE: every batch, in order, and
+                    every step's loss equal local TensorFlow's.
+  shuffle_orders    seeded shuffles zipped in one initializable pipeline, run twice:
+                    shuffle(4, reshuffle_each_iteration=False).repeat(3), a buffer larger
+                    than the data (shuffle(50).repeat(3)), shuffle(buffer == data),
+                    experimental.shuffle_and_repeat(3, count=3) (ShuffleAndRepeatDataset):
+                    every element, in order, equals local TensorFlow's both times.
   string_handle     from_string_handle: one get_next over a fed handle switching between
                     a one-shot train iterator and an initializable test iterator, in the
                     same sequence on both: values equal; the test iterator's end is
@@ -344,6 +357,41 @@ def cache_repeat(dflow, tmp, checks):
     ends_out_of_range(checks, "dflow", our_end)
 
 
+def file_cache(dflow, tmp, checks):
+    def build(target, path, offset):
+        g = tf.Graph()
+        with g.as_default(), placed(target, "/job:worker/task:0"):
+            ds = tf.data.Dataset.range(6).map(lambda x: x * 3 + offset).cache(path).repeat(2)
+            it = tf1.data.make_initializable_iterator(ds)
+        return g, it.get_next(), it.initializer
+
+    ours_path, theirs_path = os.path.join(tmp, "ours", "c"), os.path.join(tmp, "theirs", "c")
+    for path in (ours_path, theirs_path):
+        os.makedirs(os.path.dirname(path))  # TensorFlow writes into an existing directory
+    g, nxt, init = build("", theirs_path, 100)
+    written_by_tf, _ = run_steps("", g, nxt, init)
+    g, nxt, init = build("cluster", ours_path, 0)
+    g2, nxt2, init2 = build("cluster", theirs_path, 0)
+    with Cluster(dflow, tmp) as c:
+        written_by_dflow, our_end = run_steps(c.target, g, nxt, init)
+        read_by_dflow, _ = run_steps(c.target, g2, nxt2, init2)
+    g, nxt, init = build("", ours_path, 100)
+    read_by_tf, _ = run_steps("", g, nxt, init)
+    want = [x * 3 for x in range(6)] * 2
+    checks.check([int(v) for v in written_by_dflow] == want,
+                 f"dflow passes the input through and repeats it from its cache "
+                 f"({[int(v) for v in written_by_dflow]})")
+    checks.check(os.path.exists(ours_path + ".index") and
+                 not os.path.exists(ours_path + "_0.lockfile"),
+                 f"dflow leaves {ours_path}.index and no lockfile")
+    checks.check([int(v) for v in read_by_tf] == want,
+                 f"TensorFlow reads dflow's cache ({[int(v) for v in read_by_tf]})")
+    checks.check([int(v) for v in read_by_dflow] == [x + 100 for x in want],
+                 f"dflow reads TensorFlow's cache ({[int(v) for v in read_by_dflow]}; "
+                 f"TensorFlow wrote {[int(v) for v in written_by_tf]})")
+    ends_out_of_range(checks, "dflow", our_end)
+
+
 def shard(dflow, tmp, checks):
     def build(target, index=3):
         g = tf.Graph()
@@ -371,6 +419,83 @@ def shard(dflow, tmp, checks):
         ours = init_error(c.target)
     same_error(checks, "shard index 4 of 3", ours, theirs, tf.errors.InvalidArgumentError,
                "Index must be between 0 and 2")
+
+
+def shuffle_train(dflow, tmp, checks):
+    rng = np.random.RandomState(1)
+    features = rng.randn(30, 3).astype(np.float32)
+    labels = (features @ np.array([[1.0], [-0.5], [2.0]], np.float32) + 0.1).astype(np.float32)
+
+    def run(target):
+        g = tf.Graph()
+        with g.as_default(), placed(target, tf1.train.replica_device_setter(
+                ps_tasks=1, worker_device="/job:worker/task:0")):
+            tf1.set_random_seed(11)
+            ds = tf.data.Dataset.from_tensor_slices((features, labels)).map(
+                lambda x, y: (x * 2.0, y * 2.0)).shuffle(10, seed=4).batch(4).repeat(
+                    3).prefetch(2)
+            x, y = tf1.data.make_one_shot_iterator(ds).get_next()
+            w = tf1.get_variable("shuffle_w", [3, 1], initializer=tf1.zeros_initializer())
+            b = tf1.get_variable("shuffle_b", [1], initializer=tf1.zeros_initializer())
+            loss = tf.reduce_mean(tf.square(tf.matmul(x, w) + b - y))
+            step = tf1.train.GradientDescentOptimizer(0.02).minimize(loss)
+            init = tf1.global_variables_initializer()
+        batches, losses, end = [], [], None
+        with session(target, g) as sess:
+            sess.run(init)
+            for _ in range(100):
+                try:
+                    bx, by, l, _ = sess.run([x, y, loss, step])
+                except tf.errors.OpError as e:
+                    end = e
+                    break
+                batches.append([bx, by])
+                losses.append(l)
+        return batches, losses, end
+
+    their_batches, their_losses, _ = run("")
+    with Cluster(dflow, tmp) as c:
+        our_batches, our_losses, our_end = run(c.target)
+    checks.check(len(their_batches) == 24, f"TensorFlow gives 24 batches ({len(their_batches)})")
+    first = np.concatenate([b[1] for b in their_batches[:8]]).ravel()
+    checks.check(not np.array_equal(first, np.sort(first)), "TensorFlow's batches are shuffled")
+    equal_steps(checks, "shuffle_train, in order", our_batches, their_batches)
+    checks.check(len(our_losses) == len(their_losses) and
+                 np.allclose(our_losses, their_losses, atol=1e-5),
+                 f"losses equal: dflow {np.round(our_losses, 4).tolist()}, "
+                 f"TensorFlow {np.round(their_losses, 4).tolist()}")
+    checks.check(their_losses[-1] < their_losses[0] / 4, "the loss falls")
+    ends_out_of_range(checks, "dflow", our_end)
+
+
+def shuffle_orders(dflow, tmp, checks):
+    def build(target):
+        g = tf.Graph()
+        with g.as_default(), placed(target, "/job:worker/task:0"):
+            tf1.set_random_seed(21)
+            fixed = tf.data.Dataset.range(10).shuffle(
+                4, seed=1, reshuffle_each_iteration=False).repeat(3)
+            big = tf.data.Dataset.range(10, 20).shuffle(50, seed=2).repeat(3)
+            equal = tf.data.Dataset.range(20, 30).shuffle(10).repeat(3)
+            fused = tf.data.Dataset.range(30, 40).apply(
+                tf.data.experimental.shuffle_and_repeat(3, count=3, seed=3))
+            it = tf1.data.make_initializable_iterator(
+                tf.data.Dataset.zip((fixed, big, equal, fused)))
+        return g, it.get_next(), it.initializer
+
+    g, nxt, init = build("")
+    theirs = [run_steps("", g, nxt, init)[0] for _ in range(2)]
+    g, nxt, init = build("cluster")
+    with Cluster(dflow, tmp) as c:
+        ours, our_end = run_steps(c.target, g, nxt, init)
+        again, _ = run_steps(c.target, g, nxt, init)
+    checks.check(len(theirs[0]) == 30, f"TensorFlow gives 30 elements ({len(theirs[0])})")
+    checks.check(theirs[0] == theirs[1], "TensorFlow repeats its order when re-initialized")
+    passes = [[e[1] for e in theirs[0][i * 10:(i + 1) * 10]] for i in range(3)]
+    checks.check(passes[0] != passes[1], "TensorFlow reshuffles each pass of shuffle(50)")
+    equal_steps(checks, "shuffle_orders", ours, theirs[0])
+    equal_steps(checks, "shuffle_orders re-initialized", again, theirs[1])
+    ends_out_of_range(checks, "dflow", our_end)
 
 
 def string_handle(dflow, tmp, checks):
@@ -406,7 +531,8 @@ def string_handle(dflow, tmp, checks):
 
 CASES = {"map_batch_repeat": map_batch_repeat, "tfrecord": tfrecord, "train": train,
          "padded_batch": padded_batch, "zip_concatenate": zip_concatenate,
-         "interleave": interleave, "cache_repeat": cache_repeat, "shard": shard,
+         "interleave": interleave, "cache_repeat": cache_repeat, "file_cache": file_cache,
+         "shard": shard, "shuffle_train": shuffle_train, "shuffle_orders": shuffle_orders,
          "string_handle": string_handle}
 
 

@@ -17,7 +17,16 @@ and on local TensorFlow. Cases, each printing one PASS/FAIL line with its reason
   shuffle_train shuffle_batch over slice_input_producer([x, y], num_epochs=3,
                 shuffle=True): each of 24 (x, y) pairs comes out exactly 3 times, whole;
                 OUT_OF_RANGE at the end; a linear model (w, b on /job:ps) trains on the
-                batches and its loss falls below a tenth of the first.
+                batches and its loss falls below a tenth of the first. Compared as a
+                multiset: the enqueue thread races the training steps, so what the
+                shuffle queue holds at each dequeue, and TensorFlow's own order, vary.
+  shuffle_order slice_input_producer(num_epochs=2, shuffle=True, seed=1) + train.batch
+                (one thread: the order is the producer's RandomShuffle permutations)
+                feeding a linear model: every batch, in order, and every loss equal
+                local TensorFlow's. Then shuffle_batch(batch_size=4, min_after_dequeue=8,
+                seed=3) over an unshuffled producer, dequeued only once its queue holds
+                every element and is closed: every batch (the last smaller, DequeueUpTo)
+                equals TensorFlow's, in order.
   dynamic_pad   train.batch(dynamic_pad=True) of variable-length tf.range rows (a
                 PaddingFIFOQueue), epochs counted by a ref variable (CountUpTo, as
                 under disable_v2_behavior): batches equal local TensorFlow's.
@@ -36,6 +45,7 @@ client call fails instead of hanging); servers are always stopped.
 import contextlib
 import os
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -187,6 +197,89 @@ def shuffle_train(dflow, tmp, checks):
                  f"18 steps and the loss falls below a tenth: {np.round(losses, 4).tolist()}")
 
 
+def shuffle_order(dflow, tmp, checks):
+    rng = np.random.RandomState(2)
+    xs = rng.randn(10, 2).astype(np.float32)
+    ys = (xs @ np.array([[1.0], [3.0]], np.float32) - 0.5).astype(np.float32)
+
+    def train(target):
+        g = tf.Graph()
+        with g.as_default(), placed(target, tf1.train.replica_device_setter(
+                ps_tasks=1, worker_device=WORKER)), tf1.name_scope("order_train"):
+            x, y = tf1.train.slice_input_producer([xs, ys], num_epochs=2, shuffle=True, seed=1)
+            bx, by = tf1.train.batch([x, y], batch_size=4, num_threads=1,
+                                     allow_smaller_final_batch=True)
+            w = tf1.get_variable("order_w", [2, 1], initializer=tf1.zeros_initializer())
+            b = tf1.get_variable("order_b", [1], initializer=tf1.zeros_initializer())
+            loss = tf.reduce_mean(tf.square(tf.matmul(bx, w) + b - by))
+            step = tf1.train.GradientDescentOptimizer(0.1).minimize(loss)
+            init = [tf1.global_variables_initializer(), tf1.local_variables_initializer()]
+        return g, [bx, by, loss, step], init
+
+    def batch_after_close(target):
+        """shuffle_batch's queue filled and closed by its runner before any dequeue."""
+        g = tf.Graph()
+        with g.as_default(), placed(target, WORKER), tf1.name_scope("order_batch"):
+            x, = tf1.train.slice_input_producer([np.arange(30, dtype=np.int32)],
+                                                num_epochs=1, shuffle=False)
+            bx = tf1.train.shuffle_batch([x], batch_size=4, capacity=64, min_after_dequeue=8,
+                                         seed=3, allow_smaller_final_batch=True)
+            queue = [op for op in g.get_operations() if op.type == "RandomShuffleQueueV2"][0]
+            size = tf.raw_ops.QueueSizeV2(handle=queue.outputs[0])
+            closed = tf.raw_ops.QueueIsClosedV2(handle=queue.outputs[0])
+            init = [tf1.local_variables_initializer()]
+        batches, end = [], None
+        with tf1.Session(target, graph=g) as sess:
+            for op in init:
+                sess.run(op)
+            coord = tf1.train.Coordinator()
+            threads = tf1.train.start_queue_runners(sess, coord)
+            for _ in range(200):  # bounded: at most ~10 s
+                if sess.run(closed):
+                    break
+                time.sleep(0.05)
+            full = sess.run(size)
+            try:
+                for _ in range(20):
+                    batches.append([sess.run(bx)])
+            except tf.errors.OpError as e:
+                end = e
+            coord.request_stop()
+            coord.join(threads, stop_grace_period_secs=10)
+        return full, batches, end
+
+    g, fetches, init = train("")
+    theirs, _, _, _, _ = run_with_queue_runners("", g, fetches, init)
+    their_full, their_batches, _ = batch_after_close("")
+    g, fetches, init = train("x")
+    with Cluster(dflow, tmp) as c:
+        ours, our_end, joined, _, _ = run_with_queue_runners(c.target, g, fetches, init)
+        our_full, our_batches, batch_end = batch_after_close(c.target)
+    checks.check(len(theirs) == 5, f"TensorFlow trains 5 steps ({len(theirs)})")
+    order = np.concatenate([r[1] for r in theirs]).ravel()
+    checks.check(not np.array_equal(order[:10], np.sort(order[:10])),
+                 "TensorFlow's producer shuffles")
+    checks.check(equal_batches([r[:2] for r in ours], [r[:2] for r in theirs]),
+                 "slice_input_producer(shuffle=True) batches equal TensorFlow's, in order")
+    our_losses, their_losses = [r[2] for r in ours], [r[2] for r in theirs]
+    checks.check(len(our_losses) == len(their_losses) and
+                 np.allclose(our_losses, their_losses, atol=1e-5),
+                 f"losses equal: dflow {np.round(our_losses, 5).tolist()}, "
+                 f"TensorFlow {np.round(their_losses, 5).tolist()}")
+    checks.check(isinstance(our_end, tf.errors.OutOfRangeError) and joined,
+                 f"dflow ends with OUT_OF_RANGE and joins ({message(our_end)})")
+    checks.check(their_full == 30 and our_full == 30,
+                 f"the shuffle queue holds all 30 when closed (dflow {our_full}, "
+                 f"TensorFlow {their_full})")
+    checks.check(len(their_batches) == 8, f"TensorFlow gives 8 batches ({len(their_batches)})")
+    checks.check(equal_batches(our_batches, their_batches),
+                 f"shuffle_batch batches equal TensorFlow's, in order: "
+                 f"{[b[0].tolist() for b in our_batches]} vs "
+                 f"{[b[0].tolist() for b in their_batches]}")
+    checks.check(isinstance(batch_end, tf.errors.OutOfRangeError),
+                 f"shuffle_batch ends with OUT_OF_RANGE ({message(batch_end)})")
+
+
 def dynamic_pad(dflow, tmp, checks):
     def build(target):
         g = tf.Graph()
@@ -312,7 +405,8 @@ def csv_train(dflow, tmp, checks):
                  f"ends OUT_OF_RANGE and the coordinator joins cleanly ({message(our_end)})")
 
 
-CASES = {"text_reader": text_reader, "shuffle_train": shuffle_train, "dynamic_pad": dynamic_pad,
+CASES = {"text_reader": text_reader, "shuffle_train": shuffle_train,
+         "shuffle_order": shuffle_order, "dynamic_pad": dynamic_pad,
          "datasets": datasets, "csv_train": csv_train}
 
 

@@ -1,8 +1,9 @@
 // CacheDataset and CacheDatasetV2 (an in-memory cache: the first complete
 // pass over the input is kept and later passes read it; V2 keeps it in a
 // resource from AnonymousMemoryCache, which DeleteMemoryCache frees, or its
-// own with DummyMemoryCache) and ShardDataset (every num_shards-th element
-// from `index`), with TensorFlow's OpDefs.
+// own with DummyMemoryCache; with a file name, file_cache.h) and
+// ShardDataset (every num_shards-th element from `index`), with TensorFlow's
+// OpDefs.
 #include <atomic>
 #include <memory>
 #include <string>
@@ -11,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "dflow/data/dataset_kernel.h"
+#include "dflow/data/file_cache.h"
 #include "dflow/framework/op_def.h"
 #include "dflow/framework/resource_mgr.h"
 #include "dflow/framework/shape_inference.h"
@@ -149,9 +151,7 @@ class CacheDatasetOp : public DatasetOpKernel {
           absl::StrCat("filename must be a string scalar, got ", filename.DebugString()));
     }
     if (!filename.scalar<std::string>().empty()) {
-      return absl::UnimplementedError(
-          absl::StrCat("caching to a file ('", filename.scalar<std::string>(),
-                       "') is not supported; dflow caches in memory (filename '')"));
+      return MakeFileCacheDataset(std::move(input), filename.scalar<std::string>(), What());
     }
     return std::make_shared<CacheDataset>(std::move(input), std::move(cache), What());
   }

@@ -4,7 +4,7 @@
 // sequence"; corrupt and missing TFRecord files fail as TensorFlow's do.
 // Also padded_batch, zip, concatenate, interleave (over plain, GZIP and ZLIB
 // TFRecord files), cache, shard, optionals, anonymous iterators and string
-// handles.
+// handles, and cache files in TensorFlow's layout.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -16,6 +16,8 @@
 
 #include "absl/strings/escaping.h"
 #include "dflow/framework/test_data_dir.h"
+#include "dflow/io/file.h"
+#include "dflow/io/tensor_bundle.h"
 #include "dflow/io/test_util.h"
 #include "dflow/runtime/direct_session.h"
 #include "google/protobuf/text_format.h"
@@ -160,53 +162,144 @@ std::vector<int64_t> Flatten(const std::vector<std::vector<Tensor>>& batches) {
   return out;
 }
 
-TEST_F(TfDataGoldenTest, ShufflePrefetchGivesTensorFlowsElementsInASeededOrder) {
+TEST_F(TfDataGoldenTest, ShufflePrefetchGivesTensorFlowsOrder) {
   Load("shuffle_prefetch");
-  std::vector<int64_t> want;
-  for (const json& b : expected_["batches"]) {
-    for (const json& v : b[0]["values"]) want.push_back(v.get<int64_t>());
-  }
-  std::sort(want.begin(), want.end());
-  std::vector<std::vector<int64_t>> passes;
-  for (int pass = 0; pass < 2; ++pass) {
-    ASSERT_TRUE(Init({}).ok());
-    std::vector<std::vector<Tensor>> batches;
-    absl::Status s;
-    while (true) {
-      std::vector<Tensor> out;
-      s = Next(&out);
-      if (!s.ok()) break;
-      EXPECT_EQ(out[0].shape(), TensorShape({5}));
-      batches.push_back(out);
-    }
-    EXPECT_TRUE(absl::IsOutOfRange(s)) << s;
-    passes.push_back(Flatten(batches));
-    std::vector<int64_t> sorted = passes.back();
-    std::sort(sorted.begin(), sorted.end());
-    EXPECT_EQ(sorted, want);         // the same elements as TensorFlow's
-    EXPECT_NE(passes.back(), want);  // shuffled
-  }
+  ASSERT_EQ(expected_["batches"].size(), 4u);
   // The seed fixes the order: re-running the initializer rebuilds the
-  // dataset and gives the same order again, as in TensorFlow.
-  EXPECT_EQ(passes[0], passes[1]);
+  // dataset and gives TensorFlow's order again.
+  for (int pass = 0; pass < 2; ++pass) {
+    SCOPED_TRACE(absl::StrCat("pass ", pass));
+    ASSERT_TRUE(Init({}).ok());
+    ExpectTensorFlowsBatches();
+  }
+  std::vector<int64_t> first;
+  for (const json& v : expected_["batches"][0][0]["values"]) first.push_back(v.get<int64_t>());
+  EXPECT_NE(first, std::vector<int64_t>({0, 1, 2, 3, 4}));  // shuffled
 }
 
-TEST_F(TfDataGoldenTest, ShuffleRepeatReshufflesEachPass) {
+TEST_F(TfDataGoldenTest, ShuffleRepeatReshufflesEachPassAsTensorFlowDoes) {
   Load("shuffle_repeat");
+  ASSERT_EQ(expected_["batches"].size(), 40u);
+  ASSERT_NE(expected_["batches"][0], expected_["batches"][20]);
   ASSERT_TRUE(Init({}).ok());
-  std::vector<std::vector<Tensor>> elements;
-  for (std::vector<Tensor> out; Next(&out).ok();) elements.push_back(out);
-  ASSERT_EQ(elements.size(), expected_["batches"].size());
-  ASSERT_EQ(elements.size(), 40u);
-  std::vector<int64_t> all = Flatten(elements);
-  std::vector<int64_t> first(all.begin(), all.begin() + 20), second(all.begin() + 20, all.end());
-  EXPECT_NE(first, second);
-  std::sort(first.begin(), first.end());
-  std::sort(second.begin(), second.end());
-  EXPECT_EQ(first, second);  // each pass holds every element once
-  EXPECT_EQ(first.front(), 0);
-  EXPECT_EQ(first.back(), 19);
-  EXPECT_EQ(std::unique(first.begin(), first.end()), first.end());
+  ExpectTensorFlowsBatches();
+}
+
+// reshuffle_each_iteration=False (graph seed only): every pass in one order.
+TEST_F(TfDataGoldenTest, ShuffleWithoutReshuffleRepeatsTensorFlowsOrder) {
+  Load("shuffle_fixed");
+  ASSERT_EQ(expected_["batches"].size(), 30u);
+  ASSERT_EQ(expected_["batches"][0], expected_["batches"][10]);
+  ExpectTensorFlowsBatches();
+}
+
+// A buffer larger than the data, and UNKNOWN_CARDINALITY (the whole input).
+TEST_F(TfDataGoldenTest, ShuffleBufferLargerThanTheDataGivesTensorFlowsOrder) {
+  Load("shuffle_big_buffer");
+  ASSERT_EQ(expected_["batches"].size(), 21u);
+  ExpectTensorFlowsBatches();
+}
+
+// ShuffleAndRepeatDataset, with a buffer within one epoch and one spanning
+// three, repeated forever (then taken), and over an empty input forever.
+TEST_F(TfDataGoldenTest, ShuffleAndRepeatGivesTensorFlowsOrder) {
+  Load("shuffle_and_repeat");
+  ASSERT_EQ(expected_["batches"].size(), 74u);
+  for (int pass = 0; pass < 2; ++pass) {
+    ASSERT_TRUE(Init({}).ok());
+    ExpectTensorFlowsBatches();
+  }
+}
+
+// Shuffles of shuffles: the inner dataset's iterators take their seeds in
+// TensorFlow's order (including ShuffleAndRepeat's).
+TEST_F(TfDataGoldenTest, NestedShufflesGiveTensorFlowsOrder) {
+  Load("shuffle_nested");
+  ASSERT_EQ(expected_["batches"].size(), 48u);
+  ASSERT_TRUE(Init({}).ok());
+  ExpectTensorFlowsBatches();
+}
+
+// Shuffles built inside interleave and flat_map functions: ShuffleDatasetV3
+// with a DummySeedGenerator, each rebuilt dataset seeded afresh.
+TEST_F(TfDataGoldenTest, ShufflesInDatasetFunctionsGiveTensorFlowsOrder) {
+  Load("shuffle_in_function");
+  ASSERT_EQ(expected_["batches"].size(), 20u);
+  ExpectTensorFlowsBatches();
+}
+
+// The issue's pipeline: from_tensor_slices -> map -> shuffle -> batch ->
+// repeat -> prefetch.
+TEST_F(TfDataGoldenTest, ShuffledTrainingPipelineGivesTensorFlowsBatches) {
+  Load("shuffle_pipeline");
+  ASSERT_EQ(expected_["batches"].size(), 6u);
+  ExpectTensorFlowsBatches();
+}
+
+// .cache(filename): dflow writes TensorFlow's cache files (the same keys and
+// tensors as tf_cache/c, which TensorFlow wrote), reads them on the second
+// pass, and reads TensorFlow's.
+TEST_F(TfDataGoldenTest, FileCacheIsTensorFlowsCache) {
+  Load("file_cache");
+  ASSERT_EQ(expected_["batches"].size(), 6u);
+  io::TempDir dir;
+  const std::string ours = dir.path() + "/c";
+  const std::string theirs = kDir + "/tf_cache/c";
+  const std::string cache_feed = expected_["cache_feed"];
+  const std::string init = expected_["init"];
+  for (const std::string& prefix : {ours, theirs}) {
+    SCOPED_TRACE(prefix);
+    absl::Status s =
+        session_->Run({{cache_feed, Tensor::Scalar<std::string>(prefix)}}, {}, {init}, nullptr);
+    ASSERT_TRUE(s.ok()) << s;
+    ExpectTensorFlowsBatches();
+  }
+  EXPECT_FALSE(io::FileExists(ours + "_0.lockfile"));
+  EXPECT_FALSE(io::FileExists(io::BundleIndexFilename(ours + "_0")));
+  auto mine = io::BundleReader::Open(ours);
+  auto tfs = io::BundleReader::Open(theirs);
+  ASSERT_TRUE(mine.ok()) << mine.status();
+  ASSERT_TRUE(tfs.ok()) << tfs.status();
+  std::vector<std::string> keys, tf_keys;
+  for (const auto& [key, entry] : (*mine)->Tensors()) keys.push_back(key);
+  for (const auto& [key, entry] : (*tfs)->Tensors()) tf_keys.push_back(key);
+  EXPECT_EQ(keys, tf_keys);  // "      0_0", "      0_1", ...
+  for (const std::string& key : tf_keys) {
+    auto a = (*mine)->Read(key);
+    auto b = (*tfs)->Read(key);
+    ASSERT_TRUE(a.ok() && b.ok()) << key;
+    EXPECT_EQ(a->DebugString(), b->DebugString()) << key;
+  }
+}
+
+// An iterator dropped before the input ends leaves no cache behind; a
+// lockfile of another writer is ALREADY_EXISTS naming it.
+TEST_F(TfDataGoldenTest, FileCacheOfAPartialPassIsDiscarded) {
+  Load("file_cache");
+  io::TempDir dir;
+  const std::string prefix = dir.path() + "/c";
+  const std::string cache_feed = expected_["cache_feed"];
+  const std::string init = expected_["init"];
+  const std::vector<std::pair<std::string, Tensor>> feed = {
+      {cache_feed, Tensor::Scalar<std::string>(prefix)}};
+  ASSERT_TRUE(session_->Run(feed, {}, {init}, nullptr).ok());
+  std::vector<Tensor> out;
+  ASSERT_TRUE(Next(&out).ok());
+  EXPECT_TRUE(io::FileExists(prefix + "_0.lockfile"));
+  ASSERT_TRUE(session_->Run(feed, {}, {init}, nullptr).ok());  // drops the writer
+  EXPECT_FALSE(io::FileExists(prefix + "_0.lockfile"));
+  EXPECT_FALSE(io::FileExists(io::BundleIndexFilename(prefix)));
+
+  {
+    auto lock = io::WritableFile::Create(prefix + "_0.lockfile");
+    ASSERT_TRUE(lock.ok());
+    ASSERT_TRUE((*lock)->Append("Created at: 1").ok());
+    ASSERT_TRUE((*lock)->Close().ok());
+  }
+  ASSERT_TRUE(session_->Run(feed, {}, {init}, nullptr).ok());
+  absl::Status s = Next(&out);
+  EXPECT_TRUE(absl::IsAlreadyExists(s)) << s;
+  EXPECT_THAT(s.message(), AllOf(HasSubstr(prefix + "_0.lockfile"), HasSubstr("Created at: 1")));
 }
 
 TEST_F(TfDataGoldenTest, TFRecordFileTensorFlowWrote) {

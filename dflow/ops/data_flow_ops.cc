@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -125,13 +126,16 @@ Queue::Queue(std::string name, std::vector<DataType> types, std::vector<TensorSh
       types_(std::move(types)),
       shapes_(std::move(shapes)),
       capacity_(capacity),
-      options_(std::move(options)) {
-  if (options_.seed == 0 && options_.seed2 == 0) {
-    rng_.seed(std::random_device{}());
-  } else {
-    std::seed_seq seq{static_cast<uint64_t>(options_.seed), static_cast<uint64_t>(options_.seed2)};
-    rng_.seed(seq);
+      options_(std::move(options)),
+      generator_(0, 0) {
+  uint64_t seed = static_cast<uint64_t>(options_.seed);
+  uint64_t seed2 = static_cast<uint64_t>(options_.seed2);
+  if (seed == 0 && seed2 == 0) {
+    absl::BitGen bits;
+    seed = absl::Uniform<uint64_t>(bits);
+    seed2 = absl::Uniform<uint64_t>(bits);
   }
+  generator_ = Philox4x32(seed, seed2);
 }
 
 const char* Queue::kind_name() const {
@@ -462,20 +466,25 @@ Queue::Progress Queue::RunEnqueueLocked(Attempt* a) {
 }
 
 Queue::Progress Queue::RunDequeueLocked(Attempt* a) {
+  if (closed_ && static_cast<int64_t>(a->taken.size() + elements_.size()) < a->requested) {
+    // Too few will ever come. As TensorFlow does, what this dequeue took goes
+    // back first; DequeueUpTo then takes all that is left.
+    ReturnLocked(a);
+    if (!a->up_to || elements_.empty()) {
+      a->status = absl::OutOfRangeError(absl::StrCat(
+          kind_name(), " '", name_, "' is closed and has insufficient elements (requested ",
+          a->requested, ", current size ", elements_.size(), ")"));
+      return Progress::kComplete;
+    }
+    a->requested = static_cast<int64_t>(elements_.size());
+  }
   Progress p = Progress::kNone;
   while (static_cast<int64_t>(a->taken.size()) < a->requested && CanTakeLocked()) {
     a->taken.push_back(TakeLocked());
     p = Progress::kSome;
   }
   if (static_cast<int64_t>(a->taken.size()) == a->requested) return Progress::kComplete;
-  if (!closed_) return p;
-  // Closed, and every element left is taken: nothing more will come.
-  if (a->up_to && !a->taken.empty()) return Progress::kComplete;
-  ReturnLocked(a);
-  a->status = absl::OutOfRangeError(absl::StrCat(
-      kind_name(), " '", name_, "' is closed and has insufficient elements (requested ",
-      a->requested, ", current size ", elements_.size(), ")"));
-  return Progress::kComplete;
+  return p;
 }
 
 bool Queue::CanTakeLocked() const {
@@ -486,9 +495,10 @@ bool Queue::CanTakeLocked() const {
 
 Queue::Tuple Queue::TakeLocked() {
   if (options_.kind == QueueOptions::Kind::kRandomShuffle) {
-    // A uniformly chosen element, moved out by swapping it with the last.
-    std::uniform_int_distribution<size_t> pick(0, elements_.size() - 1);
-    std::swap(elements_[pick(rng_)], elements_.back());
+    // TensorFlow's choice: the next 32-bit word of the queue's Philox stream
+    // modulo the size; the last element takes the chosen one's place.
+    const size_t pick = words_() % elements_.size();
+    std::swap(elements_[pick], elements_.back());
     Tuple t = std::move(elements_.back());
     elements_.pop_back();
     return t;
@@ -499,8 +509,13 @@ Queue::Tuple Queue::TakeLocked() {
 }
 
 void Queue::ReturnLocked(Attempt* a) {
-  // Back to the front, in order, as if never taken.
-  for (auto t = a->taken.rbegin(); t != a->taken.rend(); ++t) elements_.push_front(std::move(*t));
+  if (options_.kind == QueueOptions::Kind::kRandomShuffle) {
+    // Appended last taken first, as TensorFlow's shuffling queue does.
+    for (auto t = a->taken.rbegin(); t != a->taken.rend(); ++t) elements_.push_back(std::move(*t));
+  } else {
+    // Back to the front, in order, as if never taken.
+    for (auto t = a->taken.rbegin(); t != a->taken.rend(); ++t) elements_.push_front(std::move(*t));
+  }
   a->taken.clear();
 }
 

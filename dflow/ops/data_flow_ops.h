@@ -27,7 +27,6 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -38,6 +37,7 @@
 #include "dflow/framework/resource_mgr.h"
 #include "dflow/framework/shape_inference.h"
 #include "dflow/framework/tensor.h"
+#include "dflow/ops/philox.h"
 
 namespace dflow {
 
@@ -59,9 +59,9 @@ struct QueueOptions {
   // kRandomShuffle: a dequeue waits while the queue holds no more than this
   // many elements, unless the queue is closed.
   int64_t min_after_dequeue = 0;
-  // kRandomShuffle: seeds the queue's generator (std::mt19937_64); both 0 =
-  // seeded nondeterministically. Dequeue order is a uniform shuffle, but not
-  // the order TensorFlow's generator would give for the same seeds.
+  // kRandomShuffle: seeds the queue's Philox4x32 stream; both 0 = seeded
+  // nondeterministically. Given the same elements at each dequeue, the
+  // order is TensorFlow's for the same seeds.
   int64_t seed = 0;
   int64_t seed2 = 0;
   // kPaddingFIFO: one shape per component, unknown dimensions (-1) allowed;
@@ -159,7 +159,8 @@ class Queue : public ResourceBase, public std::enable_shared_from_this<Queue> {
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   int64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<Tuple> elements_ ABSL_GUARDED_BY(mu_);
-  std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);  // kRandomShuffle
+  Philox4x32 generator_ ABSL_GUARDED_BY(mu_);            // kRandomShuffle
+  PhiloxWords words_ ABSL_GUARDED_BY(mu_){&generator_};  // borrows generator_
   // Waiting operations, served in order; only the first of each list can
   // hold part of its work (rows enqueued, elements taken).
   std::deque<std::unique_ptr<Attempt>> enqueues_ ABSL_GUARDED_BY(mu_);  // and closes

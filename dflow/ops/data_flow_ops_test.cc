@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <string>
@@ -17,10 +18,12 @@
 #include "absl/time/clock.h"
 #include "dflow/framework/attr_util.h"
 #include "dflow/framework/op_def.h"
+#include "dflow/framework/test_data_dir.h"
 #include "dflow/ops/kernel_test_util.h"
 #include "dflow/ops/op_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 
 namespace dflow {
 namespace {
@@ -798,6 +801,61 @@ TEST(RandomShuffleQueueTest, SeededQueuesRepeatTheirOrderAndShuffle) {
   std::sort(sorted.begin(), sorted.end());
   EXPECT_NE(order, sorted) << "20 elements left in order: not shuffled";
   for (int i = 0; i < 20; ++i) EXPECT_EQ(sorted[i], i);
+}
+
+// Enqueues, dequeues (one, many, up to) and closes run one at a time, so the
+// queue's contents at each dequeue are fixed (also where a close fails a
+// waiting DequeueMany, which puts back what it took): every dequeue takes the
+// elements TensorFlow's RandomShuffleQueue took (tests/data/shuffle_golden.json,
+// written by tests/data/gen_shuffle_reference.py).
+TEST(RandomShuffleQueueTest, DequeuesTensorFlowsElements) {
+  std::ifstream in(TestDataDir() + "/shuffle_golden.json");
+  ASSERT_TRUE(in.good()) << "missing tests/data/shuffle_golden.json";
+  const nlohmann::json golden = nlohmann::json::parse(in);
+  ASSERT_EQ(golden["queue"].size(), 4u);
+  for (const auto& c : golden["queue"]) {
+    QueueOptions o;
+    o.kind = QueueOptions::Kind::kRandomShuffle;
+    o.min_after_dequeue = c["min_after_dequeue"];
+    o.seed = c["seed"];
+    o.seed2 = c["seed2"];
+    auto q = std::make_shared<Queue>("shuffle", std::vector<DataType>{DT_INT32},
+                                     std::vector<TensorShape>{TensorShape()}, 1000, o);
+    for (const auto& step : c["steps"]) {
+      SCOPED_TRACE(absl::StrCat("seed ", c["seed"].dump(), " step ", step.dump()));
+      const std::string kind = step[0];
+      Result r;
+      if (kind == "enqueue_many") {
+        q->EnqueueMany({Tensor::Vec<int32_t>(step[1].get<std::vector<int32_t>>())}, Waiter{},
+                       r.Callback());
+      } else if (kind == "close") {
+        q->Close(false, Waiter{}, r.Callback());
+      } else if (kind == "dequeue") {
+        q->Dequeue(Waiter{}, r.Callback());
+      } else if (kind == "dequeue_many_close") {
+        q->DequeueMany(step[1].get<int64_t>(), Waiter{}, r.Callback());
+        EXPECT_FALSE(r.finished) << "waits above min_after_dequeue";
+        Result closed;
+        q->Close(false, Waiter{}, closed.Callback());
+        EXPECT_TRUE(closed.finished && closed.status.ok()) << closed.status;
+      } else {
+        q->DequeueMany(step[1].get<int64_t>(), kind == "dequeue_up_to", Waiter{}, r.Callback());
+      }
+      ASSERT_TRUE(r.finished) << "the step waits";
+      if (kind == "enqueue_many" || kind == "close") {
+        EXPECT_TRUE(r.status.ok()) << r.status;
+        continue;
+      }
+      const nlohmann::json& want = step.back();
+      if (want == "OutOfRange") {
+        EXPECT_EQ(r.status.code(), absl::StatusCode::kOutOfRange) << r.status;
+        continue;
+      }
+      ASSERT_TRUE(r.status.ok()) << r.status;
+      auto got = r.tuple[0].flat<int32_t>();
+      EXPECT_EQ(std::vector<int32_t>(got.begin(), got.end()), want.get<std::vector<int32_t>>());
+    }
+  }
 }
 
 // Each of 5 elements is first out of a fresh unseeded queue about 1/5 of

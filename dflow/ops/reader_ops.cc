@@ -20,12 +20,14 @@
 #include <algorithm>
 #include <deque>
 #include <memory>
-#include <random>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "absl/random/random.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "dflow/framework/kernel.h"
@@ -35,6 +37,7 @@
 #include "dflow/io/tfrecord.h"
 #include "dflow/ops/array_util.h"
 #include "dflow/ops/data_flow_ops.h"
+#include "dflow/ops/philox.h"
 #include "dflow/ops/resource_lookup.h"
 #include "dflow/ops/state_ops.h"
 #include "dflow/ops/variable_ops.h"
@@ -48,6 +51,8 @@ class RecordSource {
   virtual ~RecordSource() = default;
   // The next record; OUT_OF_RANGE at the end of the file.
   virtual absl::Status Next(std::string* key, std::string* value) = 0;
+  // Known to hold no more records (without another Next).
+  virtual bool Done() const { return false; }
 };
 
 // Opens the records of a work unit (a file name); one per reader kind.
@@ -77,6 +82,7 @@ class Reader : public ResourceBase {
         }
         work_ = std::move(pending_.front());
         pending_.pop_front();
+        ++work_units_started_;
         absl::StatusOr<std::unique_ptr<RecordSource>> s = factory_(work_);
         if (!s.ok()) {  // The work unit is spent; a later read takes the next.
           work_.clear();
@@ -88,8 +94,7 @@ class Reader : public ResourceBase {
         std::string key, value;
         absl::Status s = source_->Next(&key, &value);
         if (absl::IsOutOfRange(s)) {
-          source_.reset();
-          work_.clear();
+          source_.reset();  // work_ stays the last work unit, as TensorFlow's
           ++work_units_completed_;
           break;
         }
@@ -97,6 +102,11 @@ class Reader : public ResourceBase {
         keys->push_back(std::move(key));
         values->push_back(std::move(value));
         ++records_produced_;
+        if (source_->Done()) {  // finished with its record, as TensorFlow counts it
+          source_.reset();
+          ++work_units_completed_;
+          break;
+        }
       }
       if (!keys->empty()) return absl::OkStatus();
     }
@@ -113,8 +123,18 @@ class Reader : public ResourceBase {
     work_.clear();
     pending_.clear();
     records_produced_ = 0;
+    work_units_started_ = 0;
     work_units_completed_ = 0;
   }
+  // TensorFlow's ReaderBaseState message of this reader's progress. Only
+  // readers whose work units are one record (IdentityReaderV2) can save and
+  // restore it, as in TensorFlow.
+  std::string SerializeStateLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Restores a SerializeStateLocked() string; INVALID_ARGUMENT naming `what`
+  // (the reader) for one that does not parse, holds a negative count or a
+  // work unit in progress.
+  absl::Status RestoreStateLocked(const std::string& state, const std::string& what)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   int64_t records_produced() const {
     absl::MutexLock l(&mu);
     return records_produced_;
@@ -139,8 +159,95 @@ class Reader : public ResourceBase {
   // Work units dequeued but not started (two reads may each dequeue one).
   std::deque<std::string> pending_ ABSL_GUARDED_BY(mu);
   int64_t records_produced_ ABSL_GUARDED_BY(mu) = 0;
+  int64_t work_units_started_ ABSL_GUARDED_BY(mu) = 0;
   int64_t work_units_completed_ ABSL_GUARDED_BY(mu) = 0;
 };
+
+// --- ReaderBaseState, TensorFlow's reader state message -------------------------------
+//
+// Fields: work_started = 1, work_finished = 2, num_records_produced = 3
+// (int64 varints), current_work = 4 (bytes); zeros and "" are left out.
+
+void PutVarint(uint64_t v, std::string* out) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>(v | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+bool GetVarint(absl::string_view* in, uint64_t* v) {
+  *v = 0;
+  for (int shift = 0; shift < 64 && !in->empty(); shift += 7) {
+    const uint8_t b = static_cast<uint8_t>(in->front());
+    in->remove_prefix(1);
+    *v |= static_cast<uint64_t>(b & 0x7f) << shift;
+    if ((b & 0x80) == 0) return true;
+  }
+  return false;
+}
+
+std::string Reader::SerializeStateLocked() const {
+  std::string out;
+  const int64_t counts[] = {work_units_started_, work_units_completed_, records_produced_};
+  for (int field = 1; field <= 3; ++field) {
+    if (counts[field - 1] == 0) continue;
+    PutVarint(static_cast<uint64_t>(field) << 3, &out);
+    PutVarint(static_cast<uint64_t>(counts[field - 1]), &out);
+  }
+  if (!work_.empty()) {
+    PutVarint((4 << 3) | 2, &out);
+    PutVarint(work_.size(), &out);
+    out += work_;
+  }
+  return out;
+}
+
+absl::Status Reader::RestoreStateLocked(const std::string& state, const std::string& what) {
+  int64_t counts[3] = {0, 0, 0};
+  std::string work;
+  absl::string_view in(state);
+  const auto unparsable = [&] {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Could not parse state for ", what, ": ", absl::CEscape(state)));
+  };
+  while (!in.empty()) {
+    uint64_t tag = 0, v = 0;
+    if (!GetVarint(&in, &tag)) return unparsable();
+    const uint64_t field = tag >> 3, wire = tag & 7;
+    if (wire == 0) {
+      if (!GetVarint(&in, &v)) return unparsable();
+      if (field >= 1 && field <= 3) counts[field - 1] = static_cast<int64_t>(v);
+    } else if (wire == 2) {
+      if (!GetVarint(&in, &v) || v > in.size()) return unparsable();
+      if (field == 4) work = std::string(in.substr(0, v));
+      in.remove_prefix(v);
+    } else if (wire == 1 || wire == 5) {
+      const size_t n = wire == 1 ? 8 : 4;
+      if (in.size() < n) return unparsable();
+      in.remove_prefix(n);
+    } else {
+      return unparsable();
+    }
+  }
+  const std::string shown = absl::StrCat("work_started: ", counts[0], " work_finished: ", counts[1],
+                                         " num_records_produced: ", counts[2], " current_work: \"",
+                                         absl::CEscape(work), "\"");
+  if (counts[0] < 0 || counts[1] < 0 || counts[2] < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Unexpected negative value when restoring in ", what, ": ", shown));
+  }
+  if (counts[0] > counts[1]) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Inconsistent work started vs. finished when restoring in ", what, ": ", shown));
+  }
+  source_.reset();
+  work_units_started_ = counts[0];
+  work_units_completed_ = counts[1];
+  records_produced_ = counts[2];
+  work_ = std::move(work);
+  return absl::OkStatus();
+}
 
 // --- record sources ---
 
@@ -196,6 +303,7 @@ class SingleSource : public RecordSource {
  public:
   SingleSource(std::string key, std::string value)
       : key_(std::move(key)), value_(std::move(value)) {}
+  bool Done() const override { return done_; }
   absl::Status Next(std::string* key, std::string* value) override {
     if (done_) return absl::OutOfRangeError("end of work unit");
     done_ = true;
@@ -227,16 +335,18 @@ SourceFactory FactoryFromAttrs(OpKernelConstruction* c) {
     };
   }
   if (op == "TFRecordReaderV2") {
-    std::string compression;
-    c->GetAttr("compression_type", &compression).IgnoreError();
-    if (!compression.empty()) {
-      c->SetStatus(absl::UnimplementedError(absl::StrCat("[", op, " '", c->def().name(),
-                                                         "'] compression_type '", compression,
-                                                         "' is not supported; only ''")));
+    std::string type;
+    c->GetAttr("compression_type", &type).IgnoreError();
+    absl::StatusOr<io::TFRecordCompression> compression = io::ParseTFRecordCompression(type);
+    if (!compression.ok()) {
+      c->SetStatus(absl::InvalidArgumentError(
+          absl::StrCat("[", op, " '", c->def().name(), "'] ", compression.status().message())));
       return nullptr;
     }
-    return [](const std::string& work) -> absl::StatusOr<std::unique_ptr<RecordSource>> {
-      ASSIGN_OR_RETURN(std::unique_ptr<io::TFRecordReader> r, io::TFRecordReader::Open(work));
+    return [compression = *compression](
+               const std::string& work) -> absl::StatusOr<std::unique_ptr<RecordSource>> {
+      ASSIGN_OR_RETURN(std::unique_ptr<io::TFRecordReader> r,
+                       io::TFRecordReader::Open(work, compression));
       return std::make_unique<TFRecordSource>(work, std::move(r));
     };
   }
@@ -433,6 +543,42 @@ class ReaderInfoOp : public OpKernel {
   const std::string op_;
 };
 
+// ReaderSerializeStateV2 and ReaderRestoreStateV2: IdentityReaderV2's state
+// only, as in TensorFlow; the other readers are UNIMPLEMENTED.
+class ReaderStateOp : public OpKernel {
+ public:
+  explicit ReaderStateOp(OpKernelConstruction* c)
+      : OpKernel(c), restore_(c->def().op() == "ReaderRestoreStateV2") {}
+  absl::Status Compute(OpKernelContext* ctx) override {
+    ASSIGN_OR_RETURN(std::shared_ptr<Reader> r, LookupFromHandle<Reader>(*ctx, 0));
+    // "IdentityReader 'name'", as TensorFlow names a reader.
+    std::string kind = r->kind();
+    if (absl::EndsWith(kind, "V2")) kind.resize(kind.size() - 2);
+    const std::string what =
+        absl::StrCat(kind, " '", ctx->input(0).scalar<ResourceHandle>().name, "'");
+    if (r->kind() != "IdentityReaderV2") {
+      return absl::UnimplementedError(
+          absl::StrCat(ctx->Prefix(), what, " cannot ", restore_ ? "restore" : "save",
+                       " its state (only IdentityReader can, as in TensorFlow): Reader ",
+                       restore_ ? "RestoreState" : "SerializeState"));
+    }
+    absl::MutexLock l(&r->mu);
+    if (!restore_) {
+      ctx->set_output(0, Tensor::Scalar<std::string>(r->SerializeStateLocked()));
+      return absl::OkStatus();
+    }
+    const Tensor& state = ctx->input(1);
+    if (state.dtype() != DT_STRING || state.dims() != 0) {
+      return ctx->InvalidArgument("state must be a string scalar, got ", state.DebugString());
+    }
+    return r->RestoreStateLocked(state.scalar<std::string>(), what);
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  const bool restore_;
+};
+
 // The names of the files matching the glob patterns of input 0, sorted.
 class MatchingFilesOp : public OpKernel {
  public:
@@ -460,34 +606,37 @@ class MatchingFilesOp : public OpKernel {
   }
 };
 
-// Shuffles input 0 along its first dimension. A uniform permutation
-// (Fisher-Yates over std::mt19937_64); seeded by seed/seed2 when either is
-// set, but not in the order TensorFlow's Philox-based op would give.
+// Shuffles input 0 along its first dimension, as TensorFlow's kernel does:
+// each run reserves ceil((n - 1) / 4) Philox blocks of the op's stream
+// (seeded by seed/seed2, random when both are 0) and swaps row i with row
+// i + word % (n - i), for i = 0 .. n - 2. An input of at most one row or
+// element is passed through and takes no blocks.
 class RandomShuffleOp : public OpKernel {
  public:
-  explicit RandomShuffleOp(OpKernelConstruction* c) : OpKernel(c) {
+  explicit RandomShuffleOp(OpKernelConstruction* c) : OpKernel(c), generator_(0, 0) {
     int64_t seed = 0, seed2 = 0;
     c->GetAttr("seed", &seed).IgnoreError();
     c->GetAttr("seed2", &seed2).IgnoreError();
     if (seed == 0 && seed2 == 0) {
-      rng_.seed(std::random_device{}());
-    } else {
-      std::seed_seq seq{static_cast<uint64_t>(seed), static_cast<uint64_t>(seed2)};
-      rng_.seed(seq);
+      absl::BitGen bits;
+      seed = static_cast<int64_t>(absl::Uniform<uint64_t>(bits));
+      seed2 = static_cast<int64_t>(absl::Uniform<uint64_t>(bits));
     }
+    generator_ = Philox4x32(static_cast<uint64_t>(seed), static_cast<uint64_t>(seed2));
   }
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& in = ctx->input(0);
-    if (in.dims() == 0 || in.dim_size(0) <= 1) {
+    if (in.NumElements() <= 1 || in.dims() == 0 || in.dim_size(0) <= 1) {
       ctx->set_output(0, in);
       return absl::OkStatus();
     }
     const int64_t n = in.dim_size(0);
+    Philox4x32 gen = Reserve((static_cast<uint64_t>(n - 1) + 3) / 4);
+    PhiloxWords words(&gen);
     std::vector<int64_t> order(n);
     for (int64_t i = 0; i < n; ++i) order[i] = i;
-    {
-      absl::MutexLock l(&mu_);
-      std::shuffle(order.begin(), order.end(), rng_);
+    for (int64_t i = 0; i + 1 < n; ++i) {
+      std::swap(order[i], order[i + words() % static_cast<uint64_t>(n - i)]);
     }
     Tensor out(in.dtype(), in.shape());
     const int64_t row = in.NumElements() / n;
@@ -506,8 +655,16 @@ class RandomShuffleOp : public OpKernel {
   }
 
  private:
+  // The generator at its current state; advances the state by `blocks`.
+  Philox4x32 Reserve(uint64_t blocks) {
+    absl::MutexLock l(&mu_);
+    Philox4x32 base = generator_;
+    generator_.Skip(blocks);
+    return base;
+  }
+
   absl::Mutex mu_;
-  std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
+  Philox4x32 generator_ ABSL_GUARDED_BY(mu_);
 };
 
 // Outputs *counter's value and increments it; OUT_OF_RANGE "Reached limit of
@@ -663,6 +820,20 @@ REGISTER_KERNEL(KernelDefBuilder("ReaderNumWorkUnitsCompletedV2").Device(kDevice
 
 REGISTER_OP("ReaderResetV2").Input("reader_handle: resource").SetIsStateful().SetShapeFn(NoOutputs);
 REGISTER_KERNEL(KernelDefBuilder("ReaderResetV2").Device(kDeviceCPU), ReaderInfoOp);
+
+REGISTER_OP("ReaderSerializeStateV2")
+    .Input("reader_handle: resource")
+    .Output("state: string")
+    .SetIsStateful()
+    .SetShapeFn(ScalarShape);
+REGISTER_KERNEL(KernelDefBuilder("ReaderSerializeStateV2").Device(kDeviceCPU), ReaderStateOp);
+
+REGISTER_OP("ReaderRestoreStateV2")
+    .Input("reader_handle: resource")
+    .Input("state: string")
+    .SetIsStateful()
+    .SetShapeFn(NoOutputs);
+REGISTER_KERNEL(KernelDefBuilder("ReaderRestoreStateV2").Device(kDeviceCPU), ReaderStateOp);
 
 REGISTER_OP("MatchingFiles")
     .Input("pattern: string")

@@ -2,16 +2,19 @@
 // as QueueRunner's string_input_producer puts them, ReaderReadV2 /
 // ReaderReadUpToV2 return TensorFlow's keys and values (checked with
 // tf.compat.v1.TextLineReader and friends), waits for file names end on
-// close and on step cancellation. Also MatchingFiles, RandomShuffle and
-// ResourceCountUpTo.
+// close and on step cancellation. Also MatchingFiles, RandomShuffle (in
+// TensorFlow's order: tests/data/shuffle_golden.json, written by
+// tests/data/gen_shuffle_reference.py) and ResourceCountUpTo.
 #include <algorithm>
 #include <deque>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/synchronization/notification.h"
 #include "dflow/framework/attr_util.h"
+#include "dflow/framework/test_data_dir.h"
 #include "dflow/io/test_util.h"
 #include "dflow/io/tfrecord.h"
 #include "dflow/ops/data_flow_ops.h"
@@ -19,6 +22,7 @@
 #include "dflow/ops/op_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 
 namespace dflow {
 namespace {
@@ -210,11 +214,86 @@ TEST_F(ReaderOpsTest, TFRecordReaderKeysAreFileAndRecordOffset) {
             (KV{{path + ":0", "one"}, {path + ":19", ""}, {path + ":35", "three"}}));
   EXPECT_EQ(end.code(), absl::StatusCode::kOutOfRange);
 
-  NodeDef gzip = Node("TFRecordReaderV2", "gzip", 0);
-  SetAttr(&gzip, "compression_type", std::string("GZIP"));
-  absl::StatusOr<std::unique_ptr<OpKernel>> k = MakeKernel(gzip, device_.get());
-  EXPECT_EQ(k.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(k.status().message(), HasSubstr("compression_type 'GZIP' is not supported"));
+  NodeDef bad = Node("TFRecordReaderV2", "bad", 0);
+  SetAttr(&bad, "compression_type", std::string("LZ4"));
+  absl::StatusOr<std::unique_ptr<OpKernel>> k = MakeKernel(bad, device_.get());
+  EXPECT_EQ(k.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(k.status().message(), HasSubstr("compression_type: 'LZ4'"));
+}
+
+// compression_type GZIP and ZLIB: the keys count uncompressed bytes, as
+// TensorFlow's (checked with tf.compat.v1.TFRecordReader: offsets 0, 17, 233).
+TEST_F(ReaderOpsTest, TFRecordReaderReadsGzipAndZlibFiles) {
+  for (const char* type : {"GZIP", "ZLIB"}) {
+    SCOPED_TRACE(type);
+    const std::string path = dir_.path() + "/r." + type;
+    const std::string long_record(200, 'b');
+    {
+      auto w = io::TFRecordWriter::Create(path, *io::ParseTFRecordCompression(type));
+      ASSERT_TRUE(w.ok()) << w.status();
+      for (const std::string& r : {std::string("a"), long_record, std::string("ccc")}) {
+        ASSERT_TRUE((*w)->Write(r).ok());
+      }
+      ASSERT_TRUE((*w)->Close().ok());
+    }
+    NodeDef n = Node("TFRecordReaderV2", absl::StrCat("records_", type), 0);
+    SetAttr(&n, "compression_type", std::string(type));
+    absl::Status end;
+    EXPECT_EQ(ReadAll(Reader(n), FileQueue({path}), &end),
+              (KV{{path + ":0", "a"}, {path + ":17", long_record}, {path + ":233", "ccc"}}));
+    EXPECT_EQ(end.code(), absl::StatusCode::kOutOfRange) << end;
+    // A plain reader of the compressed file finds no valid record.
+    absl::Status plain;
+    EXPECT_TRUE(ReadAll(Reader(Node("TFRecordReaderV2", absl::StrCat("plain_", type), 0)),
+                        FileQueue({path}), &plain)
+                    .empty());
+    EXPECT_EQ(plain.code(), absl::StatusCode::kDataLoss) << plain;
+  }
+}
+
+// IdentityReader's state is TensorFlow's ReaderBaseState message, byte for
+// byte (checked with tf.compat.v1.IdentityReader); restoring checks it as
+// TensorFlow does. The other readers cannot save their state, as in
+// TensorFlow.
+TEST_F(ReaderOpsTest, IdentityReaderSerializesAndRestoresTensorFlowsState) {
+  Tensor reader = Reader(Node("IdentityReaderV2", "idr", 0));
+  OpKernel* save = Kernel(Node("ReaderSerializeStateV2", "save", 1));
+  OpKernel* restore = Kernel(Node("ReaderRestoreStateV2", "restore", 2));
+  EXPECT_EQ(RunOk(save, {reader}).scalar<std::string>(), "");
+  Tensor q = FileQueue({"work2", "work3", "work4"});
+  OpKernel* read = Kernel(Node("ReaderReadV2", "read", 2));
+  ASSERT_TRUE(Start(read, {reader, q})->Wait().ok());
+  const std::string after_one = RunOk(save, {reader}).scalar<std::string>();
+  EXPECT_EQ(after_one, std::string("\x08\x01\x10\x01\x18\x01\"\x05work2", 13));
+  ASSERT_TRUE(Start(read, {reader, q})->Wait().ok());
+  EXPECT_EQ(Counter("ReaderNumRecordsProducedV2", reader), 2);
+
+  RunOk(restore, {reader, Tensor::Scalar<std::string>(after_one)});
+  EXPECT_EQ(Counter("ReaderNumRecordsProducedV2", reader), 1);
+  EXPECT_EQ(Counter("ReaderNumWorkUnitsCompletedV2", reader), 1);
+  EXPECT_EQ(RunOk(save, {reader}).scalar<std::string>(), after_one);
+  std::unique_ptr<KernelRun> next = Start(read, {reader, q});  // the queue goes on
+  ASSERT_TRUE(next->Wait().ok());
+  EXPECT_EQ(next->output(0).scalar<std::string>(), "work4");
+
+  const std::pair<std::string, std::string> bad[] = {
+      {"garbage\xff", "Could not parse state for IdentityReader 'idr': garbage\\377"},
+      {std::string("\x08\x02\x10\x01\x18\x05", 6),
+       "Inconsistent work started vs. finished when restoring in IdentityReader 'idr'"},
+      {"\x18\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01",
+       "Unexpected negative value when restoring in IdentityReader 'idr'"}};
+  for (const auto& [state, message] : bad) {
+    std::unique_ptr<KernelRun> r = Start(restore, {reader, Tensor::Scalar<std::string>(state)});
+    absl::Status s = r->Wait();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_THAT(s.message(), HasSubstr(message));
+  }
+  EXPECT_EQ(Counter("ReaderNumRecordsProducedV2", reader), 2);  // untouched by the failures
+
+  Tensor lines = Reader(Node("TextLineReaderV2", "tl", 0));
+  absl::Status s = Start(save, {lines})->Wait();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+  EXPECT_THAT(s.message(), HasSubstr("TextLineReader 'tl' cannot save its state"));
 }
 
 TEST_F(ReaderOpsTest, WholeFileIdentityAndReadUpTo) {
@@ -308,6 +387,36 @@ TEST_F(ReaderOpsTest, RandomShuffleIsAPermutationOfRows) {
   std::sort(sorted.begin(), sorted.end());
   EXPECT_NE(firsts, sorted);
   for (int32_t i = 0; i < 50; ++i) EXPECT_EQ(sorted[i], i);
+}
+
+// One RandomShuffle op run on inputs of several shapes in turn gives
+// TensorFlow's permutations: its Philox stream goes on from run to run, and
+// inputs of one row or element take none of it.
+TEST_F(ReaderOpsTest, RandomShuffleGivesTensorFlowsPermutations) {
+  std::ifstream in(TestDataDir() + "/shuffle_golden.json");
+  ASSERT_TRUE(in.good()) << "missing tests/data/shuffle_golden.json";
+  const nlohmann::json golden = nlohmann::json::parse(in);
+  ASSERT_EQ(golden["random_shuffle"].size(), 3u);
+  for (const auto& c : golden["random_shuffle"]) {
+    NodeDef n = Node("RandomShuffle", "shuffle", 1);
+    SetAttr(&n, "T", DT_INT32);
+    SetAttr(&n, "seed", c["seed"].get<int64_t>());
+    SetAttr(&n, "seed2", c["seed2"].get<int64_t>());
+    OpKernel* shuffle = Kernel(n);
+    for (const auto& run : c["runs"]) {
+      SCOPED_TRACE(absl::StrCat("seeds ", c["seed"].dump(), ", ", c["seed2"].dump(), " shape ",
+                                run["shape"].dump()));
+      TensorShape shape;
+      for (int64_t d : run["shape"]) shape.AddDim(d);
+      std::vector<int32_t> values(shape.num_elements());
+      for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<int32_t>(i);
+      Tensor out = RunOk(shuffle, {Tensor::FromVector<int32_t>(values, shape)});
+      ASSERT_EQ(out.shape(), shape);
+      auto got = out.flat<int32_t>();
+      EXPECT_EQ(std::vector<int32_t>(got.begin(), got.end()),
+                run["out"].get<std::vector<int32_t>>());
+    }
+  }
 }
 
 TEST_F(ReaderOpsTest, CountUpToCountsARefVariableToItsLimit) {

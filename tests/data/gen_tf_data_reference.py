@@ -21,10 +21,31 @@ Pipelines:
                      make_one_shot_iterator (ParallelMapDatasetV2, FilterDataset)
   shuffle_prefetch   range(20).shuffle(8, seed=3).batch(5).prefetch(2),
                      make_initializable_iterator (ShuffleDataset with seed and seed2
-                     inputs, PrefetchDataset); dflow's shuffle order is its own, so
-                     the test compares the elements as a set
+                     inputs, PrefetchDataset)
   shuffle_repeat     range(20).shuffle(20, seed=3).repeat(2): TensorFlow reshuffles
                      each pass of one iterator (reshuffle_each_iteration)
+  shuffle_fixed      graph seed 5: range(10).shuffle(4, reshuffle_each_iteration=False)
+                     .repeat(3), one-shot: every pass in the same order
+  shuffle_big_buffer graph seed 5: range(7).shuffle(100, seed=9).repeat(3), and
+                     range(5).shuffle(UNKNOWN_CARDINALITY) zipped beside it
+  shuffle_and_repeat range(10).apply(experimental.shuffle_and_repeat(4, 3, seed=2))
+                     (ShuffleAndRepeatDataset), and over range(7) with a buffer of 25
+                     (spanning epochs), over range(5) forever (count=None) .take(23),
+                     and over an empty range forever (which ends), concatenated
+  shuffle_nested     range(6).shuffle(3, seed=1).apply(shuffle_and_repeat(4, 2, seed=2))
+                     .repeat(2) concatenated with range(12).shuffle(3, seed=1)
+                     .shuffle(5, seed=2).repeat(2): the inner shuffle's iterators
+                     draw seeds in TensorFlow's order
+  shuffle_in_function  graph seed 5: range(3).interleave(range(10x, 10x + 6).shuffle(3,
+                     seed=7).repeat(2)) zipped with range(2).flat_map(range(5).shuffle(5,
+                     reshuffle_each_iteration=False).repeat(2)): inside dataset functions
+                     TensorFlow 2 emits ShuffleDatasetV3 with a DummySeedGenerator
+  file_cache         range(3).map((x * 2, ["a", "bb", "ccc"][x])).cache(placeholder filename)
+                     .repeat(2), initializable: the json names the filename placeholder
+                     ("cache_feed"); TensorFlow's run wrote its cache files to
+                     tf_data/tf_cache/c.{index,data-00000-of-00001} (made afresh here)
+  shuffle_pipeline   the issue's form: from_tensor_slices((float32 [10, 2], int32 [10]))
+                     .map(x * 2, y + 1).shuffle(6, seed=11).batch(4).repeat(2).prefetch(1)
   tfrecord_batch     TFRecordDataset(placeholder filenames).skip(1).batch(2),
                      make_initializable_iterator; TFRecordDataset is wrapped in
                      a FlatMapDataset over the file names. The test feeds
@@ -161,6 +182,84 @@ def shuffle_repeat():
     ds = tf.data.Dataset.range(20).shuffle(20, seed=3).repeat(2)
     it = tf.compat.v1.data.make_initializable_iterator(ds)
     return it.get_next(), it.initializer, None
+
+
+def shuffle_fixed():
+    tf.compat.v1.set_random_seed(5)
+    ds = tf.data.Dataset.range(10).shuffle(4, reshuffle_each_iteration=False).repeat(3)
+    return tf.compat.v1.data.make_one_shot_iterator(ds).get_next(), None, None
+
+
+def shuffle_big_buffer():
+    tf.compat.v1.set_random_seed(5)
+    a = tf.data.Dataset.range(7).shuffle(100, seed=9).repeat(3)
+    b = tf.data.Dataset.range(5).shuffle(tf.data.UNKNOWN_CARDINALITY, seed=4).repeat()
+    ds = tf.data.Dataset.zip((a, b))
+    return tf.compat.v1.data.make_one_shot_iterator(ds).get_next(), None, None
+
+
+def shuffle_and_repeat():
+    fused = tf.data.experimental.shuffle_and_repeat
+    ds = tf.data.Dataset.range(10).apply(fused(4, count=3, seed=2)).concatenate(
+        tf.data.Dataset.range(7).apply(fused(25, count=3, seed=3))).concatenate(
+            tf.data.Dataset.range(5).apply(fused(3, seed=4)).take(23)).concatenate(
+                tf.data.Dataset.range(0).apply(fused(3, seed=5)))
+    it = tf.compat.v1.data.make_initializable_iterator(ds)
+    return it.get_next(), it.initializer, None
+
+
+def shuffle_nested():
+    fused = tf.data.experimental.shuffle_and_repeat
+    a = tf.data.Dataset.range(6).shuffle(3, seed=1).apply(fused(4, count=2, seed=2)).repeat(2)
+    b = tf.data.Dataset.range(12).shuffle(3, seed=1).shuffle(5, seed=2).repeat(2)
+    it = tf.compat.v1.data.make_initializable_iterator(a.concatenate(b))
+    return it.get_next(), it.initializer, None
+
+
+def shuffle_in_function():
+    tf.compat.v1.set_random_seed(5)
+    a = tf.data.Dataset.range(3).interleave(
+        lambda x: tf.data.Dataset.range(x * 10, x * 10 + 6).shuffle(3, seed=7).repeat(2),
+        cycle_length=3, block_length=1)
+    b = tf.data.Dataset.range(2).flat_map(lambda x: tf.data.Dataset.range(5).shuffle(
+        5, reshuffle_each_iteration=False).repeat(2))
+    ds = tf.data.Dataset.zip((a, b))
+    return tf.compat.v1.data.make_one_shot_iterator(ds).get_next(), None, None
+
+
+def save_file_cache():
+    prefix = os.path.join(OUT, "tf_cache", "c")
+    os.makedirs(os.path.dirname(prefix), exist_ok=True)
+    for f in os.listdir(os.path.dirname(prefix)):
+        os.remove(os.path.join(os.path.dirname(prefix), f))
+    g = tf.Graph()
+    with g.as_default():
+        filename = tf.compat.v1.placeholder(tf.string, [], name="cache_filename")
+        ds = tf.data.Dataset.range(3).map(
+            lambda x: (x * 2, tf.gather(["a", "bb", "ccc"], x))).cache(filename).repeat(2)
+        it = tf.compat.v1.data.make_initializable_iterator(ds)
+        fetches = [t.name for t in tf.nest.flatten(it.get_next())]
+    batches = []
+    with tf.compat.v1.Session(graph=g) as sess:
+        sess.run(it.initializer, {filename: prefix})
+        while True:
+            try:
+                batches.append([value_json(v) for v in sess.run(fetches)])
+            except tf.errors.OutOfRangeError:
+                break
+    with open(os.path.join(OUT, "file_cache.pbtxt"), "w") as f:
+        f.write(str(g.as_graph_def()))
+    with open(os.path.join(OUT, "file_cache.json"), "w") as f:
+        json.dump({"init": it.initializer.name, "feed": None, "cache_feed": filename.name,
+                   "fetches": fetches, "batches": batches}, f, indent=1)
+        f.write("\n")
+
+
+def shuffle_pipeline():
+    x = np.arange(20, dtype=np.float32).reshape(10, 2)
+    ds = tf.data.Dataset.from_tensor_slices((x, np.arange(10, dtype=np.int32))).map(
+        lambda a, b: (a * 2.0, b + 1)).shuffle(6, seed=11).batch(4).repeat(2).prefetch(1)
+    return tf.compat.v1.data.make_one_shot_iterator(ds).get_next(), None, None
 
 
 def tfrecord_batch():
@@ -337,6 +436,12 @@ if __name__ == "__main__":
     save("parallel_map_filter", parallel_map_filter)
     save("shuffle_prefetch", shuffle_prefetch)
     save("shuffle_repeat", shuffle_repeat)
+    save("shuffle_fixed", shuffle_fixed)
+    save("shuffle_big_buffer", shuffle_big_buffer)
+    save("shuffle_and_repeat", shuffle_and_repeat)
+    save("shuffle_nested", shuffle_nested)
+    save("shuffle_in_function", shuffle_in_function)
+    save("shuffle_pipeline", shuffle_pipeline)
     save("tfrecord_batch", tfrecord_batch)
     save("tfrecord_prefetch", tfrecord_prefetch)
     save("tfrecord_decode", tfrecord_decode)
@@ -352,5 +457,6 @@ if __name__ == "__main__":
     save("options", options)
     save("shard", shard)
     save_anonymous_iterator()
+    save_file_cache()
     save_optional()
     save_string_handle()
