@@ -49,9 +49,11 @@ run_unit() {  # run_unit DIR [CTEST_ARGS...]
   local dir=$1; shift
   ctest --test-dir "$dir" -R '\.' --output-on-failure -j"$jobs" --timeout 600 "$@"
 }
-# Under TSan (5-15x slower) these tests are left out; each runs in the normal suite and under
-# ASan+UBSan:
-tsan_excluded=''
+# Left out under TSan (which runs code 5-15x slower), each still run by the normal suite and
+# under ASan+UBSan:
+#   TensorDataPlaneTest.ATensorOverTwoGibCrosses: fills and sends a 2.4 GB tensor; under TSan
+#   its RunGraph passes its own 60 s deadline (measured: failed after 120 s).
+tsan_excluded='^TensorDataPlaneTest\.ATensorOverTwoGibCrosses$'
 run_tsan() {
   local start=$SECONDS
   if [[ -n $tsan_excluded ]]; then run_unit build-tsan -E "$tsan_excluded"; else run_unit build-tsan; fi
