@@ -10,6 +10,7 @@
 #ifndef DFLOW_FRAMEWORK_TENSOR_H_
 #define DFLOW_FRAMEWORK_TENSOR_H_
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -99,7 +100,15 @@ class Tensor {
   bool SharesBufferWith(const Tensor& other) const {
     return buf_ != nullptr && buf_ == other.buf_;
   }
-  long BufferUseCount() const { return buf_.use_count(); }
+  // References to the buffer. A caller that sees 1 and then writes the buffer
+  // in place is ordered after every other holder's last read of it: the
+  // holder's release is its reference drop, paired here with an acquire fence
+  // (use_count() itself is a relaxed load), as TensorFlow's RefCountIsOne.
+  long BufferUseCount() const {
+    const long n = buf_.use_count();
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return n;
+  }
 
   // Element views. REQUIRES: DataTypeToEnum<T>::value == dtype().
   template <typename T>
