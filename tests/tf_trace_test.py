@@ -22,9 +22,17 @@ Cases, each printing one PASS/FAIL line with its reason:
                   JSON ({"traceEvents": [...]}, "X" events with ts/dur, a process row per
                   device) showing its worker and the ps; both together show every task; a
                   transfer between tasks is a flow arrow.
+  train_trace_sync
+                  The same with `--mode between-sync --max-steps 8 --trace-steps 3`: both
+                  workers write their trace of global step 3.
   train_trace_in_graph
                   The same with `--mode in-graph-sync --trace-steps 2`: the one client's
                   trace of one cluster step shows every task (the ps and both workers).
+  train_trace_single
+                  `dflow train --data synthetic --max-steps 5 --trace-steps 1,3` in one
+                  process, no --trace-dir: ./trace_step1.json and ./trace_step3.json in the
+                  working directory, named on stdout, one row (the local device) holding
+                  the step's ops; `--trace-steps 2,x` is refused naming 'x'.
 
 Every wait is bounded: a watchdog kills the servers after CASE_TIMEOUT_S, `dflow cluster`
 runs under a timeout; servers are always stopped.
@@ -149,7 +157,7 @@ def task_of(device):
     return m.group(1) if m else device
 
 
-def read_trace(checks, path):
+def read_trace(checks, path, flows=True):
     """The trace's process names (None if it is not valid Chrome trace JSON)."""
     try:
         with open(path) as f:
@@ -165,9 +173,10 @@ def read_trace(checks, path):
                            and e.get("pid") in procs for e in ops)
     checks.check(ok, f"{os.path.basename(path)}: {len(ops)} complete events with ts, dur "
                      f"and a process row each")
-    flows = [e for e in events if e.get("ph") in ("s", "f")]
-    checks.check(len(flows) >= 2, f"{os.path.basename(path)}: transfers between tasks are "
-                                  f"flow arrows ({len(flows)} flow events)")
+    if flows:
+        arrows = [e for e in events if e.get("ph") in ("s", "f")]
+        checks.check(len(arrows) >= 2, f"{os.path.basename(path)}: transfers between tasks "
+                                       f"are flow arrows ({len(arrows)} flow events)")
     return set(procs.values()), ops
 
 
@@ -211,8 +220,49 @@ def train_trace_in_graph(dflow, tmp, checks):
     checks.check(want <= tasks, f"one cluster step's trace shows every task ({sorted(tasks)})")
 
 
+def train_trace_single(dflow, tmp, checks):
+    """One process, no --trace-dir: the traces go to the working directory."""
+    p = subprocess.run([dflow, "train", "--data", "synthetic", "--max-steps", "5",
+                        "--trace-steps", "1,3"], cwd=tmp, capture_output=True, text=True,
+                       timeout=CLUSTER_TIMEOUT_S)
+    out = p.stdout + p.stderr
+    if not checks.check(p.returncode == 0, f"dflow train exits 0 (rc {p.returncode}): {out[-2000:]}"):
+        return
+    for step in (1, 3):
+        checks.check(f"step trace written to ./trace_step{step}.json" in p.stdout,
+                     f"stdout names ./trace_step{step}.json ({p.stdout.strip()[-300:]})")
+        procs, ops = read_trace(checks, os.path.join(tmp, f"trace_step{step}.json"),
+                                flows=False)
+        if procs is not None:
+            checks.check(procs == {"/job:localhost/replica:0/task:0/device:CPU:0"},
+                         f"one row, the local device ({sorted(procs)})")
+            names = {e["name"] for e in ops}
+            checks.check("MatMul" in names and any("Adam" in n for n in names),
+                         f"the step's ops are there ({sorted(names)[:12]}...)")
+    bad = subprocess.run([dflow, "train", "--data", "synthetic", "--max-steps", "1",
+                          "--trace-steps", "2,x"], cwd=tmp, capture_output=True, text=True,
+                         timeout=CLUSTER_TIMEOUT_S)
+    checks.check(bad.returncode != 0 and "'x'" in bad.stderr,
+                 f"--trace-steps 2,x is refused naming 'x' ({bad.stderr.strip()[-200:]})")
+
+
+def train_trace_sync(dflow, tmp, checks):
+    rc, out, trace_dir = run_cluster(dflow, tmp, "between-sync", 2, 3)
+    if not checks.check(rc == 0, f"dflow cluster exits 0 (rc {rc}): {out[-2000:]}"):
+        return
+    for i in range(2):
+        path = os.path.join(trace_dir, f"trace_worker{i}_step3.json")
+        checks.check(f"step trace written to {path}" in out, f"worker {i} names {path}")
+        procs, _ = read_trace(checks, path)
+        if procs is not None:
+            tasks = {task_of(p) for p in procs}
+            checks.check({"/job:ps/replica:0/task:0", f"/job:worker/replica:0/task:{i}"} <= tasks,
+                         f"worker {i}'s trace shows it and the ps ({sorted(tasks)})")
+
+
 CASES = {"tf_full_trace": tf_full_trace, "train_trace": train_trace,
-         "train_trace_in_graph": train_trace_in_graph}
+         "train_trace_sync": train_trace_sync, "train_trace_in_graph": train_trace_in_graph,
+         "train_trace_single": train_trace_single}
 
 
 if __name__ == "__main__":

@@ -362,8 +362,8 @@ void MasterSession::CleanupStep(const Plan& plan, int64_t step_id) {
 
 void MasterSession::RunAsync(absl::Time deadline, const Feeds& feeds,
                              const std::vector<std::string>& fetches,
-                             const std::vector<std::string>& targets, StepDone done,
-                             tensorflow::StepStats* step_stats) {
+                             const std::vector<std::string>& targets,
+                             tensorflow::StepStats* step_stats, StepDone done) {
   std::vector<tensorflow::TensorProto*> no_fetches;
   auto fail = [&](const absl::Status& s) { done(s, no_fetches); };
   if (fetches.empty() && targets.empty()) {
@@ -576,6 +576,7 @@ void MasterSession::RunStepAsync(absl::Time deadline, const tensorflow::RunStepR
   std::vector<std::string> fetches(req->fetch().begin(), req->fetch().end());
   std::vector<std::string> targets(req->target().begin(), req->target().end());
   RunAsync(StepDeadline(deadline, req->options()), feeds, fetches, targets,
+           TraceTarget(req->options(), resp),
            [req, resp, done = std::move(done)](const absl::Status& s,
                                                std::vector<tensorflow::TensorProto*>& fetched) {
              for (size_t i = 0; i < fetched.size(); ++i) {
@@ -584,8 +585,7 @@ void MasterSession::RunStepAsync(absl::Time deadline, const tensorflow::RunStepR
                out->mutable_tensor()->Swap(fetched[i]);
              }
              done(s);
-           },
-           TraceTarget(req->options(), resp));
+           });
 }
 
 absl::Status MasterSession::MakeCallable(const tensorflow::MakeCallableRequest& req,
@@ -622,12 +622,12 @@ void MasterSession::RunCallableAsync(absl::Time deadline, const tensorflow::RunC
   std::vector<std::string> fetches(callable.fetch().begin(), callable.fetch().end());
   std::vector<std::string> targets(callable.target().begin(), callable.target().end());
   RunAsync(StepDeadline(deadline, callable.run_options()), feeds, fetches, targets,
+           TraceTarget(callable.run_options(), resp),
            [resp, done = std::move(done)](const absl::Status& s,
                                           std::vector<tensorflow::TensorProto*>& fetched) {
              for (tensorflow::TensorProto* t : fetched) resp->add_fetch()->Swap(t);
              done(s);
-           },
-           TraceTarget(callable.run_options(), resp));
+           });
 }
 
 absl::Status MasterSession::ReleaseCallable(const tensorflow::ReleaseCallableRequest& req) {

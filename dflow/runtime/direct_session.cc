@@ -240,7 +240,8 @@ absl::Status DirectSession::Run(const tensorflow::RunOptions& options,
     args[k] = value;
   }
   std::vector<Tensor> retvals;
-  const bool traced = metadata != nullptr && options.trace_level() >= tensorflow::RunOptions::SOFTWARE_TRACE;
+  const bool traced =
+      metadata != nullptr && options.trace_level() >= tensorflow::RunOptions::SOFTWARE_TRACE;
   RETURN_IF_ERROR(RunSignature(*sig, std::move(args), deadline, &retvals,
                                traced ? metadata->mutable_step_stats() : nullptr));
   if (outputs != nullptr) {

@@ -7,6 +7,7 @@
 #include <deque>
 #include <utility>
 
+#include "absl/base/optimization.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/cord.h"
@@ -460,7 +461,7 @@ bool ExecutorState::RunNode(TaggedNode node, Params* params, ReadyQueue* inline_
   absl::Status s = PrepareInputs(node, dead, params);
   if (!s.ok()) return Complete(node, s, nullptr, inline_ready);
   params->frame_iter = FrameAndIter{node.iter->frame->id, node.iter->index};
-  if (args_.stats != nullptr) return RunNodeTraced(node, params, inline_ready);
+  if (ABSL_PREDICT_FALSE(args_.stats != nullptr)) return RunNodeTraced(node, params, inline_ready);
   if (item.async != nullptr) return StartAsync(node, *params, inline_ready);
   OpKernelContext ctx(params);
   if (item.expensive) {  // Timed until the executor knows whether it is.
@@ -523,7 +524,7 @@ bool ExecutorState::StartAsync(TaggedNode node, const Params& params, ReadyQueue
 
 bool ExecutorState::AsyncDone(AsyncState* state, ReadyQueue* inline_ready) {
   std::unique_ptr<AsyncState> owned(state);
-  if (args_.stats != nullptr) {
+  if (ABSL_PREDICT_FALSE(args_.stats != nullptr)) {
     state->timing.op_end = StepStatsCollector::NowMicros();
     return CompleteTraced(state->node, std::move(state->status), &state->ctx, inline_ready,
                           state->timing);

@@ -729,7 +729,8 @@ TEST(TimelineLabelTest, TensorFlowsFormAndPeers) {
   recv.set_name("w/_2");
   recv.set_op("_Recv");
   recv.clear_input();
-  EXPECT_EQ(TimelineLabel(send, 64), absl::StrCat("w/_1 = _Send(edge_1_w @", kWorker, "; 64 bytes)"));
+  EXPECT_EQ(TimelineLabel(send, 64),
+            absl::StrCat("w/_1 = _Send(edge_1_w @", kWorker, "; 64 bytes)"));
   EXPECT_EQ(TimelineLabel(recv, -1), absl::StrCat("w/_2 = _Recv(edge_1_w @", kPs, ")"));
 }
 

@@ -92,15 +92,15 @@ std::string ChromeTraceJson(const tensorflow::StepStats& stats) {
       const Label label = ParseLabel(ns);
       const int64_t ts = ns.all_start_micros() - base;
       const int64_t dur = std::max<int64_t>(ns.all_end_rel_micros(), 0);
-      events.push_back({{"name", label.op},
-                        {"cat", "Op"},
-                        {"ph", "X"},
-                        {"pid", pid},
-                        {"tid", ns.thread_id()},
-                        {"ts", ts},
-                        {"dur", dur},
-                        {"args", {{"name", ns.node_name()}, {"op", label.op},
-                                  {"label", ns.timeline_label()}}}});
+      events.push_back(
+          {{"name", label.op},
+           {"cat", "Op"},
+           {"ph", "X"},
+           {"pid", pid},
+           {"tid", ns.thread_id()},
+           {"ts", ts},
+           {"dur", dur},
+           {"args", {{"name", ns.node_name()}, {"op", label.op}, {"label", ns.timeline_label()}}}});
       if (IsSend(label.op) || IsRecv(label.op)) {
         auto [tensor, peer] = TransferOf(label.args);
         const bool send = IsSend(label.op);
@@ -119,11 +119,21 @@ std::string ChromeTraceJson(const tensorflow::StepStats& stats) {
     if (it == sends.end() || it->second.pid == recv.pid) continue;
     const std::string name = absl::StrCat("transfer ", std::get<2>(key));
     ++flow;
-    events.push_back({{"name", name}, {"cat", "Transfer"}, {"ph", "s"}, {"id", flow},
-                      {"pid", it->second.pid}, {"tid", it->second.tid},
+    events.push_back({{"name", name},
+                      {"cat", "Transfer"},
+                      {"ph", "s"},
+                      {"id", flow},
+                      {"pid", it->second.pid},
+                      {"tid", it->second.tid},
                       {"ts", it->second.ts}});
-    events.push_back({{"name", name}, {"cat", "Transfer"}, {"ph", "f"}, {"bp", "e"},
-                      {"id", flow}, {"pid", recv.pid}, {"tid", recv.tid}, {"ts", recv.ts}});
+    events.push_back({{"name", name},
+                      {"cat", "Transfer"},
+                      {"ph", "f"},
+                      {"bp", "e"},
+                      {"id", flow},
+                      {"pid", recv.pid},
+                      {"tid", recv.tid},
+                      {"ts", recv.ts}});
   }
   json trace = {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
   return trace.dump(1);
@@ -148,8 +158,8 @@ bool StepTracer::ShouldTrace(int64_t global_step, int64_t* listed) {
 
 absl::StatusOr<std::string> StepTracer::Write(int64_t step, const tensorflow::StepStats& stats) {
   RETURN_IF_ERROR(io::CreateDirs(dir_));
-  const std::string path = absl::StrCat(dir_, "/trace", label_.empty() ? "" : "_", label_,
-                                        "_step", step, ".json");
+  const std::string path =
+      absl::StrCat(dir_, "/trace", label_.empty() ? "" : "_", label_, "_step", step, ".json");
   const std::string tmp = path + ".tmp";
   ASSIGN_OR_RETURN(std::unique_ptr<io::WritableFile> file, io::WritableFile::Create(tmp));
   RETURN_IF_ERROR(file->Append(ChromeTraceJson(stats)));
@@ -183,9 +193,9 @@ absl::StatusOr<std::vector<int64_t>> ParseTraceSteps(const std::string& list) {
   for (absl::string_view item : absl::StrSplit(list, ',')) {
     int64_t step;
     if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(item), &step) || step < 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--trace-steps: '", std::string(item), "' is not a global step (a number >= 0) in '",
-          list, "'"));
+      return absl::InvalidArgumentError(absl::StrCat("--trace-steps: '", std::string(item),
+                                                     "' is not a global step (a number >= 0) in '",
+                                                     list, "'"));
     }
     steps.push_back(step);
   }

@@ -50,8 +50,10 @@ TEST(ChromeTraceJsonTest, RowsEventsAndTransfers) {
   std::map<std::string, nlohmann::json> ops;
   int flows = 0;
   for (const auto& e : trace["traceEvents"]) {
-    if (e["ph"] == "M" && e["name"] == "process_name") procs[e["pid"].get<int>()] = e["args"]["name"];
-    if (e["ph"] == "M" && e["name"] == "thread_name") threads.insert(std::make_pair(e["pid"].get<int>(), e["tid"].get<int>()));
+    if (e["ph"] == "M" && e["name"] == "process_name")
+      procs[e["pid"].get<int>()] = e["args"]["name"];
+    if (e["ph"] == "M" && e["name"] == "thread_name")
+      threads.insert(std::make_pair(e["pid"].get<int>(), e["tid"].get<int>()));
     if (e["ph"] == "X") ops[e["args"]["name"].get<std::string>()] = e;
     if (e["ph"] == "s" || e["ph"] == "f") ++flows;
   }
