@@ -5,6 +5,7 @@
 //
 //   build/bench/executor_bench --benchmark_min_time=0.5
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,7 +86,8 @@ void BM_KernelsBackToBack(benchmark::State& state) {
 }
 BENCHMARK(BM_KernelsBackToBack)->Arg(1000);
 
-// One step of the chain through Executor::Run; range(1) = 1 uses a pool runner.
+// One step of the chain through Executor::Run; range(1) = 1 uses a pool
+// runner, range(1) = 2 runs inline and traces every node (a StepStatsCollector).
 void BM_ExecutorChain(benchmark::State& state) {
   const int len = static_cast<int>(state.range(0));
   auto graph = Graph::FromGraphDef(ChainGraph(len, true));
@@ -106,6 +108,8 @@ void BM_ExecutorChain(benchmark::State& state) {
   for (auto _ : state) {
     LocalRendezvous rendezvous;
     FunctionCallFrame frame({}, 1);
+    std::optional<StepStatsCollector> stats;  // Only in the traced case.
+    if (state.range(1) == 2) args.stats = &stats.emplace(kDevice);
     args.rendezvous = &rendezvous;
     args.call_frame = &frame;
     absl::Status s = (*exec)->Run(args);
@@ -113,7 +117,7 @@ void BM_ExecutorChain(benchmark::State& state) {
   }
   SetPerNode(state, len + 2);
 }
-BENCHMARK(BM_ExecutorChain)->Args({1000, 0})->Args({1000, 1})->Args({10, 1});
+BENCHMARK(BM_ExecutorChain)->Args({1000, 0})->Args({1000, 1})->Args({10, 1})->Args({1000, 2});
 
 // The same chain through DirectSession::Run (fetching its end).
 void BM_DirectSessionChain(benchmark::State& state) {

@@ -16,6 +16,7 @@
 #include "dflow/runtime/control_flow.h"
 #include "dflow/runtime/partition.h"
 #include "dflow/runtime/session_util.h"
+#include "dflow/runtime/step_stats_collector.h"
 #include "dflow/runtime/subgraph.h"
 
 namespace dflow {
@@ -48,6 +49,10 @@ struct MasterSession::Step {
   std::vector<tensorflow::RunGraphRequest> reqs;
   std::vector<tensorflow::RunGraphResponse> resps;
   StepDone done;
+  // Traced steps only: where the merged stats go (not owned), and each
+  // part's RunGraph call as the master saw it.
+  tensorflow::StepStats* step_stats = nullptr;
+  std::vector<tensorflow::NodeExecStats> rpcs;
 
   absl::Mutex mu;
   absl::Status status ABSL_GUARDED_BY(mu);
@@ -68,6 +73,14 @@ int64_t NewStepId() {
 std::string TaskOf(const std::string& device) {
   absl::StatusOr<DeviceName> name = DeviceName::Parse(device);
   return name.ok() ? name->TaskName() : device;
+}
+
+// Where a step's stats go: the response's metadata when the client asked
+// for a trace (SOFTWARE_TRACE or above), else nowhere.
+template <typename Response>
+tensorflow::StepStats* TraceTarget(const tensorflow::RunOptions& options, Response* resp) {
+  if (options.trace_level() < tensorflow::RunOptions::SOFTWARE_TRACE) return nullptr;
+  return resp->mutable_metadata()->mutable_step_stats();
 }
 
 }  // namespace
@@ -349,7 +362,8 @@ void MasterSession::CleanupStep(const Plan& plan, int64_t step_id) {
 
 void MasterSession::RunAsync(absl::Time deadline, const Feeds& feeds,
                              const std::vector<std::string>& fetches,
-                             const std::vector<std::string>& targets, StepDone done) {
+                             const std::vector<std::string>& targets,
+                             tensorflow::StepStats* step_stats, StepDone done) {
   std::vector<tensorflow::TensorProto*> no_fetches;
   auto fail = [&](const absl::Status& s) { done(s, no_fetches); };
   if (fetches.empty() && targets.empty()) {
@@ -397,6 +411,11 @@ void MasterSession::RunAsync(absl::Time deadline, const Feeds& feeds,
     req.set_create_worker_session_called(true);
     req.set_graph_handle(p.parts[i].graph_handle);
     req.set_step_id(step->step_id);
+    if (step_stats != nullptr) req.mutable_exec_opts()->set_record_timeline(true);
+  }
+  if (step_stats != nullptr) {
+    step->step_stats = step_stats;
+    step->rpcs.resize(p.parts.size());
   }
   if (p.client_part >= 0) {
     tensorflow::RunGraphRequest& req = step->reqs[p.client_part];
@@ -463,7 +482,17 @@ void MasterSession::RunAsync(absl::Time deadline, const Feeds& feeds,
     if (last) FinishStep(step);
   };
   for (size_t i = 0; i < p.parts.size(); ++i) {
-    p.parts[i].worker->RunGraphAsync(opts, &step->reqs[i], &step->resps[i], part_done);
+    if (step->step_stats == nullptr) {
+      p.parts[i].worker->RunGraphAsync(opts, &step->reqs[i], &step->resps[i], part_done);
+      continue;
+    }
+    step->rpcs[i].set_all_start_micros(StepStatsCollector::NowMicros());
+    p.parts[i].worker->RunGraphAsync(
+        opts, &step->reqs[i], &step->resps[i], [step, i, part_done](const absl::Status& s) {
+          step->rpcs[i].set_all_end_rel_micros(StepStatsCollector::NowMicros() -
+                                               step->rpcs[i].all_start_micros());
+          part_done(s);
+        });
   }
   bool abort, last;
   {
@@ -509,7 +538,30 @@ void MasterSession::FinishStep(const std::shared_ptr<Step>& step) {
       fetched.push_back(k >= 0 ? computed[k] : &step->fed_values[-1 - k]);
     }
   }
+  if (step->step_stats != nullptr) MergeStepStats(step.get());
   step->done(status, fetched);
+}
+
+void MasterSession::MergeStepStats(Step* step) const {
+  for (tensorflow::RunGraphResponse& resp : step->resps) {
+    for (tensorflow::DeviceStepStats& dev : *resp.mutable_step_stats()->mutable_dev_stats()) {
+      step->step_stats->add_dev_stats()->Swap(&dev);
+    }
+  }
+  // The master's own row: one RunGraph call per part, each on its own lane
+  // (thread id) since they overlap.
+  tensorflow::DeviceStepStats* rpcs = step->step_stats->add_dev_stats();
+  rpcs->set_device(absl::StrCat(env_->task_name, "/master"));
+  for (size_t i = 0; i < step->rpcs.size(); ++i) {
+    const std::string& task = step->plan->parts[i].task;
+    tensorflow::NodeExecStats& ns = step->rpcs[i];
+    ns.set_node_name("RunGraph");
+    ns.set_op_end_rel_micros(ns.all_end_rel_micros());
+    ns.set_timeline_label(absl::StrCat("RunGraph = RunGraph(", task, ")"));
+    ns.set_thread_id(static_cast<uint32_t>(i + 1));
+    (*rpcs->mutable_thread_names())[ns.thread_id()] = absl::StrCat("RunGraph ", task);
+    *rpcs->add_node_stats() = std::move(ns);
+  }
 }
 
 void MasterSession::RunStepAsync(absl::Time deadline, const tensorflow::RunStepRequest* req,
@@ -524,6 +576,7 @@ void MasterSession::RunStepAsync(absl::Time deadline, const tensorflow::RunStepR
   std::vector<std::string> fetches(req->fetch().begin(), req->fetch().end());
   std::vector<std::string> targets(req->target().begin(), req->target().end());
   RunAsync(StepDeadline(deadline, req->options()), feeds, fetches, targets,
+           TraceTarget(req->options(), resp),
            [req, resp, done = std::move(done)](const absl::Status& s,
                                                std::vector<tensorflow::TensorProto*>& fetched) {
              for (size_t i = 0; i < fetched.size(); ++i) {
@@ -569,6 +622,7 @@ void MasterSession::RunCallableAsync(absl::Time deadline, const tensorflow::RunC
   std::vector<std::string> fetches(callable.fetch().begin(), callable.fetch().end());
   std::vector<std::string> targets(callable.target().begin(), callable.target().end());
   RunAsync(StepDeadline(deadline, callable.run_options()), feeds, fetches, targets,
+           TraceTarget(callable.run_options(), resp),
            [resp, done = std::move(done)](const absl::Status& s,
                                           std::vector<tensorflow::TensorProto*>& fetched) {
              for (tensorflow::TensorProto* t : fetched) resp->add_fetch()->Swap(t);

@@ -81,8 +81,14 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
   using StepDone =
       std::function<void(const absl::Status&, std::vector<tensorflow::TensorProto*>& fetches)>;
 
+  // With `step_stats` (may be null; borrowed until `done`) the step is traced: every
+  // part records its devices, and they and the master's RunGraph calls are
+  // merged into *step_stats before `done`.
   void RunAsync(absl::Time deadline, const Feeds& feeds, const std::vector<std::string>& fetches,
-                const std::vector<std::string>& targets, StepDone done);
+                const std::vector<std::string>& targets, tensorflow::StepStats* step_stats,
+                StepDone done);
+  // Traced steps: the parts' device stats and one row of RunGraph calls.
+  void MergeStepStats(Step* step) const;
   // Appends `graph`'s nodes to the session's graph.
   absl::Status MergeGraph(const tensorflow::GraphDef& graph) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::shared_ptr<const Plan>> GetOrCreatePlan(

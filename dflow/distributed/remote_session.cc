@@ -61,7 +61,7 @@ absl::Status RemoteSession::Run(const tensorflow::RunOptions& options,
                                 const std::vector<std::pair<std::string, Tensor>>& feeds,
                                 const std::vector<std::string>& fetches,
                                 const std::vector<std::string>& targets,
-                                std::vector<Tensor>* outputs, tensorflow::RunMetadata*) {
+                                std::vector<Tensor>* outputs, tensorflow::RunMetadata* metadata) {
   if (outputs == nullptr && !fetches.empty()) {
     return absl::InvalidArgumentError("[Session] Run: fetches given but outputs is null");
   }
@@ -107,6 +107,7 @@ absl::Status RemoteSession::Run(const tensorflow::RunOptions& options,
       outputs->push_back(*std::move(value));
     }
   }
+  if (metadata != nullptr && resp.has_metadata()) metadata->Swap(resp.mutable_metadata());
   return absl::OkStatus();
 }
 

@@ -39,6 +39,8 @@ struct Worker::RunState {
   std::shared_ptr<const GraphItem> graph;
   std::shared_ptr<StepRendezvous> rendez;
   DeadlineTimer::Id timer = DeadlineTimer::kNone;
+  // One per executor when the request asks for step stats; else empty.
+  std::vector<std::unique_ptr<StepStatsCollector>> stats;
 
   absl::Mutex mu;
   absl::Status status ABSL_GUARDED_BY(mu);
@@ -403,7 +405,12 @@ void Worker::RunGraphAsync(const CallOptions& opts, const tensorflow::RunGraphRe
   args.deadline = deadline;
   ThreadPool* pool = pool_;
   args.runner = [pool](std::function<void()> fn) { pool->Schedule(std::move(fn)); };
+  const bool traced = req->exec_opts().record_timeline() || req->exec_opts().record_costs();
   for (const auto& exec : run->graph->executors) {
+    if (traced) {
+      run->stats.push_back(std::make_unique<StepStatsCollector>(exec->device()->name()));
+      args.stats = run->stats.back().get();
+    }
     exec->RunAsync(args, [this, run](absl::Status s) {
       bool last;
       {
@@ -424,6 +431,7 @@ void Worker::FinishRun(const std::shared_ptr<RunState>& run) {
     status = run->status;
   }
   if (status.ok()) status = CollectRecvs(*run->req, run->rendez.get(), run->resp);
+  for (auto& c : run->stats) c->Finalize(run->resp->mutable_step_stats()->add_dev_stats());
   StatusCallback done = std::move(run->done);
   status = Prefixed("RunGraph", status);
   if (!status.ok() && run->req->store_errors_in_response_body()) {

@@ -45,6 +45,7 @@
 #include "dflow/proto/node_def.pb.h"
 #include "dflow/proto/op_def.pb.h"
 #include "dflow/proto/resource_handle.pb.h"
+#include "dflow/proto/step_stats.pb.h"
 #include "dflow/proto/summary.pb.h"
 #include "dflow/proto/tensor.pb.h"
 #include "dflow/proto/tensor_bundle.pb.h"
@@ -106,6 +107,7 @@ std::vector<const FileDescriptor*> OurFiles() {
       NodeDef::descriptor()->file(),
       OpDef::descriptor()->file(),
       ResourceHandleProto::descriptor()->file(),
+      StepStats::descriptor()->file(),
       Summary::descriptor()->file(),
       TensorProto::descriptor()->file(),
       BundleEntryProto::descriptor()->file(),

@@ -240,7 +240,10 @@ absl::Status DirectSession::Run(const tensorflow::RunOptions& options,
     args[k] = value;
   }
   std::vector<Tensor> retvals;
-  RETURN_IF_ERROR(RunSignature(*sig, std::move(args), deadline, &retvals));
+  const bool traced =
+      metadata != nullptr && options.trace_level() >= tensorflow::RunOptions::SOFTWARE_TRACE;
+  RETURN_IF_ERROR(RunSignature(*sig, std::move(args), deadline, &retvals,
+                               traced ? metadata->mutable_step_stats() : nullptr));
   if (outputs != nullptr) {
     outputs->clear();
     for (const std::string& name : fetch_names) {
@@ -254,7 +257,8 @@ absl::Status DirectSession::Run(const tensorflow::RunOptions& options,
 }
 
 absl::Status DirectSession::RunSignature(const Signature& sig, std::vector<Tensor> args,
-                                         absl::Time deadline, std::vector<Tensor>* retvals) {
+                                         absl::Time deadline, std::vector<Tensor>* retvals,
+                                         tensorflow::StepStats* step_stats) {
   FunctionCallFrame frame(std::move(args), static_cast<int>(sig.fetches.size()));
   LocalRendezvous rendezvous;
   CancellationManager cancellation;
@@ -269,7 +273,12 @@ absl::Status DirectSession::RunSignature(const Signature& sig, std::vector<Tenso
   }
   auto step = std::make_shared<StepState>(static_cast<int>(sig.executors.size()));
   if (sig.executors.empty()) step->done.Notify();
+  std::vector<std::unique_ptr<StepStatsCollector>> stats;
   for (const auto& exec : sig.executors) {
+    if (step_stats != nullptr) {
+      stats.push_back(std::make_unique<StepStatsCollector>(exec->device()->name()));
+      a.stats = stats.back().get();
+    }
     exec->RunAsync(a, [step](absl::Status s) { step->Done(s); });
   }
   if (!step->done.WaitForNotificationWithDeadline(deadline)) {
@@ -283,6 +292,7 @@ absl::Status DirectSession::RunSignature(const Signature& sig, std::vector<Tenso
     step->done.WaitForNotification();
     return timeout;
   }
+  for (auto& c : stats) c->Finalize(step_stats->add_dev_stats());
   {
     absl::MutexLock l(&step->mu);
     RETURN_IF_ERROR(step->status);

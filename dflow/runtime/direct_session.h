@@ -68,8 +68,11 @@ class DirectSession : public Session {
                                                            const std::vector<std::string>& fetches,
                                                            const std::vector<std::string>& targets)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(build_mu_);
+  // With `step_stats` the step is traced: one DeviceStepStats per device
+  // is added to it.
   absl::Status RunSignature(const Signature& sig, std::vector<Tensor> args, absl::Time deadline,
-                            std::vector<Tensor>* retvals);
+                            std::vector<Tensor>* retvals,
+                            tensorflow::StepStats* step_stats = nullptr);
 
   const SessionOptions options_;
   const std::unique_ptr<DeviceMgr> device_mgr_;

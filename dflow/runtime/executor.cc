@@ -7,6 +7,7 @@
 #include <deque>
 #include <utility>
 
+#include "absl/base/optimization.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/cord.h"
@@ -241,6 +242,12 @@ class ExecutorState {
     std::vector<Held> loop_invariants ABSL_GUARDED_BY(mu);
     std::vector<int> dead_exits ABSL_GUARDED_BY(mu);  // Dead in the newest iteration.
   };
+  // When a traced node started (all_start) and its kernel returned (op_end),
+  // in wall-clock microseconds; op_end 0 until known.
+  struct NodeTiming {
+    int64_t start = 0;
+    int64_t op_end = 0;
+  };
   // An async kernel in flight. `phase` bit 1: ComputeAsync returned; bit 2:
   // done was called. Whoever sets the second bit completes the node.
   struct AsyncState {
@@ -250,6 +257,7 @@ class ExecutorState {
     TaggedNode node;
     std::atomic<int> phase{0};
     absl::Status status;
+    NodeTiming timing;  // Traced steps only.
   };
 
   // Runs `node` and what it makes ready inline (pool entry point).
@@ -257,9 +265,19 @@ class ExecutorState {
   void RunLoop(ReadyQueue* queue);
   // Each returns true when the step finished and `this` is deleted.
   bool RunNode(TaggedNode node, Params* params, ReadyQueue* inline_ready);
-  bool StartAsync(TaggedNode node, const Params& params, ReadyQueue* inline_ready);
+  // RunNode's path for a traced step (args_.stats set).
+  bool RunNodeTraced(TaggedNode node, Params* params, ReadyQueue* inline_ready);
+  bool StartAsync(TaggedNode node, const Params& params, ReadyQueue* inline_ready,
+                  const NodeTiming* timing = nullptr);
   bool AsyncDone(AsyncState* state, ReadyQueue* inline_ready);
   bool Complete(TaggedNode node, absl::Status s, OpKernelContext* ctx, ReadyQueue* inline_ready);
+  // Complete for a traced step: also records the node.
+  bool CompleteTraced(TaggedNode node, absl::Status s, OpKernelContext* ctx,
+                      ReadyQueue* inline_ready, const NodeTiming& timing);
+  // The node's stats up to op_end (bytes of a _Send's input or a _Recv's
+  // output in its label); CompleteTraced adds all_end and records them.
+  tensorflow::NodeExecStats TraceNode(const Item& item, const NodeTiming& timing,
+                                      OpKernelContext* ctx);
   bool ScheduleReady(const ReadyList& ready, ReadyQueue* inline_ready);
   void Finish();
 
@@ -443,6 +461,7 @@ bool ExecutorState::RunNode(TaggedNode node, Params* params, ReadyQueue* inline_
   absl::Status s = PrepareInputs(node, dead, params);
   if (!s.ok()) return Complete(node, s, nullptr, inline_ready);
   params->frame_iter = FrameAndIter{node.iter->frame->id, node.iter->index};
+  if (ABSL_PREDICT_FALSE(args_.stats != nullptr)) return RunNodeTraced(node, params, inline_ready);
   if (item.async != nullptr) return StartAsync(node, *params, inline_ready);
   OpKernelContext ctx(params);
   if (item.expensive) {  // Timed until the executor knows whether it is.
@@ -455,8 +474,44 @@ bool ExecutorState::RunNode(TaggedNode node, Params* params, ReadyQueue* inline_
   return Complete(node, std::move(s), &ctx, inline_ready);
 }
 
-bool ExecutorState::StartAsync(TaggedNode node, const Params& params, ReadyQueue* inline_ready) {
+bool ExecutorState::RunNodeTraced(TaggedNode node, Params* params, ReadyQueue* inline_ready) {
+  const Item& item = exec_->items_[node.id];
+  NodeTiming timing;
+  timing.start = StepStatsCollector::NowMicros();
+  if (item.async != nullptr) return StartAsync(node, *params, inline_ready, &timing);
+  OpKernelContext ctx(params);
+  absl::Status s = item.kernel->Compute(&ctx);
+  timing.op_end = StepStatsCollector::NowMicros();
+  return CompleteTraced(node, std::move(s), &ctx, inline_ready, timing);
+}
+
+tensorflow::NodeExecStats ExecutorState::TraceNode(const Item& item, const NodeTiming& timing,
+                                                   OpKernelContext* ctx) {
+  const tensorflow::NodeDef& def = item.kernel->def();
+  int64_t bytes = -1;
+  if (ctx != nullptr && IsSendOrRecv(def.op())) {
+    if (IsRecvOp(def.op())) {
+      if (ctx->num_outputs() > 0 && ctx->output_set(0)) {
+        bytes = ctx->release_output(0).tensor->TotalBytes();  // Leaves it in place.
+      }
+    } else if (ctx->num_inputs() > 0 && ctx->has_input(0)) {
+      bytes = ctx->input(0).TotalBytes();
+    }
+  }
+  tensorflow::NodeExecStats ns;
+  ns.set_node_name(def.name());
+  ns.set_all_start_micros(timing.start);
+  ns.set_op_start_rel_micros(0);
+  ns.set_op_end_rel_micros(timing.op_end - timing.start);
+  ns.set_timeline_label(TimelineLabel(def, bytes));
+  ns.set_scheduled_micros(timing.start);
+  return ns;
+}
+
+bool ExecutorState::StartAsync(TaggedNode node, const Params& params, ReadyQueue* inline_ready,
+                               const NodeTiming* timing) {
   auto* state = new AsyncState(params, node);
+  if (timing != nullptr) state->timing = *timing;
   exec_->items_[node.id].async->ComputeAsync(&state->ctx, [this, state](absl::Status s) {
     state->status = std::move(s);
     if (state->phase.fetch_or(2, std::memory_order_acq_rel) & 1) AsyncDone(state, nullptr);
@@ -469,6 +524,11 @@ bool ExecutorState::StartAsync(TaggedNode node, const Params& params, ReadyQueue
 
 bool ExecutorState::AsyncDone(AsyncState* state, ReadyQueue* inline_ready) {
   std::unique_ptr<AsyncState> owned(state);
+  if (ABSL_PREDICT_FALSE(args_.stats != nullptr)) {
+    state->timing.op_end = StepStatsCollector::NowMicros();
+    return CompleteTraced(state->node, std::move(state->status), &state->ctx, inline_ready,
+                          state->timing);
+  }
   return Complete(state->node, std::move(state->status), &state->ctx, inline_ready);
 }
 
@@ -479,6 +539,20 @@ bool ExecutorState::Complete(TaggedNode node, absl::Status s, OpKernelContext* c
   ClearInputs(node);
   if (s.ok()) s = PropagateOutputs(node, ctx, &ready);
   if (!s.ok()) RecordError(exec_->items_[node.id], s);
+  return ScheduleReady(ready, inline_ready);
+}
+
+bool ExecutorState::CompleteTraced(TaggedNode node, absl::Status s, OpKernelContext* ctx,
+                                   ReadyQueue* inline_ready, const NodeTiming& timing) {
+  const Item& item = exec_->items_[node.id];
+  tensorflow::NodeExecStats traced = TraceNode(item, timing, ctx);  // Reads inputs: first.
+  ReadyList ready;
+  ClearInputs(node);
+  if (s.ok()) s = PropagateOutputs(node, ctx, &ready);
+  if (!s.ok()) RecordError(item, s);
+  // Recorded before ScheduleReady, which may end the step.
+  traced.set_all_end_rel_micros(StepStatsCollector::NowMicros() - timing.start);
+  args_.stats->Record(std::move(traced));
   return ScheduleReady(ready, inline_ready);
 }
 

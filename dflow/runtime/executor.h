@@ -44,6 +44,7 @@
 #include "dflow/framework/kernel.h"
 #include "dflow/framework/rendezvous.h"
 #include "dflow/runtime/graph.h"
+#include "dflow/runtime/step_stats_collector.h"
 
 namespace dflow {
 
@@ -64,6 +65,9 @@ class Executor {
     std::function<void(std::function<void()>)> runner;
     // Passed to kernels; enforced by Run(), not by RunAsync().
     absl::Time deadline = absl::InfiniteFuture();
+    // When set, every node the step runs is recorded here (a traced step);
+    // when null nothing is recorded. Not owned.
+    StepStatsCollector* stats = nullptr;
   };
   using DoneCallback = std::function<void(absl::Status)>;
 

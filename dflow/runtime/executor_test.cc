@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -17,6 +18,7 @@
 #include "dflow/runtime/call_frame.h"
 #include "dflow/runtime/graph.h"
 #include "dflow/runtime/rendezvous_local.h"
+#include "dflow/runtime/step_stats_collector.h"
 #include "gtest/gtest.h"
 
 namespace dflow {
@@ -572,6 +574,164 @@ TEST_F(ExecutorTest, ConcurrentStepsOnOneExecutor) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(failures.load(), 0);
+}
+
+// --- step stats (traced steps) ------------------------------------------------------
+
+std::map<std::string, tensorflow::NodeExecStats> ByName(const tensorflow::DeviceStepStats& dev) {
+  std::map<std::string, tensorflow::NodeExecStats> out;
+  for (const auto& ns : dev.node_stats()) out[ns.node_name()] = ns;
+  return out;
+}
+
+TEST_F(ExecutorTest, TracedStepRecordsEveryNodeWithOrderedTimes) {
+  // c=5 → a1 (async, 20 ms) → a2 (async) → sum=a2+c → r.
+  tensorflow::GraphDef g;
+  Const(&g, "c", 5);
+  SetAttr(AddNode(&g, "a1", "ExecTestAsync", {"c"}), "delay_ms", 20);
+  AddNode(&g, "a2", "ExecTestAsync", {"a1"});
+  AddNode(&g, "sum", "ExecTestAdd", {"a2", "c"});
+  Retval(&g, "r", "sum", 0);
+  StepStatsCollector stats(kDevice);
+  args_.stats = &stats;
+  const int64_t before = StepStatsCollector::NowMicros();
+  absl::StatusOr<std::vector<Tensor>> out = RunGraph(g, 1);
+  const int64_t after = StepStatsCollector::NowMicros();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(Scalar((*out)[0]), 12);
+  tensorflow::DeviceStepStats dev;
+  stats.Finalize(&dev);
+  EXPECT_EQ(dev.device(), kDevice);
+  ASSERT_EQ(dev.node_stats_size(), 5);
+  auto nodes = ByName(dev);
+  ASSERT_EQ(nodes.size(), 5u);
+  for (const auto& [name, ns] : nodes) {
+    SCOPED_TRACE(name);
+    EXPECT_GE(ns.all_start_micros(), before);
+    EXPECT_LE(ns.all_start_micros() + ns.all_end_rel_micros(), after);
+    EXPECT_GE(ns.op_start_rel_micros(), 0);
+    EXPECT_GE(ns.op_end_rel_micros(), ns.op_start_rel_micros());
+    EXPECT_GE(ns.all_end_rel_micros(), ns.op_end_rel_micros());
+    EXPECT_NE(ns.thread_id(), 0u);
+    EXPECT_TRUE(dev.thread_names().contains(ns.thread_id()));
+  }
+  // A consumer starts after its producer's kernel ended.
+  auto end = [&](const std::string& n) {
+    return nodes[n].all_start_micros() + nodes[n].op_end_rel_micros();
+  };
+  EXPECT_GE(nodes["a1"].all_start_micros(), end("c"));
+  EXPECT_GE(nodes["a2"].all_start_micros(), end("a1"));
+  EXPECT_GE(nodes["sum"].all_start_micros(), end("a2"));
+  EXPECT_GE(nodes["r"].all_start_micros(), end("sum"));
+  // The async kernel's 20 ms sleep is inside its op time.
+  EXPECT_GE(nodes["a1"].op_end_rel_micros(), 20000);
+  EXPECT_EQ(nodes["sum"].timeline_label(), "sum = ExecTestAdd(a2, c)");
+  EXPECT_EQ(nodes["c"].timeline_label(), "c = ExecTestConst()");
+  // Sorted by start time.
+  for (int i = 1; i < dev.node_stats_size(); ++i) {
+    EXPECT_LE(dev.node_stats(i - 1).all_start_micros(), dev.node_stats(i).all_start_micros());
+  }
+}
+
+TEST_F(ExecutorTest, UntracedStepRecordsNothing) {
+  tensorflow::GraphDef g;
+  Const(&g, "a", 2);
+  AddNode(&g, "b", "ExecTestAdd", {"a", "a"});
+  Retval(&g, "r", "b", 0);
+  auto exec = MakeExecutor(g);
+  ASSERT_TRUE(exec.ok()) << exec.status();
+  StepStatsCollector stats(kDevice);
+  {  // One traced step, then untraced steps on the same executor.
+    FunctionCallFrame frame({}, 1);
+    args_.call_frame = &frame;
+    args_.stats = &stats;
+    ASSERT_TRUE((*exec)->Run(args_).ok());
+  }
+  args_.stats = nullptr;
+  for (int i = 0; i < 3; ++i) {
+    FunctionCallFrame frame({}, 1);
+    args_.call_frame = &frame;
+    ASSERT_TRUE((*exec)->Run(args_).ok());
+  }
+  tensorflow::DeviceStepStats dev;
+  stats.Finalize(&dev);
+  EXPECT_EQ(dev.node_stats_size(), 3);  // a, b, r of the traced step only.
+  tensorflow::DeviceStepStats again;
+  stats.Finalize(&again);
+  EXPECT_EQ(again.node_stats_size(), 0);
+}
+
+TEST_F(ExecutorTest, TracedSendAndRecvNameTensorPeerAndBytes) {
+  tensorflow::GraphDef sender;
+  SetAttr(AddNode(&sender, "c", "ExecTestConst"), "value", int64_t{9});
+  tensorflow::NodeDef* send = AddNode(&sender, "send", "_Send", {"c"});
+  SetAttr(send, "T", DT_INT64);
+  tensorflow::GraphDef receiver;
+  tensorflow::NodeDef* recv = AddNode(&receiver, "recv", "_Recv");
+  SetAttr(recv, "tensor_type", DT_INT64);
+  for (tensorflow::NodeDef* n : {send, recv}) {
+    SetAttr(n, "tensor_name", "edge_c");
+    SetAttr(n, "send_device", kDevice);
+    SetAttr(n, "send_device_incarnation", int64_t{1});
+    SetAttr(n, "recv_device", kDevice);
+  }
+  Retval(&receiver, "r", "recv", 0);
+  auto recv_exec = MakeExecutor(receiver);
+  auto send_exec = MakeExecutor(sender);
+  ASSERT_TRUE(recv_exec.ok() && send_exec.ok());
+  StepStatsCollector recv_stats(kDevice), send_stats(kDevice);
+  FunctionCallFrame frame({}, 1);
+  args_.call_frame = &frame;
+  Executor::Args recv_args = args_;
+  recv_args.stats = &recv_stats;
+  absl::Notification done;
+  absl::Status recv_status;
+  (*recv_exec)->RunAsync(recv_args, [&](absl::Status s) {
+    recv_status = s;
+    done.Notify();
+  });
+  absl::SleepFor(absl::Milliseconds(5));  // The Recv waits: its time shows the wait.
+  Executor::Args send_args = args_;
+  send_args.stats = &send_stats;
+  ASSERT_TRUE((*send_exec)->Run(send_args).ok());
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  ASSERT_TRUE(recv_status.ok()) << recv_status;
+  tensorflow::DeviceStepStats r, s;
+  recv_stats.Finalize(&r);
+  send_stats.Finalize(&s);
+  auto rn = ByName(r), sn = ByName(s);
+  // Each names its peer: the receiving and the sending device (here the same).
+  EXPECT_EQ(sn["send"].timeline_label(),
+            absl::StrCat("send = _Send(edge_c @", kDevice, "; 8 bytes)"));
+  EXPECT_EQ(rn["recv"].timeline_label(),
+            absl::StrCat("recv = _Recv(edge_c @", kDevice, "; 8 bytes)"));
+  EXPECT_GE(rn["recv"].op_end_rel_micros(), 4000);
+}
+
+TEST(TimelineLabelTest, TensorFlowsFormAndPeers) {
+  tensorflow::NodeDef def;
+  def.set_name("mul");
+  def.set_op("Mul");
+  def.add_input("x:0");
+  def.add_input("w/read:1");
+  def.add_input("^init");
+  EXPECT_EQ(TimelineLabel(def, -1), "mul = Mul(x, w/read:1, ^init)");
+  constexpr char kPs[] = "/job:ps/replica:0/task:0/device:CPU:0";
+  constexpr char kWorker[] = "/job:worker/replica:0/task:0/device:CPU:0";
+  tensorflow::NodeDef send;
+  send.set_name("w/_1");
+  send.set_op("_Send");
+  send.add_input("w:0");
+  SetAttr(&send, "tensor_name", "edge_1_w");
+  SetAttr(&send, "send_device", kPs);
+  SetAttr(&send, "recv_device", kWorker);
+  tensorflow::NodeDef recv = send;
+  recv.set_name("w/_2");
+  recv.set_op("_Recv");
+  recv.clear_input();
+  EXPECT_EQ(TimelineLabel(send, 64),
+            absl::StrCat("w/_1 = _Send(edge_1_w @", kWorker, "; 64 bytes)"));
+  EXPECT_EQ(TimelineLabel(recv, -1), absl::StrCat("w/_2 = _Recv(edge_1_w @", kPs, ")"));
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "dflow/framework/status.h"
 #include "dflow/train/batch_iterator.h"
 #include "dflow/train/replica_device_setter.h"
+#include "dflow/train/step_trace.h"
 #include "dflow/train/sync_replicas_optimizer.h"
 #include "dflow/train/trainer_internal.h"
 #include "dflow/train/variables.h"
@@ -176,6 +177,11 @@ absl::StatusOr<TrainMetrics> TrainOnCluster(const TrainOptions& o, std::ostream&
   ASSIGN_OR_RETURN(Data data, LoadData(o));
 
   TrainMetrics m = InitialMetrics(o);
+  // Every worker traces its own steps: between-graph, a step of one worker
+  // involves only it and the ps tasks, so the chief's trace alone would
+  // never show the others.
+  StepTracer tracer(o.trace_steps, o.trace_dir.empty() ? o.checkpoint_dir : o.trace_dir,
+                    absl::StrCat(o.job, o.task));
   m.mode = o.mode;
   m.workers = workers;
 
@@ -372,9 +378,13 @@ absl::StatusOr<TrainMetrics> TrainOnCluster(const TrainOptions& o, std::ostream&
       int64_t step = 0;
       RETURN_IF_ERROR(ms->RunStep([&](const ClientSession& session) -> absl::StatusOr<StepResult> {
         std::vector<Tensor> out;
-        absl::Status st = sync_opt != nullptr
-                              ? sync_opt->RunTrainStep(session, feeds, fetches, &out)
-                              : session.Run(feeds, fetches, {g.train_op}, &out);
+        absl::Status st = RunMaybeTraced(
+            &tracer, last_step.load(),
+            [&](const tensorflow::RunOptions& options, tensorflow::RunMetadata* metadata) {
+              return sync_opt != nullptr
+                         ? sync_opt->RunTrainStep(session, feeds, fetches, &out, options, metadata)
+                         : session.Run(options, feeds, fetches, {g.train_op}, &out, metadata);
+            });
         if (sync_opt != nullptr && SyncReplicasOptimizer::IsEndOfTraining(st)) {
           end_of_training = true;
           return StepResult{.global_step = total_steps};
@@ -419,6 +429,7 @@ absl::StatusOr<TrainMetrics> TrainOnCluster(const TrainOptions& o, std::ostream&
                            : 0;
   m.final_loss = loss_steps > 0 ? loss_sum / loss_steps : 0;
   m.recoveries = ms->recoveries();
+  m.trace_files = tracer.files();
   if (chief) {
     ASSIGN_OR_RETURN(m.test_accuracy, Evaluate(ms->session(), models[0], data.test));
   }

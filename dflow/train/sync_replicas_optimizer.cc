@@ -115,11 +115,13 @@ absl::Status SyncReplicasOptimizer::InitLocalStep(const ClientSession& session) 
 absl::Status SyncReplicasOptimizer::RunTrainStep(const ClientSession& session,
                                                  const ClientSession::FeedType& feeds,
                                                  const std::vector<Output>& fetches,
-                                                 std::vector<Tensor>* outputs) {
+                                                 std::vector<Tensor>* outputs,
+                                                 const tensorflow::RunOptions& options,
+                                                 tensorflow::RunMetadata* metadata) {
   std::vector<Output> all = fetches;
   all.push_back(global_step_before_);
   all.push_back(local_step_before_);
-  RETURN_IF_ERROR(session.Run(feeds, all, {train_op_}, outputs));
+  RETURN_IF_ERROR(session.Run(options, feeds, all, {train_op_}, outputs, metadata));
   const int64_t local = outputs->back().scalar<int64_t>();
   outputs->pop_back();
   const int64_t global = outputs->back().scalar<int64_t>();

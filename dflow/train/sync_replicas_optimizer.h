@@ -87,8 +87,11 @@ class SyncReplicasOptimizer {
   // Runs the train op once with `feeds`, fetching `fetches` too; counts the
   // step's gradient as stale when the global step had passed this worker's
   // local step before it was applied (such gradients are dropped).
+  // `options` and `metadata` (may be null) go to the session's Run (traces).
   absl::Status RunTrainStep(const ClientSession& session, const ClientSession::FeedType& feeds,
-                            const std::vector<Output>& fetches, std::vector<Tensor>* outputs);
+                            const std::vector<Output>& fetches, std::vector<Tensor>* outputs,
+                            const tensorflow::RunOptions& options = tensorflow::RunOptions(),
+                            tensorflow::RunMetadata* metadata = nullptr);
 
   // The chief's aggregation loop on its own thread, after InitChief, until
   // the global step reaches `total_steps`; then it closes the token queue,

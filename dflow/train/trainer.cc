@@ -24,6 +24,7 @@
 #include "dflow/train/optimizer.h"
 #include "dflow/train/trainer_internal.h"
 #include "dflow/train/saver.h"
+#include "dflow/train/step_trace.h"
 #include "dflow/train/variables.h"
 
 namespace dflow {
@@ -346,6 +347,7 @@ absl::StatusOr<TrainMetrics> Train(const TrainOptions& o, std::ostream& progress
   ASSIGN_OR_RETURN(Data data, LoadData(o));
 
   TrainMetrics m = InitialMetrics(o);
+  StepTracer tracer(o.trace_steps, o.trace_dir.empty() ? o.checkpoint_dir : o.trace_dir, "");
 
   Scope root = Scope::NewRootScope();
   const bool graph_input = UsesTFRecords(o);
@@ -408,7 +410,11 @@ absl::StatusOr<TrainMetrics> Train(const TrainOptions& o, std::ostream& progress
     double loss = 0;
     RETURN_IF_ERROR(ms->RunStep([&](const ClientSession& session) -> absl::StatusOr<StepResult> {
       std::vector<Tensor> out;
-      RETURN_IF_ERROR(session.Run(feeds, {model.loss}, {train_op}, &out));
+      RETURN_IF_ERROR(RunMaybeTraced(
+          &tracer, step,
+          [&](const tensorflow::RunOptions& options, tensorflow::RunMetadata* metadata) {
+            return session.Run(options, feeds, {model.loss}, {train_op}, &out, metadata);
+          }));
       loss = out[0].scalar<float>();
       return StepResult{.global_step = step + 1, .loss = loss};  // One update a step.
     }));
@@ -423,6 +429,7 @@ absl::StatusOr<TrainMetrics> Train(const TrainOptions& o, std::ostream& progress
   m.examples_per_sec = m.train_seconds > 0 ? examples / m.train_seconds : 0;
   m.final_loss = epoch_steps > 0 ? epoch_loss / epoch_steps : 0;
   m.recoveries = ms->recoveries();
+  m.trace_files = tracer.files();
   ASSIGN_OR_RETURN(m.test_accuracy, Evaluate(ms->session(), model, data.test));
   RETURN_IF_ERROR(ms->Close());  // The final checkpoint.
   m.wall_seconds = SecondsSince(wall_start);

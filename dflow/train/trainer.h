@@ -70,6 +70,12 @@ struct TrainOptions {
   // Set by the process that hosts this task's server: whether another task
   // answers. Unset: stalls are reported without naming tasks.
   PingTaskFn ping_task;
+  // Global steps to trace (`--trace-steps`): each is run with
+  // RunOptions.trace_level FULL_TRACE and written as a Chrome trace (see
+  // step_trace.h) to `trace_dir`, or else checkpoint_dir, or else the
+  // working directory. On a cluster every worker traces its own steps.
+  std::vector<int64_t> trace_steps;
+  std::string trace_dir;
 };
 
 // The allowed values of TrainOptions' enumerated fields.
@@ -102,6 +108,7 @@ struct TrainMetrics {
   std::string restored_from;
   int64_t start_step = 0;
   int recoveries = 0;
+  std::vector<std::string> trace_files;  // Written for TrainOptions::trace_steps.
 };
 
 // InvalidArgument listing the allowed values for a bad option; the data

@@ -4,6 +4,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/synchronization/mutex.h"
 #include "dflow/train/cluster_trainer.h"
+#include "dflow/train/step_trace.h"
 #include "tools/dflow/commands.h"
 
 int main(int argc, char** argv) {
@@ -124,6 +125,12 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--keep-checkpoints", train.keep_checkpoints,
                         "Checkpoints kept, the newest")
       ->check(CLI::PositiveNumber)->capture_default_str();
+  std::string trace_steps;
+  train_cmd->add_option("--trace-steps", trace_steps,
+                        "Trace these global steps (N[,M...]) as Chrome trace JSON; on a cluster "
+                        "every worker traces its own");
+  train_cmd->add_option("--trace-dir", train.trace_dir,
+                        "Where traces go (default: --checkpoint-dir, else the working directory)");
 
   dflow::cli::DataConvertFlags convert;
   CLI::App* data_cmd = app.add_subcommand("data", "Prepare training data");
@@ -196,7 +203,9 @@ int main(int argc, char** argv) {
   } else if (*server_cmd) {
     status = dflow::cli::ServerCommand(server);
   } else if (*train_cmd) {
-    status = dflow::cli::TrainCommand(train, train_security);
+    absl::StatusOr<std::vector<int64_t>> steps = dflow::ParseTraceSteps(trace_steps);
+    if (steps.ok()) train.trace_steps = *std::move(steps);
+    status = steps.ok() ? dflow::cli::TrainCommand(train, train_security) : steps.status();
   } else if (*cluster_cmd) {
     status = dflow::cli::ClusterCommand(cluster);
   } else if (*convert_cmd) {

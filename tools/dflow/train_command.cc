@@ -50,6 +50,9 @@ absl::Status TrainCommand(const TrainOptions& flags, const SecurityFlags& securi
   }
   absl::StatusOr<TrainMetrics> metrics = Train(options, std::cerr);
   if (!metrics.ok()) return metrics.status();
+  for (const std::string& path : metrics->trace_files) {
+    std::cout << "step trace written to " << path << "\n";
+  }
   if (!metrics->mode.empty()) {
     std::cout << absl::StrFormat(
         "worker %d of %d (%s): %d local steps, %.0f examples/s here; %d stale gradients\n",
