@@ -361,7 +361,7 @@ class ReadCall : public std::enable_shared_from_this<ReadCall> {
     }
     Step();
   }
-  void Fail(const absl::Status& s) { done_(Prefixed(ctx_->Prefix(), s)); }
+  void Fail(const absl::Status& s) { done_(WithPrefix(s, ctx_->Prefix())); }
   void Succeed(std::vector<std::string>& keys, std::vector<std::string>& values) {
     if (up_to_) {
       ctx_->set_output(0, Tensor::Vec<std::string>(keys));
