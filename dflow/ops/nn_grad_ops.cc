@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "dflow/framework/kernel.h"
 #include "dflow/framework/shape_inference.h"
+#include "dflow/framework/status.h"
 #include "dflow/ops/conv_util.h"
 
 namespace dflow {
@@ -204,13 +205,6 @@ REGISTER_KERNEL(KernelDefBuilder("BiasAddGrad").Device(kDeviceCPU).TypeConstrain
 // a strictly greater one replaces it, so ties go to the first maximum and a
 // NaN wins only when it comes first.
 
-struct PoolGeometry {
-  int64_t batch, in_rows, in_cols, depth;
-  int64_t window_rows, window_cols, stride_h, stride_w;
-  int64_t out_rows, out_cols;
-  int64_t pad_top, pad_left;
-};
-
 // Routes the gradients of image `n` (`dy`: its [out_rows, out_cols, depth]
 // gradients) into `dx` (its input-shaped gradient, zero-filled).
 template <typename T>
@@ -293,19 +287,9 @@ class MaxPoolGradOp : public OpKernel {
         return ctx.InvalidArgument(what, " must be 4-dimensional, got ", t->shape().DebugString());
       }
     }
-    PoolGeometry g;
-    g.batch = x.dim_size(0), g.in_rows = x.dim_size(1);
-    g.in_cols = x.dim_size(2), g.depth = x.dim_size(3);
-    g.window_rows = attrs_.ksize[1], g.window_cols = attrs_.ksize[2];
-    g.stride_h = attrs_.stride[1], g.stride_w = attrs_.stride[2];
-    absl::StatusOr<WindowDim> rows = ComputeWindow(
-        g.in_rows, g.window_rows, 1, g.stride_h, attrs_.padding, attrs_.pad_top, attrs_.pad_bottom);
-    if (!rows.ok()) return ctx.InvalidArgument(rows.status().message());
-    absl::StatusOr<WindowDim> cols = ComputeWindow(
-        g.in_cols, g.window_cols, 1, g.stride_w, attrs_.padding, attrs_.pad_left, attrs_.pad_right);
-    if (!cols.ok()) return ctx.InvalidArgument(cols.status().message());
-    g.out_rows = rows->out, g.pad_top = rows->pad_before;
-    g.out_cols = cols->out, g.pad_left = cols->pad_before;
+    absl::StatusOr<PoolGeometry> made = MakePoolGeometry(attrs_, x.shape());
+    if (!made.ok()) return WithPrefix(made.status(), ctx.Prefix());
+    const PoolGeometry& g = *made;
     const TensorShape expected({g.batch, g.out_rows, g.out_cols, g.depth});
     for (auto [what, t] :
          {std::pair<const char*, const Tensor*>{"orig_output", &y}, {"grad", &dy}}) {
