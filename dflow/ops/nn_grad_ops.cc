@@ -1,9 +1,10 @@
-// Gradient kernels of the nn ops: ReluGrad, BiasAddGrad and MaxPoolGrad
+// Gradient kernels of the nn ops: ReluGrad, SoftplusGrad, BiasAddGrad and MaxPoolGrad
 // (the Conv2D backprops are in conv_grad_ops.cc). Semantics follow
 // TensorFlow's CPU kernels, including which input a tied MaxPool window
 // sends its gradient to.
 #include <Eigen/Core>
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -29,6 +30,12 @@ struct ReluGradFn {
   }
 };
 
+// gradients / (exp(-features) + 1), that is gradients * sigmoid(features).
+template <typename T>
+struct SoftplusGradFn {
+  T operator()(const T& g, const T& f) const { return g / (std::exp(-f) + T(1)); }
+};
+
 }  // namespace nn_grad
 }  // namespace dflow
 
@@ -40,10 +47,11 @@ struct Eigen::internal::functor_traits<dflow::nn_grad::ReluGradFn<T>> {
 namespace dflow {
 namespace {
 
-// --- ReluGrad: backprops = gradients * (features > 0) ---------------------------
+// --- ReluGrad and SoftplusGrad: backprops = Fn(gradients, features) ---------------
 
-template <typename T>
-class ReluGradOp : public OpKernel {
+// `kCost`: the ParallelFor cost of one element.
+template <typename T, template <typename> class Fn, int64_t kCost>
+class FeatureGradOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
 
@@ -59,14 +67,18 @@ class ReluGradOp : public OpKernel {
     const T* f = x.flat<T>().data();
     T* o = out->flat<T>().data();
     using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
-    ctx->intra_op_pool()->ParallelFor(x.NumElements(), 1, [&](int64_t begin, int64_t end) {
+    ctx->intra_op_pool()->ParallelFor(x.NumElements(), kCost, [&](int64_t begin, int64_t end) {
       const Eigen::Map<const Array> gm(g + begin, end - begin), fm(f + begin, end - begin);
-      Eigen::Map<Array>(o + begin, end - begin) = gm.binaryExpr(fm, nn_grad::ReluGradFn<T>());
+      Eigen::Map<Array>(o + begin, end - begin) = gm.binaryExpr(fm, Fn<T>());
     });
     return absl::OkStatus();
   }
   bool IsExpensive() const override { return false; }
 };
+template <typename T>
+using ReluGradOp = FeatureGradOp<T, nn_grad::ReluGradFn, 1>;
+template <typename T>
+using SoftplusGradOp = FeatureGradOp<T, nn_grad::SoftplusGradFn, 20>;
 
 absl::Status ReluGradShape(InferenceContext* c) {
   absl::StatusOr<PartialShape> merged = PartialShape::Merge(c->input(0), c->input(1));
@@ -96,6 +108,20 @@ REGISTER_KERNEL(KernelDefBuilder("ReluGrad").Device(kDeviceCPU).TypeConstraint<i
                 ReluGradOp<int32_t>);
 REGISTER_KERNEL(KernelDefBuilder("ReluGrad").Device(kDeviceCPU).TypeConstraint<int64_t>("T"),
                 ReluGradOp<int64_t>);
+
+// --- SoftplusGrad ------------------------------------------------------------------
+
+REGISTER_OP("SoftplusGrad")
+    .Input("gradients: T")
+    .Input("features: T")
+    .Output("backprops: T")
+    .Attr("T: {half, bfloat16, float, double}")
+    .SetShapeFn(ReluGradShape);  // The same rule: both inputs' shape.
+
+REGISTER_KERNEL(KernelDefBuilder("SoftplusGrad").Device(kDeviceCPU).TypeConstraint<float>("T"),
+                SoftplusGradOp<float>);
+REGISTER_KERNEL(KernelDefBuilder("SoftplusGrad").Device(kDeviceCPU).TypeConstraint<double>("T"),
+                SoftplusGradOp<double>);
 
 // --- BiasAddGrad: the sum of out_backprop over every dimension but the channel's ---
 
