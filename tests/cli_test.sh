@@ -81,5 +81,27 @@ done
 "$DFLOW" ops >"$TMP/ops"
 check "ops lists MatMul" grep -q "^MatMul	CPU" "$TMP/ops"
 
+# Out-of-range flags fail as sentences naming the flag, the bound and the value.
+"$DFLOW" train --epochs -1 >"$TMP/out" 2>"$TMP/err"
+check "epochs -1 exit nonzero" test $? -ne 0
+check "epochs -1 sentence" grep -q -- "--epochs must be >= 1, got -1" "$TMP/err"
+check "no raw CLI11 bound" bash -c "! grep -q '179769313486' '$TMP/err'"
+"$DFLOW" cluster --workers 0 >"$TMP/out" 2>"$TMP/err"
+check "workers 0 sentence" grep -q -- "--workers must be >= 1, got 0" "$TMP/err"
+"$DFLOW" train --task -2 >"$TMP/out" 2>"$TMP/err"
+check "task -2 sentence" grep -q -- "--task must be >= 0, got -2" "$TMP/err"
+"$DFLOW" train --batch-size many >"$TMP/out" 2>"$TMP/err"
+check "batch-size not a number" grep -q -- "--batch-size must be an integer >= 1, got many" "$TMP/err"
+"$DFLOW" train --learning-rate 0 >"$TMP/out" 2>"$TMP/err"
+check "learning-rate 0 sentence" grep -q -- "--learning-rate must be > 0, got 0" "$TMP/err"
+
+# --version: version, commit, build type and CUDA, exit 0.
+"$DFLOW" --version >"$TMP/out" 2>"$TMP/err"
+check "version exit 0" test $? -eq 0
+check "version line" grep -qE '^dflow [0-9]+\.[0-9]+\.[0-9]+$' "$TMP/out"
+check "version commit" grep -qE '^git commit ([0-9a-f]{7,}|unknown)$' "$TMP/out"
+check "version build type" grep -qE '^build type [A-Za-z]+' "$TMP/out"
+check "version cuda" grep -qE '^CUDA (yes|no)$' "$TMP/out"
+
 echo "$passed passed, $failed failed"
 test "$failed" -eq 0

@@ -119,6 +119,8 @@ std::vector<GradCase> UnaryCases() {
       {"Tanh", "Tanh", {S({2, 3})}, Unary("Tanh")},
       {"Tanh_float", "Tanh", {S({2, 3})}, Unary("Tanh"), DT_FLOAT},
       {"Sigmoid", "Sigmoid", {S({2, 3}, -3, 3)}, Unary("Sigmoid")},
+      {"Softplus", "Softplus", {S({2, 3}, -3, 3)}, Unary("Softplus")},
+      {"Softplus_float", "Softplus", {S({2, 3}, -3, 3)}, Unary("Softplus"), DT_FLOAT},
       {"Sin", "Sin", {S({2, 3}, -4, 4)}, Unary("Sin")},
       {"Cos", "Cos", {S({2, 3}, -4, 4)}, Unary("Cos")},
       {"Reciprocal", "Reciprocal", {away_from_zero}, Unary("Reciprocal")},

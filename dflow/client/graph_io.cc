@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "dflow/framework/status.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 
@@ -54,10 +55,7 @@ absl::StatusOr<tensorflow::GraphDef> LoadGraphDef(const std::string& path) {
   buf << in.rdbuf();
   bool text = absl::EndsWith(path, ".pbtxt") || absl::EndsWith(path, ".txt");
   auto graph = text ? ParseGraphDefText(buf.str()) : ParseGraphDef(buf.str());
-  if (!graph.ok()) {
-    return absl::Status(graph.status().code(),
-                        absl::StrCat(path, ": ", graph.status().message()));
-  }
+  if (!graph.ok()) return WithContext(graph.status(), path);
   return graph;
 }
 

@@ -229,8 +229,7 @@ class InterleaveDataset : public DatasetBase {
       for (const Tensor& c : i_->captured_) args.push_back(c);
       auto results = i_->fn_->Run(std::move(args), ctx->cancellation);
       if (!results.ok()) {
-        return absl::Status(results.status().code(),
-                            absl::StrCat(i_->what_, ": ", results.status().message()));
+        return WithContext(results.status(), i_->what_);
       }
       if (results->size() != 1) {
         return absl::InvalidArgumentError(absl::StrCat(

@@ -16,6 +16,13 @@ namespace {
 
 using json = nlohmann::json;
 
+// tf.data's kernels and the ops layer's (linked here too).
+TEST(DataOpRegistryTest, KernelDtypesAreWithinTheirOpDefs) {
+  const std::vector<KernelDef> kernels = KernelRegistry::Global()->ListKernels();
+  EXPECT_GT(kernels.size(), 100u);
+  for (const std::string& p : op_def_test::KernelTypeMismatches(kernels)) ADD_FAILURE() << p;
+}
+
 TEST(DataOpRegistryTest, OpDefsMatchTensorFlowAndHaveCpuKernels) {
   std::ifstream in(TestDataDir() + "/tf_data_op_defs.json");
   ASSERT_TRUE(in.good()) << "missing tests/data/tf_data_op_defs.json";

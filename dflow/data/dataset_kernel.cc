@@ -14,9 +14,7 @@ DatasetOpKernel::DatasetOpKernel(OpKernelConstruction* c) : OpKernel(c) {
 
 absl::Status DatasetOpKernel::Compute(OpKernelContext* ctx) {
   absl::StatusOr<std::shared_ptr<const DatasetBase>> ds = MakeDataset(ctx);
-  if (!ds.ok()) {
-    return absl::Status(ds.status().code(), absl::StrCat(ctx->Prefix(), ds.status().message()));
-  }
+  if (!ds.ok()) return WithPrefix(ds.status(), ctx->Prefix());
   ctx->set_output(0, DatasetTensor(*std::move(ds)));
   return absl::OkStatus();
 }

@@ -508,8 +508,7 @@ class MapDataset : public DatasetBase {
         for (const Tensor& c : m_->captured_) args.push_back(c);
         auto results = m_->fn_->Run(std::move(args), ctx->cancellation);
         if (!results.ok()) {
-          return absl::Status(results.status().code(),
-                              absl::StrCat(m_->what_, ": ", results.status().message()));
+          return WithContext(results.status(), m_->what_);
         }
         switch (m_->mode_) {
           case MapMode::kMap:

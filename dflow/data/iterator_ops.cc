@@ -230,9 +230,7 @@ class IteratorGetNextOp : public AsyncOpKernel {
       absl::StatusOr<std::vector<Tensor>> element = it->GetNext(&ictx);
       if (!element.ok()) {
         const absl::Status& s = element.status();
-        return done(absl::IsOutOfRange(s)
-                        ? s
-                        : absl::Status(s.code(), absl::StrCat(ctx->Prefix(), s.message())));
+        return done(absl::IsOutOfRange(s) ? s : WithPrefix(s, ctx->Prefix()));
       }
       for (size_t i = 0; i < element->size(); ++i) ctx->set_output(i, std::move((*element)[i]));
       done(absl::OkStatus());
@@ -399,7 +397,7 @@ class IteratorGetNextAsOptionalOp : public AsyncOpKernel {
         value = *std::move(element);
       } else if (!absl::IsOutOfRange(element.status())) {
         const absl::Status& s = element.status();
-        return done(absl::Status(s.code(), absl::StrCat(ctx->Prefix(), s.message())));
+        return done(WithPrefix(s, ctx->Prefix()));
       }
       Tensor out(tensorflow::DT_VARIANT, TensorShape());
       VariantScalar(out).Set(std::make_unique<OptionalValue>(std::move(value)));

@@ -147,8 +147,8 @@ absl::StatusOr<ClusterSpec> ClusterSpec::FromJsonOrFile(absl::string_view json_o
   buf << in.rdbuf();
   absl::StatusOr<ClusterSpec> spec = FromJson(buf.str());
   if (!spec.ok()) {
-    return absl::Status(spec.status().code(),
-                        absl::StrCat(spec.status().message(), " (in file '", path, "')"));
+    return WithMessage(spec.status(),
+                       absl::StrCat(spec.status().message(), " (in file '", path, "')"));
   }
   return spec;
 }

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "dflow/distributed/error_body.h"
 #include "dflow/distributed/master_session.h"
 #include "dflow/framework/device.h"
 #include "dflow/framework/status.h"
@@ -16,9 +17,11 @@ namespace dflow {
 
 namespace {
 
+// "[Master <method>] " before a failure's message unless it already names
+// where it came from ("[...").
 absl::Status Prefixed(absl::string_view method, const absl::Status& s) {
   if (s.ok() || absl::StartsWith(s.message(), "[")) return s;
-  return absl::Status(s.code(), absl::StrCat("[Master ", method, "] ", s.message()));
+  return WithPrefix(s, absl::StrCat("[Master ", method, "] "));
 }
 
 std::string NewSessionHandle() {
@@ -231,13 +234,7 @@ void Master::RunStepAsync(const CallOptions& opts, const tensorflow::RunStepRequ
                           tensorflow::RunStepResponse* resp, StatusCallback done) {
   // Errors go into the body when the client asks for it (TensorFlow's clients do).
   StatusCallback finish = [req, resp, done = std::move(done)](const absl::Status& s) {
-    absl::Status status = Prefixed("RunStep", s);
-    if (!status.ok() && req->store_errors_in_response_body()) {
-      resp->set_status_code(static_cast<tensorflow::error::Code>(status.code()));
-      resp->set_status_error_message(std::string(status.message()));
-      status = absl::OkStatus();
-    }
-    done(status);
+    done(StoreErrorInBody(req->store_errors_in_response_body(), Prefixed("RunStep", s), resp));
   };
   absl::StatusOr<std::shared_ptr<MasterSession>> session = FindSession(req->session_handle());
   if (!session.ok()) return finish(session.status());

@@ -14,6 +14,8 @@
 #include "dflow/distributed/remote_session.h"
 #include "dflow/distributed/worker_test_util.h"
 #include "dflow/framework/attr_util.h"
+#include "dflow/framework/kernel.h"
+#include "dflow/framework/op_def.h"
 #include "dflow/framework/test_data_dir.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
@@ -29,6 +31,34 @@ using worker_test::PsWorkerGraph;
 using worker_test::Task;
 
 std::string Msg(const absl::Status& s) { return std::string(s.message()); }
+
+// MasterTestSleep copies its input after 500 ms, whatever happens meanwhile;
+// MasterTestFail fails once a MasterTestSleep has started (or after 5 s).
+// Together they keep a failed task's RunGraph open after its error has
+// reached the other tasks.
+absl::Notification* g_sleep_started = nullptr;
+REGISTER_OP("MasterTestSleep").Input("x: float").Output("y: float");
+REGISTER_OP("MasterTestFail").Input("x: float").Output("y: float");
+class SleepOp : public OpKernel {
+ public:
+  explicit SleepOp(OpKernelConstruction* c) : OpKernel(c) {}
+  absl::Status Compute(OpKernelContext* ctx) override {
+    if (!g_sleep_started->HasBeenNotified()) g_sleep_started->Notify();
+    absl::SleepFor(absl::Milliseconds(500));
+    ctx->set_output(0, ctx->input(0));
+    return absl::OkStatus();
+  }
+};
+class FailOp : public OpKernel {
+ public:
+  explicit FailOp(OpKernelConstruction* c) : OpKernel(c) {}
+  absl::Status Compute(OpKernelContext* ctx) override {
+    g_sleep_started->WaitForNotificationWithTimeout(absl::Seconds(5));
+    return ctx->InvalidArgument("failed on purpose");
+  }
+};
+REGISTER_KERNEL(KernelDefBuilder("MasterTestSleep").Device(kDeviceCPU), SleepOp);
+REGISTER_KERNEL(KernelDefBuilder("MasterTestFail").Device(kDeviceCPU), FailOp);
 
 // An in-process cluster: /job:ps/task:0 and /job:worker/task:0..1, each with
 // two CPUs and a Worker, and a master on /job:worker/task:0.
@@ -151,6 +181,35 @@ TEST(MasterTest, KernelErrorOnOneTaskCancelsTheOthers) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   EXPECT_THAT(Msg(s), HasSubstr("bad"));
   EXPECT_LT(absl::Now() - start, absl::Seconds(10));  // Not the 30 s deadline.
+}
+
+// The ps fails while a kernel of its keeps its RunGraph open for 500 ms, so
+// worker 1's failed Recv of 'bad' (a derived error) reaches the master first.
+// The master reports the ps's root cause, not worker 1's copy of it.
+TEST(MasterTest, MultiTaskFailureReportsTheRootCause) {
+  absl::Notification started;
+  g_sleep_started = &started;
+  InProcessCluster cluster;
+  tensorflow::ConfigProto config;
+  config.set_operation_timeout_in_ms(30000);
+  auto session = cluster.NewSession(config);
+  Builder b;
+  b.Const("three", Tensor::Vec<float>({1, 2, 3}), "/job:ps/task:0");
+  b.Node("sleep", "MasterTestSleep", {"three"}, "/job:ps/task:0");
+  b.Node("bad", "MasterTestFail", {"three"}, "/job:ps/task:0");
+  b.Binary("after", "Mul", "bad", "bad", "/job:worker/task:1");
+  ASSERT_TRUE(session->Create(b.def()).ok());
+  const absl::Time start = absl::Now();
+  std::vector<Tensor> out;
+  absl::Status s = session->Run({}, {"after"}, {"sleep"}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(Msg(s), HasSubstr("[MasterTestFail 'bad'] failed on purpose"));
+  EXPECT_THAT(Msg(s), ::testing::Not(HasSubstr("RecvTensor"))) << s;
+  EXPECT_THAT(Msg(s), ::testing::Not(HasSubstr("'after'"))) << s;
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(450)) << s;  // The ps's answer came last.
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  session.reset();
+  g_sleep_started = nullptr;
 }
 
 TEST(MasterTest, DeviceFiltersLimitDiscoveryAndPlacement) {

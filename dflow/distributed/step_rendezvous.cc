@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "dflow/framework/status.h"
 
 namespace dflow {
 
@@ -124,8 +125,7 @@ void StepRendezvous::RecvRemoteAsync(const ParsedKey& key, DoneCallback done) {
         DoneCallback done = in_flight->Take(id);
         if (done == nullptr) return;  // The step was aborted meanwhile.
         if (!s.ok()) {
-          done(absl::Status(s.code(), absl::StrCat("RecvTensor from ", task, ": ", s.message())),
-               Tensor(), false);
+          done(WithContext(s, absl::StrCat("RecvTensor from ", task)), Tensor(), false);
           return;
         }
         if (call->resp.is_dead) {

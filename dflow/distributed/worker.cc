@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "dflow/distributed/deadline_timer.h"
+#include "dflow/distributed/error_body.h"
 #include "dflow/distributed/step_rendezvous.h"
 #include "dflow/framework/cancellation.h"
 #include "dflow/framework/status.h"
@@ -54,9 +55,11 @@ struct Worker::RunState {
 
 namespace {
 
+// "[Worker <method>] " before a failure's message; payloads kept, so the
+// master still sees which errors are derived.
 absl::Status Prefixed(absl::string_view method, const absl::Status& s) {
   if (s.ok()) return s;
-  return absl::Status(s.code(), absl::StrCat("[Worker ", method, "] ", s.message()));
+  return WithPrefix(s, absl::StrCat("[Worker ", method, "] "));
 }
 
 }  // namespace
@@ -336,13 +339,7 @@ absl::Status Worker::CollectRecvs(const tensorflow::RunGraphRequest& req, StepRe
 void Worker::RunGraphAsync(const CallOptions& opts, const tensorflow::RunGraphRequest* req,
                            tensorflow::RunGraphResponse* resp, StatusCallback done) {
   auto fail = [&](const absl::Status& s) {
-    if (req->store_errors_in_response_body()) {
-      resp->set_status_code(static_cast<tensorflow::error::Code>(s.code()));
-      resp->set_status_error_message(std::string(s.message()));
-      done(absl::OkStatus());
-    } else {
-      done(s);
-    }
+    done(StoreErrorInBody(req->store_errors_in_response_body(), s, resp));
   };
   if (req->is_partial()) {
     fail(absl::UnimplementedError("[Worker RunGraph] partial runs are not supported"));
@@ -433,13 +430,8 @@ void Worker::FinishRun(const std::shared_ptr<RunState>& run) {
   if (status.ok()) status = CollectRecvs(*run->req, run->rendez.get(), run->resp);
   for (auto& c : run->stats) c->Finalize(run->resp->mutable_step_stats()->add_dev_stats());
   StatusCallback done = std::move(run->done);
-  status = Prefixed("RunGraph", status);
-  if (!status.ok() && run->req->store_errors_in_response_body()) {
-    run->resp->set_status_code(static_cast<tensorflow::error::Code>(status.code()));
-    run->resp->set_status_error_message(std::string(status.message()));
-    status = absl::OkStatus();
-  }
-  done(status);
+  done(StoreErrorInBody(run->req->store_errors_in_response_body(),
+                        Prefixed("RunGraph", status), run->resp));
 }
 
 void Worker::CleanupGraphAsync(const CallOptions&, const tensorflow::CleanupGraphRequest* req,
@@ -532,7 +524,9 @@ void Worker::RecvTensorAsync(const CallOptions& opts, const tensorflow::RecvTens
                                    bool dead) {
     if (!call->Claim()) return;
     timer->Cancel(call->timer);
-    absl::Status s = recv_status;
+    // A failed Recv means this task's step was aborted: its own RunGraph
+    // reports the root cause, so the receiver's copy is derived.
+    absl::Status s = MarkDerived(recv_status);
     if (s.ok() && !dead) s = CheckEncodable(value, absl::StrCat("key '", full_key, "'"));
     if (s.ok()) {
       resp->is_dead = dead;

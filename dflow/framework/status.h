@@ -2,8 +2,11 @@
 #ifndef DFLOW_FRAMEWORK_STATUS_H_
 #define DFLOW_FRAMEWORK_STATUS_H_
 
+#include <string_view>
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
 
 #define DFLOW_CONCAT_INNER(a, b) a##b
@@ -26,11 +29,34 @@
 
 namespace dflow {
 
-// Prefixes `context` to a non-OK status's message, keeping its code.
+// The one way to add context to an error on its way up. Each keeps a
+// non-OK status's code and its payloads (the executor's "derived error" mark
+// among them) and returns OK unchanged.
+//
+//   return WithPrefix(s, "[Worker RunGraph] ");
+//   return WithContext(s, absl::StrCat("tensor '", name, "'"));  // "tensor 'x': <message>"
+
+// `s` with its message replaced by `message`.
+inline absl::Status WithMessage(const absl::Status& s, std::string_view message) {
+  if (s.ok()) return s;
+  absl::Status out(s.code(), absl::string_view(message.data(), message.size()));
+  s.ForEachPayload(
+      [&](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
+  return out;
+}
+
+// `prefix` + `s`'s message.
+inline absl::Status WithPrefix(const absl::Status& s, std::string_view prefix) {
+  if (s.ok()) return s;
+  absl::string_view p(prefix.data(), prefix.size());  // Debian's absl is not std.
+  return WithMessage(s, absl::StrCat(p, s.message()));
+}
+
+// `context` + ": " + `s`'s message.
 inline absl::Status WithContext(const absl::Status& s, std::string_view context) {
   if (s.ok()) return s;
-  absl::string_view ctx(context.data(), context.size());  // Debian's absl is not std.
-  return absl::Status(s.code(), absl::StrCat(ctx, ": ", s.message()));
+  absl::string_view ctx(context.data(), context.size());
+  return WithMessage(s, absl::StrCat(ctx, ": ", s.message()));
 }
 
 }  // namespace dflow

@@ -2,9 +2,11 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -166,6 +168,18 @@ absl::StatusOr<std::vector<std::string>> ListDir(const std::string& path) {
   }
   ::closedir(dir);
   return names;
+}
+
+absl::StatusOr<std::vector<std::string>> MatchFiles(const std::string& pattern) {
+  glob_t g{};
+  const int rc = ::glob(pattern.c_str(), GLOB_NOSORT, nullptr, &g);
+  std::vector<std::string> files(g.gl_pathv, g.gl_pathv + (rc == 0 ? g.gl_pathc : 0));
+  ::globfree(&g);
+  if (rc != 0 && rc != GLOB_NOMATCH) {
+    return absl::InternalError(absl::StrCat("cannot match '", pattern, "'"));
+  }
+  std::sort(files.begin(), files.end());
+  return files;
 }
 
 std::string TempSuffix() {

@@ -78,6 +78,9 @@ bool FileExists(const std::string& path);
 std::string Dirname(absl::string_view path);
 // Names of the entries of a directory (not "." or "..").
 absl::StatusOr<std::vector<std::string>> ListDir(const std::string& path);
+// The paths matching a shell glob `pattern` ("dir/train-*"), sorted; empty
+// when none does. Internal naming the pattern when the match itself fails.
+absl::StatusOr<std::vector<std::string>> MatchFiles(const std::string& pattern);
 // A name unique to this process and call, for temporary files.
 std::string TempSuffix();
 

@@ -14,13 +14,14 @@
 
 #include <Eigen/Core>
 #include <algorithm>
-#include <climits>
 #include <cstdint>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "dflow/framework/kernel.h"
 #include "dflow/framework/shape_inference.h"
+#include "dflow/framework/status.h"
+#include "dflow/ops/blas_util.h"
 #include "dflow/ops/conv_util.h"
 
 namespace dflow {
@@ -57,36 +58,7 @@ void Gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, 
   }
 }
 
-// OpenBLAS must not start threads of its own: the intra-op pool already
-// runs one GEMM per core.
-void EnsureBlasSingleThreaded() {
-  static const bool once = [] {
-    openblas_set_num_threads(1);
-    return true;
-  }();
-  (void)once;
-}
-
 // --- geometry ------------------------------------------------------------------
-
-struct ConvGeometry {
-  int64_t batch, in_rows, in_cols, in_depth;
-  int64_t filter_rows, filter_cols, filter_depth, out_depth;
-  int64_t out_rows, out_cols;
-  int64_t stride_h, stride_w, dilation_h, dilation_w;
-  int64_t pad_top, pad_left;
-  int64_t groups;
-
-  int64_t out_pixels() const { return batch * out_rows * out_cols; }
-  // Columns of one group's patch matrix.
-  int64_t patch_size() const { return filter_rows * filter_cols * filter_depth; }
-  int64_t group_out_depth() const { return out_depth / groups; }
-  // A 1x1 filter over every pixel: the input already is the patch matrix.
-  bool is_pointwise() const {
-    return filter_rows == 1 && filter_cols == 1 && stride_h == 1 && stride_w == 1 && pad_top == 0 &&
-           pad_left == 0 && groups == 1 && out_rows == in_rows && out_cols == in_cols;
-  }
-};
 
 absl::StatusOr<ConvGeometry> MakeGeometry(const OpKernelContext& ctx, const Conv2DAttrs& attrs,
                                           const Tensor& input, const Tensor& filter) {
@@ -98,39 +70,8 @@ absl::StatusOr<ConvGeometry> MakeGeometry(const OpKernelContext& ctx, const Conv
     return ctx.InvalidArgument("convolution filter must be 4-dimensional: ",
                                filter.shape().DebugString());
   }
-  if (filter.NumElements() == 0) {
-    return ctx.InvalidArgument("filter must not have zero elements, got filter ",
-                               filter.shape().DebugString());
-  }
-  ConvGeometry g;
-  g.batch = input.dim_size(0), g.in_rows = input.dim_size(1);
-  g.in_cols = input.dim_size(2), g.in_depth = input.dim_size(3);
-  g.filter_rows = filter.dim_size(0), g.filter_cols = filter.dim_size(1);
-  g.filter_depth = filter.dim_size(2), g.out_depth = filter.dim_size(3);
-  if (g.in_depth % g.filter_depth != 0) {
-    return ctx.InvalidArgument("input depth must be evenly divisible by filter depth: ", g.in_depth,
-                               " vs ", g.filter_depth, " (input ", input.shape().DebugString(),
-                               ", filter ", filter.shape().DebugString(), ")");
-  }
-  g.groups = g.in_depth / g.filter_depth;
-  if (g.out_depth % g.groups != 0) {
-    return ctx.InvalidArgument("output depth must be evenly divisible by number of groups: ",
-                               g.out_depth, " vs ", g.groups);
-  }
-  if (g.patch_size() > INT_MAX || g.out_depth > INT_MAX) {
-    return ctx.InvalidArgument("filter too large for one matrix product: ",
-                               filter.shape().DebugString());
-  }
-  g.stride_h = attrs.stride_h, g.stride_w = attrs.stride_w;
-  g.dilation_h = attrs.dilation_h, g.dilation_w = attrs.dilation_w;
-  absl::StatusOr<WindowDim> rows = ComputeWindow(g.in_rows, g.filter_rows, g.dilation_h, g.stride_h,
-                                                 attrs.padding, attrs.pad_top, attrs.pad_bottom);
-  absl::StatusOr<WindowDim> cols = ComputeWindow(g.in_cols, g.filter_cols, g.dilation_w, g.stride_w,
-                                                 attrs.padding, attrs.pad_left, attrs.pad_right);
-  if (!rows.ok()) return ctx.InvalidArgument(rows.status().message());
-  if (!cols.ok()) return ctx.InvalidArgument(cols.status().message());
-  g.out_rows = rows->out, g.pad_top = rows->pad_before;
-  g.out_cols = cols->out, g.pad_left = cols->pad_before;
+  absl::StatusOr<ConvGeometry> g = MakeConvGeometry(attrs, input.shape(), filter.shape());
+  if (!g.ok()) return WithPrefix(g.status(), ctx.Prefix());
   return g;
 }
 

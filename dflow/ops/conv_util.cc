@@ -1,6 +1,7 @@
 #include "dflow/ops/conv_util.h"
 
 #include <algorithm>
+#include <climits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -98,6 +99,65 @@ absl::StatusOr<Padding> ParsePadding(const std::string& s) {
   if (s == "EXPLICIT") return Padding::kExplicit;
   return absl::InvalidArgumentError(
       absl::StrCat("padding must be SAME, VALID or EXPLICIT, got '", s, "'"));
+}
+
+absl::StatusOr<ConvGeometry> MakeConvGeometry(const Conv2DAttrs& attrs, const TensorShape& input,
+                                              const TensorShape& filter) {
+  if (filter.num_elements() == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("filter must not have zero elements, got filter ", filter.DebugString()));
+  }
+  ConvGeometry g;
+  g.batch = input.dim_size(0), g.in_rows = input.dim_size(1);
+  g.in_cols = input.dim_size(2), g.in_depth = input.dim_size(3);
+  g.filter_rows = filter.dim_size(0), g.filter_cols = filter.dim_size(1);
+  g.filter_depth = filter.dim_size(2), g.out_depth = filter.dim_size(3);
+  if (g.in_depth % g.filter_depth != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "input depth must be evenly divisible by filter depth: ", g.in_depth, " vs ",
+        g.filter_depth, " (input ", input.DebugString(), ", filter ", filter.DebugString(), ")"));
+  }
+  g.groups = g.in_depth / g.filter_depth;
+  if (g.out_depth % g.groups != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("output depth must be evenly divisible by number of groups: ", g.out_depth,
+                     " vs ", g.groups));
+  }
+  // cblas_?gemm takes each dimension and leading dimension as an int; the
+  // patch size and out_depth reach it only as such (OpenBLAS computes the
+  // offsets in 64 bits), so INT_MAX is the bound.
+  if (g.patch_size() > INT_MAX || g.out_depth > INT_MAX) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("filter too large for one matrix product: ", filter.DebugString()));
+  }
+  g.stride_h = attrs.stride_h, g.stride_w = attrs.stride_w;
+  g.dilation_h = attrs.dilation_h, g.dilation_w = attrs.dilation_w;
+  absl::StatusOr<WindowDim> rows = ComputeWindow(g.in_rows, g.filter_rows, g.dilation_h, g.stride_h,
+                                                 attrs.padding, attrs.pad_top, attrs.pad_bottom);
+  if (!rows.ok()) return absl::InvalidArgumentError(rows.status().message());
+  absl::StatusOr<WindowDim> cols = ComputeWindow(g.in_cols, g.filter_cols, g.dilation_w, g.stride_w,
+                                                 attrs.padding, attrs.pad_left, attrs.pad_right);
+  if (!cols.ok()) return absl::InvalidArgumentError(cols.status().message());
+  g.out_rows = rows->out, g.pad_top = rows->pad_before;
+  g.out_cols = cols->out, g.pad_left = cols->pad_before;
+  return g;
+}
+
+absl::StatusOr<PoolGeometry> MakePoolGeometry(const Pool2DAttrs& attrs, const TensorShape& input) {
+  PoolGeometry g;
+  g.batch = input.dim_size(0), g.in_rows = input.dim_size(1);
+  g.in_cols = input.dim_size(2), g.depth = input.dim_size(3);
+  g.window_rows = attrs.ksize[1], g.window_cols = attrs.ksize[2];
+  g.stride_h = attrs.stride[1], g.stride_w = attrs.stride[2];
+  absl::StatusOr<WindowDim> rows = ComputeWindow(g.in_rows, g.window_rows, 1, g.stride_h,
+                                                 attrs.padding, attrs.pad_top, attrs.pad_bottom);
+  if (!rows.ok()) return absl::InvalidArgumentError(rows.status().message());
+  absl::StatusOr<WindowDim> cols = ComputeWindow(g.in_cols, g.window_cols, 1, g.stride_w,
+                                                 attrs.padding, attrs.pad_left, attrs.pad_right);
+  if (!cols.ok()) return absl::InvalidArgumentError(cols.status().message());
+  g.out_rows = rows->out, g.pad_top = rows->pad_before;
+  g.out_cols = cols->out, g.pad_left = cols->pad_before;
+  return g;
 }
 
 absl::StatusOr<WindowDim> ComputeWindow(int64_t in, int64_t k, int64_t dilation, int64_t stride,

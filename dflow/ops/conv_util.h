@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "dflow/framework/kernel.h"
+#include "dflow/framework/tensor_shape.h"
 #include "dflow/proto/node_def.pb.h"
 
 namespace dflow {
@@ -79,6 +80,50 @@ struct Pool2DAttrs {
 // `node`. Fails on malformed values, and with Unimplemented on pooling over
 // the batch dimension or over both depth and space.
 absl::StatusOr<Pool2DAttrs> ReadPool2DAttrs(const tensorflow::NodeDef& node);
+
+// The sizes of one Conv2D (or its gradients): input [batch, in_rows,
+// in_cols, in_depth], filter [filter_rows, filter_cols, filter_depth,
+// out_depth], output [batch, out_rows, out_cols, out_depth]; in_depth /
+// filter_depth groups.
+struct ConvGeometry {
+  int64_t batch, in_rows, in_cols, in_depth;
+  int64_t filter_rows, filter_cols, filter_depth, out_depth;
+  int64_t out_rows, out_cols;
+  int64_t stride_h, stride_w, dilation_h, dilation_w;
+  int64_t pad_top, pad_left;
+  int64_t groups;
+
+  int64_t image_pixels() const { return out_rows * out_cols; }
+  int64_t out_pixels() const { return batch * image_pixels(); }
+  // Columns of one group's patch matrix.
+  int64_t patch_size() const { return filter_rows * filter_cols * filter_depth; }
+  int64_t group_out_depth() const { return out_depth / groups; }
+  // A 1x1 filter over every pixel: the input already is the patch matrix.
+  bool is_pointwise() const {
+    return filter_rows == 1 && filter_cols == 1 && stride_h == 1 && stride_w == 1 && pad_top == 0 &&
+           pad_left == 0 && groups == 1 && out_rows == in_rows && out_cols == in_cols;
+  }
+};
+
+// The geometry of convolving an `input`-shaped NHWC image with a
+// `filter`-shaped HWIO filter. InvalidArgument when the filter is empty, the
+// depths do not divide into groups, the filter is too large for one BLAS
+// product (a patch or out_depth over INT_MAX), or a window does not fit.
+// REQUIRES: input and filter of rank 4.
+absl::StatusOr<ConvGeometry> MakeConvGeometry(const Conv2DAttrs& attrs, const TensorShape& input,
+                                              const TensorShape& filter);
+
+// The sizes of one MaxPool (or its gradient) over NHWC images.
+struct PoolGeometry {
+  int64_t batch, in_rows, in_cols, depth;
+  int64_t window_rows, window_cols, stride_h, stride_w;
+  int64_t out_rows, out_cols;
+  int64_t pad_top, pad_left;
+};
+
+// The spatial pooling geometry of an `input`-shaped NHWC image.
+// InvalidArgument when a window does not fit. REQUIRES: input of rank 4.
+absl::StatusOr<PoolGeometry> MakePoolGeometry(const Pool2DAttrs& attrs, const TensorShape& input);
 
 // BiasAdd's and BiasAddGrad's data_format: true for "NCHW", false for "NHWC"
 // (the default); InvalidArgument naming any other value.

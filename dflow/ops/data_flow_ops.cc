@@ -816,7 +816,7 @@ absl::StatusOr<std::shared_ptr<ConditionalAccumulator>> AccumulatorFromInput(
   auto names = handle.flat<std::string>();
   absl::StatusOr<std::shared_ptr<ConditionalAccumulator>> r =
       ctx.resource_manager()->Lookup<ConditionalAccumulator>(ContainerOr(ctx, names[0]), names[1]);
-  if (!r.ok()) return Prefixed(ctx.Prefix(), r.status());
+  if (!r.ok()) return WithPrefix(r.status(), ctx.Prefix());
   return r;
 }
 
@@ -849,7 +849,7 @@ class QueueOp : public OpKernel {
     }
     if (name_.empty()) name_ = c->def().name();
     const std::string prefix = absl::StrCat("[", op, " '", c->def().name(), "'] ");
-    if (absl::Status s = ReadShapes(c); !s.ok()) c->SetStatus(Prefixed(prefix, s));
+    if (absl::Status s = ReadShapes(c); !s.ok()) c->SetStatus(WithPrefix(s, prefix));
   }
 
   absl::Status Compute(OpKernelContext* ctx) override {
@@ -913,7 +913,7 @@ class QueueOp : public OpKernel {
 Queue::DoneCallback QueueDone(OpKernelContext* ctx, AsyncOpKernel::DoneCallback done) {
   return [ctx, done = std::move(done), prefix = ctx->Prefix()](absl::Status s, Queue::Tuple out) {
     if (!s.ok()) {
-      done(Prefixed(prefix, s));
+      done(WithPrefix(s, prefix));
       return;
     }
     for (size_t i = 0; i < out.size(); ++i) ctx->set_output(static_cast<int>(i), std::move(out[i]));
@@ -1080,7 +1080,7 @@ class AccumulatorApplyGradientOp : public OpKernel {
     ASSIGN_OR_RETURN(std::shared_ptr<ConditionalAccumulator> acc, AccumulatorFromInput(*ctx));
     ASSIGN_OR_RETURN(int64_t local_step, ScalarInput(*ctx, 1, "local_step"));
     absl::Status s = acc->ApplyGradient(local_step, ctx->input(2));
-    return s.ok() ? s : Prefixed(ctx->Prefix(), s);
+    return s.ok() ? s : WithPrefix(s, ctx->Prefix());
   }
   bool IsExpensive() const override { return false; }
 };
@@ -1109,7 +1109,7 @@ class AccumulatorTakeGradientOp : public AsyncOpKernel {
         *n, WaiterOf(*ctx),
         [ctx, done = std::move(done), prefix = ctx->Prefix()](absl::Status s, Tensor value) {
           if (!s.ok()) {
-            done(Prefixed(prefix, s));
+            done(WithPrefix(s, prefix));
             return;
           }
           ctx->set_output(0, std::move(value));

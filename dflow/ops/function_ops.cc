@@ -5,15 +5,10 @@
 #include "dflow/framework/kernel.h"
 #include "dflow/framework/op_def.h"
 #include "dflow/framework/shape_inference.h"
+#include "dflow/framework/status.h"
 
 namespace dflow {
 namespace {
-
-// Keeps the code of `s`, prefixing the kernel's "[Op 'node'] ".
-absl::Status Prefixed(const absl::Status& s, const OpKernelContext& ctx) {
-  if (s.ok()) return s;
-  return absl::Status(s.code(), absl::StrCat(ctx.Prefix(), s.message()));
-}
 
 REGISTER_OP("_Arg")
     .Output("output: T")
@@ -41,7 +36,7 @@ class ArgOp : public OpKernel {
       return ctx->InvalidArgument("no call frame to read argument ", index_, " from");
     }
     absl::StatusOr<Tensor> value = ctx->call_frame()->GetArg(static_cast<int>(index_));
-    if (!value.ok()) return Prefixed(value.status(), *ctx);
+    if (!value.ok()) return WithPrefix(value.status(), ctx->Prefix());
     if (value->dtype() != dtype_) {
       return ctx->InvalidArgument("argument ", index_, " has dtype ",
                                   DataTypeString(value->dtype()), ", expected ",
@@ -66,7 +61,7 @@ class RetvalOp : public OpKernel {
       return ctx->InvalidArgument("no call frame to return value ", index_, " to");
     }
     absl::Status s = ctx->call_frame()->SetRetval(static_cast<int>(index_), ctx->input(0));
-    return Prefixed(s, *ctx);
+    return WithPrefix(s, ctx->Prefix());
   }
   bool IsExpensive() const override { return false; }
 

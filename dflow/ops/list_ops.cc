@@ -22,6 +22,7 @@
 #include "dflow/framework/kernel.h"
 #include "dflow/framework/op_def.h"
 #include "dflow/framework/shape_inference.h"
+#include "dflow/framework/status.h"
 #include "dflow/framework/tensor_list.h"
 
 namespace dflow {
@@ -100,11 +101,6 @@ absl::StatusOr<Tensor> Zeros(DataType dtype, const TensorShape& shape) {
   return Tensor(dtype, shape);
 }
 
-// `s` (not OK) with the kernel's "[Op 'node'] " in front of its message.
-absl::Status WithPrefix(OpKernelContext* ctx, const absl::Status& s) {
-  return absl::Status(s.code(), ctx->Prefix() + std::string(s.message()));
-}
-
 // Copies every element of `src` into `dst` from element `offset` on.
 // REQUIRES: same dtype, one of ListElementTypes(), and room in `dst`.
 void CopyElements(const Tensor& src, int64_t offset, Tensor* dst) {
@@ -171,7 +167,7 @@ absl::StatusOr<Tensor> ReadElement(OpKernelContext* ctx, const Tensor& t, DataTy
   if (!shape.IsFullyDefined()) return ctx->InvalidArgument(unknown);
   ASSIGN_OR_RETURN(TensorShape s, shape.ToTensorShape());
   absl::StatusOr<Tensor> zeros = Zeros(dtype, s);
-  if (!zeros.ok()) return WithPrefix(ctx, zeros.status());
+  if (!zeros.ok()) return WithPrefix(zeros.status(), ctx->Prefix());
   return zeros;
 }
 
@@ -410,7 +406,7 @@ class TensorListStackOp : public ListOpKernel {
     absl::StatusOr<TensorShape> out_shape = TensorShape::FromDims(dims);
     if (!out_shape.ok()) return ctx->InvalidArgument(out_shape.status().message());
     absl::Status fits = CheckTensorBytes(dtype_, *out_shape);
-    if (!fits.ok()) return WithPrefix(ctx, fits);
+    if (!fits.ok()) return WithPrefix(fits, ctx->Prefix());
     Tensor* out = ctx->allocate_output(0, *out_shape);  // Unset elements stay zero.
     const TensorShape element_shape(absl::MakeConstSpan(dims).subspan(1));
     const int64_t size = element_shape.num_elements();

@@ -14,16 +14,13 @@
 
 #include "dflow/framework/op_def.h"
 #include "dflow/framework/shape_inference.h"
+#include "dflow/ops/blas_util.h"
 #include "dflow/ops/cwise_ops.h"
 #include "dflow/ops/eigen_util.h"
 
 namespace dflow {
 namespace {
 
-[[maybe_unused]] const bool kOpenBlasSingleThreaded = [] {
-  openblas_set_num_threads(1);
-  return true;
-}();
 
 // Below this many multiply-adds one call on the caller's thread is fastest.
 constexpr int64_t kMinParallelMacs = 128 * 128 * 128;
@@ -128,6 +125,7 @@ class MatMulOp : public OpKernel {
   explicit MatMulOp(OpKernelConstruction* c) : OpKernel(c) {
     c->GetAttr("transpose_a", &transpose_a_).IgnoreError();  // Recorded on c.
     c->GetAttr("transpose_b", &transpose_b_).IgnoreError();
+    EnsureBlasSingleThreaded();
   }
 
   absl::Status Compute(OpKernelContext* ctx) override {

@@ -37,6 +37,12 @@ absl::Status ReluGradFn(GradContext* g) {
   return absl::OkStatus();
 }
 
+// d softplus(x) / dx = sigmoid(x): SoftplusGrad(dy, x).
+absl::Status SoftplusGradFn(GradContext* g) {
+  g->SetInputGrad(0, g->b()->Op("SoftplusGrad", {g->grad_output(0), g->input(0)}));
+  return absl::OkStatus();
+}
+
 absl::Status BiasAddGradFn(GradContext* g) {
   const SymTensor dy = g->grad_output(0);
   g->SetInputGrad(0, dy);
@@ -176,6 +182,7 @@ absl::Status TopKGradFn(GradContext* g) {
 }
 
 REGISTER_GRADIENT("Relu", ReluGradFn);
+REGISTER_GRADIENT("Softplus", SoftplusGradFn);
 REGISTER_GRADIENT("LRN", LrnGradFn);
 REGISTER_GRADIENT("FusedBatchNorm", FusedBatchNormGradFn);
 REGISTER_GRADIENT("FusedBatchNormV2", FusedBatchNormGradFn);

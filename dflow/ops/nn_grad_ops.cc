@@ -1,9 +1,10 @@
-// Gradient kernels of the nn ops: ReluGrad, BiasAddGrad and MaxPoolGrad
+// Gradient kernels of the nn ops: ReluGrad, SoftplusGrad, BiasAddGrad and MaxPoolGrad
 // (the Conv2D backprops are in conv_grad_ops.cc). Semantics follow
 // TensorFlow's CPU kernels, including which input a tied MaxPool window
 // sends its gradient to.
 #include <Eigen/Core>
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "dflow/framework/kernel.h"
 #include "dflow/framework/shape_inference.h"
+#include "dflow/framework/status.h"
 #include "dflow/ops/conv_util.h"
 
 namespace dflow {
@@ -28,6 +30,12 @@ struct ReluGradFn {
   }
 };
 
+// gradients / (exp(-features) + 1), that is gradients * sigmoid(features).
+template <typename T>
+struct SoftplusGradFn {
+  T operator()(const T& g, const T& f) const { return g / (std::exp(-f) + T(1)); }
+};
+
 }  // namespace nn_grad
 }  // namespace dflow
 
@@ -39,10 +47,11 @@ struct Eigen::internal::functor_traits<dflow::nn_grad::ReluGradFn<T>> {
 namespace dflow {
 namespace {
 
-// --- ReluGrad: backprops = gradients * (features > 0) ---------------------------
+// --- ReluGrad and SoftplusGrad: backprops = Fn(gradients, features) ---------------
 
-template <typename T>
-class ReluGradOp : public OpKernel {
+// `kCost`: the ParallelFor cost of one element.
+template <typename T, template <typename> class Fn, int64_t kCost>
+class FeatureGradOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
 
@@ -58,14 +67,18 @@ class ReluGradOp : public OpKernel {
     const T* f = x.flat<T>().data();
     T* o = out->flat<T>().data();
     using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
-    ctx->intra_op_pool()->ParallelFor(x.NumElements(), 1, [&](int64_t begin, int64_t end) {
+    ctx->intra_op_pool()->ParallelFor(x.NumElements(), kCost, [&](int64_t begin, int64_t end) {
       const Eigen::Map<const Array> gm(g + begin, end - begin), fm(f + begin, end - begin);
-      Eigen::Map<Array>(o + begin, end - begin) = gm.binaryExpr(fm, nn_grad::ReluGradFn<T>());
+      Eigen::Map<Array>(o + begin, end - begin) = gm.binaryExpr(fm, Fn<T>());
     });
     return absl::OkStatus();
   }
   bool IsExpensive() const override { return false; }
 };
+template <typename T>
+using ReluGradOp = FeatureGradOp<T, nn_grad::ReluGradFn, 1>;
+template <typename T>
+using SoftplusGradOp = FeatureGradOp<T, nn_grad::SoftplusGradFn, 20>;
 
 absl::Status ReluGradShape(InferenceContext* c) {
   absl::StatusOr<PartialShape> merged = PartialShape::Merge(c->input(0), c->input(1));
@@ -95,6 +108,20 @@ REGISTER_KERNEL(KernelDefBuilder("ReluGrad").Device(kDeviceCPU).TypeConstraint<i
                 ReluGradOp<int32_t>);
 REGISTER_KERNEL(KernelDefBuilder("ReluGrad").Device(kDeviceCPU).TypeConstraint<int64_t>("T"),
                 ReluGradOp<int64_t>);
+
+// --- SoftplusGrad ------------------------------------------------------------------
+
+REGISTER_OP("SoftplusGrad")
+    .Input("gradients: T")
+    .Input("features: T")
+    .Output("backprops: T")
+    .Attr("T: {half, bfloat16, float, double}")
+    .SetShapeFn(ReluGradShape);  // The same rule: both inputs' shape.
+
+REGISTER_KERNEL(KernelDefBuilder("SoftplusGrad").Device(kDeviceCPU).TypeConstraint<float>("T"),
+                SoftplusGradOp<float>);
+REGISTER_KERNEL(KernelDefBuilder("SoftplusGrad").Device(kDeviceCPU).TypeConstraint<double>("T"),
+                SoftplusGradOp<double>);
 
 // --- BiasAddGrad: the sum of out_backprop over every dimension but the channel's ---
 
@@ -204,13 +231,6 @@ REGISTER_KERNEL(KernelDefBuilder("BiasAddGrad").Device(kDeviceCPU).TypeConstrain
 // a strictly greater one replaces it, so ties go to the first maximum and a
 // NaN wins only when it comes first.
 
-struct PoolGeometry {
-  int64_t batch, in_rows, in_cols, depth;
-  int64_t window_rows, window_cols, stride_h, stride_w;
-  int64_t out_rows, out_cols;
-  int64_t pad_top, pad_left;
-};
-
 // Routes the gradients of image `n` (`dy`: its [out_rows, out_cols, depth]
 // gradients) into `dx` (its input-shaped gradient, zero-filled).
 template <typename T>
@@ -293,19 +313,9 @@ class MaxPoolGradOp : public OpKernel {
         return ctx.InvalidArgument(what, " must be 4-dimensional, got ", t->shape().DebugString());
       }
     }
-    PoolGeometry g;
-    g.batch = x.dim_size(0), g.in_rows = x.dim_size(1);
-    g.in_cols = x.dim_size(2), g.depth = x.dim_size(3);
-    g.window_rows = attrs_.ksize[1], g.window_cols = attrs_.ksize[2];
-    g.stride_h = attrs_.stride[1], g.stride_w = attrs_.stride[2];
-    absl::StatusOr<WindowDim> rows = ComputeWindow(
-        g.in_rows, g.window_rows, 1, g.stride_h, attrs_.padding, attrs_.pad_top, attrs_.pad_bottom);
-    if (!rows.ok()) return ctx.InvalidArgument(rows.status().message());
-    absl::StatusOr<WindowDim> cols = ComputeWindow(
-        g.in_cols, g.window_cols, 1, g.stride_w, attrs_.padding, attrs_.pad_left, attrs_.pad_right);
-    if (!cols.ok()) return ctx.InvalidArgument(cols.status().message());
-    g.out_rows = rows->out, g.pad_top = rows->pad_before;
-    g.out_cols = cols->out, g.pad_left = cols->pad_before;
+    absl::StatusOr<PoolGeometry> made = MakePoolGeometry(attrs_, x.shape());
+    if (!made.ok()) return WithPrefix(made.status(), ctx.Prefix());
+    const PoolGeometry& g = *made;
     const TensorShape expected({g.batch, g.out_rows, g.out_cols, g.depth});
     for (auto [what, t] :
          {std::pair<const char*, const Tensor*>{"orig_output", &y}, {"grad", &dy}}) {

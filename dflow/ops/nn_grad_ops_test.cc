@@ -1,4 +1,4 @@
-// Tests for the gradient kernels ReluGrad, BiasAddGrad, MaxPoolGrad
+// Tests for the gradient kernels ReluGrad, SoftplusGrad, BiasAddGrad, MaxPoolGrad
 // (nn_grad_ops.cc), Conv2DBackpropInput and Conv2DBackpropFilter
 // (conv_grad_ops.cc). Expected values come from TensorFlow 2.x's CPU kernels
 // on the inputs Pattern / FilterPattern (tests/data/gen_nn_grad_reference.py);
@@ -554,7 +554,34 @@ TEST(NnGradMaxPoolTest, Errors) {
               "only supports NHWC");
 }
 
-// --- ReluGrad, BiasAddGrad -------------------------------------------------------------------
+// --- ReluGrad, SoftplusGrad, BiasAddGrad -----------------------------------------------------
+
+// gradients * sigmoid(features), TensorFlow's values (gen_nn_reference.py).
+TEST(NnGradSoftplusTest, MatchesTensorFlow) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  OpTest t("SoftplusGrad");
+  t.Attr("T", DT_FLOAT)
+      .Input(Tensor::FromVector<float>({1, 2, -1, 0.5, 3, 1, 1, 2, -2, 1, 1, 1, 1, 1}, {14}))
+      .Input(Tensor::FromVector<float>(
+          {-30, -20, -15, -14, -1, -0.25, 0, 0.5, 1, 14, 15, 20, 30, nan}, {14}));
+  NN_ASSERT_OK_AND_ASSIGN(auto out, t.Run());
+  const std::vector<float> tf = {9.35762223459348e-14f,   4.1223073843355e-09f,
+                                 -3.0590220490012143e-07f, 4.1576402054488426e-07f,
+                                 0.806824266910553f,       0.43782350420951843f,
+                                 0.5f,                     1.244918704032898f,
+                                 -1.4621171951293945f,     0.9999991655349731f,
+                                 0.9999996423721313f,      1.0f,
+                                 1.0f};
+  auto v = out[0].flat<float>();
+  for (size_t i = 0; i < tf.size(); ++i) EXPECT_FLOAT_EQ(v[i], tf[i]) << "element " << i;
+  EXPECT_TRUE(std::isnan(v[13]));
+  OpTest bad("SoftplusGrad");
+  bad.Attr("T", DT_FLOAT)
+      .Input(Tensor::Vec<float>({1, 2}))
+      .Input(Tensor::Vec<float>({1, 2, 3}));
+  ExpectError(bad.Run(), absl::StatusCode::kInvalidArgument,
+              "gradients and features must have the same shape");
+}
 
 TEST(NnGradReluTest, PassesGradientWherePositive) {
   const float nan = std::numeric_limits<float>::quiet_NaN();

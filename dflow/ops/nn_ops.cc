@@ -1,4 +1,4 @@
-// Neural-network ops: Relu, BiasAdd, Softmax, LogSoftmax,
+// Neural-network ops: Relu, Softplus, BiasAdd, Softmax, LogSoftmax,
 // SparseSoftmaxCrossEntropyWithLogits, SoftmaxCrossEntropyWithLogits, L2Loss,
 // LRN (with LRNGrad) and InTopKV2.
 // Conv2D lives in conv_ops.cc, MaxPool in pooling_ops.cc.
@@ -68,6 +68,50 @@ REGISTER_KERNEL(KernelDefBuilder("Relu").Device(kDeviceCPU).TypeConstraint<int64
                 ReluOp<int64_t>);
 REGISTER_KERNEL(KernelDefBuilder("Relu").Device(kDeviceCPU).TypeConstraint<uint8_t>("T"),
                 ReluOp<uint8_t>);
+
+// --- Softplus: log(exp(x) + 1) ---------------------------------------------------
+
+// As TensorFlow computes it: x itself above -log(eps) - 2, exp(x) below
+// log(eps) + 2 (where log(exp(x) + 1) is x, or exp(x), to the type's
+// precision), log(exp(x) + 1) between.
+template <typename T>
+struct SoftplusFn {
+  T operator()(T x) const {
+    static const T threshold = std::log(std::numeric_limits<T>::epsilon()) + T(2);
+    if (x > -threshold) return x;
+    if (x < threshold) return std::exp(x);
+    return std::log(std::exp(x) + T(1));
+  }
+};
+
+template <typename T>
+class SoftplusOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    Tensor* out = ctx->allocate_output_for_overwrite(0, in.shape());
+    const T* x = in.flat<T>().data();
+    T* y = out->flat<T>().data();
+    ctx->intra_op_pool()->ParallelFor(in.NumElements(), 20, [&](int64_t begin, int64_t end) {
+      std::transform(x + begin, x + end, y + begin, SoftplusFn<T>());
+    });
+    return absl::OkStatus();
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+REGISTER_OP("Softplus")
+    .Input("features: T")
+    .Output("activations: T")
+    .Attr("T: {half, bfloat16, float, double}")
+    .SetShapeFn(UnchangedShape);
+
+REGISTER_KERNEL(KernelDefBuilder("Softplus").Device(kDeviceCPU).TypeConstraint<float>("T"),
+                SoftplusOp<float>);
+REGISTER_KERNEL(KernelDefBuilder("Softplus").Device(kDeviceCPU).TypeConstraint<double>("T"),
+                SoftplusOp<double>);
 
 // --- L2Loss --------------------------------------------------------------------
 

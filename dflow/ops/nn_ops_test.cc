@@ -29,6 +29,51 @@ void ExpectError(const absl::StatusOr<std::vector<Tensor>>& result, absl::Status
   EXPECT_THAT(std::string(result.status().message()), HasSubstr(substr));
 }
 
+// --- Softplus -------------------------------------------------------------------
+
+// TensorFlow's values (tests/data/gen_nn_reference.py, "Softplus"): x itself
+// above 13.94 (float), exp(x) below -13.94, log(exp(x) + 1) between; NaN stays.
+TEST(NnSoftplusTest, FloatMatchesTensorFlow) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  OpTest t("Softplus");
+  t.Attr("T", DT_FLOAT)
+      .Input(Tensor::FromVector<float>(
+          {-30, -20, -15, -14, -1, -0.25, 0, 0.5, 1, 14, 15, 20, 30, nan}, {2, 7}));
+  NN_ASSERT_OK_AND_ASSIGN(auto out, t.Run());
+  ASSERT_EQ(out[0].shape(), TensorShape({2, 7}));
+  const std::vector<float> tf = {9.357622912219837e-14f, 2.06115369216775e-09f,
+                                 3.0590231858695915e-07f, 8.315287232107949e-07f,
+                                 0.3132616877555847f,    0.5759394764900208f,
+                                 0.6931471824645996f,    0.9740769267082214f,
+                                 1.31326162815094f,      14.0f,
+                                 15.0f,                  20.0f,
+                                 30.0f};
+  auto v = out[0].flat<float>();
+  for (size_t i = 0; i < tf.size(); ++i) EXPECT_FLOAT_EQ(v[i], tf[i]) << "element " << i;
+  EXPECT_TRUE(std::isnan(v[13]));
+}
+
+TEST(NnSoftplusTest, DoubleMatchesTensorFlow) {
+  OpTest t("Softplus");
+  t.Attr("T", DT_DOUBLE)
+      .Input(Tensor::FromVector<double>({-40, -37, -36, -35, -1, 0, 1, 35, 36, 37, 40}, {11}));
+  NN_ASSERT_OK_AND_ASSIGN(auto out, t.Run());
+  const std::vector<double> tf = {4.248354255291589e-18, 8.533047625744065e-17,
+                                  2.3195228302435696e-16, 6.305116760146989e-16,
+                                  0.3132616875182228,     0.6931471805599453,
+                                  1.3132616875182228,     35.0,
+                                  36.0,                   37.0,
+                                  40.0};
+  auto v = out[0].flat<double>();
+  for (size_t i = 0; i < tf.size(); ++i) EXPECT_DOUBLE_EQ(v[i], tf[i]) << "element " << i;
+}
+
+TEST(NnSoftplusTest, Int32HasNoKernel) {
+  OpTest t("Softplus");
+  t.Attr("T", DT_INT32).Input(Tensor::Vec<int32_t>({1, 2}));
+  EXPECT_FALSE(t.Run().ok());
+}
+
 // --- Relu -----------------------------------------------------------------------
 
 TEST(NnReluTest, ClampsNegativesAndKeepsNan) {

@@ -7,7 +7,9 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
+#include "dflow/framework/kernel.h"
 #include "dflow/framework/op_def.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
@@ -86,6 +88,38 @@ inline void ExpectMatchesTensorFlow(const OpDef& ours, const nlohmann::json& tf)
     for (const json& tf_attr : tf["attrs"]) known |= tf_attr["name"] == attr.name;
     EXPECT_TRUE(known) << "attr " << attr.name << " is not TensorFlow's";
   }
+}
+
+// The kernels among `kernels` whose type constraints name something other
+// than an attr of type "type" or "list(type)" of their op, or a dtype that
+// attr does not allow: a kernel for a dtype the OpDef refuses can never be
+// chosen, and a dtype list written twice (attr string, kernel registration)
+// has drifted. One line per problem, naming the op, attr and dtype.
+inline std::vector<std::string> KernelTypeMismatches(const std::vector<KernelDef>& kernels) {
+  std::vector<std::string> problems;
+  for (const KernelDef& k : kernels) {
+    auto op = OpRegistry::Global()->LookUp(k.op);
+    if (!op.ok()) {
+      problems.push_back("kernel for unregistered op " + k.op);
+      continue;
+    }
+    for (const auto& [attr_name, types] : k.type_constraints) {
+      const OpAttr* attr = (*op)->FindAttr(attr_name);
+      if (attr == nullptr || (attr->type != "type" && attr->type != "list(type)")) {
+        problems.push_back(k.op + " kernel constrains '" + attr_name + "', not a type attr");
+        continue;
+      }
+      if (attr->allowed_types.empty()) continue;  // Any type.
+      const std::set<DataType> allowed(attr->allowed_types.begin(), attr->allowed_types.end());
+      for (DataType t : types) {
+        if (allowed.count(t) == 0) {
+          problems.push_back(k.op + " has a " + k.device_type + " kernel for " + attr_name + "=" +
+                             DataTypeString(t) + ", which its OpDef does not allow");
+        }
+      }
+    }
+  }
+  return problems;
 }
 
 }  // namespace dflow::op_def_test

@@ -39,6 +39,22 @@ TEST(OpRegistryTest, EveryClaimedOpHasACpuKernel) {
   }
 }
 
+TEST(OpRegistryTest, KernelDtypesAreWithinTheirOpDefs) {
+  const std::vector<KernelDef> kernels = KernelRegistry::Global()->ListKernels();
+  EXPECT_GT(kernels.size(), 100u);
+  for (const std::string& p : op_def_test::KernelTypeMismatches(kernels)) ADD_FAILURE() << p;
+}
+
+TEST(OpRegistryTest, KernelDtypeCheckNamesAMismatch) {
+  KernelDef bad{.op = "Relu", .device_type = kDeviceCPU, .type_constraints = {{"T", {DT_STRING}}}};
+  KernelDef no_attr{.op = "Relu", .device_type = kDeviceCPU, .type_constraints = {{"U", {DT_FLOAT}}}};
+  KernelDef fine{.op = "Relu", .device_type = kDeviceCPU, .type_constraints = {{"T", {DT_FLOAT}}}};
+  EXPECT_EQ(op_def_test::KernelTypeMismatches({bad, no_attr, fine}),
+            (std::vector<std::string>{
+                "Relu has a CPU kernel for T=string, which its OpDef does not allow",
+                "Relu kernel constrains 'U', not a type attr"}));
+}
+
 TEST(OpRegistryTest, OpDefsMatchTensorFlow) {
   json tf_defs = LoadTfOpDefs();
   for (const auto& [name, tf] : tf_defs.items()) {

@@ -10,17 +10,11 @@
 #include "absl/strings/str_cat.h"
 #include "dflow/framework/kernel.h"
 #include "dflow/framework/shape_inference.h"
+#include "dflow/framework/status.h"
 #include "dflow/ops/conv_util.h"
 
 namespace dflow {
 namespace {
-
-struct PoolGeometry {
-  int64_t batch, in_rows, in_cols, depth;
-  int64_t window_rows, window_cols, stride_h, stride_w;
-  int64_t out_rows, out_cols;
-  int64_t pad_top, pad_left;
-};
 
 // o[c] = max(o[c], x[c]); `x > o` is false for NaN, so NaNs are skipped.
 template <typename T>
@@ -80,19 +74,8 @@ class MaxPoolOp : public OpKernel {
 
  private:
   absl::StatusOr<PoolGeometry> MakeGeometry(const OpKernelContext& ctx, const Tensor& input) const {
-    PoolGeometry g;
-    g.batch = input.dim_size(0), g.in_rows = input.dim_size(1);
-    g.in_cols = input.dim_size(2), g.depth = input.dim_size(3);
-    g.window_rows = attrs_.ksize[1], g.window_cols = attrs_.ksize[2];
-    g.stride_h = attrs_.stride[1], g.stride_w = attrs_.stride[2];
-    absl::StatusOr<WindowDim> rows = ComputeWindow(
-        g.in_rows, g.window_rows, 1, g.stride_h, attrs_.padding, attrs_.pad_top, attrs_.pad_bottom);
-    absl::StatusOr<WindowDim> cols = ComputeWindow(
-        g.in_cols, g.window_cols, 1, g.stride_w, attrs_.padding, attrs_.pad_left, attrs_.pad_right);
-    if (!rows.ok()) return ctx.InvalidArgument(rows.status().message());
-    if (!cols.ok()) return ctx.InvalidArgument(cols.status().message());
-    g.out_rows = rows->out, g.pad_top = rows->pad_before;
-    g.out_cols = cols->out, g.pad_left = cols->pad_before;
+    absl::StatusOr<PoolGeometry> g = MakePoolGeometry(attrs_, input.shape());
+    if (!g.ok()) return WithPrefix(g.status(), ctx.Prefix());
     return g;
   }
 

@@ -15,6 +15,7 @@
 #include "dflow/framework/gradient.h"
 #include "dflow/framework/kernel.h"
 #include "dflow/framework/shape_inference.h"
+#include "dflow/framework/status.h"
 
 namespace dflow {
 namespace {
@@ -63,7 +64,7 @@ class ReadFileOp : public OpKernel {
     }
     Tensor out(DT_STRING, TensorShape());
     absl::Status s = ReadWholeFile(name.scalar<std::string>(), &out.scalar<std::string>());
-    if (!s.ok()) return absl::Status(s.code(), absl::StrCat(ctx->Prefix(), s.message()));
+    if (!s.ok()) return WithPrefix(s, ctx->Prefix());
     ctx->set_output(0, std::move(out));
     return absl::OkStatus();
   }

@@ -15,8 +15,6 @@
 // A reader with an empty shared_name is named after its node, as the queues
 // are (data_flow_ops.cc), and so outlives its session as they do.
 // File reading itself is dflow/io/record_readers.h and tfrecord.h.
-#include <glob.h>
-
 #include <algorithm>
 #include <deque>
 #include <memory>
@@ -33,6 +31,8 @@
 #include "dflow/framework/kernel.h"
 #include "dflow/framework/op_def.h"
 #include "dflow/framework/resource_mgr.h"
+#include "dflow/framework/status.h"
+#include "dflow/io/file.h"
 #include "dflow/io/record_readers.h"
 #include "dflow/io/tfrecord.h"
 #include "dflow/ops/array_util.h"
@@ -471,7 +471,7 @@ class ReadCall : public std::enable_shared_from_this<ReadCall> {
     }
     Step();
   }
-  void Fail(const absl::Status& s) { done_(Prefixed(ctx_->Prefix(), s)); }
+  void Fail(const absl::Status& s) { done_(WithPrefix(s, ctx_->Prefix())); }
   void Succeed(std::vector<std::string>& keys, std::vector<std::string>& values) {
     if (up_to_) {
       ctx_->set_output(0, Tensor::Vec<std::string>(keys));
@@ -591,14 +591,9 @@ class MatchingFilesOp : public OpKernel {
     }
     std::vector<std::string> files;
     for (const std::string& pattern : patterns.flat<std::string>()) {
-      glob_t g{};
-      const int rc = ::glob(pattern.c_str(), GLOB_NOSORT, nullptr, &g);
-      std::vector<std::string> matched(g.gl_pathv, g.gl_pathv + (rc == 0 ? g.gl_pathc : 0));
-      ::globfree(&g);
-      if (rc != 0 && rc != GLOB_NOMATCH) {
-        return absl::InternalError(absl::StrCat(ctx->Prefix(), "cannot match '", pattern, "'"));
-      }
-      files.insert(files.end(), matched.begin(), matched.end());
+      absl::StatusOr<std::vector<std::string>> matched = io::MatchFiles(pattern);
+      if (!matched.ok()) return WithPrefix(matched.status(), ctx->Prefix());
+      files.insert(files.end(), matched->begin(), matched->end());
     }
     std::sort(files.begin(), files.end());  // All together, as TensorFlow.
     ctx->set_output(0, Tensor::Vec<std::string>(files));

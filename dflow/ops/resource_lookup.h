@@ -17,11 +17,6 @@
 
 namespace dflow {
 
-// `s` with `prefix` ("[Op 'node'] ") before its message.
-inline absl::Status Prefixed(const std::string& prefix, const absl::Status& s) {
-  return absl::Status(s.code(), absl::StrCat(prefix, s.message()));
-}
-
 // `container`, or the ResourceMgr's default one when empty.
 inline std::string ContainerOr(const OpKernelContext& ctx, const std::string& container) {
   return container.empty() ? ctx.resource_manager()->default_container() : container;
@@ -38,7 +33,7 @@ absl::StatusOr<std::shared_ptr<T>> LookupOrCreateShared(const OpKernelContext& c
       std::shared_ptr<T> r,
       ctx.resource_manager()->LookupOrCreate<T>(
           container, name, [&]() -> absl::StatusOr<std::shared_ptr<T>> { return make(); }));
-  if (absl::Status s = matches(*r); !s.ok()) return Prefixed(ctx.Prefix(), s);
+  if (absl::Status s = matches(*r); !s.ok()) return WithPrefix(s, ctx.Prefix());
   return r;
 }
 
@@ -61,7 +56,7 @@ absl::StatusOr<std::shared_ptr<T>> LookupFromHandle(const OpKernelContext& ctx, 
   }
   absl::StatusOr<std::shared_ptr<T>> r =
       ctx.resource_manager()->Lookup<T>(ContainerOr(ctx, h.container), h.name);
-  if (!r.ok()) return Prefixed(ctx.Prefix(), r.status());
+  if (!r.ok()) return WithPrefix(r.status(), ctx.Prefix());
   return r;
 }
 

@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "dflow/framework/shape_inference.h"
+#include "dflow/framework/status.h"
 
 namespace dflow {
 
@@ -305,7 +306,7 @@ class DestroyResourceOp : public OpKernel {
     const ResourceHandle& h = t.flat<ResourceHandle>()[0];
     absl::Status s = ctx->resource_manager()->Delete(h);
     if (s.ok() || (ignore_lookup_error_ && absl::IsNotFound(s))) return absl::OkStatus();
-    return absl::Status(s.code(), absl::StrCat(ctx->Prefix(), s.message()));
+    return WithPrefix(s, ctx->Prefix());
   }
   bool IsExpensive() const override { return false; }
 

@@ -110,14 +110,9 @@ absl::Status CheckAssignedDevice(const Node& node, const Device& device) {
                                                  " but this executor runs on ", device.name()));
 }
 
-// "[Op 'node'] " + message, unless the kernel already said so; keeps code
-// and payloads.
+// "[Op 'node'] " + message, unless the kernel already said so.
 absl::Status Annotate(const absl::Status& s, const std::string& prefix) {
-  if (absl::StartsWith(s.message(), prefix)) return s;
-  absl::Status out(s.code(), absl::StrCat(prefix, s.message()));
-  s.ForEachPayload(
-      [&](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
-  return out;
+  return absl::StartsWith(s.message(), prefix) ? s : WithPrefix(s, prefix);
 }
 
 // Now, for timing kernels: TSC cycles on x86-64, else nanoseconds.

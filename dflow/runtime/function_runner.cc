@@ -110,9 +110,7 @@ absl::StatusOr<std::vector<Tensor>> FunctionRunner::Run(std::vector<Tensor> args
   run_args.call_frame = &frame;
   run_args.cancellation_manager = cancellation;
   absl::Status s = executor_->Run(run_args);
-  if (!s.ok()) {
-    return absl::Status(s.code(), absl::StrCat("function '", name_, "': ", s.message()));
-  }
+  if (!s.ok()) return WithContext(s, absl::StrCat("function '", name_, "'"));
   return frame.ConsumeRetvals();
 }
 

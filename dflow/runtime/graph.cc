@@ -22,7 +22,7 @@ std::string NodeLabel(const tensorflow::NodeDef& def) {
 // Adds "[Graph] node 'x' (Op): " unless the message already names the node.
 absl::Status NodeError(const tensorflow::NodeDef& def, const absl::Status& s) {
   if (s.ok() || absl::StrContains(s.message(), absl::StrCat("'", def.name(), "'"))) return s;
-  return absl::Status(s.code(), absl::StrCat("[Graph] ", NodeLabel(def), ": ", s.message()));
+  return WithContext(s, absl::StrCat("[Graph] ", NodeLabel(def)));
 }
 
 std::string InputString(const Edge& e) {

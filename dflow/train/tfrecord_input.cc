@@ -1,7 +1,5 @@
 #include "dflow/train/tfrecord_input.h"
 
-#include <glob.h>
-
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -103,15 +101,10 @@ absl::Status WriteTFRecordShards(const Dataset& data, const std::string& prefix,
 }
 
 absl::StatusOr<std::vector<std::string>> MatchFiles(const std::string& pattern) {
-  glob_t g{};
-  const int rc = ::glob(pattern.c_str(), 0, nullptr, &g);
-  std::vector<std::string> files;
-  if (rc == 0) files.assign(g.gl_pathv, g.gl_pathv + g.gl_pathc);
-  ::globfree(&g);
+  ASSIGN_OR_RETURN(std::vector<std::string> files, io::MatchFiles(pattern));
   if (files.empty()) {
     return absl::NotFoundError(absl::StrCat("[data] no file matches '", pattern, "'"));
   }
-  std::sort(files.begin(), files.end());
   return files;
 }
 

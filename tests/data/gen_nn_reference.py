@@ -79,3 +79,12 @@ show("Xent broadcast logits loss", loss)
 show("Xent broadcast logits backprop", back)
 show("BiasAdd NCHW", raw.BiasAdd(value=pattern([2, 3, 2]), bias=np.array([1., 2., 3.], np.float32),
                                   data_format="NCHW"))
+
+# Softplus / SoftplusGrad (nn_ops_test.cc NnSoftplusTest, nn_grad_ops_test.cc
+# NnGradSoftplusTest): around both thresholds, log(eps) + 2, of each type.
+sp_x = np.array([-30, -20, -15, -14, -1, -0.25, 0, 0.5, 1, 14, 15, 20, 30, np.nan], np.float32)
+show("Softplus float", raw.Softplus(features=sp_x))
+show("Softplus double", raw.Softplus(
+    features=np.array([-40, -37, -36, -35, -1, 0, 1, 35, 36, 37, 40], np.float64)))
+show("SoftplusGrad float", raw.SoftplusGrad(
+    gradients=np.array([1, 2, -1, 0.5, 3, 1, 1, 2, -2, 1, 1, 1, 1, 1], np.float32), features=sp_x))

@@ -15,6 +15,10 @@
 
 namespace dflow::cli {
 
+// `dflow --version`: "dflow 0.1.0\ngit commit <sha>\nbuild type Release\nCUDA no",
+// filled in when CMake configures the build (version.cc.in).
+std::string VersionText();
+
 // --auth-token-file, --tls-cert, --tls-key, --tls-ca (SECURITY.md); "" = off.
 using SecurityFlags = SecurityFiles;
 

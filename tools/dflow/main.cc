@@ -1,5 +1,7 @@
 // dflow: the command line. Flag parsing only; each command lives in its own file.
+#include <cstdint>
 #include <iostream>
+#include <string>
 
 #include "CLI/CLI.hpp"
 #include "absl/synchronization/mutex.h"
@@ -7,12 +9,52 @@
 #include "dflow/train/step_trace.h"
 #include "tools/dflow/commands.h"
 
+namespace {
+
+// An integer flag's lower bound, failing as a sentence:
+// "--epochs must be >= 1, got -1" (CLI11's own range check prints its bound
+// with hundreds of digits).
+CLI::Validator AtLeast(int64_t min) {
+  const std::string bound = ">= " + std::to_string(min);
+  return CLI::Validator(
+      [min, bound](std::string& value) -> std::string {
+        int64_t n = 0;
+        if (!CLI::detail::lexical_cast(value, n)) return "must be an integer " + bound + ", got " + value;
+        return n < min ? "must be " + bound + ", got " + value : "";
+      },
+      "INT " + bound);
+}
+
+// A number flag that must be above zero: "--learning-rate must be > 0, got 0".
+CLI::Validator Positive() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        double x = 0;
+        if (!CLI::detail::lexical_cast(value, x)) return "must be a number > 0, got " + value;
+        return x > 0 ? "" : "must be > 0, got " + value;
+      },
+      "NUMBER > 0");
+}
+
+// CLI11 prints a failed check as "--flag: <message>"; ours read as
+// sentences, "--flag must be ...".
+std::string FailureMessage(const CLI::App* app, const CLI::Error& e) {
+  std::string text = CLI::FailureMessage::simple(app, e);
+  const std::string::size_type colon = text.find(": must be ");
+  if (e.get_name() == "ValidationError" && colon != std::string::npos) text.erase(colon, 1);
+  return text;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   // Debian's Abseil is built with Mutex deadlock detection on: every lock
   // records its order in a global graph (GraphCycles was ~1.5% of a cluster
   // worker's profile). The tests keep it; the program does not pay for it.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   CLI::App app{"dflow: train and run TensorFlow-format dataflow graphs"};
+  app.failure_message(FailureMessage);  // Before the subcommands: they copy it.
+  app.set_version_flag("--version", dflow::cli::VersionText());
   app.require_subcommand(1);
   // Opt-in security (SECURITY.md), the same four flags on every command that
   // serves or calls a cluster.
@@ -59,14 +101,14 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--model", train.model, "Model")
       ->check(CLI::IsMember(dflow::TrainModels()))->capture_default_str();
   train_cmd->add_option("--epochs", train.epochs, "Passes over the training set")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(AtLeast(1))->capture_default_str();
   train_cmd->add_option("--batch-size", train.batch_size, "Examples per step")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(AtLeast(1))->capture_default_str();
   train_cmd->add_option("--optimizer", train.optimizer, "Optimizer")
       ->check(CLI::IsMember(dflow::TrainOptimizers()))->capture_default_str();
   train_cmd->add_option("--learning-rate", train.learning_rate,
                         "Learning rate (default: the optimizer's, e.g. adam 0.001, sgd 0.1)")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive());
   train_cmd->add_option("--learning-rate-decay", train.learning_rate_decay,
                         "none, or cosine: TensorFlow's cosine_decay from the learning rate to 0 "
                         "at the last step")
@@ -92,39 +134,39 @@ int main(int argc, char** argv) {
   train_cmd->add_option("--job", train.job, "This task's job (ps serves, workers train)")
       ->check(CLI::IsMember({"ps", "worker"}))->capture_default_str();
   train_cmd->add_option("--task", train.task, "This task's index in its job")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(AtLeast(0))->capture_default_str();
   train_cmd->add_option("--mode", train.mode, "Replication mode")
       ->check(CLI::IsMember(dflow::TrainModes()))->capture_default_str();
   train_cmd->add_option("--replicas-to-aggregate", train.replicas_to_aggregate,
                         "between-sync: gradients averaged per step (default: every worker)")
-      ->check(CLI::PositiveNumber);
+      ->check(AtLeast(1));
   train_cmd->add_option("--towers", train.towers,
                         "Model copies per worker, each on its own CPU device; their gradients "
                         "are averaged")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(AtLeast(1))->capture_default_str();
   train_cmd->add_option("--ps-strategy", train.ps_strategy, "Placement of variables on ps tasks")
       ->check(CLI::IsMember({"bytes", "round-robin"}))->capture_default_str();
   train_cmd->add_option("--max-steps", train.max_steps, "Stop at this global step")
-      ->check(CLI::PositiveNumber);
+      ->check(AtLeast(1));
   train_cmd->add_option("--stall-report-secs", train.stall_report_secs,
                         "On a cluster: after this long without a step, name the tasks that do "
                         "not answer (<= 0: never)")
       ->capture_default_str();
   train_cmd->add_option("--log-every", train.log_every,
                         "Steps between progress lines when stderr is not a terminal")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(AtLeast(1))->capture_default_str();
   train_cmd->add_option("--checkpoint-dir", train.checkpoint_dir,
                         "Save checkpoints (TensorFlow's format) here; a run restores the latest "
                         "one and goes on from its global step");
   train_cmd->add_option("--save-checkpoint-steps", train.save_checkpoint_steps,
                         "Save every N global steps")
-      ->check(CLI::PositiveNumber);
+      ->check(AtLeast(1));
   train_cmd->add_option("--save-checkpoint-secs", train.save_checkpoint_secs,
                         "Save every S seconds (default 600 when no --save-checkpoint-steps)")
-      ->check(CLI::PositiveNumber);
+      ->check(Positive());
   train_cmd->add_option("--keep-checkpoints", train.keep_checkpoints,
                         "Checkpoints kept, the newest")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(AtLeast(1))->capture_default_str();
   std::string trace_steps;
   train_cmd->add_option("--trace-steps", trace_steps,
                         "Trace these global steps (N[,M...]) as Chrome trace JSON; on a cluster "
@@ -142,7 +184,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"tfrecord"}))->capture_default_str();
   convert_cmd->add_option("--out", convert.out_dir, "Directory to write (created)")->required();
   convert_cmd->add_option("--shards", convert.shards, "Files the training set is split into")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(AtLeast(1))->capture_default_str();
   convert_cmd->add_option("--data-dir", convert.data_dir,
                           "Fashion-MNIST's idx files (default: the Debian package's)");
 
@@ -154,30 +196,30 @@ int main(int argc, char** argv) {
                          "(default: TF_CONFIG)");
   server_cmd->add_option("--job", server.job, "This task's job name");
   server_cmd->add_option("--task", server.task, "This task's index in its job")
-      ->check(CLI::NonNegativeNumber);
+      ->check(AtLeast(0));
   server_cmd->add_option("--cpus", server.cpus, "CPU devices of this task")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(AtLeast(1))->capture_default_str();
   server_cmd->add_option("--session_gc_seconds", server.session_gc_seconds,
                          "Close a session no call used for this long (<= 0: never), as "
                          "TensorFlow's session_gc_seconds")
       ->capture_default_str();
   server_cmd->add_option("--max_sessions", server.max_sessions,
                          "Open sessions at most; more CreateSession calls are RESOURCE_EXHAUSTED")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(AtLeast(1))->capture_default_str();
   add_security(server_cmd, &server.security);
 
   dflow::cli::ClusterFlags cluster;
   CLI::App* cluster_cmd = app.add_subcommand(
       "cluster", "Train on a local cluster: ps and worker processes on 127.0.0.1");
   cluster_cmd->add_option("--ps", cluster.ps, "Parameter server tasks")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(AtLeast(1))->capture_default_str();
   cluster_cmd->add_option("--workers", cluster.workers, "Worker tasks")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(AtLeast(1))->capture_default_str();
   cluster_cmd->add_option("--mode", cluster.mode, "Replication mode")
       ->check(CLI::IsMember(dflow::TrainModes()))->capture_default_str();
   cluster_cmd->add_option("--max-restarts", cluster.max_restarts,
                           "Restarts of a task killed by a signal, on the same address")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(AtLeast(0))->capture_default_str();
   add_security(cluster_cmd, &cluster.security);
   cluster_cmd->add_flag("--secure", cluster.secure,
                         "Make a throwaway CA, certificate and token for this run (mutual TLS and "

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "dflow/distributed/rpc/grpc_util.h"
 #include "dflow/distributed/rpc/tensor_coding.h"
+#include "dflow/framework/status.h"
 
 namespace dflow {
 
@@ -146,12 +147,8 @@ void GrpcRemoteWorker::RecvTensorOverGrpc(const std::shared_ptr<grpc::GenericStu
                     }
                     absl::Status decoded = DecodeRecvTensorResponse(call->response, resp);
                     call->response.Clear();
-                    if (!decoded.ok()) {
-                      decoded =
-                          absl::Status(decoded.code(),
-                                       absl::StrCat(decoded.message(), " (from ", name, ")"));
-                    }
-                    done(decoded);
+                    done(WithMessage(decoded,
+                                     absl::StrCat(decoded.message(), " (from ", name, ")")));
                   });
 }
 

@@ -193,10 +193,6 @@ struct Scan {
   uint64_t content_bytes = 0;
 };
 
-// `s` with "[RecvTensor] " in front of its message.
-absl::Status Prefixed(const absl::Status& s) {
-  return absl::Status(s.code(), absl::StrCat("[RecvTensor] ", s.message()));
-}
 
 absl::Status Truncated(absl::string_view what) {
   return absl::InvalidArgumentError(
@@ -299,7 +295,7 @@ absl::StatusOr<Tensor> TensorFromScan(const Scan& scan, const SliceReader& r) {
     return absl::InvalidArgumentError("[RecvTensor] tensor_shape does not parse");
   }
   absl::StatusOr<TensorShape> shape = TensorShape::FromProto(shape_proto);
-  if (!shape.ok()) return Prefixed(shape.status());
+  if (!shape.ok()) return WithPrefix(shape.status(), "[RecvTensor] ");
   const uint64_t elements = shape->num_elements();
   const uint64_t needed = elements * DataTypeSize(dtype);
   if (elements > std::numeric_limits<uint64_t>::max() / DataTypeSize(dtype) ||
@@ -330,7 +326,7 @@ absl::Status DecodeWithProtobuf(const grpc::ByteBuffer& bytes, RecvTensorResult*
   if (proto.is_dead()) return absl::OkStatus();
   RETURN_IF_ERROR(CheckDtype(proto.tensor().dtype()).status());
   absl::StatusOr<TensorShape> shape = TensorShape::FromProto(proto.tensor().tensor_shape());
-  if (!shape.ok()) return Prefixed(shape.status());
+  if (!shape.ok()) return WithPrefix(shape.status(), "[RecvTensor] ");
   if (static_cast<uint64_t>(shape->num_elements()) > bytes.Length()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "[RecvTensor] tensor claims shape ", shape->DebugString(), " (",
@@ -338,7 +334,7 @@ absl::Status DecodeWithProtobuf(const grpc::ByteBuffer& bytes, RecvTensorResult*
         " bytes"));
   }
   absl::StatusOr<Tensor> t = Tensor::FromProto(proto.tensor());
-  if (!t.ok()) return Prefixed(t.status());
+  if (!t.ok()) return WithPrefix(t.status(), "[RecvTensor] ");
   result->tensor = *std::move(t);
   return absl::OkStatus();
 }
