@@ -19,6 +19,7 @@
 #include "dflow/framework/kernel.h"
 #include "dflow/framework/shape_inference.h"
 #include "dflow/ops/conv_util.h"
+#include "dflow/ops/cwise_ops.h"
 
 namespace dflow {
 namespace {
@@ -84,34 +85,13 @@ struct SoftplusFn {
   }
 };
 
-template <typename T>
-class SoftplusOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-
-  absl::Status Compute(OpKernelContext* ctx) override {
-    const Tensor& in = ctx->input(0);
-    Tensor* out = ctx->allocate_output_for_overwrite(0, in.shape());
-    const T* x = in.flat<T>().data();
-    T* y = out->flat<T>().data();
-    ctx->intra_op_pool()->ParallelFor(in.NumElements(), 20, [&](int64_t begin, int64_t end) {
-      std::transform(x + begin, x + end, y + begin, SoftplusFn<T>());
-    });
-    return absl::OkStatus();
-  }
-  bool IsExpensive() const override { return false; }
-};
-
 REGISTER_OP("Softplus")
     .Input("features: T")
     .Output("activations: T")
     .Attr("T: {half, bfloat16, float, double}")
     .SetShapeFn(UnchangedShape);
 
-REGISTER_KERNEL(KernelDefBuilder("Softplus").Device(kDeviceCPU).TypeConstraint<float>("T"),
-                SoftplusOp<float>);
-REGISTER_KERNEL(KernelDefBuilder("Softplus").Device(kDeviceCPU).TypeConstraint<double>("T"),
-                SoftplusOp<double>);
+CpuKernels<UnaryKernel<SoftplusFn>::For, float, double> softplus_kernels("Softplus");
 
 // --- L2Loss --------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ CLI::Validator AtLeast(int64_t min) {
         if (!CLI::detail::lexical_cast(value, n)) return "must be an integer " + bound + ", got " + value;
         return n < min ? "must be " + bound + ", got " + value : "";
       },
-      "INT " + bound);
+      min == 1 ? "POSITIVE" : min == 0 ? "NONNEGATIVE" : bound);  // As CLI11's help named them.
 }
 
 // A number flag that must be above zero: "--learning-rate must be > 0, got 0".
@@ -33,7 +33,7 @@ CLI::Validator Positive() {
         if (!CLI::detail::lexical_cast(value, x)) return "must be a number > 0, got " + value;
         return x > 0 ? "" : "must be > 0, got " + value;
       },
-      "NUMBER > 0");
+      "POSITIVE");
 }
 
 // CLI11 prints a failed check as "--flag: <message>"; ours read as

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "dflow/distributed/rpc/grpc_util.h"
+#include "dflow/distributed/rpc/wire_format.h"
 #include "dflow/framework/status.h"
 
 namespace dflow {
@@ -15,21 +16,16 @@ namespace {
 
 // Field numbers of tensorflow.RecvTensorResponse and tensorflow.TensorProto
 // (facts of TensorFlow's wire format), with their wire types.
-constexpr uint32_t kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5;
+using wire::kFixed32;
+using wire::kFixed64;
+using wire::kLengthDelimited;
+using wire::kVarint;
+using wire::PutVarint;
+using wire::Tag;
 constexpr uint32_t kResponseTensor = 1, kResponseIsDead = 2, kResponseSendStart = 3;
 constexpr uint32_t kTensorDtype = 1, kTensorShape = 2, kTensorContent = 4;
 
-constexpr uint32_t Tag(uint32_t field, uint32_t wire_type) { return field << 3 | wire_type; }
-
 // --- encoding ---------------------------------------------------------------------------
-
-void PutVarint(uint64_t v, std::string* out) {
-  while (v >= 0x80) {
-    out->push_back(static_cast<char>(v | 0x80));
-    v >>= 7;
-  }
-  out->push_back(static_cast<char>(v));
-}
 
 void DeleteTensor(void* tensor) { delete static_cast<Tensor*>(tensor); }
 
@@ -123,15 +119,14 @@ class SliceReader {
   Position position() const { return pos_; }
 
   bool ReadVarint(uint64_t* v) {
-    *v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (remaining_ == 0) return false;
-      const uint8_t b = slices_[pos_.slice].begin()[pos_.offset];
-      Advance(1);
-      *v |= static_cast<uint64_t>(b & 0x7f) << shift;
-      if ((b & 0x80) == 0) return true;
-    }
-    return false;  // Over ten bytes: not a varint.
+    return wire::ReadVarint(
+        [this](uint8_t* b) {
+          if (remaining_ == 0) return false;
+          *b = slices_[pos_.slice].begin()[pos_.offset];
+          Advance(1);
+          return true;
+        },
+        v);
   }
 
   // Copies (dst != nullptr) or skips the next `n` bytes.

@@ -27,6 +27,7 @@
 #include "absl/time/clock.h"
 #include "dflow/distributed/rpc/grpc_util.h"
 #include "dflow/distributed/rpc/tensor_coding.h"
+#include "dflow/distributed/rpc/wire_format.h"
 #include "dflow/framework/status.h"
 #include "google/protobuf/any.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -773,13 +774,7 @@ void DataPlaneClient::Exchange(const std::shared_ptr<State>& state, const std::s
 
 namespace {
 
-void PutVarint(uint64_t v, std::string* out) {
-  while (v >= 0x80) {
-    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
-    v >>= 7;
-  }
-  out->push_back(static_cast<char>(v));
-}
+using wire::PutVarint;
 
 // Reads protobuf fields across gRPC's slices.
 class FieldReader {
@@ -792,14 +787,7 @@ class FieldReader {
     return true;
   }
   bool Varint(uint64_t* v) {
-    *v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      uint8_t b = 0;
-      if (!Byte(&b)) return false;
-      *v |= uint64_t{b & 0x7fu} << shift;
-      if ((b & 0x80) == 0) return true;
-    }
-    return false;
+    return wire::ReadVarint([this](uint8_t* b) { return Byte(b); }, v);
   }
   // Skips n bytes, or copies them to `out` when given.
   bool Take(uint64_t n, std::string* out) {
