@@ -134,9 +134,11 @@ void ServeRaw(int listen_fd) {
   builder.AddListeningPort("127.0.0.1:0", ServerCredentialsFor(tls), &ports[2]);
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  DataPlaneServer data_plane(&worker);
+  DataPlaneServer::Options dp_options;
+  dp_options.local_socket = false;  // TCP against raw TCP.
+  DataPlaneServer data_plane(&worker, dp_options);
   if (!data_plane.Start("127.0.0.1").ok()) Die("data plane");
-  service.set_data_plane_port(data_plane.port());
+  service.set_data_plane(data_plane.offer());
   int raw_fd = Listen(&ports[1]);
   if (::write(report_fd, ports, sizeof(ports)) != sizeof(ports)) Die("report ports");
   ::close(report_fd);

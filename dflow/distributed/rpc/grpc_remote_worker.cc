@@ -138,8 +138,9 @@ void GrpcRemoteWorker::RecvTensorOverGrpc(const std::shared_ptr<grpc::GenericStu
   stub->UnaryCall(&call->ctx, *kMethod, grpc::StubOptions(), &call->request, &call->response,
                   [call, resp, name, query, data_plane, done = std::move(done)](grpc::Status s) {
                     if (query && s.ok()) {
+                      const DataPlanePort offer = FindDataPlaneOffer(call->response);
                       data_plane->OnNegotiated(HostOfGrpcPeer(call->ctx.peer()),
-                                               FindDataPlanePort(call->response));
+                                               static_cast<int>(offer.port()), offer.local_name());
                     }
                     if (!s.ok()) {
                       done(Annotate(s, "RecvTensor", name));

@@ -121,9 +121,10 @@ absl::Status GrpcServer::Start() {
   if (DataPlaneEnabledByEnv() && !security_.tls()) {
     DataPlaneServer::Options dp_options;
     dp_options.auth_token = security_.auth_token;
+    dp_options.local_socket = LocalDataPlaneEnabledByEnv();
     auto data_plane = std::make_unique<DataPlaneServer>(worker_.get(), dp_options);
     if (data_plane->Start(IsLoopback(host_) ? "127.0.0.1" : "0.0.0.0").ok()) {
-      worker_service_->set_data_plane_port(data_plane->port());
+      worker_service_->set_data_plane(data_plane->offer());
       data_plane_ = std::move(data_plane);
     }  // Else RecvTensor stays on gRPC.
   }

@@ -36,9 +36,11 @@ class RecvTensorReactor final : public grpc::ServerUnaryReactor {
     RecvTensorResult result;
   };
 
-  // `data_plane_port` > 0: the response offers it (the request asked).
-  RecvTensorReactor(tensorflow::RecvTensorRequest req, grpc::ByteBuffer* out, int data_plane_port)
-      : state_(std::make_shared<State>()), out_(out), data_plane_port_(data_plane_port) {
+  // A non-empty `data_plane_offer` (EncodeDataPlaneOffer) is appended to the
+  // response (the request asked).
+  RecvTensorReactor(tensorflow::RecvTensorRequest req, grpc::ByteBuffer* out,
+                    std::string data_plane_offer)
+      : state_(std::make_shared<State>()), out_(out), offer_(std::move(data_plane_offer)) {
     state_->req = std::move(req);
   }
 
@@ -68,13 +70,13 @@ class RecvTensorReactor final : public grpc::ServerUnaryReactor {
     absl::Status status = s;
     // The encoded bytes hold their own reference to the tensor's buffer.
     if (status.ok()) status = EncodeRecvTensorResponse(state.result, out_);
-    if (status.ok() && data_plane_port_ > 0) AppendDataPlanePort(data_plane_port_, out_);
+    if (status.ok() && !offer_.empty()) AppendDataPlaneOffer(offer_, out_);
     Finish(ToGrpcStatus(status));
   }
 
   std::shared_ptr<State> state_;
   grpc::ByteBuffer* const out_;  // Owned by gRPC until OnDone.
-  const int data_plane_port_;
+  const std::string offer_;
 };
 
 }  // namespace
@@ -144,6 +146,11 @@ grpc::ServerUnaryReactor* GrpcWorkerService::CleanupAll(Ctx* ctx, const Bytes* r
   return Forward("CleanupAll", ctx, req, resp, &WorkerInterface::CleanupAllAsync);
 }
 
+void GrpcWorkerService::set_data_plane(const DataPlanePort& offer) {
+  absl::MutexLock l(&offer_mu_);
+  data_plane_offer_ = offer.port() > 0 ? EncodeDataPlaneOffer(offer) : "";
+}
+
 grpc::ServerUnaryReactor* GrpcWorkerService::RecvTensor(Ctx* ctx, const Bytes* req,
                                                         Bytes* resp) {
   tensorflow::RecvTensorRequest request;
@@ -152,11 +159,13 @@ grpc::ServerUnaryReactor* GrpcWorkerService::RecvTensor(Ctx* ctx, const Bytes* r
     parsed = ParseFromByteBuffer(*req, "[WorkerService.RecvTensor] request", &request);
   }
   if (!parsed.ok()) return FinishNow(ctx, parsed);
-  const int offer = request.has_transport_options() &&
-                            request.transport_options().type_url() == kDataPlaneQueryTypeUrl
-                        ? data_plane_port_.load()
-                        : 0;
-  auto* reactor = new RecvTensorReactor(std::move(request), resp, offer);
+  std::string offer;
+  if (request.has_transport_options() &&
+      request.transport_options().type_url() == kDataPlaneQueryTypeUrl) {
+    absl::MutexLock l(&offer_mu_);
+    offer = data_plane_offer_;
+  }
+  auto* reactor = new RecvTensorReactor(std::move(request), resp, std::move(offer));
   reactor->Start(worker_, OptionsFrom(ctx));
   return reactor;
 }

@@ -23,11 +23,13 @@
 #ifndef DFLOW_DISTRIBUTED_RPC_GRPC_WORKER_SERVICE_H_
 #define DFLOW_DISTRIBUTED_RPC_GRPC_WORKER_SERVICE_H_
 
-#include <atomic>
 #include <string>
 #include <utility>
 
+#include "absl/synchronization/mutex.h"
+
 #include "dflow/distributed/worker_interface.h"
+#include "dflow/proto/data_plane.pb.h"
 #include "dflow/proto/worker_service.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 
@@ -67,9 +69,9 @@ class GrpcWorkerService final : public internal::RawWorkerService {
   grpc::ServerUnaryReactor* CleanupAll(Ctx* ctx, const Bytes* req, Bytes* resp) override;
   grpc::ServerUnaryReactor* RecvTensor(Ctx* ctx, const Bytes* req, Bytes* resp) override;
 
-  // The port of this task's tensor data plane (tensor_data_plane.h), offered
-  // to receivers that ask for it in RecvTensorRequest.transport_options; 0: none.
-  void set_data_plane_port(int port) { data_plane_port_.store(port); }
+  // This task's tensor data plane (tensor_data_plane.h), offered to receivers
+  // that ask for it in RecvTensorRequest.transport_options; port 0: none.
+  void set_data_plane(const DataPlanePort& offer);
 
  private:
   template <typename Req, typename Resp>
@@ -83,7 +85,8 @@ class GrpcWorkerService final : public internal::RawWorkerService {
 
   WorkerInterface* const worker_;  // Not owned.
   const std::string auth_token_;
-  std::atomic<int> data_plane_port_{0};
+  absl::Mutex offer_mu_;
+  std::string data_plane_offer_ ABSL_GUARDED_BY(offer_mu_);  // Encoded; "": none.
 };
 
 }  // namespace dflow

@@ -8,12 +8,14 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -38,6 +40,11 @@ static_assert(std::endian::native == std::endian::little, "the data plane writes
 
 bool DataPlaneEnabledByEnv() {
   const char* v = std::getenv("DFLOW_DATA_PLANE");
+  return v == nullptr || std::string(v) != "0";
+}
+
+bool LocalDataPlaneEnabledByEnv() {
+  const char* v = std::getenv("DFLOW_DATA_PLANE_LOCAL");
   return v == nullptr || std::string(v) != "0";
 }
 
@@ -176,8 +183,32 @@ absl::Status SendAll(int fd, const void* buf, size_t n, absl::Time deadline) {
   return absl::OkStatus();
 }
 
+// Leaves a connected socket blocking: see SetTimeouts.
+int Blocking(int fd) {
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL, 0) & ~O_NONBLOCK);
+  return fd;
+}
+
+// A connected (blocking) socket to the abstract AF_UNIX socket `name`, or -1
+// (not on this host, or its backlog is full: nothing sent).
+int ConnectLocal(const std::string& name) {
+  sockaddr_un addr{};
+  if (name.empty() || name.size() >= sizeof(addr.sun_path)) return -1;
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path + 1, name.data(), name.size());  // sun_path[0] = 0: abstract.
+  const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return -1;
+  // A local connect completes at once or fails (EAGAIN: the backlog is full).
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return Blocking(fd);
+}
+
 // A connected (blocking) socket to host:port, or -1 (nothing sent).
-int Connect(const std::string& host, int port, absl::Time deadline) {
+int ConnectTcp(const std::string& host, int port, absl::Time deadline) {
   sockaddr_storage addr{};
   socklen_t len = 0;
   auto* v4 = reinterpret_cast<sockaddr_in*>(&addr);
@@ -212,7 +243,7 @@ int Connect(const std::string& host, int port, absl::Time deadline) {
     }
   }
   data_plane::ConfigureSocket(fd);
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL, 0) & ~O_NONBLOCK);  // See SetTimeouts.
+  Blocking(fd);
   return fd;
 }
 
@@ -306,6 +337,12 @@ struct DataPlaneClient::State {
   void Connected() {
     absl::MutexLock l(&mu);
     connect_failures = 0;
+  }
+  // The peer's local socket could not be reached (another host or network
+  // namespace) or refused a call: TCP from now on.
+  void LocalFailed(const std::string& name) {
+    absl::MutexLock l(&mu);
+    if (peer.local_name == name) peer.local_name.clear();
   }
   // The peer answered "not served" on a fresh connection (it is at its
   // connection caps): gRPC only for a back-off that doubles while it lasts.
@@ -535,8 +572,7 @@ struct DataPlaneClient::State {
   absl::Mutex mu;
   enum Phase { kUnknown, kReady, kNone };
   Phase phase ABSL_GUARDED_BY(mu) = kUnknown;
-  std::string host ABSL_GUARDED_BY(mu);
-  int port ABSL_GUARDED_BY(mu) = 0;
+  Endpoint peer ABSL_GUARDED_BY(mu);
   int connect_failures ABSL_GUARDED_BY(mu) = 0;
   int in_flight ABSL_GUARDED_BY(mu) = 0;
   // Calls waiting for a data-plane thread to send them (Flush), together.
@@ -573,20 +609,21 @@ bool DataPlaneClient::ShouldQuery() const {
   return state_->phase == State::kUnknown;
 }
 
-void DataPlaneClient::OnNegotiated(const std::string& host, int port) {
+void DataPlaneClient::OnNegotiated(const std::string& host, int port,
+                                   const std::string& local_name) {
   if (!state_->enabled) return;
   absl::MutexLock l(&state_->mu);
   if (port <= 0 || port > 65535 || host.empty()) {
     state_->phase = State::kNone;
     return;
   }
-  if (state_->host != host || state_->port != port) {
+  Endpoint& peer = state_->peer;
+  if (peer.host != host || peer.port != port || peer.local_name != local_name) {
     for (int fd : state_->idle) ::close(fd);
     state_->idle.clear();
   }
   state_->phase = State::kReady;
-  state_->host = host;
-  state_->port = port;
+  peer = {host, port, local_name};
 }
 
 bool DataPlaneClient::ready() const {
@@ -624,8 +661,7 @@ bool DataPlaneClient::TryRunGraphAsync(const CallOptions& opts,
   Pending& call = calls[0];
   if (!ready() || req->ByteSizeLong() > data_plane::kMaxRunGraphRequestBytes) return false;
   call.request = req->SerializeAsString();
-  std::string host;
-  int port = 0;
+  Endpoint peer;
   {
     absl::MutexLock l(&state_->mu);
     if (!state_->enabled || state_->phase != State::kReady || state_->in_flight >= kMaxInFlight ||
@@ -633,24 +669,22 @@ bool DataPlaneClient::TryRunGraphAsync(const CallOptions& opts,
       return false;
     }
     ++state_->in_flight;
-    host = state_->host;
-    port = state_->port;
+    peer = state_->peer;
   }
   call.deadline = opts.deadline;
   call.run_graph = resp;
   call.done = std::move(done);
   call.fallback = std::move(fallback);
   CallThreads::Global().Run(
-      [state = state_, host = std::move(host), port, calls = std::move(calls)]() mutable {
-        Exchange(state, host, port, calls);
+      [state = state_, peer = std::move(peer), calls = std::move(calls)]() mutable {
+        Exchange(state, peer, calls);
       });
   return true;
 }
 
 void DataPlaneClient::Flush(const std::shared_ptr<State>& state) {
   std::vector<Pending> calls;
-  std::string host;
-  int port = 0;
+  Endpoint peer;
   bool more = false;
   {
     absl::MutexLock l(&state->mu);
@@ -667,11 +701,10 @@ void DataPlaneClient::Flush(const std::shared_ptr<State>& state) {
     state->pending.erase(state->pending.begin(), state->pending.begin() + static_cast<ptrdiff_t>(n));
     more = !state->pending.empty();
     state->flush_scheduled = more;
-    host = state->host;
-    port = state->port;
+    peer = state->peer;
   }
   if (more) CallThreads::Global().Run([state] { Flush(state); });
-  Exchange(state, host, port, calls);
+  Exchange(state, peer, calls);
 }
 
 namespace {
@@ -702,8 +735,8 @@ std::string RequestFrame(const std::vector<DataPlaneClient::Pending>& calls, abs
 
 }  // namespace
 
-void DataPlaneClient::Exchange(const std::shared_ptr<State>& state, const std::string& host,
-                               int port, std::vector<Pending>& calls) {
+void DataPlaneClient::Exchange(const std::shared_ptr<State>& state, const Endpoint& peer,
+                               std::vector<Pending>& calls) {
   absl::Time deadline = absl::InfinitePast();
   for (const Pending& call : calls) deadline = std::max(deadline, call.deadline);
   const std::string frame = RequestFrame(calls, deadline);
@@ -756,8 +789,16 @@ void DataPlaneClient::Exchange(const std::shared_ptr<State>& state, const std::s
     return true;
   };
   if (int fd = state->TakeIdle(); fd >= 0 && attempt(fd, false)) return;
-  // No pooled connection, or a stale one: a fresh one.
-  const int fd = Connect(host, port, deadline);
+  // No pooled connection, or a stale one: a fresh one, local when the peer
+  // offers a local socket this process can reach.
+  if (!peer.local_name.empty()) {
+    if (const int fd = ConnectLocal(peer.local_name); fd >= 0 && attempt(fd, true)) {
+      state->Connected();
+      return;
+    }
+    state->LocalFailed(peer.local_name);  // Refused or unreachable: TCP.
+  }
+  const int fd = ConnectTcp(peer.host, peer.port, deadline);
   if (fd < 0) {
     state->ConnectFailed();
     elsewhere();
@@ -812,72 +853,74 @@ class FieldReader {
 
 }  // namespace
 
-void AppendDataPlanePort(int port, grpc::ByteBuffer* response) {
-  std::string value;  // DataPlanePort { uint32 port = 1; }
-  value.push_back(0x08);
-  PutVarint(static_cast<uint64_t>(port), &value);
-  std::string any;  // google.protobuf.Any { type_url = 1; value = 2; }
-  any.push_back(0x0a);
-  PutVarint(sizeof(kDataPlanePortTypeUrl) - 1, &any);
-  any += kDataPlanePortTypeUrl;
-  any.push_back(0x12);
-  PutVarint(value.size(), &any);
-  any += value;
+std::string EncodeDataPlaneOffer(const DataPlanePort& offer) {
+  google::protobuf::Any any;
+  any.set_type_url(kDataPlanePortTypeUrl);
+  any.set_value(offer.SerializeAsString());
   std::string field;  // RecvTensorResponse.transport_options = 4
   field.push_back(0x22);
-  PutVarint(any.size(), &field);
-  field += any;
+  PutVarint(any.ByteSizeLong(), &field);
+  return field + any.SerializeAsString();
+}
+
+void AppendDataPlaneOffer(const std::string& encoded_offer, grpc::ByteBuffer* response) {
   std::vector<grpc::Slice> slices;
   if (response->Length() > 0 && !response->Dump(&slices).ok()) return;
-  slices.emplace_back(field);
+  slices.emplace_back(encoded_offer);
   *response = grpc::ByteBuffer(slices.data(), slices.size());
 }
 
-int FindDataPlanePort(const grpc::ByteBuffer& response) {
+namespace {
+
+// A local name the client may connect to: short, printable, no NUL.
+bool ValidLocalName(const std::string& name) {
+  return name.size() < sizeof(sockaddr_un::sun_path) - 1 &&
+         std::all_of(name.begin(), name.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+}
+
+}  // namespace
+
+DataPlanePort FindDataPlaneOffer(const grpc::ByteBuffer& response) {
+  DataPlanePort none;
   std::vector<grpc::Slice> slices;
-  if (!response.Dump(&slices).ok()) return 0;
+  if (!response.Dump(&slices).ok()) return none;
   FieldReader r(std::move(slices));
-  int port = 0;
+  DataPlanePort found;
   uint64_t tag = 0, v = 0;
+  // Scans the response's top-level fields without parsing the tensor.
   while (r.Varint(&tag)) {
     switch (tag & 7) {
       case 0:
-        if (!r.Varint(&v)) return 0;
+        if (!r.Varint(&v)) return none;
         break;
       case 1:
-        if (!r.Take(8, nullptr)) return 0;
+        if (!r.Take(8, nullptr)) return none;
         break;
       case 5:
-        if (!r.Take(4, nullptr)) return 0;
+        if (!r.Take(4, nullptr)) return none;
         break;
       case 2: {
-        if (!r.Varint(&v)) return 0;
+        if (!r.Varint(&v)) return none;
         if ((tag >> 3) != 4) {
-          if (!r.Take(v, nullptr)) return 0;
+          if (!r.Take(v, nullptr)) return none;
           break;
         }
         std::string bytes;
-        if (v > 4096 || !r.Take(v, &bytes)) return 0;
+        if (v > 4096 || !r.Take(v, &bytes)) return none;
         google::protobuf::Any any;
-        if (!any.ParseFromString(bytes) || any.type_url() != kDataPlanePortTypeUrl) break;
-        const std::string& value = any.value();
-        uint64_t p = 0;
-        int shift = 0;
-        for (size_t i = 1; value.size() > 1 && value[0] == 0x08 && i < value.size() && shift < 35;
-             ++i, shift += 7) {
-          p |= uint64_t{static_cast<uint8_t>(value[i]) & 0x7fu} << shift;
-          if ((static_cast<uint8_t>(value[i]) & 0x80) == 0) {
-            if (p > 0 && p <= 65535) port = static_cast<int>(p);
-            break;
-          }
+        DataPlanePort offer;
+        if (any.ParseFromString(bytes) && any.type_url() == kDataPlanePortTypeUrl &&
+            offer.ParseFromString(any.value()) && offer.port() > 0 && offer.port() <= 65535 &&
+            ValidLocalName(offer.local_name())) {
+          found = std::move(offer);
         }
         break;
       }
       default:
-        return 0;
+        return none;
     }
   }
-  return port;
+  return found;
 }
 
 std::string HostOfGrpcPeer(const std::string& peer) {

@@ -11,16 +11,21 @@
 //            answered item, or waiting again until all are written).
 // The worker's answer comes on its own thread: it is queued and the loop woken
 // through an eventfd. Every state has a deadline (Options), checked each turn.
+// Connections come from the TCP listener and, when Options::local_socket, from
+// an abstract AF_UNIX listener for receivers on this host; both are served the
+// same way.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <deque>
 #include <limits>
@@ -30,7 +35,9 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "dflow/distributed/rpc/security.h"
 #include "dflow/distributed/rpc/tensor_data_plane.h"
@@ -45,6 +52,7 @@ using data_plane::ResponseHeader;
 
 constexpr uint64_t kListenId = 0;
 constexpr uint64_t kWakeId = 1;
+constexpr uint64_t kLocalListenId = 2;
 constexpr size_t kReadChunk = 16 << 10;     // Request bytes read at a time.
 constexpr size_t kWriteQuantum = 16 << 20;  // Then other connections get a turn.
 constexpr int kAcceptsPerTurn = 256;
@@ -101,17 +109,21 @@ int EpollTimeoutMs(absl::Time now, absl::Time deadline) {
 
 class DataPlaneServer::Loop {
  public:
-  Loop(DataPlaneServer* server, int listen_fd) : server_(server), listen_fd_(listen_fd) {}
+  // Owns both listening sockets; `local_fd` is -1 without a local socket.
+  Loop(DataPlaneServer* server, int listen_fd, int local_fd)
+      : server_(server), listen_fd_(listen_fd), local_fd_(local_fd) {}
   ~Loop() {
     for (auto& [id, c] : connections_) ::close(c->fd);
     if (epoll_fd_ >= 0) ::close(epoll_fd_);
     ::close(listen_fd_);
+    if (local_fd_ >= 0) ::close(local_fd_);
   }
 
   absl::Status Start() {
     epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
     completions_->efd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (epoll_fd_ < 0 || completions_->efd < 0 || !Watch(listen_fd_, kListenId, EPOLLIN) ||
+        (local_fd_ >= 0 && !Watch(local_fd_, kLocalListenId, EPOLLIN)) ||
         !Watch(completions_->efd, kWakeId, EPOLLIN)) {
       return absl::InternalError(
           absl::StrCat("[DataPlane] cannot set up its event loop: ", std::strerror(errno)));
@@ -143,7 +155,7 @@ class DataPlaneServer::Loop {
   struct Connection {
     uint64_t id = 0;
     int fd = -1;
-    uint32_t peer = 0;  // IPv4 address, network order.
+    uint64_t peer = 0;  // PeerKey: what the per-peer cap counts by.
     uint32_t events = 0;
     State state = State::kReading;
     absl::Time last_activity;  // Reading: when the connection became idle.
@@ -190,6 +202,10 @@ class DataPlaneServer::Loop {
     ev.events = events;
     ev.data.u64 = kListenId;
     ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listen_fd_, &ev);
+    if (local_fd_ >= 0) {
+      ev.data.u64 = kLocalListenId;
+      ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, local_fd_, &ev);
+    }
   }
 
   void Run() {
@@ -201,8 +217,8 @@ class DataPlaneServer::Loop {
       const absl::Time now = absl::Now();
       for (int i = 0; i < n; ++i) {
         const uint64_t id = events[i].data.u64;
-        if (id == kListenId) {
-          Accept(now);
+        if (id == kListenId || id == kLocalListenId) {
+          Accept(id == kLocalListenId, now);
         } else if (id == kWakeId) {
           uint64_t count;
           (void)!::read(completions_->efd, &count, sizeof(count));
@@ -220,12 +236,23 @@ class DataPlaneServer::Loop {
 
   // --- accepting ---------------------------------------------------------------------------
 
-  void Accept(absl::Time now) {
+  // What the per-peer cap counts by: a TCP peer's IPv4 address; a local peer's
+  // process (several local processes are several peers).
+  static uint64_t PeerKey(int fd, bool local, const sockaddr_in& addr) {
+    if (!local) return addr.sin_addr.s_addr;
+    ucred cred{};
+    socklen_t len = sizeof(cred);
+    const uint32_t pid = ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 ? cred.pid : 0;
+    return (uint64_t{1} << 32) | pid;
+  }
+
+  void Accept(bool local, absl::Time now) {
     for (int i = 0; i < kAcceptsPerTurn; ++i) {
       sockaddr_in addr{};
       socklen_t len = sizeof(addr);
-      const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len,
-                               SOCK_NONBLOCK | SOCK_CLOEXEC);
+      const int fd = local ? ::accept4(local_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC)
+                           : ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len,
+                                       SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) {
         if (errno == EINTR || errno == ECONNABORTED) continue;
         if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
@@ -234,7 +261,7 @@ class DataPlaneServer::Loop {
         }
         return;
       }
-      const uint32_t peer = addr.sin_addr.s_addr;
+      const uint64_t peer = PeerKey(fd, local, addr);
       auto per_peer = per_peer_.find(peer);
       const int from_peer = per_peer == per_peer_.end() ? 0 : per_peer->second;
       if (connections_.size() >= static_cast<size_t>(server_->options_.max_connections) ||
@@ -245,7 +272,7 @@ class DataPlaneServer::Loop {
         ::close(fd);
         continue;
       }
-      data_plane::ConfigureSocket(fd);
+      if (!local) data_plane::ConfigureSocket(fd);
       data_plane::SetBufferSize(fd, SO_SNDBUF);
       auto c = std::make_unique<Connection>();
       c->id = next_id_++;
@@ -261,6 +288,7 @@ class DataPlaneServer::Loop {
       ++per_peer_[peer];
       connections_.emplace(c->id, std::move(c));
       server_->num_connections_.store(static_cast<int>(connections_.size()));
+      if (local) server_->num_local_accepted_.fetch_add(1);
     }
   }
 
@@ -703,20 +731,53 @@ class DataPlaneServer::Loop {
 
   DataPlaneServer* const server_;
   const int listen_fd_;  // Owned.
+  const int local_fd_;   // Owned; -1: no local socket.
   int epoll_fd_ = -1;
   std::thread thread_;
   const std::shared_ptr<Completions> completions_ = std::make_shared<Completions>();
   // Touched by the loop thread only.
-  uint64_t next_id_ = kWakeId + 1;
+  uint64_t next_id_ = kLocalListenId + 1;
   uint64_t next_batch_id_ = 1;
   absl::flat_hash_map<uint64_t, std::unique_ptr<Connection>> connections_;
-  absl::flat_hash_map<uint32_t, int> per_peer_;
+  absl::flat_hash_map<uint64_t, int> per_peer_;
   std::vector<char> scratch_ = std::vector<char>(kReadChunk);  // Request bytes land here first.
   absl::Time accept_paused_until_ = absl::InfinitePast();
 };
 
 DataPlaneServer::DataPlaneServer(WorkerInterface* worker, Options options)
     : worker_(worker), options_(options) {}
+
+namespace {
+
+// A listening abstract AF_UNIX socket named "dflow-data-plane-<pid>-<128 random
+// bits>" (`*name`), or -1 (then no local socket; TCP still serves). The random
+// part keeps anyone from binding the name first and posing as this sender.
+int ListenLocal(std::string* name) {
+  absl::BitGen gen;
+  *name = absl::StrFormat("dflow-data-plane-%d-%016x%016x", ::getpid(), absl::Uniform<uint64_t>(gen),
+                          absl::Uniform<uint64_t>(gen));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path + 1, name->data(), name->size());  // sun_path[0] = 0: abstract.
+  const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name->size());
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) == 0 &&
+      ::listen(fd, 1024) == 0) {
+    return fd;
+  }
+  if (fd >= 0) ::close(fd);
+  name->clear();
+  return -1;
+}
+
+}  // namespace
+
+DataPlanePort DataPlaneServer::offer() const {
+  DataPlanePort offer;
+  offer.set_port(static_cast<uint32_t>(port_));
+  offer.set_local_name(local_name_);
+  return offer;
+}
 
 DataPlaneServer::~DataPlaneServer() { Stop(); }
 
@@ -740,9 +801,12 @@ absl::Status DataPlaneServer::Start(const std::string& bind_host) {
     return absl::UnavailableError(
         absl::StrCat("[DataPlane] cannot listen on ", bind_host, ": ", std::strerror(err)));
   }
-  auto loop = std::make_unique<Loop>(this, fd);  // Owns fd from here.
+  std::string local_name;
+  const int local_fd = options_.local_socket ? ListenLocal(&local_name) : -1;
+  auto loop = std::make_unique<Loop>(this, fd, local_fd);  // Owns both from here.
   RETURN_IF_ERROR(loop->Start());
   port_ = ntohs(addr.sin_port);
+  local_name_ = std::move(local_name);
   loop_ = std::move(loop);
   started_ = true;
   return absl::OkStatus();

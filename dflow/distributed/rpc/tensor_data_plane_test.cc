@@ -4,9 +4,11 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -539,21 +541,45 @@ TEST(TensorDataPlaneTest, NegotiationHelpers) {
   tensorflow::RecvTensorResponse resp;
   resp.set_is_dead(true);
   resp.set_send_start_micros(77);
-  grpc::ByteBuffer bytes = SerializeToByteBuffer(resp);
-  EXPECT_EQ(FindDataPlanePort(bytes), 0);
-  AppendDataPlanePort(40001, &bytes);
-  EXPECT_EQ(FindDataPlanePort(bytes), 40001);
+  const grpc::ByteBuffer plain = SerializeToByteBuffer(resp);
+  EXPECT_EQ(FindDataPlaneOffer(plain).port(), 0u);
+  DataPlanePort offer;
+  offer.set_port(40001);
+  offer.set_local_name("dflow-data-plane-1-abc");
+  grpc::ByteBuffer bytes = plain;
+  AppendDataPlaneOffer(EncodeDataPlaneOffer(offer), &bytes);
+  EXPECT_EQ(FindDataPlaneOffer(bytes).port(), 40001u);
+  EXPECT_EQ(FindDataPlaneOffer(bytes).local_name(), "dflow-data-plane-1-abc");
   tensorflow::RecvTensorResponse parsed;  // Still a RecvTensorResponse to protobuf.
   ASSERT_TRUE(ParseFromByteBuffer(bytes, "response", &parsed).ok());
   EXPECT_EQ(parsed.send_start_micros(), 77);
   EXPECT_EQ(parsed.transport_options().type_url(), kDataPlanePortTypeUrl);
+  // An earlier dflow's offer (a port only) still reads.
+  grpc::ByteBuffer port_only = plain;
+  offer.clear_local_name();
+  AppendDataPlaneOffer(EncodeDataPlaneOffer(offer), &port_only);
+  EXPECT_EQ(FindDataPlaneOffer(port_only).port(), 40001u);
+  EXPECT_EQ(FindDataPlaneOffer(port_only).local_name(), "");
+  // Offers a client must not follow: no offer at all.
+  for (const std::string& name : {std::string("has space"), std::string("nul\0x", 5),
+                                  std::string(200, 'n')}) {
+    grpc::ByteBuffer bad = plain;
+    offer.set_local_name(name);
+    AppendDataPlaneOffer(EncodeDataPlaneOffer(offer), &bad);
+    EXPECT_EQ(FindDataPlaneOffer(bad).port(), 0u) << name;
+  }
+  offer.set_local_name("");
+  offer.set_port(70000);
+  grpc::ByteBuffer bad_port = plain;
+  AppendDataPlaneOffer(EncodeDataPlaneOffer(offer), &bad_port);
+  EXPECT_EQ(FindDataPlaneOffer(bad_port).port(), 0u);
 }
 
 // The whole path: GrpcRemoteWorker asks over gRPC, then uses the data plane.
 struct ServedWithDataPlane {
   explicit ServedWithDataPlane(bool offer, DataPlaneServer::Options options = {})
       : t(options), service(t.task.worker.get()) {
-    if (offer) service.set_data_plane_port(t.server.port());
+    if (offer) service.set_data_plane(t.server.offer());
     grpc::ServerBuilder builder;
     ConfigureServerBuilder(&builder);
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
@@ -587,6 +613,9 @@ TEST(TensorDataPlaneTest, GrpcRemoteWorkerNegotiatesAndUsesTheDataPlane) {
     EXPECT_TRUE(remote.data_plane_ready()) << step;  // Learned from the first answer.
   }
   EXPECT_FALSE(grpc_only.data_plane_ready());
+  // Both ends in this process: the offered local socket carried the calls.
+  EXPECT_FALSE(s.t.server.local_name().empty());
+  EXPECT_GE(s.t.server.num_local_accepted(), 1);
   // Errors from the data plane read like gRPC's.
   RecvTensorResult got;
   tensorflow::RecvTensorRequest bad;
@@ -1164,6 +1193,129 @@ TEST(TensorDataPlaneAuthTest, AGrpcServerWithATokenGuardsItsDataPlane) {
     EXPECT_TRUE(with.data_plane_ready());
   }
   (*server)->Stop();
+}
+
+// --- The local socket (receivers on the sender's host) ---------------------------------
+
+// A raw connection to the data plane's abstract local socket, or -1.
+int RawLocalConnect(const std::string& name) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path + 1, name.data(), name.size());
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr),
+                static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size())) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Receives steps 1..n through `client`, each a fresh random tensor; several
+// sizes, the larger ones over the socket buffers.
+void ExpectRecvsArrive(DataPlaneTask& t, DataPlaneClient* client, int64_t first, int64_t n) {
+  for (int64_t step = first; step < first + n; ++step) {
+    const Tensor value = RandomBits(step % 2 == 0 ? (3 << 20) + step : 100 + step, step);
+    ASSERT_TRUE(t.Feed(step, value).ok());
+    PendingRecv r(client, t.Request(step), Timeout(absl::Seconds(30)));
+    ASSERT_TRUE(r.Wait());
+    ASSERT_FALSE(r.fell_back) << step;
+    ASSERT_TRUE(r.status.ok()) << step << ": " << r.status;
+    EXPECT_TRUE(SameBytes(r.result.tensor, value)) << step;
+  }
+}
+
+TEST(TensorDataPlaneLocalTest, AReceiverOnThisHostUsesTheLocalSocket) {
+  DataPlaneTask t;
+  ASSERT_FALSE(t.server.local_name().empty());
+  EXPECT_EQ(t.server.offer().local_name(), t.server.local_name());
+  EXPECT_EQ(t.server.offer().port(), static_cast<uint32_t>(t.server.port()));
+  DataPlaneClient local(kPeer, true);
+  local.OnNegotiated("127.0.0.1", t.server.port(), t.server.local_name());
+  ExpectRecvsArrive(t, &local, 1, 4);
+  // One connection, pooled and reused.
+  EXPECT_EQ(t.server.num_local_accepted(), 1);
+  // Parked receives for one peer still travel as one batch.
+  std::vector<std::unique_ptr<PendingRecv>> parked;
+  for (int64_t step = 10; step < 14; ++step) {
+    parked.push_back(std::make_unique<PendingRecv>(&local, t.Request(step), Timeout(absl::Seconds(30))));
+  }
+  for (int64_t step = 10; step < 14; ++step) ASSERT_TRUE(t.Feed(step, RandomBits(1 << 16, step)).ok());
+  for (auto& r : parked) {
+    ASSERT_TRUE(r->Wait());
+    EXPECT_TRUE(r->status.ok()) << r->status;
+    EXPECT_TRUE(SameBytes(r->result.tensor, RandomBits(1 << 16, r->req.step_id())));
+  }
+  // A receiver told only the TCP port never touches the local socket.
+  const int64_t local_before = t.server.num_local_accepted();
+  ExpectRecvsArrive(t, &t.client, 20, 2);
+  EXPECT_EQ(t.server.num_local_accepted(), local_before);
+}
+
+TEST(TensorDataPlaneLocalTest, AnUnreachableLocalSocketFallsBackToTcp) {
+  DataPlaneTask t;
+  DataPlaneClient client(kPeer, true);
+  // What a receiver on another host (or network namespace) sees.
+  client.OnNegotiated("127.0.0.1", t.server.port(), "dflow-data-plane-0-nobody-listens-here");
+  ExpectRecvsArrive(t, &client, 1, 3);
+  EXPECT_EQ(t.server.num_local_accepted(), 0);
+}
+
+TEST(TensorDataPlaneLocalTest, ASenderWithoutALocalSocketOffersNone) {
+  DataPlaneServer::Options options;
+  options.local_socket = false;
+  DataPlaneTask t(options);
+  EXPECT_EQ(t.server.local_name(), "");
+  EXPECT_EQ(t.server.offer().local_name(), "");
+  EXPECT_GT(t.server.offer().port(), 0u);
+}
+
+TEST(TensorDataPlaneLocalTest, TheLocalSocketChecksTheToken) {
+  DataPlaneTask t(WithToken("s3cret-token"));
+  const Tensor value = RandomBits(1 << 16, 3);
+  ASSERT_TRUE(t.Feed(1, value).ok());
+  // A raw local request without the hello gets "not served" and no tensor byte.
+  const int fd = RawLocalConnect(t.server.local_name());
+  ASSERT_GE(fd, 0);
+  const std::string frame = RequestFrame(t.Request(1));
+  ASSERT_EQ(::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL), static_cast<ssize_t>(frame.size()));
+  std::string got(4096, '\0');
+  size_t n = 0;
+  for (ssize_t r; (r = ::recv(fd, got.data() + n, got.size() - n, 0)) > 0;) n += static_cast<size_t>(r);
+  ::close(fd);
+  got.resize(n);
+  ExpectNotServedOnly(got);
+  // A client with a wrong token falls back (to gRPC, which checks it again);
+  // the right one is served on the local socket.
+  DataPlaneClient wrong(kPeer, true, "other-token");
+  wrong.OnNegotiated("127.0.0.1", t.server.port(), t.server.local_name());
+  PendingRecv refused(&wrong, t.Request(1), Timeout(absl::Seconds(10)));
+  ASSERT_TRUE(refused.Wait());
+  EXPECT_TRUE(refused.fell_back);
+  DataPlaneClient right(kPeer, true, "s3cret-token");
+  right.OnNegotiated("127.0.0.1", t.server.port(), t.server.local_name());
+  const int64_t local_before = t.server.num_local_accepted();
+  PendingRecv served(&right, t.Request(1), Timeout(absl::Seconds(30)));
+  ASSERT_TRUE(served.Wait());
+  ASSERT_FALSE(served.fell_back);
+  ASSERT_TRUE(served.status.ok()) << served.status;
+  EXPECT_TRUE(SameBytes(served.result.tensor, value));
+  EXPECT_EQ(t.server.num_local_accepted(), local_before + 1);
+}
+
+TEST(TensorDataPlaneLocalTest, LocalConnectionsCountAgainstTheCapsPerProcess) {
+  DataPlaneServer::Options options;
+  options.max_connections_per_peer = 2;
+  DataPlaneTask t(options);
+  std::vector<int> fds;
+  for (int i = 0; i < 3; ++i) fds.push_back(RawLocalConnect(t.server.local_name()));
+  for (int fd : fds) ASSERT_GE(fd, 0);
+  // The third connection from this process is answered "not served" and closed.
+  std::string got(sizeof(data_plane::ResponseHeader), '\0');
+  ASSERT_EQ(::recv(fds[2], got.data(), got.size(), MSG_WAITALL), static_cast<ssize_t>(got.size()));
+  ExpectNotServedOnly(got);
+  EXPECT_EQ(t.server.num_refused(), 1);
+  for (int fd : fds) ::close(fd);
 }
 
 }  // namespace
