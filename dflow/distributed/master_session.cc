@@ -75,6 +75,9 @@ std::string TaskOf(const std::string& device) {
   return name.ok() ? name->TaskName() : device;
 }
 
+// A placed node's partition: its task.
+std::string TaskOfNode(const Node* n) { return TaskOf(n->assigned_device_name()); }
+
 // Where a step's stats go: the response's metadata when the client asked
 // for a trace (SOFTWARE_TRACE or above), else nowhere.
 template <typename Response>
@@ -306,6 +309,7 @@ absl::StatusOr<std::shared_ptr<const MasterSession::Plan>> MasterSession::BuildP
     }
   }
   ASSIGN_OR_RETURN(std::unique_ptr<Graph> placed, PlaceForPlan(feeds, fetches, targets));
+  ColocateControlRelays(placed.get(), TaskOfNode);
   RETURN_IF_ERROR(AddControlLoops(placed.get()));
   RETURN_IF_ERROR(RegisterPartitions(*placed, deadline, plan.get()));
   return plan;
@@ -314,7 +318,7 @@ absl::StatusOr<std::shared_ptr<const MasterSession::Plan>> MasterSession::BuildP
 absl::Status MasterSession::RegisterPartitions(const Graph& placed, absl::Time deadline,
                                                Plan* plan) {
   PartitionOptions popts;
-  popts.node_to_loc = [](const Node* n) { return TaskOf(n->assigned_device_name()); };
+  popts.node_to_loc = TaskOfNode;
   popts.get_incarnation = [this](const std::string& name) -> uint64_t {
     for (const auto& d : devices_) {
       if (d->name() == name) return d->incarnation();

@@ -236,4 +236,24 @@ absl::StatusOr<std::map<std::string, tensorflow::GraphDef>> Partition(
   return Partitioner(g, opts).Run();
 }
 
+int ColocateControlRelays(Graph* g, const std::function<std::string(const Node*)>& node_to_loc) {
+  int moved = 0;
+  for (Node* n : g->nodes()) {
+    if (n->type_string() != "NoOp" || n->in_edges().empty()) continue;
+    const Node* first = n->in_edges().front()->src;
+    const std::string there = node_to_loc(first);
+    bool relays = there != node_to_loc(n);
+    for (const auto* edges : {&n->in_edges(), &n->out_edges()}) {
+      for (const Edge* e : *edges) {
+        const Node* other = e->src == n ? e->dst : e->src;
+        relays = relays && e->IsControlEdge() && node_to_loc(other) == there;
+      }
+    }
+    if (!relays) continue;
+    n->set_assigned_device_name(first->assigned_device_name());
+    ++moved;
+  }
+  return moved;
+}
+
 }  // namespace dflow

@@ -45,6 +45,16 @@ struct PartitionOptions {
 absl::StatusOr<std::map<std::string, tensorflow::GraphDef>> Partition(const Graph& g,
                                                                       const PartitionOptions& opts);
 
+// Before Partition: moves each NoOp whose edges (at least one input; all of
+// them control edges) all join it to nodes of one other location onto the
+// device of its first input, where it relays without crossing: each such
+// NoOp was two cut control edges, a round trip between tasks every step.
+// Optimizers make one per training step in a between-graph program: the
+// group that gathers the ps-side updates (and Adam's beta-power updates), on
+// the worker, before the ps-side global step increment. A NoOp does nothing
+// but order, so where it runs changes no result. Returns how many moved.
+int ColocateControlRelays(Graph* g, const std::function<std::string(const Node*)>& node_to_loc);
+
 }  // namespace dflow
 
 #endif  // DFLOW_RUNTIME_PARTITION_H_
