@@ -309,7 +309,7 @@ absl::StatusOr<std::shared_ptr<const MasterSession::Plan>> MasterSession::BuildP
     }
   }
   ASSIGN_OR_RETURN(std::unique_ptr<Graph> placed, PlaceForPlan(feeds, fetches, targets));
-  ColocateControlRelays(placed.get(), TaskOfNode);
+  ColocateRelaysAndConstants(placed.get(), TaskOfNode);
   RETURN_IF_ERROR(AddControlLoops(placed.get()));
   RETURN_IF_ERROR(RegisterPartitions(*placed, deadline, plan.get()));
   return plan;

@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "dflow/framework/attr_util.h"
+#include "dflow/framework/device_name.h"
 #include "dflow/framework/status.h"
 #include "dflow/runtime/control_flow.h"
 
@@ -236,22 +237,51 @@ absl::StatusOr<std::map<std::string, tensorflow::GraphDef>> Partition(
   return Partitioner(g, opts).Run();
 }
 
-int ColocateControlRelays(Graph* g, const std::function<std::string(const Node*)>& node_to_loc) {
-  int moved = 0;
-  for (Node* n : g->nodes()) {
-    if (n->type_string() != "NoOp" || n->in_edges().empty()) continue;
-    const Node* first = n->in_edges().front()->src;
-    const std::string there = node_to_loc(first);
-    bool relays = there != node_to_loc(n);
-    for (const auto* edges : {&n->in_edges(), &n->out_edges()}) {
-      for (const Edge* e : *edges) {
-        const Node* other = e->src == n ? e->dst : e->src;
-        relays = relays && e->IsControlEdge() && node_to_loc(other) == there;
-      }
+namespace {
+
+// The device type of a full device name ("CPU"); "" when it does not parse.
+std::string DeviceType(const std::string& device) {
+  absl::StatusOr<DeviceName> name = DeviceName::Parse(device);
+  return name.ok() ? name->type : "";
+}
+
+// The node `n` should move to, when every edge joins it to nodes of one other
+// location and it is a node that may follow them (see the header); else null.
+const Node* RelayTarget(const Node* n, const std::function<std::string(const Node*)>& node_to_loc) {
+  const bool noop = n->type_string() == "NoOp";
+  if (noop ? n->in_edges().empty() : !n->IsConstant() || !n->in_edges().empty()) return nullptr;
+  const Node* first = noop ? n->in_edges().front()->src
+                           : (n->out_edges().empty() ? nullptr : n->out_edges().front()->dst);
+  if (first == nullptr) return nullptr;
+  const std::string there = node_to_loc(first);
+  if (there == node_to_loc(n)) return nullptr;
+  for (const auto* edges : {&n->in_edges(), &n->out_edges()}) {
+    for (const Edge* e : *edges) {
+      // A NoOp has only control edges; a Const moves for its data consumers.
+      if (e->IsControlEdge() != noop) return nullptr;
+      if (node_to_loc(e->src == n ? e->dst : e->src) != there) return nullptr;
     }
-    if (!relays) continue;
-    n->set_assigned_device_name(first->assigned_device_name());
-    ++moved;
+  }
+  if (!noop && DeviceType(first->assigned_device_name()) != DeviceType(n->assigned_device_name())) {
+    return nullptr;  // A kernel for the value's dtype may be missing there.
+  }
+  return first;
+}
+
+}  // namespace
+
+int ColocateRelaysAndConstants(Graph* g,
+                               const std::function<std::string(const Node*)>& node_to_loc) {
+  // In topological order, each decision seeing the moves before it: a NoOp
+  // that followed its inputs is home for the NoOp after it.
+  absl::StatusOr<std::vector<Node*>> order = g->TopologicalOrder();
+  if (!order.ok()) return 0;  // A cycle, which FromGraphDef rejects: left as placed.
+  int moved = 0;
+  for (Node* n : *order) {
+    if (const Node* target = RelayTarget(n, node_to_loc)) {
+      n->set_assigned_device_name(target->assigned_device_name());
+      ++moved;
+    }
   }
   return moved;
 }

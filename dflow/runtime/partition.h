@@ -45,15 +45,23 @@ struct PartitionOptions {
 absl::StatusOr<std::map<std::string, tensorflow::GraphDef>> Partition(const Graph& g,
                                                                       const PartitionOptions& opts);
 
-// Before Partition: moves each NoOp whose edges (at least one input; all of
-// them control edges) all join it to nodes of one other location onto the
-// device of its first input, where it relays without crossing: each such
-// NoOp was two cut control edges, a round trip between tasks every step.
-// Optimizers make one per training step in a between-graph program: the
-// group that gathers the ps-side updates (and Adam's beta-power updates), on
-// the worker, before the ps-side global step increment. A NoOp does nothing
-// but order, so where it runs changes no result. Returns how many moved.
-int ColocateControlRelays(Graph* g, const std::function<std::string(const Node*)>& node_to_loc);
+// Before Partition: moves onto another location the nodes that only cost
+// transfers where they are, each to the device of its first neighbour there:
+//  - a NoOp whose edges (at least one input; all control edges) all join it
+//    to nodes of one other location: it relays there without crossing, where
+//    it was two cut control edges, a round trip between tasks every step;
+//  - a Const without inputs whose (data) consumers all sit in one other
+//    location, onto a device of the same type: its value is made there
+//    instead of sent.
+// Decided in topological order (loops' back edges aside); a graph with another
+// cycle is left as placed.
+// Optimizers make both in a between-graph program: the group that gathers
+// the ps-side updates (and Adam's beta-power updates) sits on the worker
+// before the ps-side global step increment, and the hyperparameters (Adam's
+// learning rate, betas, epsilon) are worker-side constants the ps-side
+// updates read. Neither node has an effect of its own (a NoOp only orders, a
+// Const is its value), so no result changes. Returns how many moved.
+int ColocateRelaysAndConstants(Graph* g, const std::function<std::string(const Node*)>& node_to_loc);
 
 }  // namespace dflow
 

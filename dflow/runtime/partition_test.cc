@@ -276,6 +276,55 @@ TEST_F(PartitionTest, PartitionsByTask) {
   EXPECT_EQ(Find(worker, "x")->device(), "/job:worker/replica:0/task:0/device:CPU:1");
 }
 
+// An optimizer's update group on the worker, between ps-side updates and the
+// ps-side global step increment, relays on the ps instead, and worker-side
+// hyperparameter constants only the ps reads are made there: no cut edge left.
+TEST_F(PartitionTest, RelaysAndConstantsServingOneOtherTaskMoveThere) {
+  std::vector<std::unique_ptr<Device>> devices;
+  devices.push_back(MakeDevice("/job:worker/replica:0/task:0/device:CPU:0"));
+  devices.push_back(MakeDevice("/job:ps/replica:0/task:0/device:CPU:0"));
+  devices.push_back(MakeDevice("/job:ps/replica:0/task:1/device:CPU:0"));
+  GraphBuilder b;
+  b.Const("lr", "/job:worker");                                   // Read by ps:0 only: moves.
+  b.Identity("apply_w", "lr", "/job:ps/task:0");
+  b.Identity("apply_b", "lr", "/job:ps/task:0");
+  b.NoOp("update", {"^apply_w", "^apply_b"}, "/job:worker");      // Relays ps:0 -> ps:0.
+  b.NoOp("step", {"^update"}, "/job:ps/task:0");
+  b.NoOp("train", {"^apply_w"}, "/job:worker");                   // A target: relays too.
+  b.Const("other", "/job:ps/task:1");                             // Control only: stays.
+  b.NoOp("mixed", {"^apply_w", "^other"}, "/job:worker");         // Two tasks: stays.
+  b.NoOp("fans_out", {"^apply_w"}, "/job:worker");
+  b.Const("worker_side", "/job:worker");
+  b.NoOp("after", {"^fans_out", "^worker_side"}, "/job:worker");  // fans_out feeds the worker.
+  b.Identity("not_a_noop", "apply_w", "/job:worker");
+  b.NoOp("local", {"^worker_side"}, "/job:worker");               // Already home.
+  b.Const("shared", "/job:worker");                               // Read on both tasks: stays.
+  b.Identity("ps_reads", "shared", "/job:ps/task:0");
+  b.Identity("worker_reads", "shared", "/job:worker");
+  b.Const("ordered", "/job:worker")->add_input("^worker_side");   // Ordered there: stays.
+  b.Identity("ps_reads_ordered", "ordered", "/job:ps/task:0");
+  std::unique_ptr<Graph> g = b.Build();
+  ASSERT_TRUE(Place(g.get(), Raw(devices), devices[0].get(), PlacerOptions()).ok());
+  auto task = [](const Node* n) { return DeviceName::Parse(n->assigned_device_name())->TaskName(); };
+  EXPECT_EQ(ColocateRelaysAndConstants(g.get(), task), 3);
+  const std::string ps0 = "/job:ps/replica:0/task:0/device:CPU:0";
+  const std::string worker = "/job:worker/replica:0/task:0/device:CPU:0";
+  for (const char* moved : {"lr", "update", "train"}) {
+    EXPECT_EQ(g->FindNode(moved)->assigned_device_name(), ps0) << moved;
+  }
+  for (const char* stays :
+       {"mixed", "fans_out", "after", "not_a_noop", "local", "shared", "ordered"}) {
+    EXPECT_EQ(g->FindNode(stays)->assigned_device_name(), worker) << stays;
+  }
+  opts_.node_to_loc = task;
+  absl::StatusOr<Parts> parts = Partition(*g, opts_);
+  ASSERT_TRUE(parts.ok()) << parts.status();
+  // lr -> apply_w and update -> step stay inside ps:0.
+  const tensorflow::GraphDef& ps = parts->at("/job:ps/replica:0/task:0");
+  EXPECT_THAT(Find(ps, "apply_w")->input(), ElementsAre("lr"));
+  EXPECT_THAT(Find(ps, "step")->input(), UnorderedElementsAre("^update"));
+}
+
 TEST_F(PartitionTest, DefaultsNeedOnlyAssignedDevices) {
   absl::StatusOr<Parts> parts = Partition(*graph_, PartitionOptions());
   ASSERT_TRUE(parts.ok()) << parts.status();
