@@ -494,6 +494,14 @@ void Worker::RecvTensorAsync(const CallOptions& opts, const tensorflow::RecvTens
                                          "; the task ", task_name_, " was probably restarted")));
     return;
   }
+  if (waiting_recvs_.fetch_add(1) >= options_.max_waiting_recvs) {
+    waiting_recvs_.fetch_sub(1);
+    done(absl::ResourceExhaustedError(absl::StrCat(
+        "[Worker RecvTensor] ", options_.max_waiting_recvs, " RecvTensor calls already wait on ",
+        task_name_, "; key '", key->full_key, "' of step ", req->step_id(),
+        " is refused (WorkerOptions::max_waiting_recvs)")));
+    return;
+  }
   std::shared_ptr<StepRendezvous> rendez = FindOrCreateStep(req->step_id(), StepUse::kRecv);
   absl::Time deadline = opts.deadline;
   if (deadline == absl::InfiniteFuture()) deadline = rendez->deadline();
@@ -515,6 +523,7 @@ void Worker::RecvTensorAsync(const CallOptions& opts, const tensorflow::RecvTens
     // The step's state goes before the answer: the caller may then count
     // the steps, or destroy this worker.
     RecvEnded(step, step_rendez);
+    waiting_recvs_.fetch_sub(1);
     call->done(absl::DeadlineExceededError(
         absl::StrCat("[Worker RecvTensor] timed out waiting for '", full_key, "' of step ", step)));
   });
@@ -534,6 +543,7 @@ void Worker::RecvTensorAsync(const CallOptions& opts, const tensorflow::RecvTens
       resp->send_start_micros = absl::ToUnixMicros(absl::Now());
     }
     RecvEnded(step, step_rendez);
+    waiting_recvs_.fetch_sub(1);
     call->done(Prefixed("RecvTensor", s));
   });
 }

@@ -51,6 +51,11 @@ struct WorkerOptions {
   // wait forever) get one this far out; a RecvTensor gets its step's
   // deadline instead when the step has one here.
   absl::Duration default_timeout = absl::Hours(1);
+  // RecvTensor calls waiting for their tensor at once (over gRPC and the data
+  // plane together); more are RESOURCE_EXHAUSTED. Each holds its caller's
+  // call and a deadline timer until the tensor comes, so a peer asking for
+  // tensors of steps that never run cannot grow this task without bound.
+  int max_waiting_recvs = 65536;
 };
 
 class Worker : public WorkerInterface {
@@ -117,6 +122,8 @@ class Worker : public WorkerInterface {
 
   // Number of steps whose rendezvous is held (for tests and leak checks).
   int NumLiveSteps() const;
+  // RecvTensor calls waiting for their tensor now.
+  int NumWaitingRecvs() const { return waiting_recvs_.load(); }
 
  private:
   struct GraphItem;
@@ -151,6 +158,7 @@ class Worker : public WorkerInterface {
   ThreadPool* pool_;
   std::unique_ptr<DeadlineTimer> timer_;
   std::atomic<int64_t> next_graph_id_{1};
+  std::atomic<int> waiting_recvs_{0};  // Bounded by options_.max_waiting_recvs.
 
   mutable absl::Mutex mu_;
   std::shared_ptr<Session> default_session_;

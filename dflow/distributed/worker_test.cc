@@ -284,6 +284,57 @@ TEST(WorkerTest, RecvTensorForAStepThatNeverRunsEndsAndLeavesNoState) {
   }
 }
 
+// Calls for tensors that never come are bounded: past max_waiting_recvs the
+// next is RESOURCE_EXHAUSTED at once (no step state made), and a freed place
+// is taken again.
+TEST(WorkerTest, RecvTensorCallsWaitingAtOnceAreBounded) {
+  WorkerOptions options;
+  options.max_waiting_recvs = 3;
+  Task t("ps", 0, 1, options);
+  const std::string dst = "/job:worker/replica:0/task:0/device:CPU:0";
+  struct Waiting {
+    tensorflow::RecvTensorRequest req;
+    RecvTensorResult resp;
+    absl::Status status;
+    absl::Notification done;
+  };
+  auto ask = [&](Waiting* w, int64_t step, absl::Duration timeout) {
+    w->req.set_rendezvous_key(t.Key(0, dst, "never_sent"));
+    w->req.set_step_id(step);
+    t.worker->RecvTensorAsync(CallOptions::WithTimeout(timeout), &w->req, &w->resp,
+                              [w](const absl::Status& s) {
+                                w->status = s;
+                                w->done.Notify();
+                              });
+  };
+  std::vector<std::unique_ptr<Waiting>> parked;
+  for (int64_t step = 1; step <= 3; ++step) {
+    parked.push_back(std::make_unique<Waiting>());
+    ask(parked.back().get(), step, absl::Milliseconds(step == 1 ? 200 : 600));
+  }
+  EXPECT_EQ(t.worker->NumWaitingRecvs(), 3);
+  Waiting refused;
+  ask(&refused, 4, absl::Seconds(30));
+  ASSERT_TRUE(refused.done.WaitForNotificationWithTimeout(absl::Seconds(1)));
+  EXPECT_EQ(refused.status.code(), absl::StatusCode::kResourceExhausted) << refused.status;
+  EXPECT_THAT(Msg(refused.status), HasSubstr("3 RecvTensor calls already wait on /job:ps"));
+  EXPECT_THAT(Msg(refused.status), HasSubstr("max_waiting_recvs"));
+  EXPECT_EQ(t.worker->NumLiveSteps(), 3);  // Step 4 left nothing behind.
+  // Step 1's deadline frees a place; the next call waits in it.
+  ASSERT_TRUE(parked[0]->done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_EQ(parked[0]->status.code(), absl::StatusCode::kDeadlineExceeded);
+  Waiting again;
+  ask(&again, 5, absl::Milliseconds(100));
+  ASSERT_TRUE(again.done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_EQ(again.status.code(), absl::StatusCode::kDeadlineExceeded) << again.status;
+  // Every answered call gave its place back.
+  for (int i = 1; i < 3; ++i) {
+    ASSERT_TRUE(parked[i]->done.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  }
+  EXPECT_EQ(t.worker->NumWaitingRecvs(), 0);
+  EXPECT_EQ(t.worker->NumLiveSteps(), 0);
+}
+
 // Without a deadline a RecvTensor waits as long as its step may run, and a
 // step that did run keeps its state until CleanupGraph.
 TEST(WorkerTest, RecvTensorWithoutADeadlineTakesTheStepsAndRunGraphTheDefault) {
