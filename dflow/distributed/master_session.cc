@@ -364,6 +364,38 @@ void MasterSession::CleanupStep(const Plan& plan, int64_t step_id) {
   }
 }
 
+// A step's names in canonical form ("x" -> "x:0") and what the graph must
+// compute: the fetches of tensors that are not fed.
+struct MasterSession::Signature {
+  std::vector<std::string> feed_names;   // In the caller's order.
+  std::vector<std::string> fetch_names;  // In the caller's order.
+  std::vector<std::string> graph_fetches;
+  absl::flat_hash_map<std::string, int> fed;  // Feed name -> its index in the feeds.
+};
+
+absl::StatusOr<MasterSession::Signature> MasterSession::Canonicalize(
+    const Feeds& feeds, const std::vector<std::string>& fetches) {
+  Signature sig;
+  for (const auto& [name, value] : feeds) {
+    ASSIGN_OR_RETURN(std::string canonical, CanonicalTensorName(name, "feed"));
+    sig.feed_names.push_back(std::move(canonical));
+  }
+  for (const std::string& name : fetches) {
+    ASSIGN_OR_RETURN(std::string canonical, CanonicalTensorName(name, "fetch"));
+    sig.fetch_names.push_back(std::move(canonical));
+  }
+  for (size_t i = 0; i < sig.feed_names.size(); ++i) {
+    if (!sig.fed.emplace(sig.feed_names[i], static_cast<int>(i)).second) {
+      return absl::InvalidArgumentError("[Master RunStep] a tensor is fed more than once");
+    }
+  }
+  // A fetch of a fed tensor is answered with the fed value.
+  for (const std::string& name : sig.fetch_names) {
+    if (!sig.fed.contains(name)) sig.graph_fetches.push_back(name);
+  }
+  return sig;
+}
+
 void MasterSession::RunAsync(absl::Time deadline, const Feeds& feeds,
                              const std::vector<std::string>& fetches,
                              const std::vector<std::string>& targets,
@@ -374,84 +406,19 @@ void MasterSession::RunAsync(absl::Time deadline, const Feeds& feeds,
     fail(absl::InvalidArgumentError("[Master RunStep] give at least one fetch or target"));
     return;
   }
-  // 1. Canonical names and the plan of this signature.
-  std::vector<std::string> feed_names, fetch_names;
-  for (const auto& [name, value] : feeds) {
-    absl::StatusOr<std::string> canonical = CanonicalTensorName(name, "feed");
-    if (!canonical.ok()) return fail(canonical.status());
-    feed_names.push_back(*std::move(canonical));
-  }
-  for (const std::string& name : fetches) {
-    absl::StatusOr<std::string> canonical = CanonicalTensorName(name, "fetch");
-    if (!canonical.ok()) return fail(canonical.status());
-    fetch_names.push_back(*std::move(canonical));
-  }
-  std::vector<std::string> sorted_feeds = SortedUnique(feed_names);
-  if (sorted_feeds.size() != feed_names.size()) {
-    return fail(absl::InvalidArgumentError("[Master RunStep] a tensor is fed more than once"));
-  }
-  // A fetch of a fed tensor is answered with the fed value.
-  absl::flat_hash_map<std::string, int> fed;
-  for (size_t i = 0; i < feed_names.size(); ++i) fed[feed_names[i]] = static_cast<int>(i);
-  std::vector<std::string> graph_fetches;
-  for (const std::string& name : fetch_names) {
-    if (!fed.contains(name)) graph_fetches.push_back(name);
-  }
+  absl::StatusOr<Signature> sig = Canonicalize(feeds, fetches);
+  if (!sig.ok()) return fail(sig.status());
   absl::StatusOr<std::shared_ptr<const Plan>> plan =
-      GetOrCreatePlan(sorted_feeds, SortedUnique(graph_fetches), SortedUnique(targets), deadline);
+      GetOrCreatePlan(SortedUnique(sig->feed_names), SortedUnique(sig->graph_fetches),
+                      SortedUnique(targets), deadline);
   if (!plan.ok()) return fail(plan.status());
-
-  // 2. One RunGraph request per part; feeds and fetches go to the master's task.
   auto step = std::make_shared<Step>();
   step->plan = *std::move(plan);
   step->step_id = NewStepId();
   step->deadline = deadline;
-  const Plan& p = *step->plan;
-  step->reqs.resize(p.parts.size());
-  step->resps.resize(p.parts.size());
-  for (size_t i = 0; i < p.parts.size(); ++i) {
-    tensorflow::RunGraphRequest& req = step->reqs[i];
-    req.set_session_handle(handle_);
-    req.set_create_worker_session_called(true);
-    req.set_graph_handle(p.parts[i].graph_handle);
-    req.set_step_id(step->step_id);
-    if (step_stats != nullptr) req.mutable_exec_opts()->set_record_timeline(true);
-  }
-  if (step_stats != nullptr) {
-    step->step_stats = step_stats;
-    step->rpcs.resize(p.parts.size());
-  }
-  if (p.client_part >= 0) {
-    tensorflow::RunGraphRequest& req = step->reqs[p.client_part];
-    for (size_t i = 0; i < feeds.size(); ++i) {
-      const tensorflow::TensorProto& value = *feeds[i].second;
-      const size_t k =
-          std::lower_bound(p.feeds.begin(), p.feeds.end(), feed_names[i]) - p.feeds.begin();
-      absl::StatusOr<TensorShape> shape = TensorShape::FromProto(value.tensor_shape());
-      if (!shape.ok()) {
-        return fail(WithContext(shape.status(),
-                                absl::StrCat("[Master RunStep] feed '", feeds[i].first, "'")));
-      }
-      absl::Status s =
-          CheckFeed(feeds[i].first, static_cast<DataType>(value.dtype()), *shape, p.feed_specs[k]);
-      if (!s.ok()) return fail(s);
-      tensorflow::NamedTensorProto* send = req.add_send();
-      send->set_name(p.keys.at(feed_names[i]));
-      *send->mutable_tensor() = value;
-    }
-    for (const std::string& name : graph_fetches) req.add_recv_key(p.keys.at(name));
-  }
-  for (const std::string& name : fetch_names) {
-    auto it = fed.find(name);
-    if (it != fed.end()) {
-      step->outputs.push_back(-1 - static_cast<int>(step->fed_values.size()));
-      step->fed_values.push_back(*feeds[it->second].second);
-    } else {
-      step->outputs.push_back(static_cast<int>(step->fetch_keys.size()));
-      step->fetch_keys.push_back(p.keys.at(name));
-    }
-  }
-  // 3. Fan out. The first error aborts the other parts' steps.
+  step->step_stats = step_stats;
+  absl::Status built = BuildRequests(feeds, *sig, step.get());
+  if (!built.ok()) return fail(built);
   step->done = std::move(done);
   {
     absl::MutexLock l(&mu_);
@@ -462,12 +429,64 @@ void MasterSession::RunAsync(absl::Time deadline, const Feeds& feeds,
     }
     in_flight_[step->step_id] = step;
   }
+  FanOut(step);
+}
+
+absl::Status MasterSession::BuildRequests(const Feeds& feeds, const Signature& sig, Step* step) {
+  const Plan& p = *step->plan;
+  step->reqs.resize(p.parts.size());
+  step->resps.resize(p.parts.size());
+  for (size_t i = 0; i < p.parts.size(); ++i) {
+    tensorflow::RunGraphRequest& req = step->reqs[i];
+    req.set_session_handle(handle_);
+    req.set_create_worker_session_called(true);
+    req.set_graph_handle(p.parts[i].graph_handle);
+    req.set_step_id(step->step_id);
+    if (step->step_stats != nullptr) req.mutable_exec_opts()->set_record_timeline(true);
+  }
+  if (step->step_stats != nullptr) step->rpcs.resize(p.parts.size());
+  // Feeds and fetches go to the master's own task.
+  if (p.client_part >= 0) {
+    tensorflow::RunGraphRequest& req = step->reqs[p.client_part];
+    for (size_t i = 0; i < feeds.size(); ++i) {
+      const tensorflow::TensorProto& value = *feeds[i].second;
+      const size_t k =
+          std::lower_bound(p.feeds.begin(), p.feeds.end(), sig.feed_names[i]) - p.feeds.begin();
+      absl::StatusOr<TensorShape> shape = TensorShape::FromProto(value.tensor_shape());
+      if (!shape.ok()) {
+        return WithContext(shape.status(),
+                           absl::StrCat("[Master RunStep] feed '", feeds[i].first, "'"));
+      }
+      RETURN_IF_ERROR(
+          CheckFeed(feeds[i].first, static_cast<DataType>(value.dtype()), *shape, p.feed_specs[k]));
+      tensorflow::NamedTensorProto* send = req.add_send();
+      send->set_name(p.keys.at(sig.feed_names[i]));
+      *send->mutable_tensor() = value;
+    }
+    for (const std::string& name : sig.graph_fetches) req.add_recv_key(p.keys.at(name));
+  }
+  for (const std::string& name : sig.fetch_names) {
+    auto it = sig.fed.find(name);
+    if (it != sig.fed.end()) {
+      step->outputs.push_back(-1 - static_cast<int>(step->fed_values.size()));
+      step->fed_values.push_back(*feeds[it->second].second);
+    } else {
+      step->outputs.push_back(static_cast<int>(step->fetch_keys.size()));
+      step->fetch_keys.push_back(p.keys.at(name));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void MasterSession::FanOut(const std::shared_ptr<Step>& step) {
+  const Plan& p = *step->plan;
   {
     absl::MutexLock l(&step->mu);
     step->pending = static_cast<int>(p.parts.size()) + 1;  // +1 until all are started.
   }
   CallOptions opts;
-  opts.deadline = deadline;
+  opts.deadline = step->deadline;
+  // The first error aborts the other parts' steps.
   auto part_done = [this, step](const absl::Status& s) {
     bool abort = false, last;
     {

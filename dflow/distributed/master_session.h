@@ -87,6 +87,13 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
   void RunAsync(absl::Time deadline, const Feeds& feeds, const std::vector<std::string>& fetches,
                 const std::vector<std::string>& targets, tensorflow::StepStats* step_stats,
                 StepDone done);
+  struct Signature;
+  static absl::StatusOr<Signature> Canonicalize(const Feeds& feeds,
+                                                const std::vector<std::string>& fetches);
+  // The step's RunGraph requests, its fed values and its fetch order.
+  absl::Status BuildRequests(const Feeds& feeds, const Signature& sig, Step* step);
+  // Runs every part; the first error aborts the others.
+  void FanOut(const std::shared_ptr<Step>& step);
   // Traced steps: the parts' device stats and one row of RunGraph calls.
   void MergeStepStats(Step* step) const;
   // Appends `graph`'s nodes to the session's graph.
