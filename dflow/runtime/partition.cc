@@ -1,5 +1,6 @@
 #include "dflow/runtime/partition.h"
 
+#include <algorithm>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -52,9 +53,13 @@ class Partitioner {
   std::vector<Inputs> inputs_;              // By node id.
   // (source node id, output or kControlSlot, destination location) -> _Recv.
   std::map<std::tuple<int, int, std::string>, std::string> recvs_;
-  // (destination node id, source location) -> the dummy Const that carries
-  // every control edge between them outside loops.
-  std::map<std::pair<int, std::string>, tensorflow::NodeDef*> control_groups_;
+  // The control inputs a node takes from one other location outside loops
+  // travel as one dummy Const that waits for all of them; nodes of one
+  // location waiting for the same set share it.
+  // (destination node id, source location): the node waits on its group.
+  absl::flat_hash_set<std::pair<int, std::string>> control_waits_;
+  // (source location, destination location, source node ids) -> the _Recv.
+  std::map<std::tuple<std::string, std::string, std::vector<int>>, std::string> control_groups_;
   absl::flat_hash_set<std::string> made_names_;
   int counter_ = 0;
 };
@@ -177,23 +182,35 @@ absl::Status Partitioner::ConnectEdge(const Edge* e) {
   const bool local = loc_[e->src->id()] == loc_[e->dst->id()];
   // A node's control inputs from one other location (outside loops) travel
   // as one dummy tensor that waits for all of them: a train op waiting for a
-  // ps's updates receives one tensor a step, not one per update.
+  // ps's updates receives one tensor a step, not one per update; and the
+  // nodes there that wait for the same set share that tensor.
   if (!local && e->IsControlEdge() && frames_.frame_of[e->dst->id()] == 0 &&
       frames_.frame_of[e->src->id()] == 0) {
-    auto [group, fresh] =
-        control_groups_.try_emplace(std::make_pair(e->dst->id(), loc_[e->src->id()]), nullptr);
-    if (!fresh) {
-      group->second->add_input(absl::StrCat("^", e->src->name()));
-      return absl::OkStatus();
+    const std::string& src_loc = loc_[e->src->id()];
+    if (!control_waits_.emplace(e->dst->id(), src_loc).second) return absl::OkStatus();
+    std::vector<const Node*> sources;
+    for (const Edge* c : e->dst->in_edges()) {
+      if (c->IsControlEdge() && loc_[c->src->id()] == src_loc && frames_.frame_of[c->src->id()] == 0) {
+        sources.push_back(c->src);
+      }
     }
-    tensorflow::NodeDef* dummy = parts_[loc_[e->src->id()]].add_node();
-    *dummy = ControlSignalConst(NewName(absl::StrCat(e->dst->name(), "/ctrl")), DeviceOf(e->src));
-    dummy->add_input(absl::StrCat("^", e->src->name()));
-    group->second = dummy;
-    const std::string send_name = NewName(e->src->name());
-    const std::string recv_name = NewName(e->src->name());
-    AddSendRecv(e, dummy->name(), DT_FLOAT, send_name, recv_name);
-    in.control.push_back(absl::StrCat("^", recv_name));
+    std::sort(sources.begin(), sources.end(),
+              [](const Node* a, const Node* b) { return a->id() < b->id(); });
+    sources.erase(std::unique(sources.begin(), sources.end()), sources.end());
+    std::vector<int> ids;
+    for (const Node* n : sources) ids.push_back(n->id());
+    auto [group, fresh] =
+        control_groups_.try_emplace(std::make_tuple(src_loc, loc_[e->dst->id()], ids), "");
+    if (fresh) {
+      tensorflow::NodeDef* dummy = parts_[src_loc].add_node();
+      *dummy =
+          ControlSignalConst(NewName(absl::StrCat(e->dst->name(), "/ctrl")), DeviceOf(e->src));
+      for (const Node* n : sources) dummy->add_input(absl::StrCat("^", n->name()));
+      const std::string send_name = NewName(e->src->name());
+      group->second = NewName(e->src->name());
+      AddSendRecv(e, dummy->name(), DT_FLOAT, send_name, group->second);
+    }
+    in.control.push_back(absl::StrCat("^", group->second));
     return absl::OkStatus();
   }
   std::string src = e->src->name();

@@ -232,6 +232,33 @@ TEST_F(PartitionTest, ControlEdgesFromOneLocationToANodeTravelTogether) {
   EXPECT_EQ(Transfers(*parts).size(), 2u);
 }
 
+// SyncReplicasOptimizer's accumulators each wait for the worker's local step:
+// one tensor carries that wait to all of them.
+TEST_F(PartitionTest, NodesWaitingForTheSameControlInputsShareOneTransfer) {
+  GraphBuilder b;
+  b.Const("step", "/device:CPU:0");
+  b.Const("other", "/device:CPU:0");
+  b.NoOp("apply_a", {"^step"}, "/device:CPU:1");
+  b.NoOp("apply_b", {"^step"}, "/device:CPU:1");
+  b.NoOp("apply_c", {"^step"}, "/device:CPU:1");
+  b.NoOp("both", {"^step", "^other"}, "/device:CPU:1");
+  b.NoOp("both_again", {"^other", "^step"}, "/device:CPU:1");
+  std::unique_ptr<Graph> g = b.Build();
+  ASSERT_TRUE(Place(g.get(), Raw(devices_), devices_[0].get(), PlacerOptions()).ok());
+  absl::StatusOr<Parts> parts = Partition(*g, opts_);
+  ASSERT_TRUE(parts.ok()) << parts.status();
+  // Two sets ({step} and {step, other}): two transfers, not five.
+  EXPECT_EQ(Transfers(*parts).size(), 2u);
+  const tensorflow::GraphDef& cpu1 = parts->at(LocalCpu(1));
+  ASSERT_EQ(OfOp(cpu1, "_Recv").size(), 2u);
+  EXPECT_EQ(Find(cpu1, "apply_a")->input(0), Find(cpu1, "apply_c")->input(0));
+  EXPECT_EQ(Find(cpu1, "both")->input(0), Find(cpu1, "both_again")->input(0));
+  EXPECT_NE(Find(cpu1, "apply_a")->input(0), Find(cpu1, "both")->input(0));
+  for (const char* name : {"apply_a", "apply_b", "apply_c", "both", "both_again"}) {
+    EXPECT_EQ(Find(cpu1, name)->input_size(), 1) << name;
+  }
+}
+
 TEST_F(PartitionTest, UsesTheGivenNameGenerator) {
   int counter = 0;
   opts_.new_name = [&counter](const std::string& prefix) {
