@@ -28,13 +28,9 @@ using namespace train_internal;  // NOLINT: the trainer's shared pieces.
 
 namespace {
 
-absl::Status CheckClusterOptions(const TrainOptions& o, const ClusterSpec& cluster) {
-  const auto& modes = TrainModes();
-  if (std::find(modes.begin(), modes.end(), o.mode) == modes.end()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("[train] --mode '", o.mode, "' is not one of: ", absl::StrJoin(modes, ", ")));
-  }
-  if (o.mode.rfind("in-graph", 0) == 0 && o.task != 0) {
+absl::Status CheckClusterOptions(const TrainOptions& o, TrainMode mode,
+                                 const ClusterSpec& cluster) {
+  if (IsInGraph(mode) && o.task != 0) {
     return absl::InvalidArgumentError(
         "[train] in-graph replication has one client, worker 0; other workers only serve");
   }
@@ -158,21 +154,16 @@ absl::Status StartGraphInputs(const ClientSession& session, const std::vector<Gr
 
 }  // namespace
 
-const std::vector<std::string>& TrainModes() {
-  static const auto* v = new std::vector<std::string>{"between-async", "between-sync",
-                                                      "in-graph-async", "in-graph-sync"};
-  return *v;
-}
-
 absl::StatusOr<TrainMetrics> TrainOnCluster(const TrainOptions& o, std::ostream& progress) {
   const Clock::time_point wall_start = Clock::now();
   RETURN_IF_ERROR(CheckOptions(o));
+  ASSIGN_OR_RETURN(const TrainMode mode, ParseTrainMode(o.mode));
   ASSIGN_OR_RETURN(ClusterSpec cluster, ClusterSpec::FromJsonOrFile(o.cluster));
-  RETURN_IF_ERROR(CheckClusterOptions(o, cluster));
+  RETURN_IF_ERROR(CheckClusterOptions(o, mode, cluster));
   const int workers = cluster.NumTasks("worker");
   const bool chief = o.task == 0;
-  const bool sync = o.mode == "between-sync" || o.mode == "in-graph-sync";
-  const bool in_graph = o.mode.rfind("in-graph", 0) == 0;
+  const bool sync = IsSync(mode);
+  const bool in_graph = IsInGraph(mode);
   const int replicas = sync && o.replicas_to_aggregate > 0 ? o.replicas_to_aggregate : workers;
   ASSIGN_OR_RETURN(Data data, LoadData(o));
 
@@ -213,9 +204,9 @@ absl::StatusOr<TrainMetrics> TrainOnCluster(const TrainOptions& o, std::ostream&
   };
   Scope s = placed_on(root, worker_device);
   const int64_t examples_per_step = o.batch_size * towers_per_task *
-                                    (o.mode == "between-sync"    ? replicas
-                                     : o.mode == "in-graph-sync" ? workers
-                                                                 : 1);
+                                    (mode == TrainMode::kBetweenSync   ? replicas
+                                     : mode == TrainMode::kInGraphSync ? workers
+                                                                       : 1);
   const int64_t steps_per_epoch = data.train_examples / examples_per_step;
   int64_t total_steps = steps_per_epoch * o.epochs;
   if (o.max_steps > 0) total_steps = std::min(total_steps, o.max_steps);
@@ -256,7 +247,7 @@ absl::StatusOr<TrainMetrics> TrainOnCluster(const TrainOptions& o, std::ostream&
   };
   std::vector<Group> groups;
   std::unique_ptr<SyncReplicasOptimizer> sync_opt;
-  if (o.mode == "in-graph-async") {
+  if (mode == TrainMode::kInGraphAsync) {
     for (int w = 0; w < workers; ++w) {  // One update per worker task, from its towers.
       const auto first = grads.begin() + w * towers_per_task;
       std::vector<GradAndVar> mean =
