@@ -13,6 +13,7 @@
 #include "dflow/data/anonymous_resource.h"
 #include "dflow/data/dataset_kernel.h"
 #include "dflow/data/file_cache.h"
+#include "dflow/data/unary_dataset.h"
 #include "dflow/framework/op_def.h"
 #include "dflow/framework/resource_mgr.h"
 #include "dflow/framework/shape_inference.h"
@@ -182,31 +183,23 @@ class AnonymousMemoryCacheOp : public OpKernel {
 
 // --- ShardDataset --------------------------------------------------------------------
 
-class ShardDataset : public DatasetBase {
+class ShardDataset : public UnaryDataset<ShardDataset> {
  public:
   ShardDataset(std::shared_ptr<const DatasetBase> input, int64_t num_shards, int64_t index,
                bool require_non_empty, std::string what)
-      : DatasetBase(input->output_dtypes()),
-        input_(std::move(input)),
+      : UnaryDataset(std::move(input), std::move(what)),
         num_shards_(num_shards),
         index_(index),
-        require_non_empty_(require_non_empty),
-        what_(std::move(what)) {}
-  std::unique_ptr<IteratorBase> MakeIterator() const override {
-    return std::make_unique<Iterator>(this);
-  }
-  std::string DebugString() const override { return what_; }
+        require_non_empty_(require_non_empty) {}
 
- private:
-  class Iterator : public IteratorBase {
+  class Iterator : public InputIterator {
    public:
-    explicit Iterator(const ShardDataset* d)
-        : d_(d->shared_from_this()), s_(d), input_(d->input_->MakeIterator()) {}
+    using InputIterator::InputIterator;
     absl::Status GetNext(IteratorContext* ctx, std::vector<Tensor>* out, bool* end) override {
       while (true) {
         RETURN_IF_ERROR(input_->GetNext(ctx, out, end));
         if (*end) return EndOfInput();
-        if (next_++ % s_->num_shards_ == s_->index_) {
+        if (next_++ % d_->num_shards_ == d_->index_) {
           ++produced_;
           return absl::OkStatus();
         }
@@ -215,23 +208,19 @@ class ShardDataset : public DatasetBase {
 
    private:
     absl::Status EndOfInput() const {
-      if (!s_->require_non_empty_ || produced_ > 0) return absl::OkStatus();
+      if (!d_->require_non_empty_ || produced_ > 0) return absl::OkStatus();
       return absl::InvalidArgumentError(
-          absl::StrCat(s_->what_, ": require_non_empty is set, but shard ", s_->index_, " of ",
-                       s_->num_shards_, " is empty: the input has only ", next_, " element(s)"));
+          absl::StrCat(d_->what_, ": require_non_empty is set, but shard ", d_->index_, " of ",
+                       d_->num_shards_, " is empty: the input has only ", next_, " element(s)"));
     }
 
-    std::shared_ptr<const DatasetBase> d_;
-    const ShardDataset* s_;
-    std::unique_ptr<IteratorBase> input_;
     int64_t next_ = 0;      // input elements read
     int64_t produced_ = 0;  // of them returned
   };
 
-  const std::shared_ptr<const DatasetBase> input_;
+ private:
   const int64_t num_shards_, index_;
   const bool require_non_empty_;
-  const std::string what_;
 };
 
 class ShardDatasetOp : public DatasetOpKernel {
