@@ -66,6 +66,25 @@ class FuzzCluster {
   std::map<std::string, std::unique_ptr<Worker>> workers_;
 };
 
+// LLVMFuzzerInitialize of a service fuzzer: the common setup (fuzz_util.h)
+// and its cluster, kept for every input.
+inline FuzzCluster* InitServiceFuzzer() {
+  InitCommon();
+  return new FuzzCluster();
+}
+
+// LLVMFuzzerTestOneInput of a service fuzzer: an input over kMaxInputBytes
+// is refused (-1); otherwise `run()` calls the services of fresh workers,
+// dropped after.
+template <typename Fn>
+int FuzzOneInput(FuzzCluster* cluster, size_t size, Fn&& run) {
+  if (size > kMaxInputBytes) return -1;
+  cluster->NewWorkers();
+  run();
+  cluster->DropWorkers();
+  return 0;
+}
+
 // The loop of the service fuzzers: up to eight calls of an input
 // (fuzz_util.h's CallReader), each passed on as
 // `call(method % num_methods, bytes, options)`, options with a kCallTimeout

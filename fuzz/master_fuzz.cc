@@ -153,35 +153,32 @@ std::vector<std::string> Seeds() {
 }  // namespace dflow::fuzz
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  dflow::fuzz::InitCommon();
-  dflow::fuzz::cluster = new dflow::fuzz::FuzzCluster();
+  dflow::fuzz::cluster = dflow::fuzz::InitServiceFuzzer();
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace dflow;
   using namespace dflow::fuzz;
-  if (size > kMaxInputBytes) return -1;
-  cluster->NewWorkers();
-  MasterEnv env;
-  env.task_name = kWorkerTask;
-  env.cluster_tasks = {kWorkerTask, kPsTask};
-  env.worker_for_task = [](const std::string& task) { return cluster->worker(task); };
-  env.discovery_timeout = kCallTimeout;
-  env.session_gc = absl::ZeroDuration();
-  env.max_sessions = 4;
-  {
-    Master master(std::move(env));
-    std::string handle;
-    RunCalls(data, size, kNumMethods,
-             [&](int method, const std::string& bytes, const CallOptions& opts) {
-               CallMaster(master, method, bytes, opts, &handle);
-             });
-    // Variables live on the devices: clear them for the next input.
-    tensorflow::ResetRequest reset;
-    tensorflow::ResetResponse reset_resp;
-    (void)master.Reset(reset, &reset_resp, CallOptions::WithTimeout(kCallTimeout));
-  }
-  cluster->DropWorkers();
-  return 0;
+  return FuzzOneInput(cluster, size, [&] {
+    MasterEnv env;
+    env.task_name = kWorkerTask;
+    env.cluster_tasks = {kWorkerTask, kPsTask};
+    env.worker_for_task = [](const std::string& task) { return cluster->worker(task); };
+    env.discovery_timeout = kCallTimeout;
+    env.session_gc = absl::ZeroDuration();
+    env.max_sessions = 4;
+    {
+      Master master(std::move(env));
+      std::string handle;
+      RunCalls(data, size, kNumMethods,
+               [&](int method, const std::string& bytes, const CallOptions& opts) {
+                 CallMaster(master, method, bytes, opts, &handle);
+               });
+      // Variables live on the devices: clear them for the next input.
+      tensorflow::ResetRequest reset;
+      tensorflow::ResetResponse reset_resp;
+      (void)master.Reset(reset, &reset_resp, CallOptions::WithTimeout(kCallTimeout));
+    }
+  });
 }

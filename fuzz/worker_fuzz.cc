@@ -154,26 +154,23 @@ std::vector<std::string> Seeds() {
 }  // namespace dflow::fuzz
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  dflow::fuzz::InitCommon();
-  dflow::fuzz::cluster = new dflow::fuzz::FuzzCluster();
+  dflow::fuzz::cluster = dflow::fuzz::InitServiceFuzzer();
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace dflow;
   using namespace dflow::fuzz;
-  if (size > kMaxInputBytes) return -1;
-  cluster->NewWorkers();
-  WorkerInterface* w = cluster->worker(kWorkerTask);
-  std::string graph;
-  RunCalls(data, size, kNumMethods,
-           [&](int method, const std::string& bytes, const CallOptions& opts) {
-             CallWorker(w, method, bytes, opts, &graph);
-           });
-  // Resource containers live on the devices: clear them for the next input.
-  tensorflow::CleanupAllRequest all;
-  tensorflow::CleanupAllResponse all_resp;
-  (void)w->CleanupAll(all, &all_resp, CallOptions::WithTimeout(kCallTimeout));
-  cluster->DropWorkers();
-  return 0;
+  return FuzzOneInput(cluster, size, [&] {
+    WorkerInterface* w = cluster->worker(kWorkerTask);
+    std::string graph;
+    RunCalls(data, size, kNumMethods,
+             [&](int method, const std::string& bytes, const CallOptions& opts) {
+               CallWorker(w, method, bytes, opts, &graph);
+             });
+    // Resource containers live on the devices: clear them for the next input.
+    tensorflow::CleanupAllRequest all;
+    tensorflow::CleanupAllResponse all_resp;
+    (void)w->CleanupAll(all, &all_resp, CallOptions::WithTimeout(kCallTimeout));
+  });
 }
