@@ -1,6 +1,7 @@
 // An in-process cluster for the service fuzzers: /job:worker/task:0 (two
 // CPUs) and /job:ps/task:0 (one CPU), each with its devices; the Workers are
-// made per input (fresh state) on one shared pool.
+// made per input (fresh state) on one shared pool. RunCalls is their loop
+// over an input's calls.
 #ifndef DFLOW_FUZZ_CLUSTER_UTIL_H_
 #define DFLOW_FUZZ_CLUSTER_UTIL_H_
 
@@ -10,11 +11,13 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "dflow/distributed/call_options.h"
 #include "dflow/distributed/worker.h"
 #include "dflow/framework/attr_util.h"
 #include "dflow/framework/thread_pool.h"
 #include "dflow/proto/config.pb.h"
 #include "dflow/runtime/device_mgr.h"
+#include "fuzz/fuzz_util.h"
 
 namespace dflow::fuzz {
 
@@ -62,6 +65,39 @@ class FuzzCluster {
   std::map<std::string, std::unique_ptr<DeviceMgr>> mgrs_;
   std::map<std::string, std::unique_ptr<Worker>> workers_;
 };
+
+// LLVMFuzzerInitialize of a service fuzzer: the common setup (fuzz_util.h)
+// and its cluster, kept for every input.
+inline FuzzCluster* InitServiceFuzzer() {
+  InitCommon();
+  return new FuzzCluster();
+}
+
+// LLVMFuzzerTestOneInput of a service fuzzer: an input over kMaxInputBytes
+// is refused (-1); otherwise `run()` calls the services of fresh workers,
+// dropped after.
+template <typename Fn>
+int FuzzOneInput(FuzzCluster* cluster, size_t size, Fn&& run) {
+  if (size > kMaxInputBytes) return -1;
+  cluster->NewWorkers();
+  run();
+  cluster->DropWorkers();
+  return 0;
+}
+
+// The loop of the service fuzzers: up to eight calls of an input
+// (fuzz_util.h's CallReader), each passed on as
+// `call(method % num_methods, bytes, options)`, options with a kCallTimeout
+// deadline.
+template <typename Fn>
+void RunCalls(const uint8_t* data, size_t size, int num_methods, Fn&& call) {
+  CallReader calls(data, size);
+  int method;
+  std::string bytes;
+  for (int n = 0; n < 8 && calls.Next(&method, &bytes); ++n) {
+    call(method % num_methods, bytes, CallOptions::WithTimeout(kCallTimeout));
+  }
+}
 
 // A NodeDef for seeds.
 inline tensorflow::NodeDef* AddNode(tensorflow::GraphDef* g, const std::string& name,

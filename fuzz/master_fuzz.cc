@@ -45,6 +45,80 @@ tensorflow::GraphDef SeedGraph() {
   return g;
 }
 
+// Calls handler `method` of `master` with request `bytes`; `handle`: the
+// last session created, for the requests that name none.
+void CallMaster(Master& master, int method, const std::string& bytes, const CallOptions& opts,
+                std::string* handle) {
+  switch (method) {
+    case kCreate: {
+      tensorflow::CreateSessionRequest req;
+      tensorflow::CreateSessionResponse resp;
+      if (req.ParseFromString(bytes) && master.CreateSession(req, &resp, opts).ok()) {
+        *handle = resp.session_handle();
+      }
+      break;
+    }
+    case kExtend: {
+      tensorflow::ExtendSessionRequest req;
+      tensorflow::ExtendSessionResponse resp;
+      if (Parse(bytes, &req, *handle)) (void)master.ExtendSession(req, &resp, opts);
+      break;
+    }
+    case kPartialRunSetup: {
+      tensorflow::PartialRunSetupRequest req;
+      tensorflow::PartialRunSetupResponse resp;
+      if (Parse(bytes, &req, *handle)) {
+        (void)WaitForCall([&](StatusCallback d) {
+          master.PartialRunSetupAsync(opts, &req, &resp, std::move(d));
+        });
+      }
+      break;
+    }
+    case kRunStep: {
+      tensorflow::RunStepRequest req;
+      tensorflow::RunStepResponse resp;
+      if (Parse(bytes, &req, *handle)) (void)master.RunStep(req, &resp, opts);
+      break;
+    }
+    case kClose: {
+      tensorflow::CloseSessionRequest req;
+      tensorflow::CloseSessionResponse resp;
+      if (Parse(bytes, &req, *handle)) (void)master.CloseSession(req, &resp, opts);
+      break;
+    }
+    case kListDevices: {
+      tensorflow::ListDevicesRequest req;
+      tensorflow::ListDevicesResponse resp;
+      if (Parse(bytes, &req, *handle)) (void)master.ListDevices(req, &resp, opts);
+      break;
+    }
+    case kReset: {
+      tensorflow::ResetRequest req;
+      tensorflow::ResetResponse resp;
+      if (req.ParseFromString(bytes)) (void)master.Reset(req, &resp, opts);
+      break;
+    }
+    case kMakeCallable: {
+      tensorflow::MakeCallableRequest req;
+      tensorflow::MakeCallableResponse resp;
+      if (Parse(bytes, &req, *handle)) (void)master.MakeCallable(req, &resp, opts);
+      break;
+    }
+    case kRunCallable: {
+      tensorflow::RunCallableRequest req;
+      tensorflow::RunCallableResponse resp;
+      if (Parse(bytes, &req, *handle)) (void)master.RunCallable(req, &resp, opts);
+      break;
+    }
+    case kReleaseCallable: {
+      tensorflow::ReleaseCallableRequest req;
+      tensorflow::ReleaseCallableResponse resp;
+      if (Parse(bytes, &req, *handle)) (void)master.ReleaseCallable(req, &resp, opts);
+      break;
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> Seeds() {
@@ -79,104 +153,32 @@ std::vector<std::string> Seeds() {
 }  // namespace dflow::fuzz
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  dflow::fuzz::InitCommon();
-  dflow::fuzz::cluster = new dflow::fuzz::FuzzCluster();
+  dflow::fuzz::cluster = dflow::fuzz::InitServiceFuzzer();
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace dflow;
   using namespace dflow::fuzz;
-  if (size > kMaxInputBytes) return -1;
-  cluster->NewWorkers();
-  MasterEnv env;
-  env.task_name = kWorkerTask;
-  env.cluster_tasks = {kWorkerTask, kPsTask};
-  env.worker_for_task = [](const std::string& task) { return cluster->worker(task); };
-  env.discovery_timeout = kCallTimeout;
-  env.session_gc = absl::ZeroDuration();
-  env.max_sessions = 4;
-  {
-    Master master(std::move(env));
-    CallReader calls(data, size);
-    int method;
-    std::string bytes, handle;
-    for (int n = 0; n < 8 && calls.Next(&method, &bytes); ++n) {
-      const CallOptions opts = CallOptions::WithTimeout(kCallTimeout);
-      switch (method % kNumMethods) {
-        case kCreate: {
-          tensorflow::CreateSessionRequest req;
-          tensorflow::CreateSessionResponse resp;
-          if (req.ParseFromString(bytes) && master.CreateSession(req, &resp, opts).ok()) {
-            handle = resp.session_handle();
-          }
-          break;
-        }
-        case kExtend: {
-          tensorflow::ExtendSessionRequest req;
-          tensorflow::ExtendSessionResponse resp;
-          if (Parse(bytes, &req, handle)) (void)master.ExtendSession(req, &resp, opts);
-          break;
-        }
-        case kPartialRunSetup: {
-          tensorflow::PartialRunSetupRequest req;
-          tensorflow::PartialRunSetupResponse resp;
-          if (Parse(bytes, &req, handle)) {
-            (void)WaitForCall([&](StatusCallback d) {
-              master.PartialRunSetupAsync(opts, &req, &resp, std::move(d));
-            });
-          }
-          break;
-        }
-        case kRunStep: {
-          tensorflow::RunStepRequest req;
-          tensorflow::RunStepResponse resp;
-          if (Parse(bytes, &req, handle)) (void)master.RunStep(req, &resp, opts);
-          break;
-        }
-        case kClose: {
-          tensorflow::CloseSessionRequest req;
-          tensorflow::CloseSessionResponse resp;
-          if (Parse(bytes, &req, handle)) (void)master.CloseSession(req, &resp, opts);
-          break;
-        }
-        case kListDevices: {
-          tensorflow::ListDevicesRequest req;
-          tensorflow::ListDevicesResponse resp;
-          if (Parse(bytes, &req, handle)) (void)master.ListDevices(req, &resp, opts);
-          break;
-        }
-        case kReset: {
-          tensorflow::ResetRequest req;
-          tensorflow::ResetResponse resp;
-          if (req.ParseFromString(bytes)) (void)master.Reset(req, &resp, opts);
-          break;
-        }
-        case kMakeCallable: {
-          tensorflow::MakeCallableRequest req;
-          tensorflow::MakeCallableResponse resp;
-          if (Parse(bytes, &req, handle)) (void)master.MakeCallable(req, &resp, opts);
-          break;
-        }
-        case kRunCallable: {
-          tensorflow::RunCallableRequest req;
-          tensorflow::RunCallableResponse resp;
-          if (Parse(bytes, &req, handle)) (void)master.RunCallable(req, &resp, opts);
-          break;
-        }
-        case kReleaseCallable: {
-          tensorflow::ReleaseCallableRequest req;
-          tensorflow::ReleaseCallableResponse resp;
-          if (Parse(bytes, &req, handle)) (void)master.ReleaseCallable(req, &resp, opts);
-          break;
-        }
-      }
+  return FuzzOneInput(cluster, size, [&] {
+    MasterEnv env;
+    env.task_name = kWorkerTask;
+    env.cluster_tasks = {kWorkerTask, kPsTask};
+    env.worker_for_task = [](const std::string& task) { return cluster->worker(task); };
+    env.discovery_timeout = kCallTimeout;
+    env.session_gc = absl::ZeroDuration();
+    env.max_sessions = 4;
+    {
+      Master master(std::move(env));
+      std::string handle;
+      RunCalls(data, size, kNumMethods,
+               [&](int method, const std::string& bytes, const CallOptions& opts) {
+                 CallMaster(master, method, bytes, opts, &handle);
+               });
+      // Variables live on the devices: clear them for the next input.
+      tensorflow::ResetRequest reset;
+      tensorflow::ResetResponse reset_resp;
+      (void)master.Reset(reset, &reset_resp, CallOptions::WithTimeout(kCallTimeout));
     }
-    // Variables live on the devices: clear them for the next input.
-    tensorflow::ResetRequest reset;
-    tensorflow::ResetResponse reset_resp;
-    (void)master.Reset(reset, &reset_resp, CallOptions::WithTimeout(kCallTimeout));
-  }
-  cluster->DropWorkers();
-  return 0;
+  });
 }

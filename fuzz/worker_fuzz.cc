@@ -29,6 +29,72 @@ bool ParseWithGraph(const std::string& bytes, Req* req, const std::string& graph
   return true;
 }
 
+// Calls handler `method` of worker `w` with request `bytes`; `graph`: the
+// last graph registered, for the requests that name none.
+void CallWorker(WorkerInterface* w, int method, const std::string& bytes, const CallOptions& opts,
+                std::string* graph) {
+  switch (method) {
+    case kGetStatus: {
+      tensorflow::GetStatusRequest req;
+      tensorflow::GetStatusResponse resp;
+      if (req.ParseFromString(bytes)) (void)w->GetStatus(req, &resp, opts);
+      break;
+    }
+    case kCreateSession: {
+      tensorflow::CreateWorkerSessionRequest req;
+      tensorflow::CreateWorkerSessionResponse resp;
+      if (req.ParseFromString(bytes)) (void)w->CreateWorkerSession(req, &resp, opts);
+      break;
+    }
+    case kDeleteSession: {
+      tensorflow::DeleteWorkerSessionRequest req;
+      tensorflow::DeleteWorkerSessionResponse resp;
+      if (req.ParseFromString(bytes)) (void)w->DeleteWorkerSession(req, &resp, opts);
+      break;
+    }
+    case kRegister: {
+      tensorflow::RegisterGraphRequest req;
+      tensorflow::RegisterGraphResponse resp;
+      if (req.ParseFromString(bytes) && w->RegisterGraph(req, &resp, opts).ok()) {
+        *graph = resp.graph_handle();
+      }
+      break;
+    }
+    case kDeregister: {
+      tensorflow::DeregisterGraphRequest req;
+      tensorflow::DeregisterGraphResponse resp;
+      if (ParseWithGraph(bytes, &req, *graph)) (void)w->DeregisterGraph(req, &resp, opts);
+      break;
+    }
+    case kRunGraph: {
+      tensorflow::RunGraphRequest req;
+      tensorflow::RunGraphResponse resp;
+      if (ParseWithGraph(bytes, &req, *graph)) (void)w->RunGraph(req, &resp, opts);
+      break;
+    }
+    case kCleanupGraph: {
+      tensorflow::CleanupGraphRequest req;
+      tensorflow::CleanupGraphResponse resp;
+      if (req.ParseFromString(bytes)) (void)w->CleanupGraph(req, &resp, opts);
+      break;
+    }
+    case kCleanupAll: {
+      tensorflow::CleanupAllRequest req;
+      tensorflow::CleanupAllResponse resp;
+      if (req.ParseFromString(bytes)) (void)w->CleanupAll(req, &resp, opts);
+      break;
+    }
+    case kRecvTensor: {
+      tensorflow::RecvTensorRequest req;
+      RecvTensorResult resp;
+      if (req.ParseFromString(bytes)) {
+        (void)w->RecvTensor(req, &resp, CallOptions::WithTimeout(absl::Milliseconds(20)));
+      }
+      break;
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> Seeds() {
@@ -88,87 +154,23 @@ std::vector<std::string> Seeds() {
 }  // namespace dflow::fuzz
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  dflow::fuzz::InitCommon();
-  dflow::fuzz::cluster = new dflow::fuzz::FuzzCluster();
+  dflow::fuzz::cluster = dflow::fuzz::InitServiceFuzzer();
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace dflow;
   using namespace dflow::fuzz;
-  if (size > kMaxInputBytes) return -1;
-  cluster->NewWorkers();
-  WorkerInterface* w = cluster->worker(kWorkerTask);
-  CallReader calls(data, size);
-  int method;
-  std::string bytes, graph;
-  for (int n = 0; n < 8 && calls.Next(&method, &bytes); ++n) {
-    const CallOptions opts = CallOptions::WithTimeout(kCallTimeout);
-    switch (method % kNumMethods) {
-      case kGetStatus: {
-        tensorflow::GetStatusRequest req;
-        tensorflow::GetStatusResponse resp;
-        if (req.ParseFromString(bytes)) (void)w->GetStatus(req, &resp, opts);
-        break;
-      }
-      case kCreateSession: {
-        tensorflow::CreateWorkerSessionRequest req;
-        tensorflow::CreateWorkerSessionResponse resp;
-        if (req.ParseFromString(bytes)) (void)w->CreateWorkerSession(req, &resp, opts);
-        break;
-      }
-      case kDeleteSession: {
-        tensorflow::DeleteWorkerSessionRequest req;
-        tensorflow::DeleteWorkerSessionResponse resp;
-        if (req.ParseFromString(bytes)) (void)w->DeleteWorkerSession(req, &resp, opts);
-        break;
-      }
-      case kRegister: {
-        tensorflow::RegisterGraphRequest req;
-        tensorflow::RegisterGraphResponse resp;
-        if (req.ParseFromString(bytes) && w->RegisterGraph(req, &resp, opts).ok()) {
-          graph = resp.graph_handle();
-        }
-        break;
-      }
-      case kDeregister: {
-        tensorflow::DeregisterGraphRequest req;
-        tensorflow::DeregisterGraphResponse resp;
-        if (ParseWithGraph(bytes, &req, graph)) (void)w->DeregisterGraph(req, &resp, opts);
-        break;
-      }
-      case kRunGraph: {
-        tensorflow::RunGraphRequest req;
-        tensorflow::RunGraphResponse resp;
-        if (ParseWithGraph(bytes, &req, graph)) (void)w->RunGraph(req, &resp, opts);
-        break;
-      }
-      case kCleanupGraph: {
-        tensorflow::CleanupGraphRequest req;
-        tensorflow::CleanupGraphResponse resp;
-        if (req.ParseFromString(bytes)) (void)w->CleanupGraph(req, &resp, opts);
-        break;
-      }
-      case kCleanupAll: {
-        tensorflow::CleanupAllRequest req;
-        tensorflow::CleanupAllResponse resp;
-        if (req.ParseFromString(bytes)) (void)w->CleanupAll(req, &resp, opts);
-        break;
-      }
-      case kRecvTensor: {
-        tensorflow::RecvTensorRequest req;
-        RecvTensorResult resp;
-        if (req.ParseFromString(bytes)) {
-          (void)w->RecvTensor(req, &resp, CallOptions::WithTimeout(absl::Milliseconds(20)));
-        }
-        break;
-      }
-    }
-  }
-  // Resource containers live on the devices: clear them for the next input.
-  tensorflow::CleanupAllRequest all;
-  tensorflow::CleanupAllResponse all_resp;
-  (void)w->CleanupAll(all, &all_resp, CallOptions::WithTimeout(kCallTimeout));
-  cluster->DropWorkers();
-  return 0;
+  return FuzzOneInput(cluster, size, [&] {
+    WorkerInterface* w = cluster->worker(kWorkerTask);
+    std::string graph;
+    RunCalls(data, size, kNumMethods,
+             [&](int method, const std::string& bytes, const CallOptions& opts) {
+               CallWorker(w, method, bytes, opts, &graph);
+             });
+    // Resource containers live on the devices: clear them for the next input.
+    tensorflow::CleanupAllRequest all;
+    tensorflow::CleanupAllResponse all_resp;
+    (void)w->CleanupAll(all, &all_resp, CallOptions::WithTimeout(kCallTimeout));
+  });
 }

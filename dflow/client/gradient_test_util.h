@@ -14,11 +14,13 @@
 
 #include <functional>
 #include <ostream>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "dflow/client/op_builder.h"
 #include "dflow/client/scope.h"
+#include "dflow/framework/tensor.h"
 #include "dflow/framework/tensor_shape.h"
 
 namespace dflow {
@@ -45,6 +47,8 @@ struct GradCase {
   std::vector<GradInputSpec> inputs;
   GradBuildFn build;
   DataType dtype = DT_DOUBLE;  // Of the fed inputs; float rows get a looser bound.
+  // The largest gradient error allowed; 0: 1e-3 for double rows, 1e-2 for float ones.
+  double max_error = 0;
 };
 
 // gtest prints the row's name instead of its bytes.
@@ -61,6 +65,23 @@ struct GradCaseRegistrar {
     GradCases().insert(GradCases().end(), rows.begin(), rows.end());
   }
 };
+
+// Values for a fed input of `spec` (float or double), drawn from `rng`.
+inline Tensor RandomGradInput(DataType dtype, const GradInputSpec& spec, std::mt19937* rng) {
+  std::uniform_real_distribution<double> u(spec.lo, spec.hi);
+  std::bernoulli_distribution coin(0.5);
+  Tensor t(dtype, spec.shape);
+  for (int64_t k = 0; k < t.NumElements(); ++k) {
+    double v = u(*rng);
+    if (spec.random_sign && coin(*rng)) v = -v;
+    if (dtype == DT_FLOAT) {
+      t.flat<float>()[k] = static_cast<float>(v);
+    } else {
+      t.flat<double>()[k] = v;
+    }
+  }
+  return t;
+}
 
 // `op` applied to the first one or two inputs.
 inline GradBuildFn UnaryGradCase(const std::string& op) {

@@ -3,14 +3,13 @@
 // (including the second-order term when their backprop output is used),
 // Conv2D over paddings, strides, dilations and groups, MaxPool,
 // FusedBatchNorm V1/V2/V3 (NHWC and NCHW) in training and inference, LRN,
-// and a small CNN composed of all of them. Rows run in double unless named _float.
-#include <functional>
-#include <random>
+// and a small CNN composed of all of them: rows of the gradient harness
+// (gradient_test_util.h, run as GradOps/*), in double unless named _float.
 #include <set>
 #include <string>
 #include <vector>
 
-#include "dflow/client/gradient_check.h"
+#include "dflow/client/gradient_test_util.h"
 #include "dflow/client/op_builder.h"
 #include "dflow/client/ops.h"
 #include "dflow/framework/gradient.h"
@@ -19,58 +18,20 @@
 namespace dflow {
 namespace {
 
-struct InputSpec {
-  TensorShape shape;
-  double lo = -1, hi = 1;
-  bool random_sign = false;  // Magnitudes in [lo, hi], either sign.
-};
+using BuildFn = GradBuildFn;
 
-using BuildFn = std::function<Output(const Scope&, const std::vector<Output>&)>;
-
-struct NnGradCase {
-  std::string name;  // Test name; starts with the op it checks.
-  std::string op;    // The op whose gradient the row checks ("" for composites).
-  std::vector<InputSpec> inputs;
-  BuildFn build;
-  DataType dtype = DT_DOUBLE;
-};
-
-void PrintTo(const NnGradCase& c, std::ostream* os) { *os << c.name; }
-
-InputSpec S(std::initializer_list<int64_t> dims, double lo = -1, double hi = 1) {
-  return InputSpec{TensorShape(std::vector<int64_t>(dims)), lo, hi};
+GradInputSpec S(std::initializer_list<int64_t> dims, double lo = -1, double hi = 1) {
+  return GradInput(dims, lo, hi);
 }
 
-// Values of either sign, at least `lo` away from zero (kinks of Relu).
-InputSpec AwayFromZero(std::initializer_list<int64_t> dims) {
-  InputSpec s = S(dims, 0.1, 1);
-  s.random_sign = true;
-  return s;
-}
-
-Tensor RandomTensor(DataType dtype, const InputSpec& spec, std::mt19937* rng) {
-  std::uniform_real_distribution<double> u(spec.lo, spec.hi);
-  std::bernoulli_distribution coin(0.5);
-  Tensor t(dtype, spec.shape);
-  for (int64_t k = 0; k < t.NumElements(); ++k) {
-    double v = u(*rng);
-    if (spec.random_sign && coin(*rng)) v = -v;
-    if (dtype == DT_FLOAT) {
-      t.flat<float>()[k] = static_cast<float>(v);
-    } else {
-      t.flat<double>()[k] = v;
-    }
-  }
-  return t;
+// Values of either sign, at least 0.1 away from zero (kinks of Relu).
+GradInputSpec AwayFromZero(std::initializer_list<int64_t> dims) {
+  return GradInput(dims, 0.1, 1, /*random_sign=*/true);
 }
 
 // --- builders ------------------------------------------------------------------
 
-BuildFn Unary(const std::string& op) {
-  return [op](const Scope& s, const std::vector<Output>& x) {
-    return OpBuilder(s, op).Input(x[0]).Finish();
-  };
-}
+BuildFn Unary(const std::string& op) { return UnaryGradCase(op); }
 
 BuildFn BiasAdd(const std::string& format) {
   return [format](const Scope& s, const std::vector<Output>& x) {
@@ -155,7 +116,7 @@ Output SmallCnn(const Scope& s, const std::vector<Output>& x) {
   return ops::Mean(s, xent.loss, 0);
 }
 
-std::vector<NnGradCase> Cases() {
+std::vector<GradCase> Cases() {
   ConvSpec same, valid_s2, dilated, explicit_pad, grouped, uneven;
   valid_s2.padding = "VALID";
   valid_s2.strides = {1, 2, 2, 1};
@@ -272,38 +233,26 @@ std::vector<NnGradCase> Cases() {
   };
 }
 
-class NnGradCheckTest : public ::testing::TestWithParam<NnGradCase> {};
-
-TEST_P(NnGradCheckTest, MatchesFiniteDifferences) {
-  const NnGradCase& c = GetParam();
-  Scope root = Scope::NewRootScope();
-  std::mt19937 rng(4321);
-  std::vector<Output> xs;
-  std::vector<Tensor> values;
-  for (size_t i = 0; i < c.inputs.size(); ++i) {
-    xs.push_back(ops::Placeholder(root.WithOpName("x" + std::to_string(i)), c.dtype));
-    values.push_back(RandomTensor(c.dtype, c.inputs[i], &rng));
-  }
-  Output y = c.build(root, xs);
-  ASSERT_TRUE(root.ok()) << root.status();
-  absl::StatusOr<double> error = ComputeGradientError(root, xs, values, y);
-  ASSERT_TRUE(error.ok()) << error.status();
-  EXPECT_LT(*error, c.dtype == DT_DOUBLE ? 1e-6 : 2e-2);
+// The nn rows hold to tighter bounds than the harness's defaults.
+std::vector<GradCase> NnRows() {
+  std::vector<GradCase> rows = Cases();
+  for (GradCase& row : rows) row.max_error = row.dtype == DT_DOUBLE ? 1e-6 : 2e-2;
+  return rows;
 }
 
-INSTANTIATE_TEST_SUITE_P(NnGradCheck, NnGradCheckTest, ::testing::ValuesIn(Cases()),
-                         [](const auto& info) { return info.param.name; });
+// Run by gradients_test.cc's GradOps/GradOpTest.MatchesFiniteDifferences.
+const GradCaseRegistrar kNnRows(NnRows());
 
-// Every nn op with a gradient has a row above.
+// Every nn op has a gradient, and a row above.
 TEST(NnGradCheckRegistryTest, EveryNnGradientIsChecked) {
   std::set<std::string> checked;
-  for (const NnGradCase& c : Cases()) checked.insert(c.op);
+  for (const GradCase& c : GradCases()) checked.insert(c.op);
   for (const char* op :
        {"Relu", "BiasAdd", "Softmax", "LogSoftmax", "SparseSoftmaxCrossEntropyWithLogits",
         "SoftmaxCrossEntropyWithLogits", "Conv2D", "MaxPool", "FusedBatchNorm", "FusedBatchNormV2",
         "FusedBatchNormV3", "LRN"}) {
     EXPECT_NE(GradientRegistry::Global()->Find(op), nullptr) << op << " has no gradient";
-    EXPECT_TRUE(checked.count(op)) << op << " has no NnGradCheck row";
+    EXPECT_TRUE(checked.count(op)) << op << " has no gradient row";
   }
 }
 

@@ -9,19 +9,100 @@
 #include "dflow/framework/status.h"
 
 namespace dflow {
+namespace {
+
+// What a scope's graph knows of each node it holds.
+struct NodeInfo {
+  DataTypeVector output_types;
+  std::vector<PartialShape> output_shapes;
+  std::optional<Tensor> value;  // For Const nodes: used by shape functions.
+  std::string device;           // As requested when the node was added.
+};
+using NodeMap = std::map<std::string, NodeInfo>;
+
+// What AddNode learns of a new node's data inputs from the graph.
+struct InputFacts {
+  DataTypeVector types;
+  std::vector<PartialShape> shapes;
+  std::vector<const Tensor*> values;  // Of Const inputs; null for the others.
+};
+
+// Adds `inputs` to `node`'s inputs and returns what `nodes` knows of them;
+// InvalidArgument naming the op for an input that is not in the graph.
+absl::StatusOr<InputFacts> ConnectInputs(const NodeMap& nodes, const std::vector<Output>& inputs,
+                                         tensorflow::NodeDef* node) {
+  InputFacts facts;
+  for (const Output& o : inputs) {
+    auto it = nodes.find(o.node_name());
+    if (it == nodes.end() || o.index() >= static_cast<int>(it->second.output_types.size())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "[", node->op(), " '", node->name(), "'] input ", o.name(), " is not in this graph"));
+    }
+    node->add_input(o.index() == 0 ? o.node_name() : o.name());
+    facts.shapes.push_back(it->second.output_shapes[o.index()]);
+    facts.values.push_back(it->second.value ? &*it->second.value : nullptr);
+    facts.types.push_back(it->second.output_types[o.index()]);
+  }
+  return facts;
+}
+
+// Sets `node`'s device: its own, else the scope's `device`, then the
+// scope's device function; colocation (the `_class` attr) overrides both
+// with the device of the first colocated node that has one.
+void PlaceNode(const NodeMap& nodes, const std::string& device,
+               const std::function<std::string(const tensorflow::NodeDef&)>& device_fn,
+               const std::vector<std::string>& colocate_with, tensorflow::NodeDef* node) {
+  if (!colocate_with.empty()) {
+    std::vector<std::string> classes;
+    for (const std::string& c : colocate_with) classes.push_back("loc:@" + c);
+    SetAttr(node, "_class", classes);
+  }
+  if (node->device().empty()) node->set_device(device);
+  if (device_fn) node->set_device(device_fn(*node));
+  for (const std::string& c : colocate_with) {  // The first colocation op with a device wins.
+    auto it = nodes.find(c);
+    if (it != nodes.end() && !it->second.device.empty()) {
+      node->set_device(it->second.device);
+      break;
+    }
+  }
+}
+
+// Completes `node` with `op`'s default attrs, validates it, checks its
+// inputs' types against the op's and infers its output types and shapes:
+// what the graph will know of it, or the first error.
+absl::StatusOr<NodeInfo> TypeAndShape(const OpDef& op, const InputFacts& in,
+                                      tensorflow::NodeDef* node) {
+  AddDefaultAttrs(op, node);
+  DataTypeVector expected_in, out_types;
+  RETURN_IF_ERROR(ValidateNodeDef(*node, op));
+  RETURN_IF_ERROR(InOutTypesForNode(*node, op, &expected_in, &out_types));
+  for (size_t i = 0; i < in.types.size() && i < expected_in.size(); ++i) {
+    if (BaseType(in.types[i]) != BaseType(expected_in[i]) ||
+        (IsRefType(expected_in[i]) && !IsRefType(in.types[i]))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "[", node->op(), " '", node->name(), "'] input ", i, " (", node->input(i), ") is ",
+          DataTypeString(in.types[i]), " but the op expects ", DataTypeString(expected_in[i])));
+    }
+  }
+  ASSIGN_OR_RETURN(std::vector<PartialShape> out_shapes,
+                   InferShapes(*node, op, in.shapes, in.values, expected_in,
+                               static_cast<int>(out_types.size())));
+  NodeInfo info{out_types, std::move(out_shapes), std::nullopt, node->device()};
+  if (node->op() == "Const") {
+    Tensor t;
+    if (GetNodeAttr(*node, "value", &t).ok()) info.value = t;
+  }
+  return info;
+}
+
+}  // namespace
 
 // The graph shared by a root scope and all scopes derived from it.
 struct Scope::Graph {
-  struct NodeInfo {
-    DataTypeVector output_types;
-    std::vector<PartialShape> output_shapes;
-    std::optional<Tensor> value;  // For Const nodes: used by shape functions.
-    std::string device;           // As requested when the node was added.
-  };
-
   mutable absl::Mutex mu;
   tensorflow::GraphDef def ABSL_GUARDED_BY(mu);
-  std::map<std::string, NodeInfo> nodes ABSL_GUARDED_BY(mu);
+  NodeMap nodes ABSL_GUARDED_BY(mu);
   std::map<std::string, int> name_counts ABSL_GUARDED_BY(mu);
   absl::Status status ABSL_GUARDED_BY(mu);
 
@@ -192,75 +273,24 @@ Operation Scope::AddNode(tensorflow::NodeDef node, const std::vector<Input>& inp
   if (node.name().empty()) {
     node.set_name(graph_->Uniquify(name_prefix_ + (exact_name_.empty() ? node.op() : exact_name_)));
   }
-  std::vector<PartialShape> shapes;
-  std::vector<const Tensor*> values;
-  DataTypeVector in_types;
-  for (const Output& o : in_outputs) {
-    auto it = graph_->nodes.find(o.node_name());
-    if (it == graph_->nodes.end() ||
-        o.index() >= static_cast<int>(it->second.output_types.size())) {
-      graph_->status = absl::InvalidArgumentError(absl::StrCat(
-          "[", node.op(), " '", node.name(), "'] input ", o.name(), " is not in this graph"));
-      return Operation();
-    }
-    node.add_input(o.index() == 0 ? o.node_name() : o.name());
-    shapes.push_back(it->second.output_shapes[o.index()]);
-    values.push_back(it->second.value ? &*it->second.value : nullptr);
-    in_types.push_back(it->second.output_types[o.index()]);
-  }
-  for (const Operation& dep : control_deps_) node.add_input("^" + dep.name());
-  if (!colocate_with_.empty()) {
-    std::vector<std::string> classes;
-    for (const std::string& c : colocate_with_) classes.push_back("loc:@" + c);
-    SetAttr(&node, "_class", classes);
-  }
-  if (node.device().empty()) node.set_device(device_);
-  if (device_fn_) node.set_device(device_fn_(node));
-  for (const std::string& c : colocate_with_) {  // The first colocation op with a device wins.
-    auto it = graph_->nodes.find(c);
-    if (it != graph_->nodes.end() && !it->second.device.empty()) {
-      node.set_device(it->second.device);
-      break;
-    }
-  }
-
-  AddDefaultAttrs(op, &node);
-  DataTypeVector expected_in, out_types;
-  absl::Status s = ValidateNodeDef(node, op);
-  if (s.ok()) s = InOutTypesForNode(node, op, &expected_in, &out_types);
-  for (size_t i = 0; s.ok() && i < in_types.size() && i < expected_in.size(); ++i) {
-    if (BaseType(in_types[i]) != BaseType(expected_in[i]) ||
-        (IsRefType(expected_in[i]) && !IsRefType(in_types[i]))) {
-      s = absl::InvalidArgumentError(absl::StrCat(
-          "[", node.op(), " '", node.name(), "'] input ", i, " (", node.input(i), ") is ",
-          DataTypeString(in_types[i]), " but the op expects ", DataTypeString(expected_in[i])));
-    }
-  }
-  std::vector<PartialShape> out_shapes(out_types.size());
-  if (s.ok()) {
-    auto inferred =
-        InferShapes(node, op, shapes, values, expected_in, static_cast<int>(out_types.size()));
-    if (inferred.ok()) {
-      out_shapes = *std::move(inferred);
-    } else {
-      s = inferred.status();
-    }
-  }
-  if (!s.ok()) {
-    graph_->status = s;
+  absl::StatusOr<InputFacts> in = ConnectInputs(graph_->nodes, in_outputs, &node);
+  if (!in.ok()) {
+    graph_->status = in.status();
     return Operation();
   }
-
-  Graph::NodeInfo info{out_types, out_shapes, std::nullopt, node.device()};
-  if (node.op() == "Const") {
-    Tensor t;
-    if (GetNodeAttr(node, "value", &t).ok()) info.value = t;
+  for (const Operation& dep : control_deps_) node.add_input("^" + dep.name());
+  PlaceNode(graph_->nodes, device_, device_fn_, colocate_with_, &node);
+  absl::StatusOr<NodeInfo> info = TypeAndShape(op, *in, &node);
+  if (!info.ok()) {
+    graph_->status = info.status();
+    return Operation();
   }
-  graph_->nodes[node.name()] = info;
-  Operation result(node.name(), static_cast<int>(out_types.size()));
-  for (size_t i = 0; i < out_types.size(); ++i) {
-    outputs->emplace_back(result, static_cast<int>(i), out_types[i], out_shapes[i]);
+  Operation result(node.name(), static_cast<int>(info->output_types.size()));
+  for (size_t i = 0; i < info->output_types.size(); ++i) {
+    outputs->emplace_back(result, static_cast<int>(i), info->output_types[i],
+                          info->output_shapes[i]);
   }
+  graph_->nodes[node.name()] = *std::move(info);
   *graph_->def.add_node() = std::move(node);
   return result;
 }

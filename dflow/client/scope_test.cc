@@ -60,6 +60,36 @@ TEST(ScopeTest, DevicesControlDepsAndColocation) {
   std::vector<std::string> classes;
   ASSERT_TRUE(GetNodeAttr(*nb, "_class", &classes).ok());
   EXPECT_EQ(classes, std::vector<std::string>{"loc:@a"});
+  EXPECT_EQ(nb->device(), "/job:ps/task:0");  // Colocated: a's device.
+}
+
+// A device function overrides the scope's device; colocation overrides both.
+TEST(ScopeTest, DeviceFunctionThenColocationDecide) {
+  Scope root = Scope::NewRootScope();
+  Scope placed =
+      root.WithDevice("/job:worker").WithDeviceFunction([](const tensorflow::NodeDef& node) {
+        return node.device() + "/task:1";
+      });
+  Output a = ops::Const(placed.WithOpName("a"), 1.0f);
+  Output b = ops::Identity(placed.WithOpName("b"), a);
+  Output c = ops::Const(root.WithOpName("c").WithDevice("/job:ps"), 2.0f);
+  Scope colocated = placed.ColocateWith(c).WithDeviceFunction(
+      [](const tensorflow::NodeDef&) { return std::string("/job:worker/task:7"); });
+  Output d = ops::Identity(colocated.WithOpName("d"), a);
+  ASSERT_TRUE(root.ok()) << root.status();
+  EXPECT_EQ(FindNode(root, "a")->device(), "/job:worker/task:1");
+  EXPECT_EQ(FindNode(root, "b")->device(), "/job:worker/task:1");
+  EXPECT_EQ(FindNode(root, "d")->device(), "/job:ps");
+}
+
+TEST(ScopeTest, InputOfAnotherGraphIsAnError) {
+  Scope root = Scope::NewRootScope();
+  Scope other = Scope::NewRootScope();
+  Output a = ops::Const(other.WithOpName("elsewhere"), 1.0f);
+  ops::Identity(root.WithOpName("id"), a);
+  ASSERT_FALSE(root.ok());
+  EXPECT_EQ(std::string(root.status().message()),
+            "[Identity 'id'] input elsewhere:0 is not in this graph");
 }
 
 TEST(ScopeTest, ShapeFunctionsRunAtConstruction) {

@@ -4,20 +4,20 @@
 // own with DummyMemoryCache; with a file name, file_cache.h) and
 // ShardDataset (every num_shards-th element from `index`), with TensorFlow's
 // OpDefs.
-#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "dflow/data/anonymous_resource.h"
 #include "dflow/data/dataset_kernel.h"
 #include "dflow/data/file_cache.h"
+#include "dflow/data/unary_dataset.h"
 #include "dflow/framework/op_def.h"
 #include "dflow/framework/resource_mgr.h"
 #include "dflow/framework/shape_inference.h"
 #include "dflow/framework/status.h"
-#include "dflow/framework/variant.h"
 
 namespace dflow::data {
 namespace {
@@ -160,110 +160,46 @@ class CacheDatasetOp : public DatasetOpKernel {
   // CacheDataset's own cache, or the one CacheDatasetV2's handle names.
   static absl::StatusOr<std::shared_ptr<MemoryCache>> Cache(const OpKernelContext& ctx) {
     if (!kV2) return std::make_shared<MemoryCache>();
-    const Tensor& t = ctx.input(2);
-    if (t.dtype() != DT_RESOURCE || t.dims() != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("cache must be a scalar resource handle, got ", t.DebugString()));
-    }
-    const ResourceHandle& h = t.scalar<ResourceHandle>();
-    if (h.maybe_type_name == DummyMemoryCacheTag::kTypeName) return std::make_shared<MemoryCache>();
-    if (h.maybe_type_name != MemoryCacheResource::kTypeName) {
-      return absl::InvalidArgumentError(absl::StrCat("cache handle ", h.name, " names a ",
-                                                     h.maybe_type_name,
-                                                     " resource, not a memory cache"));
-    }
-    auto r = ctx.resource_manager()->Lookup<MemoryCacheResource>(h.container, h.name);
-    if (!r.ok()) return absl::InvalidArgumentError(r.status().message());
-    return (*r)->cache();
+    ASSIGN_OR_RETURN(auto resource,
+                     (AnonymousResourceInput<MemoryCacheResource, DummyMemoryCacheTag>(
+                         ctx, 2, "cache", "a memory cache")));
+    if (resource == nullptr) return std::make_shared<MemoryCache>();
+    return resource->cache();
   }
 };
 
 // --- AnonymousMemoryCache, DummyMemoryCache, DeleteMemoryCache -----------------------
 
-// AnonymousMemoryCache's deleter output: a token DeleteMemoryCache takes.
-class MemoryCacheDeleter : public VariantValue {
- public:
-  std::string TypeName() const override { return "tensorflow::data::MemoryCacheDeleter"; }
-  std::string DebugString() const override { return "MemoryCacheDeleter"; }
-  std::unique_ptr<VariantValue> Clone() const override {
-    return std::make_unique<MemoryCacheDeleter>();
-  }
-};
-
-// A new cache resource; it lives until DeleteMemoryCache or until its
-// device's resources are cleaned up.
+// AnonymousMemoryCache: a new cache resource; it lives until
+// DeleteMemoryCache or until its device's resources are cleaned up.
 class AnonymousMemoryCacheOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   absl::Status Compute(OpKernelContext* ctx) override {
-    static std::atomic<uint64_t> next_id{0};
-    const std::string name = absl::StrCat("_AnonymousMemoryCache", next_id.fetch_add(1));
-    const std::string& container = ctx->resource_manager()->default_container();
-    RETURN_IF_ERROR(
-        ctx->resource_manager()->Create(container, name, std::make_shared<MemoryCacheResource>()));
-    ctx->set_output(
-        0, ResourceHandleTensor<MemoryCacheResource>(ctx->device()->name(), container, name));
-    Tensor deleter(tensorflow::DT_VARIANT, TensorShape());
-    VariantScalar(deleter).Set(std::make_unique<MemoryCacheDeleter>());
-    ctx->set_output(1, std::move(deleter));
-    return absl::OkStatus();
-  }
-  bool IsExpensive() const override { return false; }
-};
-
-class DummyMemoryCacheOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  absl::Status Compute(OpKernelContext* ctx) override {
-    ctx->set_output(0, ResourceHandleTensor<DummyMemoryCacheTag>(ctx->device()->name(), "",
-                                                                 "_DummyMemoryCache"));
-    return absl::OkStatus();
-  }
-  bool IsExpensive() const override { return false; }
-};
-
-class DeleteMemoryCacheOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  absl::Status Compute(OpKernelContext* ctx) override {
-    const Tensor& t = ctx->input(0);
-    if (t.dtype() != DT_RESOURCE || t.dims() != 0) {
-      return ctx->InvalidArgument("handle must be a scalar resource handle, got ", t.DebugString());
-    }
-    const ResourceHandle& h = t.scalar<ResourceHandle>();
-    if (h.maybe_type_name == DummyMemoryCacheTag::kTypeName) return absl::OkStatus();
-    return ctx->resource_manager()->Delete(h);
+    return OutputAnonymousResource(ctx, std::make_shared<MemoryCacheResource>());
   }
   bool IsExpensive() const override { return false; }
 };
 
 // --- ShardDataset --------------------------------------------------------------------
 
-class ShardDataset : public DatasetBase {
+class ShardDataset : public UnaryDataset<ShardDataset> {
  public:
   ShardDataset(std::shared_ptr<const DatasetBase> input, int64_t num_shards, int64_t index,
                bool require_non_empty, std::string what)
-      : DatasetBase(input->output_dtypes()),
-        input_(std::move(input)),
+      : UnaryDataset(std::move(input), std::move(what)),
         num_shards_(num_shards),
         index_(index),
-        require_non_empty_(require_non_empty),
-        what_(std::move(what)) {}
-  std::unique_ptr<IteratorBase> MakeIterator() const override {
-    return std::make_unique<Iterator>(this);
-  }
-  std::string DebugString() const override { return what_; }
+        require_non_empty_(require_non_empty) {}
 
- private:
-  class Iterator : public IteratorBase {
+  class Iterator : public InputIterator {
    public:
-    explicit Iterator(const ShardDataset* d)
-        : d_(d->shared_from_this()), s_(d), input_(d->input_->MakeIterator()) {}
+    using InputIterator::InputIterator;
     absl::Status GetNext(IteratorContext* ctx, std::vector<Tensor>* out, bool* end) override {
       while (true) {
         RETURN_IF_ERROR(input_->GetNext(ctx, out, end));
         if (*end) return EndOfInput();
-        if (next_++ % s_->num_shards_ == s_->index_) {
+        if (next_++ % d_->num_shards_ == d_->index_) {
           ++produced_;
           return absl::OkStatus();
         }
@@ -272,23 +208,19 @@ class ShardDataset : public DatasetBase {
 
    private:
     absl::Status EndOfInput() const {
-      if (!s_->require_non_empty_ || produced_ > 0) return absl::OkStatus();
+      if (!d_->require_non_empty_ || produced_ > 0) return absl::OkStatus();
       return absl::InvalidArgumentError(
-          absl::StrCat(s_->what_, ": require_non_empty is set, but shard ", s_->index_, " of ",
-                       s_->num_shards_, " is empty: the input has only ", next_, " element(s)"));
+          absl::StrCat(d_->what_, ": require_non_empty is set, but shard ", d_->index_, " of ",
+                       d_->num_shards_, " is empty: the input has only ", next_, " element(s)"));
     }
 
-    std::shared_ptr<const DatasetBase> d_;
-    const ShardDataset* s_;
-    std::unique_ptr<IteratorBase> input_;
     int64_t next_ = 0;      // input elements read
     int64_t produced_ = 0;  // of them returned
   };
 
-  const std::shared_ptr<const DatasetBase> input_;
+ private:
   const int64_t num_shards_, index_;
   const bool require_non_empty_;
-  const std::string what_;
 };
 
 class ShardDatasetOp : public DatasetOpKernel {
@@ -349,14 +281,16 @@ REGISTER_KERNEL(KernelDefBuilder("AnonymousMemoryCache").Device(kDeviceCPU),
                 AnonymousMemoryCacheOp);
 
 REGISTER_OP("DummyMemoryCache").Output("handle: resource").SetIsStateful().SetShapeFn(ScalarShape);
-REGISTER_KERNEL(KernelDefBuilder("DummyMemoryCache").Device(kDeviceCPU), DummyMemoryCacheOp);
+REGISTER_KERNEL(KernelDefBuilder("DummyMemoryCache").Device(kDeviceCPU),
+                DummyResourceOp<DummyMemoryCacheTag>);
 
 REGISTER_OP("DeleteMemoryCache")
     .Input("handle: resource")
     .Input("deleter: variant")
     .SetIsStateful()
     .SetShapeFn(NoOutputs);
-REGISTER_KERNEL(KernelDefBuilder("DeleteMemoryCache").Device(kDeviceCPU), DeleteMemoryCacheOp);
+REGISTER_KERNEL(KernelDefBuilder("DeleteMemoryCache").Device(kDeviceCPU),
+                DeleteAnonymousResourceOp<DummyMemoryCacheTag>);
 
 REGISTER_OP("ShardDataset")
     .Input("input_dataset: variant")

@@ -322,6 +322,38 @@ TEST(ShuffleDatasetV2Test, SeedGeneratorsGiveShuffleDatasetsOrder) {
   }
 }
 
+// AnonymousSeedGenerator makes a fresh resource each step, which
+// DeleteSeedGenerator frees; a DummySeedGenerator handle deletes as a no-op.
+TEST(SeedGeneratorTest, AnonymousGeneratorsAreMadeAndDeleted) {
+  DataGraph g;
+  for (const char* name : {"seed", "seed2"}) g.Placeholder(name, DT_INT64);
+  g.Placeholder("reshuffle", DT_BOOL);
+  g.Node("generator", "AnonymousSeedGenerator", {"seed", "seed2", "reshuffle"});
+  g.Node("dummy", "DummySeedGenerator");
+  g.Node("delete_dummy", "DeleteSeedGenerator", {"dummy", "generator:1"});
+  g.Node("delete", "DeleteSeedGenerator", {"generator", "generator:1"});
+  auto session = g.Session();
+  const Feeds feeds = {{"seed", Tensor::Scalar<int64_t>(1)},
+                       {"seed2", Tensor::Scalar<int64_t>(2)},
+                       {"reshuffle", Tensor::Scalar(true)}};
+  std::vector<Tensor> out;
+  std::vector<std::string> names;
+  for (int step = 0; step < 2; ++step) {
+    ASSERT_TRUE(session->Run(feeds, {"generator", "dummy"}, {}, &out).ok());
+    ASSERT_EQ(out.size(), 2u);
+    const ResourceHandle& handle = out[0].scalar<ResourceHandle>();
+    EXPECT_EQ(handle.maybe_type_name, "SeedGenerator");
+    EXPECT_TRUE(absl::StartsWith(handle.name, "_AnonymousSeedGenerator")) << handle.name;
+    names.push_back(handle.name);
+    EXPECT_EQ(out[1].scalar<ResourceHandle>().name, "_DummySeedGenerator");
+  }
+  EXPECT_NE(names[0], names[1]);
+  for (const char* target : {"delete", "delete_dummy"}) {
+    absl::Status s = session->Run(feeds, {}, {target}, nullptr);
+    EXPECT_TRUE(s.ok()) << target << ": " << s;
+  }
+}
+
 // --- CacheDatasetV2 ------------------------------------------------------------------
 
 // range(20).shuffle(20) (unseeded) cached in `cache_op`'s cache, repeated

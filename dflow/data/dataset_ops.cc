@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "dflow/data/dataset_kernel.h"
+#include "dflow/data/unary_dataset.h"
 #include "dflow/framework/op_def.h"
 #include "dflow/framework/shape_inference.h"
 #include "dflow/framework/status.h"
@@ -264,52 +265,37 @@ absl::StatusOr<Tensor> Stack(const std::vector<std::vector<Tensor>>& elements, i
   return out;
 }
 
-class BatchDataset : public DatasetBase {
+class BatchDataset : public UnaryDataset<BatchDataset> {
  public:
   BatchDataset(std::shared_ptr<const DatasetBase> input, int64_t size, bool drop, std::string what)
-      : DatasetBase(input->output_dtypes()),
-        input_(std::move(input)),
-        size_(size),
-        drop_(drop),
-        what_(std::move(what)) {}
-  std::unique_ptr<IteratorBase> MakeIterator() const override {
-    return std::make_unique<Iterator>(this);
-  }
-  std::string DebugString() const override { return what_; }
+      : UnaryDataset(std::move(input), std::move(what)), size_(size), drop_(drop) {}
 
- private:
-  class Iterator : public IteratorBase {
+  class Iterator : public InputIterator {
    public:
-    explicit Iterator(const BatchDataset* d)
-        : d_(d->shared_from_this()), input_(d->input_->MakeIterator()), b_(d) {}
+    using InputIterator::InputIterator;
     absl::Status GetNext(IteratorContext* ctx, std::vector<Tensor>* out, bool* end) override {
       std::vector<std::vector<Tensor>> elements;
       bool input_end = false;
-      while (elements.size() < b_->size_ && !input_end) {
+      while (elements.size() < d_->size_ && !input_end) {
         std::vector<Tensor> e;
         RETURN_IF_ERROR(input_->GetNext(ctx, &e, &input_end));
         if (!input_end) elements.push_back(std::move(e));
       }
-      *end = elements.empty() || (b_->drop_ && elements.size() < b_->size_);
+      *end = elements.empty() || (d_->drop_ && elements.size() < d_->size_);
       if (*end) return absl::OkStatus();
       std::vector<Tensor> batch;
       for (size_t c = 0; c < elements[0].size(); ++c) {
-        ASSIGN_OR_RETURN(Tensor t, Stack(elements, c, b_->what_));
+        ASSIGN_OR_RETURN(Tensor t, Stack(elements, c, d_->what_));
         batch.push_back(std::move(t));
       }
       *out = std::move(batch);
       return absl::OkStatus();
     }
-
-   private:
-    std::shared_ptr<const DatasetBase> d_;
-    std::unique_ptr<IteratorBase> input_;
-    const BatchDataset* b_;
   };
-  const std::shared_ptr<const DatasetBase> input_;
+
+ private:
   const int64_t size_;
   const bool drop_;
-  const std::string what_;
 };
 
 class BatchDatasetOp : public DatasetOpKernel {
@@ -474,45 +460,37 @@ enum class MapMode {
 };
 
 // Applies `fn` to each input element followed by the captured arguments.
-class MapDataset : public DatasetBase {
+class MapDataset : public UnaryDataset<MapDataset> {
  public:
   MapDataset(std::shared_ptr<const DatasetBase> input, std::shared_ptr<const FunctionRunner> fn,
              std::vector<Tensor> captured, DataTypeVector dtypes, MapMode mode, std::string what)
-      : DatasetBase(std::move(dtypes)),
-        input_(std::move(input)),
+      : UnaryDataset(std::move(input), std::move(dtypes), std::move(what)),
         fn_(std::move(fn)),
         captured_(std::move(captured)),
-        mode_(mode),
-        what_(std::move(what)) {}
-  std::unique_ptr<IteratorBase> MakeIterator() const override {
-    return std::make_unique<Iterator>(this);
-  }
-  std::string DebugString() const override { return what_; }
+        mode_(mode) {}
 
- private:
-  class Iterator : public IteratorBase {
+  class Iterator : public InputIterator {
    public:
-    explicit Iterator(const MapDataset* d)
-        : d_(d->shared_from_this()), m_(d), input_(d->input_->MakeIterator()) {}
+    using InputIterator::InputIterator;
     absl::Status GetNext(IteratorContext* ctx, std::vector<Tensor>* out, bool* end) override {
       while (true) {
         if (inner_ != nullptr) {
           RETURN_IF_ERROR(inner_->GetNext(ctx, out, end));
-          if (!*end) return CheckElementTypes(*out, m_->output_dtypes(), m_->what_);
+          if (!*end) return CheckElementTypes(*out, d_->output_dtypes(), d_->what_);
           inner_.reset();
         }
         std::vector<Tensor> element;
         RETURN_IF_ERROR(input_->GetNext(ctx, &element, end));
         if (*end) return absl::OkStatus();
         std::vector<Tensor> args = element;
-        for (const Tensor& c : m_->captured_) args.push_back(c);
-        auto results = m_->fn_->Run(std::move(args), ctx->cancellation);
+        for (const Tensor& c : d_->captured_) args.push_back(c);
+        auto results = d_->fn_->Run(std::move(args), ctx->cancellation);
         if (!results.ok()) {
-          return WithContext(results.status(), m_->what_);
+          return WithContext(results.status(), d_->what_);
         }
-        switch (m_->mode_) {
+        switch (d_->mode_) {
           case MapMode::kMap:
-            RETURN_IF_ERROR(CheckElementTypes(*results, m_->output_dtypes(), m_->what_));
+            RETURN_IF_ERROR(CheckElementTypes(*results, d_->output_dtypes(), d_->what_));
             *out = *std::move(results);
             return absl::OkStatus();
           case MapMode::kFilter: {
@@ -524,7 +502,7 @@ class MapDataset : public DatasetBase {
           case MapMode::kFlatMap: {
             if (results->size() != 1) {
               return absl::InvalidArgumentError(
-                  absl::StrCat(m_->what_, ": the function must return one dataset"));
+                  absl::StrCat(d_->what_, ": the function must return one dataset"));
             }
             ASSIGN_OR_RETURN(inner_dataset_, GetDataset((*results)[0]));
             inner_ = inner_dataset_->MakeIterator();
@@ -538,22 +516,19 @@ class MapDataset : public DatasetBase {
     absl::StatusOr<bool> Predicate(const std::vector<Tensor>& results) const {
       if (results.size() != 1 || results[0].dtype() != DT_BOOL || results[0].dims() != 0) {
         return absl::InvalidArgumentError(
-            absl::StrCat(m_->what_, ": Filter predicate `f` must return a scalar bool."));
+            absl::StrCat(d_->what_, ": Filter predicate `f` must return a scalar bool."));
       }
       return results[0].scalar<bool>();
     }
 
-    std::shared_ptr<const DatasetBase> d_;
-    const MapDataset* m_;
-    std::unique_ptr<IteratorBase> input_;
     std::shared_ptr<const DatasetBase> inner_dataset_;  // flat map: keeps inner_'s dataset
     std::unique_ptr<IteratorBase> inner_;
   };
-  const std::shared_ptr<const DatasetBase> input_;
+
+ private:
   const std::shared_ptr<const FunctionRunner> fn_;
   const std::vector<Tensor> captured_;
   const MapMode mode_;
-  const std::string what_;
 };
 
 // kParallel: ParallelMapDatasetV2, whose last input is num_parallel_calls.

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "dflow/data/dataset_kernel.h"
+#include "dflow/data/unary_dataset.h"
 #include "dflow/framework/op_def.h"
 #include "dflow/framework/shape_inference.h"
 #include "dflow/framework/status.h"
@@ -57,22 +58,16 @@ absl::Status Fill(const Tensor& value, Tensor* t) {
   });
 }
 
-class PaddedBatchDataset : public DatasetBase {
+class PaddedBatchDataset : public UnaryDataset<PaddedBatchDataset> {
  public:
   PaddedBatchDataset(std::shared_ptr<const DatasetBase> input, int64_t size,
                      std::vector<std::vector<int64_t>> padded_shapes, std::vector<Tensor> padding,
                      bool drop, std::string what)
-      : DatasetBase(input->output_dtypes()),
-        input_(std::move(input)),
+      : UnaryDataset(std::move(input), std::move(what)),
         size_(size),
         padded_shapes_(std::move(padded_shapes)),
         padding_(std::move(padding)),
-        drop_(drop),
-        what_(std::move(what)) {}
-  std::unique_ptr<IteratorBase> MakeIterator() const override {
-    return std::make_unique<Iterator>(this);
-  }
-  std::string DebugString() const override { return what_; }
+        drop_(drop) {}
 
  private:
   // Component `c` of every element, padded into one tensor.
@@ -105,43 +100,37 @@ class PaddedBatchDataset : public DatasetBase {
     return out;
   }
 
-  class Iterator : public IteratorBase {
+ public:
+  class Iterator : public InputIterator {
    public:
-    explicit Iterator(const PaddedBatchDataset* d)
-        : d_(d->shared_from_this()), p_(d), input_(d->input_->MakeIterator()) {}
+    using InputIterator::InputIterator;
     absl::Status GetNext(IteratorContext* ctx, std::vector<Tensor>* out, bool* end) override {
       std::vector<std::vector<Tensor>> elements;
       bool input_end = false;
-      while (static_cast<int64_t>(elements.size()) < p_->size_ && !input_end) {
+      while (static_cast<int64_t>(elements.size()) < d_->size_ && !input_end) {
         std::vector<Tensor> e;
         RETURN_IF_ERROR(input_->GetNext(ctx, &e, &input_end));
         if (input_end) break;
-        RETURN_IF_ERROR(CheckElementTypes(e, p_->output_dtypes(), p_->what_));
+        RETURN_IF_ERROR(CheckElementTypes(e, d_->output_dtypes(), d_->what_));
         elements.push_back(std::move(e));
       }
-      *end = elements.empty() || (p_->drop_ && static_cast<int64_t>(elements.size()) < p_->size_);
+      *end = elements.empty() || (d_->drop_ && static_cast<int64_t>(elements.size()) < d_->size_);
       if (*end) return absl::OkStatus();
       std::vector<Tensor> batch;
       for (size_t c = 0; c < elements[0].size(); ++c) {
-        ASSIGN_OR_RETURN(Tensor t, p_->Pad(elements, c));
+        ASSIGN_OR_RETURN(Tensor t, d_->Pad(elements, c));
         batch.push_back(std::move(t));
       }
       *out = std::move(batch);
       return absl::OkStatus();
     }
-
-   private:
-    std::shared_ptr<const DatasetBase> d_;
-    const PaddedBatchDataset* p_;
-    std::unique_ptr<IteratorBase> input_;
   };
 
-  const std::shared_ptr<const DatasetBase> input_;
+ private:
   const int64_t size_;
   const std::vector<std::vector<int64_t>> padded_shapes_;  // -1: the batch's largest
   const std::vector<Tensor> padding_;                      // scalars
   const bool drop_;
-  const std::string what_;
 };
 
 // Inputs: input_dataset, batch_size, padded_shapes[N], padding_values[N],

@@ -4,7 +4,6 @@
 // TensorFlow's OpDefs.
 //
 // For nonzero seeds the shuffle order is TensorFlow's, element for element.
-#include <atomic>
 #include <deque>
 #include <limits>
 #include <thread>
@@ -14,12 +13,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "dflow/data/anonymous_resource.h"
 #include "dflow/data/dataset_kernel.h"
 #include "dflow/framework/op_def.h"
 #include "dflow/framework/resource_mgr.h"
 #include "dflow/framework/shape_inference.h"
 #include "dflow/framework/status.h"
-#include "dflow/framework/variant.h"
 #include "dflow/ops/philox.h"
 
 namespace dflow::data {
@@ -233,32 +232,12 @@ struct DummySeedGeneratorTag {
 
 // The seed source input `i` names: null for DummySeedGenerator's handle.
 absl::StatusOr<std::shared_ptr<ShuffleSeeds>> SeedsFromHandle(const OpKernelContext& ctx, int i) {
-  const Tensor& t = ctx.input(i);
-  if (t.dtype() != DT_RESOURCE || t.dims() != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("seed_generator must be a scalar resource handle, got ", t.DebugString()));
-  }
-  const ResourceHandle& h = t.scalar<ResourceHandle>();
-  if (h.maybe_type_name == DummySeedGeneratorTag::kTypeName) return nullptr;
-  if (h.maybe_type_name != SeedGeneratorResource::kTypeName) {
-    return absl::InvalidArgumentError(absl::StrCat("seed_generator handle ", h.name, " names a ",
-                                                   h.maybe_type_name,
-                                                   " resource, not a seed generator"));
-  }
-  auto r = ctx.resource_manager()->Lookup<SeedGeneratorResource>(h.container, h.name);
-  if (!r.ok()) return absl::InvalidArgumentError(r.status().message());
-  return (*r)->seeds();
+  ASSIGN_OR_RETURN(auto resource,
+                   (AnonymousResourceInput<SeedGeneratorResource, DummySeedGeneratorTag>(
+                       ctx, i, "seed_generator", "a seed generator")));
+  if (resource == nullptr) return nullptr;
+  return resource->seeds();
 }
-
-// AnonymousSeedGenerator's deleter output: a token DeleteSeedGenerator takes.
-class SeedGeneratorDeleter : public VariantValue {
- public:
-  std::string TypeName() const override { return "tensorflow::data::SeedGeneratorDeleter"; }
-  std::string DebugString() const override { return "SeedGeneratorDeleter"; }
-  std::unique_ptr<VariantValue> Clone() const override {
-    return std::make_unique<SeedGeneratorDeleter>();
-  }
-};
 
 class AnonymousSeedGeneratorOp : public OpKernel {
  public:
@@ -270,44 +249,8 @@ class AnonymousSeedGeneratorOp : public OpKernel {
     if (reshuffle.dtype() != DT_BOOL || reshuffle.dims() != 0) {
       return ctx->InvalidArgument("reshuffle must be a bool scalar, got ", reshuffle.DebugString());
     }
-    static std::atomic<uint64_t> next_id{0};
-    const std::string name = absl::StrCat("_AnonymousSeedGenerator", next_id.fetch_add(1));
-    const std::string& container = ctx->resource_manager()->default_container();
-    RETURN_IF_ERROR(ctx->resource_manager()->Create(
-        container, name,
-        std::make_shared<SeedGeneratorResource>(NewSeeds(seed, seed2, reshuffle.scalar<bool>()))));
-    ctx->set_output(
-        0, ResourceHandleTensor<SeedGeneratorResource>(ctx->device()->name(), container, name));
-    Tensor deleter(tensorflow::DT_VARIANT, TensorShape());
-    VariantScalar(deleter).Set(std::make_unique<SeedGeneratorDeleter>());
-    ctx->set_output(1, std::move(deleter));
-    return absl::OkStatus();
-  }
-  bool IsExpensive() const override { return false; }
-};
-
-class DummySeedGeneratorOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  absl::Status Compute(OpKernelContext* ctx) override {
-    ctx->set_output(0, ResourceHandleTensor<DummySeedGeneratorTag>(ctx->device()->name(), "",
-                                                                   "_DummySeedGenerator"));
-    return absl::OkStatus();
-  }
-  bool IsExpensive() const override { return false; }
-};
-
-class DeleteSeedGeneratorOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  absl::Status Compute(OpKernelContext* ctx) override {
-    const Tensor& t = ctx->input(0);
-    if (t.dtype() != DT_RESOURCE || t.dims() != 0) {
-      return ctx->InvalidArgument("handle must be a scalar resource handle, got ", t.DebugString());
-    }
-    const ResourceHandle& h = t.scalar<ResourceHandle>();
-    if (h.maybe_type_name == DummySeedGeneratorTag::kTypeName) return absl::OkStatus();
-    return ctx->resource_manager()->Delete(h);
+    return OutputAnonymousResource(ctx, std::make_shared<SeedGeneratorResource>(
+                                            NewSeeds(seed, seed2, reshuffle.scalar<bool>())));
   }
   bool IsExpensive() const override { return false; }
 };
@@ -570,14 +513,16 @@ REGISTER_OP("DummySeedGenerator")
     .Output("handle: resource")
     .SetIsStateful()
     .SetShapeFn(ScalarShape);
-REGISTER_KERNEL(KernelDefBuilder("DummySeedGenerator").Device(kDeviceCPU), DummySeedGeneratorOp);
+REGISTER_KERNEL(KernelDefBuilder("DummySeedGenerator").Device(kDeviceCPU),
+                DummyResourceOp<DummySeedGeneratorTag>);
 
 REGISTER_OP("DeleteSeedGenerator")
     .Input("handle: resource")
     .Input("deleter: variant")
     .SetIsStateful()
     .SetShapeFn(NoOutputs);
-REGISTER_KERNEL(KernelDefBuilder("DeleteSeedGenerator").Device(kDeviceCPU), DeleteSeedGeneratorOp);
+REGISTER_KERNEL(KernelDefBuilder("DeleteSeedGenerator").Device(kDeviceCPU),
+                DeleteAnonymousResourceOp<DummySeedGeneratorTag>);
 
 REGISTER_OP("PrefetchDataset")
     .Input("input_dataset: variant")

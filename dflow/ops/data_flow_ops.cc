@@ -66,16 +66,6 @@ std::string ShapesString(const std::vector<TensorShape>& shapes) {
       "]");
 }
 
-// The error of a wait ended by its step: DeadlineExceeded once past the
-// deadline, Cancelled otherwise.
-absl::Status WaitEnded(const Waiter& w, const std::string& what, const std::string& cancelled) {
-  if (absl::Now() >= w.deadline) {
-    return absl::DeadlineExceededError(
-        absl::StrCat(what, " timed out: the step's deadline passed while it waited"));
-  }
-  return absl::CancelledError(cancelled);
-}
-
 }  // namespace
 
 // Copies `src` (shape `from`) into the row-major block of shape `to` (each
@@ -105,18 +95,15 @@ absl::Status CopyPadded(const Tensor& src, const TensorShape& to, Tensor* dst, i
 
 // --- Queue ----------------------------------------------------------------------------
 
-struct Queue::Attempt {
+struct Queue::Attempt : WaitEntry {
   enum Kind { kEnqueue, kClose, kDequeue };
   Kind kind = kEnqueue;
-  int64_t id = 0;
   std::deque<Tuple> rows;  // kEnqueue: rows still to add
   int64_t requested = 0;   // kDequeue: elements wanted
   bool batched = false;    // kDequeue: DequeueMany, whose output is stacked
   bool up_to = false;      // kDequeue: DequeueUpTo, content with fewer once closed
   std::vector<Tuple> taken;
   absl::Status status;  // the result, once complete
-  Waiter waiter;
-  CancellationToken token = kInvalidCancellationToken;
   DoneCallback done;
 };
 
@@ -127,7 +114,9 @@ Queue::Queue(std::string name, std::vector<DataType> types, std::vector<TensorSh
       shapes_(std::move(shapes)),
       capacity_(capacity),
       options_(std::move(options)),
-      generator_(0, 0) {
+      generator_(0, 0),
+      enqueues_(&mu_),
+      dequeues_(&mu_) {
   uint64_t seed = static_cast<uint64_t>(options_.seed);
   uint64_t seed2 = static_cast<uint64_t>(options_.seed2);
   if (seed == 0 && seed2 == 0) {
@@ -152,7 +141,7 @@ const char* Queue::kind_name() const {
 Queue::~Queue() {
   absl::MutexLock l(&mu_);  // For the annotations; no one else can hold it now.
   for (auto* list : {&enqueues_, &dequeues_}) {
-    for (std::unique_ptr<Attempt>& a : *list) {
+    for (std::unique_ptr<Attempt>& a : list->TakeAll()) {
       a->done(absl::CancelledError(absl::StrCat(kind_name(), " '", name_, "' was destroyed")), {});
     }
   }
@@ -249,7 +238,7 @@ void Queue::Enqueue(Tuple tuple, const Waiter& waiter, DoneCallback done) {
   a->kind = Attempt::kEnqueue;
   a->rows.push_back(std::move(tuple));
   a->done = std::move(done);
-  Submit(std::move(a), /*is_enqueue=*/true, waiter);
+  Submit(std::move(a), &enqueues_, waiter);
 }
 
 void Queue::EnqueueMany(Tuple batch, const Waiter& waiter, DoneCallback done) {
@@ -276,7 +265,7 @@ void Queue::EnqueueMany(Tuple batch, const Waiter& waiter, DoneCallback done) {
     return;
   }
   a->done = std::move(done);
-  Submit(std::move(a), /*is_enqueue=*/true, waiter);
+  Submit(std::move(a), &enqueues_, waiter);
 }
 
 void Queue::Dequeue(const Waiter& waiter, DoneCallback done) {
@@ -284,7 +273,7 @@ void Queue::Dequeue(const Waiter& waiter, DoneCallback done) {
   a->kind = Attempt::kDequeue;
   a->requested = 1;
   a->done = std::move(done);
-  Submit(std::move(a), /*is_enqueue=*/false, waiter);
+  Submit(std::move(a), &dequeues_, waiter);
 }
 
 void Queue::DequeueMany(int64_t n, bool up_to, const Waiter& waiter, DoneCallback done) {
@@ -306,7 +295,7 @@ void Queue::DequeueMany(int64_t n, bool up_to, const Waiter& waiter, DoneCallbac
   a->batched = true;
   a->up_to = up_to;
   a->done = std::move(done);
-  Submit(std::move(a), /*is_enqueue=*/false, waiter);
+  Submit(std::move(a), &dequeues_, waiter);
 }
 
 void Queue::Close(bool cancel_pending_enqueues, const Waiter& waiter, DoneCallback done) {
@@ -315,18 +304,17 @@ void Queue::Close(bool cancel_pending_enqueues, const Waiter& waiter, DoneCallba
     auto a = std::make_unique<Attempt>();
     a->kind = Attempt::kClose;
     a->done = std::move(done);
-    Submit(std::move(a), /*is_enqueue=*/true, waiter);
+    Submit(std::move(a), &enqueues_, waiter);
     return;
   }
   std::vector<std::unique_ptr<Attempt>> finished;
   {
     absl::MutexLock l(&mu_);
     closed_ = true;
-    for (std::unique_ptr<Attempt>& a : enqueues_) {
+    for (std::unique_ptr<Attempt>& a : enqueues_.TakeAll()) {
       a->status = absl::CancelledError("Enqueue operation was cancelled");
       finished.push_back(std::move(a));
     }
-    enqueues_.clear();
     for (std::unique_ptr<Attempt>& a : RunLocked()) finished.push_back(std::move(a));
   }
   for (std::unique_ptr<Attempt>& a : finished) Finish(std::move(a));
@@ -350,47 +338,29 @@ std::string Queue::DebugString() const {
                       closed_ ? ", closed" : "", ">");
 }
 
-void Queue::Submit(std::unique_ptr<Attempt> attempt, bool is_enqueue, const Waiter& waiter) {
-  attempt->waiter = waiter;
+void Queue::Submit(std::unique_ptr<Attempt> attempt, WaitList<Attempt>* list,
+                   const Waiter& waiter) {
   std::vector<std::unique_ptr<Attempt>> finished;
   int64_t id;
-  bool pending;
   {
     absl::MutexLock l(&mu_);
-    id = attempt->id = next_id_++;
-    (is_enqueue ? enqueues_ : dequeues_).push_back(std::move(attempt));
+    id = list->Add(std::move(attempt), waiter);
     finished = RunLocked();
-    pending = FindLocked(id) != nullptr;
   }
   for (std::unique_ptr<Attempt>& a : finished) Finish(std::move(a));
-  if (pending && waiter.cm != nullptr) Arm(id, waiter.cm);
+  if (waiter.cm == nullptr) return;
+  list->Arm(id, waiter.cm, [self = shared_from_this(), list, id] { self->Abort(list, id); });
 }
 
-void Queue::Arm(int64_t id, CancellationManager* cm) {
-  std::shared_ptr<Queue> self = shared_from_this();
-  const CancellationToken token = cm->Register([self, id] { self->Abort(id); });
-  if (token == kInvalidCancellationToken) {  // The step is already cancelled.
-    Abort(id);
-    return;
-  }
-  bool pending;
-  {
-    absl::MutexLock l(&mu_);
-    Attempt* a = FindLocked(id);
-    pending = a != nullptr;
-    if (pending) a->token = token;
-  }
-  if (!pending) cm->Deregister(token);  // It finished meanwhile.
-}
-
-void Queue::Abort(int64_t id) {
+void Queue::Abort(WaitList<Attempt>* list, int64_t id) {
   std::unique_ptr<Attempt> aborted;
   std::vector<std::unique_ptr<Attempt>> finished;
   {
     absl::MutexLock l(&mu_);
-    aborted = RemoveLocked(id);
+    aborted = list->Remove(id);
     if (aborted == nullptr) return;  // Already finished.
-    finished = RunLocked();          // Its leaving may unblock the next ones.
+    ReturnLocked(aborted.get());
+    finished = RunLocked();  // Its leaving may unblock the next ones.
   }
   static constexpr const char* kNames[] = {"Enqueue", "Close", "Dequeue"};
   const char* what = kNames[aborted->kind];
@@ -401,28 +371,6 @@ void Queue::Abort(int64_t id) {
   for (std::unique_ptr<Attempt>& a : finished) Finish(std::move(a));
 }
 
-Queue::Attempt* Queue::FindLocked(int64_t id) {
-  for (auto* list : {&enqueues_, &dequeues_}) {
-    for (std::unique_ptr<Attempt>& a : *list) {
-      if (a->id == id) return a.get();
-    }
-  }
-  return nullptr;
-}
-
-std::unique_ptr<Queue::Attempt> Queue::RemoveLocked(int64_t id) {
-  for (auto* list : {&enqueues_, &dequeues_}) {
-    for (auto it = list->begin(); it != list->end(); ++it) {
-      if ((*it)->id != id) continue;
-      std::unique_ptr<Attempt> a = std::move(*it);
-      list->erase(it);
-      ReturnLocked(a.get());
-      return a;
-    }
-  }
-  return nullptr;
-}
-
 std::vector<std::unique_ptr<Queue::Attempt>> Queue::RunLocked() {
   std::vector<std::unique_ptr<Attempt>> finished;
   bool progress = true;
@@ -430,13 +378,12 @@ std::vector<std::unique_ptr<Queue::Attempt>> Queue::RunLocked() {
     progress = false;
     for (auto* list : {&enqueues_, &dequeues_}) {
       while (!list->empty()) {
-        Attempt* a = list->front().get();
+        Attempt* a = list->front();
         const Progress p = a->kind == Attempt::kDequeue ? RunDequeueLocked(a) : RunEnqueueLocked(a);
         if (p == Progress::kNone) break;
         progress = true;
         if (p == Progress::kSome) break;
-        finished.push_back(std::move(list->front()));
-        list->pop_front();
+        finished.push_back(list->PopFront());
       }
     }
   }
@@ -549,7 +496,7 @@ absl::StatusOr<Queue::Tuple> Queue::Batch(const std::vector<Tuple>& rows) const 
 }
 
 void Queue::Finish(std::unique_ptr<Attempt> a) const {
-  if (a->token != kInvalidCancellationToken) a->waiter.cm->Deregister(a->token);
+  a->Disarm();
   Tuple out;
   absl::Status status = a->status;
   if (status.ok() && a->kind == Attempt::kDequeue && !a->batched) {
@@ -567,11 +514,8 @@ void Queue::Finish(std::unique_ptr<Attempt> a) const {
 
 // --- ConditionalAccumulator ----------------------------------------------------------
 
-struct ConditionalAccumulator::Take {
-  int64_t id = 0;
+struct ConditionalAccumulator::Take : WaitEntry {
   int64_t required = 0;
-  Waiter waiter;
-  CancellationToken token = kInvalidCancellationToken;
   TakeCallback done;
 };
 
@@ -601,11 +545,15 @@ absl::Status SwitchSummable(DataType dtype, Fn&& fn) {
 
 ConditionalAccumulator::ConditionalAccumulator(std::string name, DataType dtype, PartialShape shape,
                                                bool mean)
-    : name_(std::move(name)), dtype_(dtype), shape_(std::move(shape)), mean_(mean) {}
+    : name_(std::move(name)),
+      dtype_(dtype),
+      shape_(std::move(shape)),
+      mean_(mean),
+      takes_(&mu_) {}
 
 ConditionalAccumulator::~ConditionalAccumulator() {
   absl::MutexLock l(&mu_);
-  for (std::unique_ptr<Take>& take : takes_) {
+  for (std::unique_ptr<Take>& take : takes_.TakeAll()) {
     take->done(
         absl::CancelledError(absl::StrCat("ConditionalAccumulator '", name_, "' was destroyed")),
         Tensor());
@@ -672,41 +620,17 @@ void ConditionalAccumulator::TakeGradient(int64_t num_required, const Waiter& wa
   }
   auto take = std::make_unique<Take>();
   take->required = num_required;
-  take->waiter = waiter;
   take->done = std::move(done);
   std::vector<std::pair<std::unique_ptr<Take>, Tensor>> finished;
   int64_t id;
-  bool pending;
   {
     absl::MutexLock l(&mu_);
-    id = take->id = next_id_++;
-    takes_.push_back(std::move(take));
+    id = takes_.Add(std::move(take), waiter);
     finished = RunLocked();
-    pending =
-        std::any_of(takes_.begin(), takes_.end(), [id](const auto& t) { return t->id == id; });
   }
   Finish(std::move(finished));
-  if (pending && waiter.cm != nullptr) Arm(id, waiter.cm);
-}
-
-void ConditionalAccumulator::Arm(int64_t id, CancellationManager* cm) {
-  std::shared_ptr<ConditionalAccumulator> self = shared_from_this();
-  const CancellationToken token = cm->Register([self, id] { self->Abort(id); });
-  if (token == kInvalidCancellationToken) {
-    Abort(id);
-    return;
-  }
-  bool pending = false;
-  {
-    absl::MutexLock l(&mu_);
-    for (std::unique_ptr<Take>& t : takes_) {
-      if (t->id == id) {
-        t->token = token;
-        pending = true;
-      }
-    }
-  }
-  if (!pending) cm->Deregister(token);
+  if (waiter.cm == nullptr) return;
+  takes_.Arm(id, waiter.cm, [self = shared_from_this(), id] { self->Abort(id); });
 }
 
 void ConditionalAccumulator::Abort(int64_t id) {
@@ -715,11 +639,8 @@ void ConditionalAccumulator::Abort(int64_t id) {
   std::vector<std::pair<std::unique_ptr<Take>, Tensor>> finished;
   {
     absl::MutexLock l(&mu_);
-    auto it =
-        std::find_if(takes_.begin(), takes_.end(), [id](const auto& t) { return t->id == id; });
-    if (it == takes_.end()) return;
-    take = std::move(*it);
-    takes_.erase(it);
+    take = takes_.Remove(id);
+    if (take == nullptr) return;  // Already finished.
     have = counter_;
     finished = RunLocked();  // A later take may need fewer gradients.
   }
@@ -727,7 +648,7 @@ void ConditionalAccumulator::Abort(int64_t id) {
                                    absl::StrCat("TakeGradient on ConditionalAccumulator '", name_,
                                                 "' (", have, " of ", take->required, " gradients)"),
                                    "TakeGrad operation was cancelled");
-  if (take->token != kInvalidCancellationToken) take->waiter.cm->Deregister(take->token);
+  take->Disarm();
   take->done(s, Tensor());
   Finish(std::move(finished));
 }
@@ -749,15 +670,14 @@ ConditionalAccumulator::RunLocked() {
     }
     counter_ = 0;
     ++global_step_;
-    finished.emplace_back(std::move(takes_.front()), std::move(result));
-    takes_.pop_front();
+    finished.emplace_back(takes_.PopFront(), std::move(result));
   }
   return finished;
 }
 
 void ConditionalAccumulator::Finish(std::vector<std::pair<std::unique_ptr<Take>, Tensor>> done) {
   for (auto& [take, value] : done) {
-    if (take->token != kInvalidCancellationToken) take->waiter.cm->Deregister(take->token);
+    take->Disarm();
     take->done(absl::OkStatus(), std::move(value));
   }
 }

@@ -38,15 +38,9 @@
 #include "dflow/framework/shape_inference.h"
 #include "dflow/framework/tensor.h"
 #include "dflow/ops/philox.h"
+#include "dflow/ops/wait_list.h"
 
 namespace dflow {
-
-// How a queued operation may be ended early: by `cm` (may be null) cancelling
-// the step; the error is DeadlineExceeded when `deadline` has passed by then.
-struct Waiter {
-  CancellationManager* cm = nullptr;  // not owned; must outlive the wait
-  absl::Time deadline = absl::InfiniteFuture();
-};
 
 // How a queue orders and batches its elements: TensorFlow's three queue kinds.
 struct QueueOptions {
@@ -129,11 +123,10 @@ class Queue : public ResourceBase, public std::enable_shared_from_this<Queue> {
   struct Attempt;
   enum class Progress { kNone, kSome, kComplete };
 
-  void Submit(std::unique_ptr<Attempt> attempt, bool is_enqueue, const Waiter& waiter);
-  // Makes a cancellation of `cm` abort pending attempt `id`.
-  void Arm(int64_t id, CancellationManager* cm);
-  void Abort(int64_t id);
-  Attempt* FindLocked(int64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues `attempt` on `list` (enqueues_ or dequeues_) and serves what can be.
+  void Submit(std::unique_ptr<Attempt> attempt, WaitList<Attempt>* list, const Waiter& waiter);
+  // Ends attempt `id` of `list` early, at its step's cancellation.
+  void Abort(WaitList<Attempt>* list, int64_t id);
   // Serves waiting operations; returns those finished, to Finish() outside
   // the lock.
   std::vector<std::unique_ptr<Attempt>> RunLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -146,7 +139,6 @@ class Queue : public ResourceBase, public std::enable_shared_from_this<Queue> {
   Tuple TakeLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Puts back the elements an unfinished dequeue took.
   void ReturnLocked(Attempt* a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::unique_ptr<Attempt> RemoveLocked(int64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckTuple(const Tuple& tuple, bool batched) const;
 
   const std::string name_;
@@ -157,14 +149,13 @@ class Queue : public ResourceBase, public std::enable_shared_from_this<Queue> {
 
   mutable absl::Mutex mu_;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
-  int64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<Tuple> elements_ ABSL_GUARDED_BY(mu_);
   Philox4x32 generator_ ABSL_GUARDED_BY(mu_);            // kRandomShuffle
   PhiloxWords words_ ABSL_GUARDED_BY(mu_){&generator_};  // borrows generator_
   // Waiting operations, served in order; only the first of each list can
   // hold part of its work (rows enqueued, elements taken).
-  std::deque<std::unique_ptr<Attempt>> enqueues_ ABSL_GUARDED_BY(mu_);  // and closes
-  std::deque<std::unique_ptr<Attempt>> dequeues_ ABSL_GUARDED_BY(mu_);
+  WaitList<Attempt> enqueues_;  // and closes
+  WaitList<Attempt> dequeues_;
 };
 
 // The name the code that predates the other kinds uses.
@@ -209,7 +200,7 @@ class ConditionalAccumulator : public ResourceBase,
 
  private:
   struct Take;
-  void Arm(int64_t id, CancellationManager* cm);
+  // Ends take `id` early, at its step's cancellation.
   void Abort(int64_t id);
   // Serves waiting takes; returns those finished, to call outside the lock.
   std::vector<std::pair<std::unique_ptr<Take>, Tensor>> RunLocked()
@@ -226,8 +217,7 @@ class ConditionalAccumulator : public ResourceBase,
   int64_t counter_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t global_step_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t dropped_stale_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
-  std::deque<std::unique_ptr<Take>> takes_ ABSL_GUARDED_BY(mu_);
+  WaitList<Take> takes_;
 };
 
 }  // namespace dflow

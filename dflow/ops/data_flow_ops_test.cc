@@ -19,6 +19,7 @@
 #include "dflow/framework/attr_util.h"
 #include "dflow/framework/op_def.h"
 #include "dflow/framework/test_data_dir.h"
+#include "dflow/ops/kernel_fixture.h"
 #include "dflow/ops/kernel_test_util.h"
 #include "dflow/ops/op_test_util.h"
 #include "gmock/gmock.h"
@@ -121,74 +122,10 @@ TEST(DataFlowOpDefTest, OpDefsMatchTensorFlow) {
   }
 }
 
-// --- harness ---------------------------------------------------------------------
+// --- harness (KernelTest: kernel_fixture.h) ------------------------------------------
 
-// One kernel run, which may finish later (async kernels).
-struct KernelRun {
-  OpKernelContext::Params params;
-  std::unique_ptr<OpKernelContext> ctx;
-  absl::Notification notified;
-  absl::Status status;
-
-  bool finished() const { return notified.HasBeenNotified(); }
-  // The run's status, waiting for it at most 5 s.
-  absl::Status Wait() {
-    if (!notified.WaitForNotificationWithTimeout(absl::Seconds(5))) {
-      return absl::DeadlineExceededError("test: the kernel did not finish within 5 s");
-    }
-    return status;
-  }
-  Tensor output(int i) { return *ctx->release_output(i).tensor; }
-};
-
-class DataFlowOpsTest : public ::testing::Test {
+class DataFlowOpsTest : public KernelTest {
  protected:
-  static NodeDef Node(const std::string& op, const std::string& name, int num_inputs) {
-    NodeDef n;
-    n.set_op(op);
-    n.set_name(name);
-    for (int i = 0; i < num_inputs; ++i) n.add_input(absl::StrCat("in", i));
-    return n;
-  }
-  OpKernel* Kernel(const NodeDef& n) {
-    absl::StatusOr<std::unique_ptr<OpKernel>> k = MakeKernel(n, device_.get());
-    EXPECT_TRUE(k.ok()) << k.status();
-    if (!k.ok()) return nullptr;
-    kernels_.push_back(*std::move(k));
-    return kernels_.back().get();
-  }
-  // A plain input (kept alive by the fixture).
-  TensorValue In(Tensor t) {
-    values_.push_back(std::move(t));
-    return TensorValue{&values_.back(), nullptr};
-  }
-  // Starts `kernel`; async kernels may still be waiting when this returns.
-  std::unique_ptr<KernelRun> Start(OpKernel* kernel, std::vector<TensorValue> inputs,
-                                   CancellationManager* cm = nullptr,
-                                   absl::Time deadline = absl::InfiniteFuture()) {
-    auto run = std::make_unique<KernelRun>();
-    run->params.device = device_.get();
-    run->params.op_kernel = kernel;
-    run->params.step_id = 1;
-    run->params.runner = [](std::function<void()> fn) { fn(); };
-    run->params.inputs = std::move(inputs);
-    run->params.cancellation_manager = cm;
-    run->params.deadline = deadline;
-    run->ctx = std::make_unique<OpKernelContext>(&run->params);
-    KernelRun* r = run.get();
-    auto done = [r](absl::Status s) {
-      r->status = std::move(s);
-      r->notified.Notify();
-    };
-    if (AsyncOpKernel* async = kernel->AsAsync()) {
-      async->ComputeAsync(r->ctx.get(), done);
-    } else {
-      done(kernel->Compute(r->ctx.get()));
-    }
-    return run;
-  }
-
-  // --- queue helpers ---
   // A FIFOQueueV2 handle; shapes empty = unspecified.
   Tensor Queue(const std::string& node, std::vector<DataType> types,
                std::vector<TensorShape> shapes, int64_t capacity = -1,
@@ -249,10 +186,6 @@ class DataFlowOpsTest : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << s;
     return s.ok() ? run->output(0).scalar<int32_t>() : -1;
   }
-
-  std::unique_ptr<Device> device_ = NewTestCpuDevice();
-  std::vector<std::unique_ptr<OpKernel>> kernels_;
-  std::deque<Tensor> values_;
 };
 
 const std::vector<DataType> kFloatInt = {DT_FLOAT, DT_INT32};

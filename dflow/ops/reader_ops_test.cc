@@ -18,6 +18,7 @@
 #include "dflow/io/test_util.h"
 #include "dflow/io/tfrecord.h"
 #include "dflow/ops/data_flow_ops.h"
+#include "dflow/ops/kernel_fixture.h"
 #include "dflow/ops/kernel_test_util.h"
 #include "dflow/ops/op_test_util.h"
 #include "gmock/gmock.h"
@@ -30,61 +31,14 @@ namespace {
 using tensorflow::NodeDef;
 using ::testing::HasSubstr;
 
-struct KernelRun {
-  OpKernelContext::Params params;
-  std::unique_ptr<OpKernelContext> ctx;
-  absl::Notification notified;
-  absl::Status status;
-  bool finished() const { return notified.HasBeenNotified(); }
-  absl::Status Wait() {
-    if (!notified.WaitForNotificationWithTimeout(absl::Seconds(5))) {
-      return absl::DeadlineExceededError("test: the kernel did not finish within 5 s");
-    }
-    return status;
-  }
-  Tensor output(int i) { return *ctx->release_output(i).tensor; }
-};
-
-class ReaderOpsTest : public ::testing::Test {
+class ReaderOpsTest : public KernelTest {
  protected:
-  static NodeDef Node(const std::string& op, const std::string& name, int num_inputs) {
-    NodeDef n;
-    n.set_op(op);
-    n.set_name(name);
-    for (int i = 0; i < num_inputs; ++i) n.add_input(absl::StrCat("in", i));
-    return n;
-  }
-  OpKernel* Kernel(const NodeDef& n) {
-    absl::StatusOr<std::unique_ptr<OpKernel>> k = MakeKernel(n, device_.get());
-    EXPECT_TRUE(k.ok()) << k.status();
-    if (!k.ok()) return nullptr;
-    kernels_.push_back(*std::move(k));
-    return kernels_.back().get();
-  }
+  // Starts `kernel` on `inputs` (kept alive by the fixture).
   std::unique_ptr<KernelRun> Start(OpKernel* kernel, std::vector<Tensor> inputs,
                                    CancellationManager* cm = nullptr) {
-    auto run = std::make_unique<KernelRun>();
-    run->params.device = device_.get();
-    run->params.op_kernel = kernel;
-    run->params.step_id = 1;
-    run->params.runner = [](std::function<void()> fn) { fn(); };
-    for (Tensor& t : inputs) {
-      values_.push_back(std::move(t));
-      run->params.inputs.push_back(TensorValue{&values_.back(), nullptr});
-    }
-    run->params.cancellation_manager = cm;
-    run->ctx = std::make_unique<OpKernelContext>(&run->params);
-    KernelRun* r = run.get();
-    auto done = [r](absl::Status s) {
-      r->status = std::move(s);
-      r->notified.Notify();
-    };
-    if (AsyncOpKernel* async = kernel->AsAsync()) {
-      async->ComputeAsync(r->ctx.get(), done);
-    } else {
-      done(kernel->Compute(r->ctx.get()));
-    }
-    return run;
+    std::vector<TensorValue> values;
+    for (Tensor& t : inputs) values.push_back(In(std::move(t)));
+    return KernelTest::Start(kernel, std::move(values), cm);
   }
   Tensor RunOk(OpKernel* kernel, std::vector<Tensor> inputs, int output = 0) {
     std::unique_ptr<KernelRun> r = Start(kernel, std::move(inputs));
@@ -132,9 +86,6 @@ class ReaderOpsTest : public ::testing::Test {
 
   io::TempDir dir_;
   int queues_ = 0;
-  std::unique_ptr<Device> device_ = NewTestCpuDevice();
-  std::vector<std::unique_ptr<OpKernel>> kernels_;
-  std::deque<Tensor> values_;
 };
 
 using KV = std::vector<std::pair<std::string, std::string>>;

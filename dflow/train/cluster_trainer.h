@@ -32,16 +32,15 @@
 #include <ostream>
 
 #include "absl/status/statusor.h"
+#include "dflow/train/train_mode.h"
 #include "dflow/train/trainer.h"
 
 namespace dflow {
 
-// The allowed values of TrainOptions::mode.
-const std::vector<std::string>& TrainModes();
-
 // Trains as worker `options.task` of `options.cluster` through
 // `options.session_target`. InvalidArgument naming a bad flag (job not
-// "worker", task out of range, unknown mode, no ps job).
+// "worker", task out of range, unknown mode (ParseTrainMode's error), no ps
+// job).
 absl::StatusOr<TrainMetrics> TrainOnCluster(const TrainOptions& options, std::ostream& progress);
 
 }  // namespace dflow

@@ -37,6 +37,7 @@
 #include "absl/strings/str_join.h"
 #include "dflow/distributed/rpc/throwaway_tls.h"
 #include "dflow/framework/status.h"
+#include "dflow/train/train_mode.h"
 #include "tools/dflow/commands.h"
 #include "tools/dflow/signals.h"
 
@@ -204,6 +205,7 @@ absl::Status ClusterCommand(const ClusterFlags& flags) {
   if (flags.ps < 1 || flags.workers < 1) {
     return absl::InvalidArgumentError("--ps and --workers must be >= 1");
   }
+  ASSIGN_OR_RETURN(const TrainMode mode, ParseTrainMode(flags.mode));
   SecurityFlags security = flags.security;
   ThrowawayDir throwaway;
   if (flags.secure) {
@@ -237,7 +239,7 @@ absl::Status ClusterCommand(const ClusterFlags& flags) {
     Child& c = children[i];
     const bool worker = i >= flags.ps;
     const int task = worker ? i - flags.ps : i;
-    c.trains = worker && (task == 0 || flags.mode.rfind("in-graph", 0) != 0);
+    c.trains = worker && (task == 0 || !IsInGraph(mode));
     c.name = absl::StrCat(worker ? "worker" : "ps", task);
     c.args = {"dflow",     "train",
               "--cluster", cluster,

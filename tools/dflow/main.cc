@@ -7,6 +7,7 @@
 #include "absl/synchronization/mutex.h"
 #include "dflow/train/cluster_trainer.h"
 #include "dflow/train/step_trace.h"
+#include "dflow/train/train_mode.h"
 #include "tools/dflow/commands.h"
 
 namespace {

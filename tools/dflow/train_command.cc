@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "dflow/distributed/rpc/grpc_server.h"
 #include "dflow/framework/status.h"
+#include "dflow/train/train_mode.h"
 #include "tools/dflow/commands.h"
 #include "tools/dflow/signals.h"
 
@@ -32,8 +33,8 @@ absl::Status TrainCommand(const TrainOptions& flags, const SecurityFlags& securi
                      StartTaskServer(cluster, options.job, options.task,
                                      options.job == "ps" ? 1 : options.towers, server_options));
     // A ps, and in-graph every worker but the client (worker 0), only serve.
-    const bool in_graph = options.mode.rfind("in-graph", 0) == 0;
-    if (options.job == "ps" || (in_graph && options.task != 0)) {
+    ASSIGN_OR_RETURN(const TrainMode mode, ParseTrainMode(options.mode));
+    if (options.job == "ps" || (IsInGraph(mode) && options.task != 0)) {
       ServeUntilSignal(server.get());
       return absl::OkStatus();
     }
