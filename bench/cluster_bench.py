@@ -221,10 +221,12 @@ def bench_tf(args):
         out = os.path.join(tmp, "tf.json")
         cmd = [sys.executable, os.path.join(REPO, "bench", "tf_cluster_bench.py"),
                "--dflow", args.dflow, "--workers", args.workers, "--epochs", str(args.epochs),
-               "--modes", ",".join(m.replace("between-", "") for m in args.modes.split(",") if m),
+               "--modes", ",".join(["single"] + [m.replace("between-", "")
+                                                 for m in args.modes.split(",") if m]),
                "--repeats", str(args.tf_repeats), "--timeout", str(args.timeout),
                "--json-out", out] + (["--quick"] if args.quick else [])
-        n_runs = 2 * len(args.modes.split(",")) * len(args.workers.split(",")) * args.tf_repeats
+        n_runs = 2 * (1 + len(args.modes.split(",")) * len(args.workers.split(","))) * \
+            args.tf_repeats
         try:
             p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                timeout=(args.timeout + 60) * n_runs)
@@ -239,8 +241,8 @@ def bench_tf(args):
         with open(out) as f:
             rows = json.load(f)
     for r in rows:
-        r.update(bytes_per_step=None, analytic_bytes_per_step=2 * PARAM_BYTES *
-                 (r["workers"] if r["mode"] == "between-sync" else 1))
+        r.update(bytes_per_step=None, analytic_bytes_per_step=0 if r["mode"] == "single" else
+                 2 * PARAM_BYTES * (r["workers"] if r["mode"] == "between-sync" else 1))
     return rows, (f"TensorFlow-client rows: {args.tf_repeats} run(s) each, the same TF 1.x "
                   f"program on dflow's and on TensorFlow's servers")
 

@@ -4,6 +4,7 @@ client driving `dflow server` processes, and driving `tf.distribute.Server` proc
 
   python3 bench/tf_cluster_bench.py                  # W = 1,2; async and sync; 1 epoch
   python3 bench/tf_cluster_bench.py --workers 2 --modes async --repeats 3
+  python3 bench/tf_cluster_bench.py --modes single   # one server holding the whole model
 
 The program is what TF 1.x users wrote: `replica_device_setter` (1 ps), the MLP
 784-256-256-10 of dflow's trainer (Glorot-uniform weights, zero biases), Adam 1e-3, batch
@@ -11,6 +12,8 @@ The program is what TF 1.x users wrote: `replica_device_setter` (1 ps), the MLP
 `StopAtStepHook`; sync wraps Adam in `SyncReplicasOptimizer(replicas_to_aggregate=W)`
 and adds its session hook. Each worker is its own client process; async trains 468 global
 steps of 128 examples shared by the workers, sync 60000 / (128 W) global steps of 128 W.
+Mode `single` is the same program on one server (job "worker", no ps: variables and ops
+all on /job:worker/task:0), W = 1: the client's RunStep against one server's runtime.
 
 Aggregate examples/s = the examples of every global step / the wall time of the whole
 run, from the moment every worker has its session (a file barrier, after TensorFlow's
@@ -44,7 +47,7 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--dflow", default=os.path.join(REPO, "build", "bin", "dflow"))
     p.add_argument("--runtimes", default="dflow,tensorflow")
-    p.add_argument("--modes", default="async,sync")
+    p.add_argument("--modes", default="async,sync", help="async, sync, single")
     p.add_argument("--workers", default="1,2", help="comma-separated W")
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--repeats", type=int, default=1, help="runs per configuration (median)")
@@ -93,8 +96,10 @@ def run_client(spec):
     index, workers, sync = spec["index"], spec["workers"], spec["mode"] == "sync"
     x, y, tx, ty = load_data(spec)
     cluster = tf.train.ClusterSpec(spec["cluster"])
-    with tf1.device(tf1.train.replica_device_setter(
-            cluster=cluster, worker_device=f"/job:worker/task:{index}")):
+    device = (f"/job:worker/task:{index}" if spec["mode"] == "single" else
+              tf1.train.replica_device_setter(cluster=cluster,
+                                              worker_device=f"/job:worker/task:{index}"))
+    with tf1.device(device):
         images = tf1.placeholder(tf.float32, [None, IN])
         labels = tf1.placeholder(tf.int64, [None])
         init = tf1.glorot_uniform_initializer(seed=1)
@@ -161,13 +166,15 @@ def run_client(spec):
 
 def run_config(args, runtime, mode, workers, tmp):
     """One run: servers, W client processes; returns the measured row or raises."""
-    ports = {"ps": [free_port()], "worker": [free_port() for _ in range(workers)]}
+    ports = {"worker": [free_port() for _ in range(workers)]}
+    if mode != "single":
+        ports["ps"] = [free_port()]
     cluster = {job: [f"127.0.0.1:{p}" for p in ps] for job, ps in ports.items()}
     cluster_json = json.dumps(cluster)
     logs = tempfile.mkdtemp(prefix=f"{runtime}_{mode}_{workers}_", dir=tmp)
     servers, clients = [], []
     try:
-        for job, n in (("ps", 1), ("worker", workers)):
+        for job, n in (("ps", len(ports.get("ps", []))), ("worker", workers)):
             for i in range(n):
                 servers.append(Server(args.dflow, logs, cluster_json, job, i)
                                if runtime == "dflow" else TfServer(logs, cluster_json, job, i))
@@ -222,7 +229,8 @@ def main():
         run_client(json.loads(args.client))
         return
     runtimes = [r for r in args.runtimes.split(",") if r]
-    configs = [(m, int(w)) for m in args.modes.split(",") for w in args.workers.split(",")]
+    configs = [(m, int(w)) for m in args.modes.split(",") for w in args.workers.split(",")
+               if m != "single" or int(w) == 1]
     runs = {(r, m, w): [] for r in runtimes for m, w in configs}
     print(f"tf_cluster_bench: {os.cpu_count()} CPUs, load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
@@ -241,7 +249,8 @@ def main():
     for (r, m, w), rs in runs.items():
         rs = sorted(rs, key=lambda x: x["examples_per_sec"])
         mid = rs[len(rs) // 2]
-        rows.append({"system": f"tf-client/{r}", "mode": f"between-{m}", "workers": w,
+        rows.append({"system": f"tf-client/{r}", "mode": m if m == "single" else f"between-{m}",
+                     "workers": w,
                      "examples_per_sec": statistics.median(x["examples_per_sec"] for x in rs),
                      "runs": [round(x["examples_per_sec"], 1) for x in rs],
                      "steps": mid["global_steps"], "seconds": mid["seconds"],
