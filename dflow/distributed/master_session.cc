@@ -155,6 +155,9 @@ absl::Status MasterSession::Extend(const tensorflow::ExtendSessionRequest& req,
                      " is not the session's graph version ", graph_version_,
                      "; another client extended the graph"));
   }
+  RETURN_IF_ERROR(CheckGraphNodeLimit(GraphNodeCount(graph_def_) + GraphNodeCount(req.graph_def()),
+                                      env_->max_graph_nodes, "[Master ExtendSession] ",
+                                      "max_graph_nodes"));
   RETURN_IF_ERROR(MergeGraph(req.graph_def()));
   resp->set_new_graph_version(++graph_version_);
   return absl::OkStatus();

@@ -18,6 +18,7 @@
 #include "dflow/runtime/function.h"
 #include "dflow/runtime/graph.h"
 #include "dflow/runtime/partition.h"
+#include "dflow/runtime/session_util.h"
 
 namespace dflow {
 
@@ -208,6 +209,13 @@ void Worker::RegisterGraphAsync(const CallOptions&, const tensorflow::RegisterGr
       FindSession(req->session_handle(), req->create_worker_session_called());
   if (!session.ok()) {
     done(Prefixed("RegisterGraph", session.status()));
+    return;
+  }
+  if (absl::Status s =
+          CheckGraphNodeLimit(GraphNodeCount(req->graph_def()), options_.max_graph_nodes, "",
+                              "the worker's max_graph_nodes");
+      !s.ok()) {
+    done(Prefixed("RegisterGraph", s));
     return;
   }
   absl::StatusOr<std::shared_ptr<GraphItem>> item = BuildGraph(req->graph_def());

@@ -51,6 +51,12 @@ struct WorkerOptions {
   // wait forever) get one this far out; a RecvTensor gets its step's
   // deadline instead when the step has one here.
   absl::Duration default_timeout = absl::Hours(1);
+  // RegisterGraph with a graph of more nodes (its library functions'
+  // included) is ResourceExhausted before anything is built. Zero or less:
+  // no limit. A master's partition holds a _Send/_Recv per tensor it
+  // exchanges besides its share of the session's nodes, so a server gives
+  // its worker twice its master's limit.
+  int64_t max_graph_nodes = 0;
 };
 
 class Worker : public WorkerInterface {
