@@ -310,11 +310,11 @@ absl::StatusOr<std::shared_ptr<const MasterSession::Plan>> MasterSession::BuildP
   }
   ASSIGN_OR_RETURN(std::unique_ptr<Graph> placed, PlaceForPlan(feeds, fetches, targets));
   RETURN_IF_ERROR(AddControlLoops(placed.get()));
-  RETURN_IF_ERROR(RegisterPartitions(*placed, deadline, plan.get()));
+  RETURN_IF_ERROR(RegisterPartitions(std::move(placed), deadline, plan.get()));
   return plan;
 }
 
-absl::Status MasterSession::RegisterPartitions(const Graph& placed, absl::Time deadline,
+absl::Status MasterSession::RegisterPartitions(std::unique_ptr<Graph> placed, absl::Time deadline,
                                                Plan* plan) {
   PartitionOptions popts;
   popts.node_to_loc = [](const Node* n) { return TaskOf(n->assigned_device_name()); };
@@ -324,7 +324,8 @@ absl::Status MasterSession::RegisterPartitions(const Graph& placed, absl::Time d
     }
     return 0;
   };
-  ASSIGN_OR_RETURN(auto parts, Partition(placed, popts));
+  ASSIGN_OR_RETURN(auto parts, Partition(*placed, popts));
+  placed.reset();
   for (auto& [task, def] : parts) {
     WorkerInterface* worker = WorkerFor(task);
     if (worker == nullptr) {

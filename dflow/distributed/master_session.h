@@ -101,7 +101,8 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
   absl::StatusOr<std::unique_ptr<Graph>> PlaceForPlan(const std::vector<std::string>& feeds,
                                                       const std::vector<std::string>& fetches,
                                                       const std::vector<std::string>& targets);
-  absl::Status RegisterPartitions(const Graph& placed, absl::Time deadline, Plan* plan);
+  // Partitions `placed` by task (and frees it) and registers the parts.
+  absl::Status RegisterPartitions(std::unique_ptr<Graph> placed, absl::Time deadline, Plan* plan);
   void FinishStep(const std::shared_ptr<Step>& step);
   // Sends CleanupGraph for `step_id` to every part, without waiting.
   static void CleanupStep(const Plan& plan, int64_t step_id);

@@ -56,6 +56,19 @@ struct Worker::RunState {
 
 namespace {
 
+// The device every node of `g` is assigned to; nullptr when they are on
+// several, or there are no nodes.
+Device* OnlyDevice(const Graph& g, const DeviceMgr& devices) {
+  const std::vector<Node*> nodes = g.nodes();
+  if (nodes.empty()) return nullptr;
+  const std::string& first = nodes.front()->assigned_device_name();
+  for (const Node* n : nodes) {
+    if (n->assigned_device_name() != first) return nullptr;
+  }
+  absl::StatusOr<Device*> device = devices.LookupDevice(first);
+  return device.ok() ? *device : nullptr;
+}
+
 // "[Worker <method>] " before a failure's message; payloads kept, so the
 // master still sees which errors are derived.
 absl::Status Prefixed(absl::string_view method, const absl::Status& s) {
@@ -187,16 +200,28 @@ absl::StatusOr<std::shared_ptr<Worker::GraphItem>> Worker::BuildGraph(
     }
     n->set_assigned_device_name(device->name());
   }
+  auto item = std::make_shared<GraphItem>();
+  // A graph on one device is its own partition (nothing to send or
+  // receive): it goes to its executor as it is, not through a GraphDef and
+  // a second Graph, which for a large graph cost as much as the executor.
+  if (Device* only = OnlyDevice(*g, *devices_); only != nullptr) {
+    ASSIGN_OR_RETURN(std::unique_ptr<Executor> exec, Executor::Create(std::move(g), only));
+    item->executors.push_back(std::move(exec));
+    return item;
+  }
   PartitionOptions popts;
   popts.get_incarnation = [this](const std::string& d) -> uint64_t {
     absl::StatusOr<Device*> dev = devices_->LookupDevice(d);
     return dev.ok() ? (*dev)->incarnation() : 0;
   };
   ASSIGN_OR_RETURN(auto parts, Partition(*g, popts));
-  auto item = std::make_shared<GraphItem>();
-  for (auto& [loc, part_def] : parts) {
-    ASSIGN_OR_RETURN(Device * device, devices_->LookupDevice(loc));
-    ASSIGN_OR_RETURN(std::unique_ptr<Graph> part, Graph::FromGraphDef(part_def));
+  g.reset();
+  // Each part's GraphDef goes once its executor holds what it needs.
+  while (!parts.empty()) {
+    auto node = parts.extract(parts.begin());
+    ASSIGN_OR_RETURN(Device * device, devices_->LookupDevice(node.key()));
+    ASSIGN_OR_RETURN(std::unique_ptr<Graph> part, Graph::FromGraphDef(node.mapped()));
+    node.mapped().Clear();
     ASSIGN_OR_RETURN(std::unique_ptr<Executor> exec, Executor::Create(std::move(part), device));
     item->executors.push_back(std::move(exec));
   }

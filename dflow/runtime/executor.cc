@@ -920,8 +920,7 @@ void ExecutorState::Finish() {
 
 // --- Executor -------------------------------------------------------------------
 
-Executor::Executor(std::unique_ptr<Graph> graph, Device* device)
-    : graph_(std::move(graph)), device_(device) {}
+Executor::Executor(Device* device) : device_(device) {}
 
 Executor::~Executor() = default;
 
@@ -930,8 +929,8 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<Graph
   if (graph == nullptr || device == nullptr) {
     return absl::InvalidArgumentError("[Executor] needs a graph and a device");
   }
-  std::unique_ptr<Executor> exec(new Executor(std::move(graph), device));
-  RETURN_IF_ERROR(exec->Initialize());
+  std::unique_ptr<Executor> exec(new Executor(device));
+  RETURN_IF_ERROR(exec->Initialize(*graph));
   return exec;
 }
 
@@ -992,13 +991,13 @@ void Executor::UpdateCost(int id, int64_t elapsed) const {
   cost.store(((kCostDecay - 1) * prev + elapsed) / kCostDecay, std::memory_order_relaxed);
 }
 
-absl::Status Executor::Initialize() {
-  ASSIGN_OR_RETURN(ControlFlowInfo cf, BuildControlFlowInfo(*graph_));
+absl::Status Executor::Initialize(const Graph& graph) {
+  ASSIGN_OR_RETURN(ControlFlowInfo cf, BuildControlFlowInfo(graph));
   for (const LoopFrame& f : cf.frames) {
     frames_.push_back(FrameInfo{f.name, f.parallel_iterations, f.num_enters, {}, 0});
   }
-  const std::vector<Node*> nodes = graph_->nodes();
-  std::vector<int> index_of(graph_->num_node_ids(), -1);
+  const std::vector<Node*> nodes = graph.nodes();
+  std::vector<int> index_of(graph.num_node_ids(), -1);
   items_.resize(nodes.size());
   cost_.reset(new std::atomic<int64_t>[nodes.size()]);
   for (size_t i = 0; i < nodes.size(); ++i) cost_[i].store(kInitialCost);
