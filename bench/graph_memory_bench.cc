@@ -12,7 +12,8 @@
 // "held" is the heap in use after a stage minus before (mallinfo2: small
 // blocks + mmapped ones), "peak" the growth of peak RSS during it
 // (/proc/self/status VmHWM, reset through /proc/self/clear_refs). Not a
-// test: it prints a table, and the numbers go to docs/performance.md.
+// test: it prints a table (and each stage's wall time, s), and the numbers go to
+// docs/performance.md.
 #include <malloc.h>
 
 #include <cstdio>
@@ -59,7 +60,8 @@ void ResetPeak() { std::ofstream("/proc/self/clear_refs") << "5"; }
 class Table {
  public:
   explicit Table(int64_t nodes) : nodes_(nodes) {
-    std::printf("%-46s %12s %9s %12s %9s\n", "stage", "held MB", "B/node", "peak+ MB", "B/node");
+    std::printf("%-46s %10s %7s %10s %7s %7s\n", "stage", "held MB", "B/node", "peak+ MB", "B/node",
+                "s");
   }
   // Starts measuring a stage.
   void Begin() {
@@ -67,12 +69,15 @@ class Table {
     heap_ = HeapInUse();
     ResetPeak();
     rss_ = ProcStatusBytes("VmRSS");
+    start_ = absl::Now();
   }
   void End(const std::string& stage) {
+    const double seconds = absl::ToDoubleSeconds(absl::Now() - start_);
     const int64_t held = HeapInUse() - heap_;
     const int64_t peak = ProcStatusBytes("VmHWM") - rss_;
-    std::printf("%-46s %12.1f %9.0f %12.1f %9.0f\n", stage.c_str(), held / 1e6,
-                static_cast<double>(held) / nodes_, peak / 1e6, static_cast<double>(peak) / nodes_);
+    std::printf("%-46s %10.1f %7.0f %10.1f %7.0f %7.2f\n", stage.c_str(), held / 1e6,
+                static_cast<double>(held) / nodes_, peak / 1e6, static_cast<double>(peak) / nodes_,
+                seconds);
     std::fflush(stdout);
   }
 
@@ -80,6 +85,7 @@ class Table {
   int64_t nodes_;
   int64_t heap_ = 0;
   int64_t rss_ = 0;
+  absl::Time start_;
 };
 
 tensorflow::GraphDef Chain(int nodes, const std::string& op) {
