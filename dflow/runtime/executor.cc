@@ -67,7 +67,6 @@ struct Executor::NodeItem {
   int initial_pending = 0;
   absl::InlinedVector<bool, 4> input_is_ref;
   absl::InlinedVector<bool, 4> output_consumed;
-  std::string prefix;  // "[Op 'node'] "
 };
 
 namespace {
@@ -108,6 +107,11 @@ absl::Status CheckAssignedDevice(const Node& node, const Device& device) {
   return absl::InvalidArgumentError(absl::StrCat("[Executor] node '", node.name(),
                                                  "' is assigned to ", assigned,
                                                  " but this executor runs on ", device.name()));
+}
+
+// "[Op 'node'] ", made when an error needs it rather than kept per node.
+std::string ErrorPrefix(const OpKernel& kernel) {
+  return absl::StrCat("[", kernel.type_string(), " '", kernel.name(), "'] ");
 }
 
 // "[Op 'node'] " + message, unless the kernel already said so.
@@ -845,7 +849,7 @@ void ExecutorState::DeleteFrame(FrameState* frame, ReadyList* ready) {
 
 // The node is still outstanding here, so the step (and *this) stays alive.
 void ExecutorState::RecordError(const Item& item, const absl::Status& s) {
-  absl::Status annotated = Annotate(s, item.prefix);
+  absl::Status annotated = Annotate(s, ErrorPrefix(*item.kernel));
   if (cm_->IsCancelled()) annotated = MarkDerived(std::move(annotated));
   Abort(std::move(annotated));
 }
@@ -958,7 +962,6 @@ absl::Status Executor::InitializeNode(const Node* node, NodeItem* item) {
   }
   for (const Edge* e : node->in_edges()) item->num_control_inputs += e->IsControlEdge();
   item->num_inputs = item->kernel->num_inputs();
-  item->prefix = absl::StrCat("[", node->type_string(), " '", node->name(), "'] ");
   for (int i = 0; i < item->num_inputs; ++i) {
     item->input_is_ref.push_back(IsRefType(item->kernel->input_type(i)));
   }
@@ -1022,9 +1025,9 @@ absl::Status Executor::Initialize(const Graph& graph) {
       if (!e->IsControlEdge()) {
         if (dst.input_is_ref[e->dst_input] && !IsRefType(item.kernel->output_type(e->src_output))) {
           return absl::InvalidArgumentError(
-              absl::StrCat(dst.prefix, "input ", e->dst_input, " expects a reference but '",
-                           nodes[i]->name(), ":", e->src_output, "' is a ",
-                           DataTypeString(item.kernel->output_type(e->src_output))));
+              absl::StrCat(ErrorPrefix(*dst.kernel), "input ", e->dst_input,
+                           " expects a reference but '", nodes[i]->name(), ":", e->src_output,
+                           "' is a ", DataTypeString(item.kernel->output_type(e->src_output))));
         }
         out.dst_entry = dst.input_start + e->dst_input;
         item.output_consumed[e->src_output] = true;
