@@ -1,5 +1,9 @@
 #include "dflow/distributed/worker.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include <algorithm>
 #include <map>
 #include <thread>
@@ -24,6 +28,7 @@ namespace dflow {
 
 struct Worker::GraphItem {
   std::string handle;
+  int64_t num_nodes = 0;  // Of the registered GraphDef.
   std::vector<std::unique_ptr<Executor>> executors;
 };
 
@@ -67,6 +72,19 @@ Device* OnlyDevice(const Graph& g, const DeviceMgr& devices) {
   }
   absl::StatusOr<Device*> device = devices.LookupDevice(first);
   return device.ok() ? *device : nullptr;
+}
+
+// After graphs of `freed_nodes` nodes in all were freed: glibc keeps freed
+// memory in its arenas (one per thread that allocated), so a server that
+// ran one large graph would keep its peak RSS, and the next large graph,
+// built on other threads, would add to it; giving the free pages back costs
+// a walk of the heap, done only after a large graph (~1 KB a node).
+void ReleaseFreedMemory(int64_t freed_nodes) {
+  constexpr int64_t kTrimAfterNodes = 10000;
+  if (freed_nodes < kTrimAfterNodes) return;
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
 }
 
 // "[Worker <method>] " before a failure's message; payloads kept, so the
@@ -150,7 +168,16 @@ void Worker::DeleteWorkerSessionAsync(const CallOptions&,
       sessions_.erase(it);
     }
   }
-  done(absl::OkStatus());  // `gone` (and its graphs) is freed after the reply.
+  done(absl::OkStatus());
+  // `gone` and its graphs are freed after the reply (unless a step still
+  // holds one).
+  int64_t nodes = 0;
+  if (gone != nullptr) {
+    absl::MutexLock l(&gone->mu);
+    for (const auto& [handle, graph] : gone->graphs) nodes += graph->num_nodes;
+  }
+  gone.reset();
+  ReleaseFreedMemory(nodes);
 }
 
 absl::StatusOr<std::shared_ptr<Worker::Session>> Worker::FindSession(const std::string& handle,
@@ -249,6 +276,7 @@ void Worker::RegisterGraphAsync(const CallOptions&, const tensorflow::RegisterGr
     return;
   }
   (*item)->handle = absl::StrCat("graph_", next_graph_id_.fetch_add(1));
+  (*item)->num_nodes = GraphNodeCount(req->graph_def());
   resp->set_graph_handle((*item)->handle);
   {
     absl::MutexLock l(&(*session)->mu);
@@ -280,6 +308,9 @@ void Worker::DeregisterGraphAsync(const CallOptions&, const tensorflow::Deregist
     return;
   }
   done(absl::OkStatus());
+  const int64_t nodes = gone->num_nodes;
+  gone.reset();
+  ReleaseFreedMemory(nodes);
 }
 
 // --- steps -------------------------------------------------------------------------------
