@@ -12,6 +12,7 @@
 #include "dflow/distributed/master_session.h"
 #include "dflow/framework/device.h"
 #include "dflow/framework/status.h"
+#include "dflow/runtime/session_util.h"
 
 namespace dflow {
 
@@ -195,6 +196,11 @@ void Master::CreateSessionAsync(const CallOptions& opts,
         absl::StrCat("[Master CreateSession] ", env_.task_name, " already has ", open,
                      " open sessions (max_sessions ", env_.max_sessions,
                      "); close unused ones, or let session_gc collect them")));
+  }
+  if (absl::Status s = CheckGraphNodeLimit(GraphNodeCount(req->graph_def()), env_.max_graph_nodes,
+                                           "[Master CreateSession] ", "max_graph_nodes");
+      !s.ok()) {
+    return done(s);
   }
   RunOn(pool_.get(), std::move(done), [this, opts, req, resp](StatusCallback done) {
     const tensorflow::ConfigProto config =

@@ -3,6 +3,7 @@
 #ifndef DFLOW_DISTRIBUTED_MASTER_ENV_H_
 #define DFLOW_DISTRIBUTED_MASTER_ENV_H_
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -31,6 +32,10 @@ struct MasterEnv {
   absl::Duration session_gc = absl::Hours(24);
   // CreateSession beyond this many open sessions is ResourceExhausted.
   int max_sessions = 1024;
+  // A session's graph (its nodes and its library functions' nodes, after
+  // every ExtendSession) may have at most this many nodes; more is
+  // ResourceExhausted before anything is built. Zero or less: no limit.
+  int64_t max_graph_nodes = 0;
 };
 
 }  // namespace dflow

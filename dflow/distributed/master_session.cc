@@ -140,11 +140,10 @@ absl::Status MasterSession::Create(const tensorflow::GraphDef& graph, absl::Time
 }
 
 absl::Status MasterSession::MergeGraph(const tensorflow::GraphDef& graph) {
-  tensorflow::GraphDef merged = graph_def_;
-  RETURN_IF_ERROR(ExtendGraphDef(&merged, graph));
-  ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, GraphFromGraphDef(merged));
+  auto merged = std::make_shared<tensorflow::GraphDef>(*graph_def_);
+  RETURN_IF_ERROR(ExtendGraphDef(merged.get(), graph));
+  RETURN_IF_ERROR(GraphFromGraphDef(*merged).status());  // It must import.
   graph_def_ = std::move(merged);
-  graph_ = std::move(g);
   return absl::OkStatus();
 }
 
@@ -158,6 +157,9 @@ absl::Status MasterSession::Extend(const tensorflow::ExtendSessionRequest& req,
                      " is not the session's graph version ", graph_version_,
                      "; another client extended the graph"));
   }
+  RETURN_IF_ERROR(CheckGraphNodeLimit(GraphNodeCount(*graph_def_) + GraphNodeCount(req.graph_def()),
+                                      env_->max_graph_nodes, "[Master ExtendSession] ",
+                                      "max_graph_nodes"));
   RETURN_IF_ERROR(MergeGraph(req.graph_def()));
   resp->set_new_graph_version(++graph_version_);
   return absl::OkStatus();
@@ -170,7 +172,7 @@ absl::Status MasterSession::Close(absl::Time deadline) {
     if (closed_) return absl::OkStatus();
     closed_ = true;
     plans_.clear();
-    graph_.reset();
+    graph_def_.reset();
     for (const auto& [id, weak] : in_flight_) {
       if (std::shared_ptr<Step> step = weak.lock()) running.push_back(std::move(step));
     }
@@ -260,15 +262,8 @@ absl::StatusOr<std::shared_ptr<const MasterSession::Plan>> MasterSession::GetOrC
 }
 
 absl::StatusOr<std::unique_ptr<Graph>> MasterSession::PlaceForPlan(
-    const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
-    const std::vector<std::string>& targets) {
-  std::shared_ptr<const Graph> base;
-  {
-    absl::ReaderMutexLock l(&mu_);
-    base = graph_;
-  }
-  if (base == nullptr) return Closed();
-  std::unique_ptr<Graph> g = base->Clone();
+    std::unique_ptr<Graph> g, const std::vector<std::string>& feeds,
+    const std::vector<std::string>& fetches, const std::vector<std::string>& targets) {
   RETURN_IF_ERROR(RewriteGraphForRendezvous(g.get(), feeds, fetches, targets, *client_device_));
   std::vector<Device*> devices;
   for (const auto& d : devices_) devices.push_back(d.get());
@@ -291,31 +286,32 @@ absl::StatusOr<std::shared_ptr<const MasterSession::Plan>> MasterSession::BuildP
     const std::vector<std::string>& targets, absl::Time deadline) {
   auto plan = std::make_shared<Plan>();
   plan->feeds = feeds;
+  std::shared_ptr<const tensorflow::GraphDef> def;
   {
-    std::shared_ptr<const Graph> base;
-    {
-      absl::ReaderMutexLock l(&mu_);
-      base = graph_;
-    }
-    if (base == nullptr) return Closed();
-    for (const std::string& feed : feeds) {
-      ASSIGN_OR_RETURN(FeedSpec spec, DescribeFeed(*base, feed));
-      plan->feed_specs.push_back(std::move(spec));
-    }
+    absl::ReaderMutexLock l(&mu_);
+    def = graph_def_;
+  }
+  if (def == nullptr) return Closed();
+  ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, GraphFromGraphDef(*def));
+  def.reset();
+  for (const std::string& feed : feeds) {
+    ASSIGN_OR_RETURN(FeedSpec spec, DescribeFeed(*g, feed));
+    plan->feed_specs.push_back(std::move(spec));
   }
   for (const auto& names : {feeds, fetches}) {
     for (const std::string& name : names) {
       plan->keys[name] = ClientTerminatedKey(*client_device_, name);
     }
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<Graph> placed, PlaceForPlan(feeds, fetches, targets));
+  ASSIGN_OR_RETURN(std::unique_ptr<Graph> placed,
+                   PlaceForPlan(std::move(g), feeds, fetches, targets));
   ColocateRelaysAndConstants(placed.get(), TaskOfNode);
   RETURN_IF_ERROR(AddControlLoops(placed.get()));
-  RETURN_IF_ERROR(RegisterPartitions(*placed, deadline, plan.get()));
+  RETURN_IF_ERROR(RegisterPartitions(std::move(placed), deadline, plan.get()));
   return plan;
 }
 
-absl::Status MasterSession::RegisterPartitions(const Graph& placed, absl::Time deadline,
+absl::Status MasterSession::RegisterPartitions(std::unique_ptr<Graph> placed, absl::Time deadline,
                                                Plan* plan) {
   PartitionOptions popts;
   popts.node_to_loc = TaskOfNode;
@@ -325,7 +321,8 @@ absl::Status MasterSession::RegisterPartitions(const Graph& placed, absl::Time d
     }
     return 0;
   };
-  ASSIGN_OR_RETURN(auto parts, Partition(placed, popts));
+  ASSIGN_OR_RETURN(auto parts, Partition(*placed, popts));
+  placed.reset();
   for (auto& [task, def] : parts) {
     WorkerInterface* worker = WorkerFor(task);
     if (worker == nullptr) {

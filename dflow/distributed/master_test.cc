@@ -17,6 +17,7 @@
 #include "dflow/framework/kernel.h"
 #include "dflow/framework/op_def.h"
 #include "dflow/framework/test_data_dir.h"
+#include "dflow/runtime/session_util.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
@@ -64,8 +65,10 @@ REGISTER_KERNEL(KernelDefBuilder("MasterTestFail").Device(kDeviceCPU), FailOp);
 // two CPUs and a Worker, and a master on /job:worker/task:0.
 class InProcessCluster {
  public:
-  // `session_gc` and `max_sessions` set the master's MasterEnv fields.
-  explicit InProcessCluster(absl::Duration session_gc = absl::Hours(24), int max_sessions = 1024) {
+  // `session_gc`, `max_sessions` and `max_graph_nodes` set the master's
+  // MasterEnv fields.
+  explicit InProcessCluster(absl::Duration session_gc = absl::Hours(24), int max_sessions = 1024,
+                            int64_t max_graph_nodes = 0) {
     WorkerOptions opts;
     opts.worker_for_task = [this](const std::string& task) { return Lookup(task); };
     Add("ps", 0, opts);
@@ -78,6 +81,7 @@ class InProcessCluster {
     env.discovery_timeout = absl::Seconds(5);
     env.session_gc = session_gc;
     env.max_sessions = max_sessions;
+    env.max_graph_nodes = max_graph_nodes;
     master_ = std::make_shared<Master>(std::move(env));
   }
 
@@ -307,6 +311,41 @@ TEST(MasterTest, SessionsBeyondTheCapAreResourceExhausted) {
   auto d = cluster.NewSession();
   EXPECT_TRUE(d->Create(PsWorkerGraph()).ok());  // Room again.
   EXPECT_EQ(cluster.master().NumSessions(), 2);
+}
+
+// A graph over max_graph_nodes is refused before any device is asked or
+// graph built, whether it comes at once or grows by ExtendSession; the
+// session and the master keep serving.
+TEST(MasterTest, GraphsOverMaxGraphNodesAreResourceExhausted) {
+  const int64_t base = GraphNodeCount(PsWorkerGraph());
+  InProcessCluster cluster(absl::Hours(24), 1024, /*max_graph_nodes=*/base + 2);
+  Builder big;
+  for (int i = 0; i < base + 3; ++i) big.Const(absl::StrCat("c", i), Tensor::Scalar(1.0f), "");
+  auto refused = cluster.NewSession();
+  absl::Status s = refused->Create(big.def());
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_THAT(Msg(s), HasSubstr(absl::StrCat("[Master CreateSession] the graph has ", base + 3,
+                                             " nodes, over the limit of ", base + 2,
+                                             " (max_graph_nodes)")));
+  EXPECT_EQ(cluster.master().NumSessions(), 0);
+
+  auto session = cluster.NewSession();
+  ASSERT_TRUE(session->Create(PsWorkerGraph()).ok());
+  Builder two;  // Up to the limit exactly.
+  two.Const("three", Tensor::Scalar(3.0f), "");
+  two.Binary("z", "Mul", "y", "three", "");
+  ASSERT_TRUE(session->Extend(two.def()).ok());
+  Builder one;
+  one.Const("four", Tensor::Scalar(4.0f), "");
+  s = session->Extend(one.def());
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_THAT(Msg(s),
+              HasSubstr(absl::StrCat("[Master ExtendSession] the graph has ", base + 3, " nodes")));
+  ASSERT_TRUE(session->Run({}, {}, {"init"}, nullptr).ok());
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({}, {"z"}, {}, &out).ok());
+  EXPECT_EQ(Floats(out[0]), (std::vector<float>{6, 12, 18}));
+  EXPECT_EQ(session->Run({}, {"four"}, {}, &out).code(), absl::StatusCode::kNotFound);
 }
 
 TEST(MasterTest, UnknownSessionAndUnreachableTask) {

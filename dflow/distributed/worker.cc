@@ -1,5 +1,9 @@
 #include "dflow/distributed/worker.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include <algorithm>
 #include <map>
 #include <thread>
@@ -18,11 +22,13 @@
 #include "dflow/runtime/function.h"
 #include "dflow/runtime/graph.h"
 #include "dflow/runtime/partition.h"
+#include "dflow/runtime/session_util.h"
 
 namespace dflow {
 
 struct Worker::GraphItem {
   std::string handle;
+  int64_t num_nodes = 0;  // Of the registered GraphDef.
   std::vector<std::unique_ptr<Executor>> executors;
 };
 
@@ -54,6 +60,32 @@ struct Worker::RunState {
 };
 
 namespace {
+
+// The device every node of `g` is assigned to; nullptr when they are on
+// several, or there are no nodes.
+Device* OnlyDevice(const Graph& g, const DeviceMgr& devices) {
+  const std::vector<Node*> nodes = g.nodes();
+  if (nodes.empty()) return nullptr;
+  const std::string& first = nodes.front()->assigned_device_name();
+  for (const Node* n : nodes) {
+    if (n->assigned_device_name() != first) return nullptr;
+  }
+  absl::StatusOr<Device*> device = devices.LookupDevice(first);
+  return device.ok() ? *device : nullptr;
+}
+
+// After graphs of `freed_nodes` nodes in all were freed: glibc keeps freed
+// memory in its arenas (one per thread that allocated), so a server that
+// ran one large graph would keep its peak RSS, and the next large graph,
+// built on other threads, would add to it; giving the free pages back costs
+// a walk of the heap, done only after a large graph (~1 KB a node).
+void ReleaseFreedMemory(int64_t freed_nodes) {
+  constexpr int64_t kTrimAfterNodes = 10000;
+  if (freed_nodes < kTrimAfterNodes) return;
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}
 
 // "[Worker <method>] " before a failure's message; payloads kept, so the
 // master still sees which errors are derived.
@@ -136,7 +168,16 @@ void Worker::DeleteWorkerSessionAsync(const CallOptions&,
       sessions_.erase(it);
     }
   }
-  done(absl::OkStatus());  // `gone` (and its graphs) is freed after the reply.
+  done(absl::OkStatus());
+  // `gone` and its graphs are freed after the reply (unless a step still
+  // holds one).
+  int64_t nodes = 0;
+  if (gone != nullptr) {
+    absl::MutexLock l(&gone->mu);
+    for (const auto& [handle, graph] : gone->graphs) nodes += graph->num_nodes;
+  }
+  gone.reset();
+  ReleaseFreedMemory(nodes);
 }
 
 absl::StatusOr<std::shared_ptr<Worker::Session>> Worker::FindSession(const std::string& handle,
@@ -186,16 +227,28 @@ absl::StatusOr<std::shared_ptr<Worker::GraphItem>> Worker::BuildGraph(
     }
     n->set_assigned_device_name(device->name());
   }
+  auto item = std::make_shared<GraphItem>();
+  // A graph on one device is its own partition (nothing to send or
+  // receive): it goes to its executor as it is, not through a GraphDef and
+  // a second Graph, which for a large graph cost as much as the executor.
+  if (Device* only = OnlyDevice(*g, *devices_); only != nullptr) {
+    ASSIGN_OR_RETURN(std::unique_ptr<Executor> exec, Executor::Create(std::move(g), only));
+    item->executors.push_back(std::move(exec));
+    return item;
+  }
   PartitionOptions popts;
   popts.get_incarnation = [this](const std::string& d) -> uint64_t {
     absl::StatusOr<Device*> dev = devices_->LookupDevice(d);
     return dev.ok() ? (*dev)->incarnation() : 0;
   };
   ASSIGN_OR_RETURN(auto parts, Partition(*g, popts));
-  auto item = std::make_shared<GraphItem>();
-  for (auto& [loc, part_def] : parts) {
-    ASSIGN_OR_RETURN(Device * device, devices_->LookupDevice(loc));
-    ASSIGN_OR_RETURN(std::unique_ptr<Graph> part, Graph::FromGraphDef(part_def));
+  g.reset();
+  // Each part's GraphDef goes once its executor holds what it needs.
+  while (!parts.empty()) {
+    auto node = parts.extract(parts.begin());
+    ASSIGN_OR_RETURN(Device * device, devices_->LookupDevice(node.key()));
+    ASSIGN_OR_RETURN(std::unique_ptr<Graph> part, Graph::FromGraphDef(node.mapped()));
+    node.mapped().Clear();
     ASSIGN_OR_RETURN(std::unique_ptr<Executor> exec, Executor::Create(std::move(part), device));
     item->executors.push_back(std::move(exec));
   }
@@ -210,12 +263,20 @@ void Worker::RegisterGraphAsync(const CallOptions&, const tensorflow::RegisterGr
     done(Prefixed("RegisterGraph", session.status()));
     return;
   }
+  if (absl::Status s =
+          CheckGraphNodeLimit(GraphNodeCount(req->graph_def()), options_.max_graph_nodes, "",
+                              "the worker's max_graph_nodes");
+      !s.ok()) {
+    done(Prefixed("RegisterGraph", s));
+    return;
+  }
   absl::StatusOr<std::shared_ptr<GraphItem>> item = BuildGraph(req->graph_def());
   if (!item.ok()) {
     done(Prefixed("RegisterGraph", item.status()));
     return;
   }
   (*item)->handle = absl::StrCat("graph_", next_graph_id_.fetch_add(1));
+  (*item)->num_nodes = GraphNodeCount(req->graph_def());
   resp->set_graph_handle((*item)->handle);
   {
     absl::MutexLock l(&(*session)->mu);
@@ -247,6 +308,9 @@ void Worker::DeregisterGraphAsync(const CallOptions&, const tensorflow::Deregist
     return;
   }
   done(absl::OkStatus());
+  const int64_t nodes = gone->num_nodes;
+  gone.reset();
+  ReleaseFreedMemory(nodes);
 }
 
 // --- steps -------------------------------------------------------------------------------

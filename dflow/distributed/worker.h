@@ -56,6 +56,12 @@ struct WorkerOptions {
   // call and a deadline timer until the tensor comes, so a peer asking for
   // tensors of steps that never run cannot grow this task without bound.
   int max_waiting_recvs = 65536;
+  // RegisterGraph with a graph of more nodes (its library functions'
+  // included) is ResourceExhausted before anything is built. Zero or less:
+  // no limit. A master's partition holds a _Send/_Recv per tensor it
+  // exchanges besides its share of the session's nodes, so a server gives
+  // its worker twice its master's limit.
+  int64_t max_graph_nodes = 0;
 };
 
 class Worker : public WorkerInterface {

@@ -79,6 +79,32 @@ TEST(WorkerTest, RegisterAndRunWithFeedsAndFetches) {
   EXPECT_EQ(t.worker->NumLiveSteps(), 2);
 }
 
+// A graph over WorkerOptions::max_graph_nodes is refused, naming its size
+// and the limit; the worker registers and runs the next graph that fits.
+TEST(WorkerTest, RegisterRefusesGraphsOverMaxGraphNodes) {
+  WorkerOptions opts;
+  opts.max_graph_nodes = 4;
+  Task t("worker", 0, 2, opts);
+  Builder big;
+  for (int i = 0; i < 5; ++i) big.Const(absl::StrCat("c", i), Tensor::Scalar(1.0f), t.Cpu(0));
+  absl::StatusOr<std::string> handle = Register(t.worker.get(), big.def());
+  EXPECT_EQ(handle.status().code(), absl::StatusCode::kResourceExhausted) << handle.status();
+  EXPECT_THAT(std::string(handle.status().message()),
+              HasSubstr("[Worker RegisterGraph] the graph has 5 nodes, over the limit of 4 "
+                        "(the worker's max_graph_nodes)"));
+  FeedFetchGraph g(t);  // 4 nodes.
+  handle = Register(t.worker.get(), g.b.def());
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  tensorflow::RunGraphRequest req;
+  req.set_graph_handle(*handle);
+  req.set_step_id(7);
+  *req.add_send() = Named(g.feed_key, Tensor::Vec<float>({1.0f, 2.0f}));
+  req.add_recv_key(g.fetch_key);
+  tensorflow::RunGraphResponse resp;
+  ASSERT_TRUE(t.worker->RunGraph(req, &resp).ok());
+  EXPECT_EQ(Floats(resp.recv(0).tensor()), (std::vector<float>{3.0f, 6.0f}));
+}
+
 TEST(WorkerTest, WorkerSessionsAndUnknownHandles) {
   Task t("worker", 0, 2);
   FeedFetchGraph g(t);

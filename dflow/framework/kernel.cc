@@ -16,8 +16,20 @@ OpKernelConstruction::OpKernelConstruction(const tensorflow::NodeDef& def, const
       output_types_(std::move(output_types)),
       device_(device) {}
 
+namespace {
+
+tensorflow::NodeDef WithoutDevice(const tensorflow::NodeDef& def) {
+  tensorflow::NodeDef copy = def;
+  delete copy.release_device();  // clear_device() would keep its buffer.
+  return copy;
+}
+
+}  // namespace
+
 OpKernel::OpKernel(OpKernelConstruction* c)
-    : def_(c->def()), input_types_(c->input_types()), output_types_(c->output_types()) {}
+    : def_(WithoutDevice(c->def())),
+      input_types_(c->input_types()),
+      output_types_(c->output_types()) {}
 
 absl::Status AsyncOpKernel::Compute(OpKernelContext* ctx) {
   absl::Notification done;

@@ -118,10 +118,12 @@ class OpKernel {
   virtual bool IsExpensive() const { return true; }
   virtual AsyncOpKernel* AsAsync() { return nullptr; }
 
+  // The node the kernel was made for, without its device (the kernel runs
+  // on OpKernelContext::device(); a large graph need not hold one full
+  // device name per kernel).
   const tensorflow::NodeDef& def() const { return def_; }
   const std::string& name() const { return def_.name(); }
   const std::string& type_string() const { return def_.op(); }
-  const std::string& requested_device() const { return def_.device(); }
   int num_inputs() const { return static_cast<int>(input_types_.size()); }
   int num_outputs() const { return static_cast<int>(output_types_.size()); }
   DataType input_type(int i) const { return input_types_[i]; }

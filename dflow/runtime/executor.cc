@@ -67,7 +67,6 @@ struct Executor::NodeItem {
   int initial_pending = 0;
   absl::InlinedVector<bool, 4> input_is_ref;
   absl::InlinedVector<bool, 4> output_consumed;
-  std::string prefix;  // "[Op 'node'] "
 };
 
 namespace {
@@ -108,6 +107,11 @@ absl::Status CheckAssignedDevice(const Node& node, const Device& device) {
   return absl::InvalidArgumentError(absl::StrCat("[Executor] node '", node.name(),
                                                  "' is assigned to ", assigned,
                                                  " but this executor runs on ", device.name()));
+}
+
+// "[Op 'node'] ", made when an error needs it rather than kept per node.
+std::string ErrorPrefix(const OpKernel& kernel) {
+  return absl::StrCat("[", kernel.type_string(), " '", kernel.name(), "'] ");
 }
 
 // "[Op 'node'] " + message, unless the kernel already said so.
@@ -845,7 +849,7 @@ void ExecutorState::DeleteFrame(FrameState* frame, ReadyList* ready) {
 
 // The node is still outstanding here, so the step (and *this) stays alive.
 void ExecutorState::RecordError(const Item& item, const absl::Status& s) {
-  absl::Status annotated = Annotate(s, item.prefix);
+  absl::Status annotated = Annotate(s, ErrorPrefix(*item.kernel));
   if (cm_->IsCancelled()) annotated = MarkDerived(std::move(annotated));
   Abort(std::move(annotated));
 }
@@ -920,8 +924,7 @@ void ExecutorState::Finish() {
 
 // --- Executor -------------------------------------------------------------------
 
-Executor::Executor(std::unique_ptr<Graph> graph, Device* device)
-    : graph_(std::move(graph)), device_(device) {}
+Executor::Executor(Device* device) : device_(device) {}
 
 Executor::~Executor() = default;
 
@@ -930,8 +933,8 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(std::unique_ptr<Graph
   if (graph == nullptr || device == nullptr) {
     return absl::InvalidArgumentError("[Executor] needs a graph and a device");
   }
-  std::unique_ptr<Executor> exec(new Executor(std::move(graph), device));
-  RETURN_IF_ERROR(exec->Initialize());
+  std::unique_ptr<Executor> exec(new Executor(device));
+  RETURN_IF_ERROR(exec->Initialize(*graph));
   return exec;
 }
 
@@ -959,7 +962,6 @@ absl::Status Executor::InitializeNode(const Node* node, NodeItem* item) {
   }
   for (const Edge* e : node->in_edges()) item->num_control_inputs += e->IsControlEdge();
   item->num_inputs = item->kernel->num_inputs();
-  item->prefix = absl::StrCat("[", node->type_string(), " '", node->name(), "'] ");
   for (int i = 0; i < item->num_inputs; ++i) {
     item->input_is_ref.push_back(IsRefType(item->kernel->input_type(i)));
   }
@@ -992,13 +994,13 @@ void Executor::UpdateCost(int id, int64_t elapsed) const {
   cost.store(((kCostDecay - 1) * prev + elapsed) / kCostDecay, std::memory_order_relaxed);
 }
 
-absl::Status Executor::Initialize() {
-  ASSIGN_OR_RETURN(ControlFlowInfo cf, BuildControlFlowInfo(*graph_));
+absl::Status Executor::Initialize(const Graph& graph) {
+  ASSIGN_OR_RETURN(ControlFlowInfo cf, BuildControlFlowInfo(graph));
   for (const LoopFrame& f : cf.frames) {
     frames_.push_back(FrameInfo{f.name, f.parallel_iterations, f.num_enters, {}, 0});
   }
-  const std::vector<Node*> nodes = graph_->nodes();
-  std::vector<int> index_of(graph_->num_node_ids(), -1);
+  const std::vector<Node*> nodes = graph.nodes();
+  std::vector<int> index_of(graph.num_node_ids(), -1);
   items_.resize(nodes.size());
   cost_.reset(new std::atomic<int64_t>[nodes.size()]);
   for (size_t i = 0; i < nodes.size(); ++i) cost_[i].store(kInitialCost);
@@ -1023,9 +1025,9 @@ absl::Status Executor::Initialize() {
       if (!e->IsControlEdge()) {
         if (dst.input_is_ref[e->dst_input] && !IsRefType(item.kernel->output_type(e->src_output))) {
           return absl::InvalidArgumentError(
-              absl::StrCat(dst.prefix, "input ", e->dst_input, " expects a reference but '",
-                           nodes[i]->name(), ":", e->src_output, "' is a ",
-                           DataTypeString(item.kernel->output_type(e->src_output))));
+              absl::StrCat(ErrorPrefix(*dst.kernel), "input ", e->dst_input,
+                           " expects a reference but '", nodes[i]->name(), ":", e->src_output,
+                           "' is a ", DataTypeString(item.kernel->output_type(e->src_output))));
         }
         out.dst_entry = dst.input_start + e->dst_input;
         item.output_consumed[e->src_output] = true;

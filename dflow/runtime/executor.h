@@ -73,6 +73,8 @@ class Executor {
 
   // Creates a kernel for every node of `graph` on `device`. Fails, naming the
   // node, when a node has no kernel, bad attrs, or is assigned elsewhere.
+  // The executor keeps only what its steps need (kernels, dense per-node
+  // items and edges); `graph` is freed before Create returns.
   static absl::StatusOr<std::unique_ptr<Executor>> Create(std::unique_ptr<Graph> graph,
                                                           Device* device);
   ~Executor();
@@ -86,7 +88,6 @@ class Executor {
   // DeadlineExceeded returned (once in-flight kernels finished).
   absl::Status Run(const Args& args);
 
-  const Graph& graph() const { return *graph_; }
   Device* device() const { return device_; }
 
  private:
@@ -95,8 +96,8 @@ class Executor {
   struct NodeItem;
   struct OutEdge;
 
-  Executor(std::unique_ptr<Graph> graph, Device* device);
-  absl::Status Initialize();
+  explicit Executor(Device* device);
+  absl::Status Initialize(const Graph& graph);
   absl::Status InitializeNode(const Node* node, NodeItem* item);
 
   // Whether item `id` goes to the pool; kernels that declare themselves
@@ -104,7 +105,6 @@ class Executor {
   bool IsExpensive(int id) const;
   void UpdateCost(int id, int64_t elapsed) const;
 
-  std::unique_ptr<Graph> graph_;
   Device* device_;  // not owned
   std::vector<std::unique_ptr<OpKernel>> kernels_;
   std::vector<NodeItem> items_;  // One per live node, dense.

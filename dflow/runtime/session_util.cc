@@ -38,6 +38,20 @@ std::string SignatureKey(const std::vector<std::string>& feeds,
                       absl::StrJoin(targets, "\x01"));
 }
 
+int64_t GraphNodeCount(const tensorflow::GraphDef& def) {
+  int64_t nodes = def.node_size();
+  for (const tensorflow::FunctionDef& f : def.library().function()) nodes += f.node_def_size();
+  return nodes;
+}
+
+absl::Status CheckGraphNodeLimit(int64_t nodes, int64_t max_nodes, absl::string_view what,
+                                 absl::string_view limit_name) {
+  if (max_nodes <= 0 || nodes <= max_nodes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(what, "the graph has ", nodes,
+                                                   " nodes, over the limit of ", max_nodes, " (",
+                                                   limit_name, ")"));
+}
+
 absl::Status ExtendGraphDef(tensorflow::GraphDef* graph, const tensorflow::GraphDef& extension) {
   absl::flat_hash_set<std::string> names;
   for (const tensorflow::NodeDef& n : graph->node()) names.insert(n.name());

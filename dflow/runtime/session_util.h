@@ -34,6 +34,14 @@ std::string SignatureKey(const std::vector<std::string>& feeds,
 // a function already there with another body; *graph is unchanged on error.
 absl::Status ExtendGraphDef(tensorflow::GraphDef* graph, const tensorflow::GraphDef& extension);
 
+// The nodes of `def`: its graph's and those of its library's functions.
+int64_t GraphNodeCount(const tensorflow::GraphDef& def);
+// ResourceExhausted when `nodes` exceeds `max_nodes` (> 0; 0 or less: no
+// limit): "the graph has 300 nodes, over the limit of 200 (<limit_name>)",
+// after `what` ("[Master CreateSession] ").
+absl::Status CheckGraphNodeLimit(int64_t nodes, int64_t max_nodes, absl::string_view what,
+                                 absl::string_view limit_name);
+
 // What a fed tensor must look like: its dtype and, for placeholders, the
 // declared shape.
 struct FeedSpec {

@@ -207,6 +207,10 @@ int main(int argc, char** argv) {
   server_cmd->add_option("--max_sessions", server.max_sessions,
                          "Open sessions at most; more CreateSession calls are RESOURCE_EXHAUSTED")
       ->check(AtLeast(1))->capture_default_str();
+  server_cmd->add_option("--max_graph_nodes,--max-graph-nodes", server.max_graph_nodes,
+                         "Nodes a session's graph may have at most (0: no limit), a graph "
+                         "registered on this task's worker twice that; more is RESOURCE_EXHAUSTED")
+      ->check(AtLeast(0))->capture_default_str();
   add_security(server_cmd, &server.security);
 
   dflow::cli::ClusterFlags cluster;

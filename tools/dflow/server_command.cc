@@ -96,6 +96,7 @@ absl::Status ServerCommand(const ServerFlags& flags) {
   options.session_gc =
       flags.session_gc_seconds > 0 ? absl::Seconds(flags.session_gc_seconds) : absl::ZeroDuration();
   options.max_sessions = flags.max_sessions;
+  options.max_graph_nodes = flags.max_graph_nodes;
   ASSIGN_OR_RETURN(
       std::unique_ptr<GrpcServer> server,
       StartTaskServer(task.cluster, task.task.job, task.task.index, flags.cpus, options));

@@ -61,6 +61,7 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(const tensorflow:
   WorkerOptions wopts;
   wopts.worker_for_task = worker_for_task;
   wopts.inter_op_pool = InterOpPool();
+  wopts.max_graph_nodes = 2 * options.max_graph_nodes;
   server->worker_ = std::make_unique<Worker>(server->devices_.get(), std::move(wopts));
   MasterEnv env;
   env.task_name = server->task_name_;
@@ -74,6 +75,7 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(const tensorflow:
   env.default_session_config = def.default_session_config();
   env.session_gc = options.session_gc;
   env.max_sessions = options.max_sessions;
+  env.max_graph_nodes = options.max_graph_nodes;
   server->master_ = std::make_unique<Master>(std::move(env));
   server->worker_service_ =
       std::make_unique<GrpcWorkerService>(server->worker_.get(), options.security.auth_token);

@@ -44,6 +44,11 @@ class GrpcServer {
   struct Options {
     absl::Duration session_gc = absl::Hours(24);  // MasterEnv::session_gc.
     int max_sessions = 1024;                      // MasterEnv::max_sessions.
+    // MasterEnv::max_graph_nodes: a session's graph of more nodes is
+    // ResourceExhausted; a graph registered on this task's worker may have
+    // twice as many (WorkerOptions::max_graph_nodes: partitions add
+    // _Send/_Recv nodes). Zero: no limit.
+    int64_t max_graph_nodes = 0;
     // Off by default. A token: every MasterService/WorkerService call and
     // every data-plane connection must carry it, and this task's own calls to
     // other tasks present it. TLS: the port requires client certificates

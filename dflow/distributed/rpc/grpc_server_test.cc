@@ -11,6 +11,7 @@
 #include "dflow/distributed/local_master.h"
 #include "dflow/distributed/remote_session.h"
 #include "dflow/distributed/rpc/grpc_remote_master.h"
+#include "dflow/distributed/rpc/grpc_remote_worker.h"
 #include "dflow/distributed/rpc/grpc_util.h"
 #include "dflow/distributed/rpc/local_cluster_test_util.h"
 #include "dflow/distributed/worker_test_util.h"
@@ -171,6 +172,55 @@ TEST(GrpcServerTest, BadRequestsGetClearErrorsAndTheServerStaysUp) {
   ASSERT_TRUE(session->Run({}, {}, {"init"}, nullptr).ok());
   s = session->Run({{"two", Tensor::Scalar(1.0f)}}, {"y"}, {}, &out);
   EXPECT_TRUE(s.ok()) << s;
+}
+
+// `max_graph_nodes` on a server: over gRPC, CreateSession of a bigger graph
+// and RegisterGraph of one over twice as big are RESOURCE_EXHAUSTED naming
+// the size and the limit, and the server then serves a graph at the limit
+// (its partition, with the fetch's _Send, over it).
+TEST(GrpcServerTest, GraphsOverMaxGraphNodesAreResourceExhaustedOverGrpc) {
+  ClusterSpec spec;
+  ASSERT_TRUE(spec.AddTask("worker", 0, "127.0.0.1:0").ok());
+  GrpcServer::Options options;
+  options.max_graph_nodes = 3;
+  auto server = GrpcServer::Create(ServerDefFor(spec, "worker", 0), options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE((*server)->Start().ok());
+  const std::string address = absl::StrCat("127.0.0.1:", (*server)->bound_port());
+  const CallOptions opts = CallOptions::WithTimeout(absl::Seconds(10));
+  Builder big;
+  for (int i = 0; i < 4; ++i) big.Const(absl::StrCat("c", i), Tensor::Scalar(1.0f), "");
+  std::unique_ptr<MasterInterface> master = NewGrpcRemoteMaster(address);
+  tensorflow::CreateSessionRequest create;
+  *create.mutable_graph_def() = big.def();
+  tensorflow::CreateSessionResponse created;
+  absl::Status s = master->CreateSession(create, &created, opts);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_THAT(Msg(s), HasSubstr("[Master CreateSession] the graph has 4 nodes, over the limit "
+                                "of 3 (max_graph_nodes)"));
+  std::unique_ptr<WorkerInterface> worker =
+      NewGrpcRemoteWorker(address, "/job:worker/replica:0/task:0");
+  for (int i = 4; i < 7; ++i) big.Const(absl::StrCat("c", i), Tensor::Scalar(1.0f), "");
+  tensorflow::RegisterGraphRequest reg;
+  *reg.mutable_graph_def() = big.def();
+  tensorflow::RegisterGraphResponse registered;
+  s = worker->RegisterGraph(reg, &registered, opts);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_THAT(Msg(s),
+              HasSubstr("[Worker RegisterGraph] the graph has 7 nodes, over the limit of 6"));
+  // A graph that fits runs.
+  Builder small;
+  small.Const("a", Tensor::Scalar(2.0f), "");
+  small.Const("b", Tensor::Scalar(3.0f), "");
+  small.Binary("c", "Mul", "a", "b", "");
+  SessionOptions session_options;
+  session_options.target = (*server)->target();
+  auto session = NewSession(session_options);
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_TRUE((*session)->Create(small.def()).ok());
+  std::vector<Tensor> out;
+  ASSERT_TRUE((*session)->Run({}, {"c"}, {}, &out).ok());
+  EXPECT_EQ(Floats(out[0]), (std::vector<float>{6}));
 }
 
 TEST(GrpcServerTest, GarbageToEveryMasterMethodIsInvalidArgumentNamingTheMethod) {
