@@ -91,6 +91,8 @@ class ByteBuffer;
 
 namespace dflow {
 
+class DataPlaneTls;
+
 inline constexpr char kDataPlaneQueryTypeUrl[] = "type.googleapis.com/dflow.DataPlaneQuery";
 inline constexpr char kDataPlanePortTypeUrl[] = "type.googleapis.com/dflow.DataPlanePort";
 
@@ -161,6 +163,9 @@ class DataPlaneServer {
     absl::Duration frame_timeout = absl::Seconds(10);       // A request, from its first byte.
     absl::Duration send_stall_timeout = absl::Seconds(60);  // A response not read on.
     std::string auth_token;  // Non-empty: a connection's first frame must be a hello with it.
+    // Set (a kServer context): every connection is TLS (data_plane_connection.h);
+    // its handshake is bounded by frame_timeout from the accept.
+    std::shared_ptr<const DataPlaneTls> tls;
   };
 
   explicit DataPlaneServer(WorkerInterface* worker) : DataPlaneServer(worker, Options()) {}
@@ -183,6 +188,10 @@ class DataPlaneServer {
   int64_t num_timed_out() const { return num_timed_out_.load(); }
   // Connections closed for a missing or wrong token.
   int64_t num_unauthenticated() const { return num_unauthenticated_.load(); }
+  // TLS handshakes that failed (a refused certificate, not TLS, a peer gone).
+  int64_t num_handshake_failures() const { return num_handshake_failures_.load(); }
+  // Requests (single, batch or RunGraph frames) handed to the worker so far.
+  int64_t num_requests() const { return num_requests_.load(); }
 
  private:
   class Loop;
@@ -194,6 +203,8 @@ class DataPlaneServer {
   std::atomic<int64_t> num_refused_{0};
   std::atomic<int64_t> num_timed_out_{0};
   std::atomic<int64_t> num_unauthenticated_{0};
+  std::atomic<int64_t> num_handshake_failures_{0};
+  std::atomic<int64_t> num_requests_{0};
   absl::Mutex mu_;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
@@ -212,7 +223,10 @@ class DataPlaneClient {
   // `peer_name` names the peer in errors; `enabled` false: never used.
   // `auth_token` non-empty: every fresh connection starts with a hello
   // carrying it.
-  DataPlaneClient(std::string peer_name, bool enabled, const std::string& auth_token = "");
+  // `tls` set (a kClient context): connections are mutual TLS
+  // (data_plane_connection.h); a failed handshake sends the call to gRPC.
+  DataPlaneClient(std::string peer_name, bool enabled, const std::string& auth_token = "",
+                  std::shared_ptr<const DataPlaneTls> tls = nullptr);
   ~DataPlaneClient();
 
   // Whether the next gRPC RecvTensor should carry the query.
@@ -220,6 +234,9 @@ class DataPlaneClient {
   // The peer answered: `port` 0 means it has no data plane.
   void OnNegotiated(const std::string& host, int port);
   bool ready() const;
+  // The last failed TLS handshake, naming the peer and OpenSSL's reason; ""
+  // when none failed.
+  std::string last_handshake_error() const;
 
   // When ready, not too busy and not backing off, runs the call on the data
   // plane and returns true: `done` gets its status (errors name the peer like
