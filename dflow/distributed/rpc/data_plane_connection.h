@@ -35,6 +35,8 @@ typedef struct ssl_st SSL;
 
 namespace dflow {
 
+struct DataConnectionBio;
+
 // An OpenSSL context for one end of the data plane. Immutable once made;
 // shared by every connection of that end.
 class DataPlaneTls {
@@ -117,6 +119,7 @@ class DataConnection {
 
   const int fd_;
   std::shared_ptr<const DataPlaneTls> tls_;
+  std::unique_ptr<DataConnectionBio> bio_target_;  // The TLS BIO's socket.
   SSL* ssl_ = nullptr;  // Owned; nullptr: plaintext.
   std::string error_;
   bool peer_alert_ = false;
