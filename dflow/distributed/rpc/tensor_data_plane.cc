@@ -24,6 +24,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "dflow/distributed/rpc/data_plane_connection.h"
 #include "dflow/distributed/rpc/grpc_util.h"
@@ -236,7 +237,8 @@ struct DataPlaneClient::State {
   // refusal (back-off).
   void HandshakeFailed(const absl::Status& status, bool rejected) {
     const std::string message =
-        absl::StrCat("[DataPlane] TLS handshake with ", peer_name, " failed: ", status.message());
+        absl::StrCat("[DataPlane] TLS handshake with ", peer_name, " failed: ",
+                     absl::StripPrefix(status.message(), "TLS handshake failed: "));
     {
       absl::MutexLock l(&mu);
       const bool first = last_handshake_error.empty();

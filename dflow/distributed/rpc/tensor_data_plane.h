@@ -16,6 +16,10 @@
 //     connection cannot be made (nothing sent yet), that call goes over gRPC and
 //     the next gRPC call asks again (after 3 failures in a row: gRPC only).
 //
+// Mutual TLS: with DataPlaneServer::Options::tls / DataPlaneClient's `tls`
+// (a task started with --tls-cert/--tls-key/--tls-ca) every connection is TLS 1.3
+// (data_plane_connection.h) and the frames below travel inside it unchanged.
+//
 // Frames on a data connection (all integers little-endian; one call at a time
 // per connection, connections are pooled and reused):
 //   hello:    u32 magic 'DFHL' | u32 token_bytes (<= 4 KiB) | u64 0 | the shared token
@@ -56,9 +60,10 @@
 //
 // Bounds (DataPlaneServer::Options): one event-loop thread serves every
 // connection; connections are capped per peer address and in all (more are
-// answered "not served" and closed at once); an idle connection is closed
-// after idle_timeout, a request that has not fully arrived frame_timeout after
-// its first byte, a response the receiver takes no byte of for
+// answered "not served" and closed at once; under TLS just closed); an idle
+// connection is closed after idle_timeout, a request that has not fully
+// arrived frame_timeout after its first byte (a TLS handshake: after the
+// accept), a response the receiver takes no byte of for
 // send_stall_timeout. A request's buffer grows as its bytes arrive. The
 // receiver (DataPlaneClient) falls back to gRPC whenever the data plane cannot
 // serve a call (no connection, "not served"), and after a refusal stays on

@@ -1296,5 +1296,27 @@ TEST(TensorDataPlaneTlsTest, AStalledHandshakeIsClosedByTheFrameTimeoutAndOthers
   ExpectServes(t, 2);
 }
 
+TEST(TensorDataPlaneTlsTest, ConnectionsOverTheCapsAreClosedBeforeTheHandshakeAndTheCallFallsBack) {
+  absl::StatusOr<ThrowawayTls> tls = MakeThrowawayTls();
+  ASSERT_TRUE(tls.ok()) << tls.status();
+  DataPlaneServer::Options options;
+  options.max_connections_per_peer = 1;
+  TlsTask task(*tls, options);
+  DataPlaneTask& t = task.t;
+  const int held = ConnectTo(t.server.port());
+  ASSERT_TRUE(WaitUntil([&] { return t.server.num_connections() == 1; }));
+  ASSERT_TRUE(t.Feed(1, RandomBits(100, 1)).ok());
+  PendingRecv r(&t.client, t.Request(1), Timeout(absl::Seconds(30)));
+  ASSERT_TRUE(r.Wait());
+  EXPECT_TRUE(r.fell_back) << r.status;  // A refusal: gRPC takes the call.
+  EXPECT_GE(t.server.num_refused(), 1);
+  EXPECT_EQ(t.server.num_handshake_failures(), 0);  // It never started one.
+  EXPECT_THAT(t.client.last_handshake_error(), HasSubstr("failed"));
+  ::close(held);
+  ASSERT_TRUE(WaitUntil([&] { return t.server.num_connections() == 0; }));
+  absl::SleepFor(absl::Milliseconds(300));  // The first back-off is 0.1 s.
+  ExpectServes(t, 2);
+}
+
 }  // namespace
 }  // namespace dflow
