@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -24,6 +25,7 @@ namespace dflow {
 namespace {
 
 constexpr size_t kMaxWritePerCall = 4 << 20;  // Then the event loop gives others a turn.
+constexpr size_t kReadAhead = 256 << 10;       // The receiver's ciphertext buffer.
 
 // OpenSSL's queued errors as one line, queue cleared; `fallback` when empty.
 std::string OpenSslErrors(const std::string& fallback) {
@@ -43,9 +45,15 @@ std::string OpenSslErrors(const std::string& fallback) {
 
 // What the BIO writes to: the socket, and whether more records follow at
 // once (MSG_MORE: the kernel sends full segments, not one per 16 KiB record).
+// The receiver also reads ahead into `in` itself (OpenSSL's own read-ahead
+// copies too much, see Create), so a tensor's records take a few large recv
+// calls instead of two per 16 KiB record.
 struct DataConnectionBio {
   int fd = -1;
   bool more = false;
+  std::vector<char> in;  // Empty: no read-ahead (the sender).
+  size_t in_pos = 0;
+  size_t in_end = 0;
 };
 
 namespace {
@@ -65,12 +73,35 @@ int BioWrite(BIO* b, const char* data, int n) {
 
 int BioRead(BIO* b, char* data, int n) {
   BIO_clear_retry_flags(b);
-  // Without read-ahead OpenSSL asks for exactly what the record still needs,
-  // so waiting for all of it (on a blocking socket) never waits past the
-  // record, and a 16 KiB record arrives in one call, not one per segment.
-  const ssize_t r = ::recv(FdOf(b), data, static_cast<size_t>(n), MSG_WAITALL);
-  if (r < 0 && Retryable(errno)) BIO_set_retry_read(b);
-  return static_cast<int>(r);
+  DataConnectionBio* t = static_cast<DataConnectionBio*>(BIO_get_data(b));
+  const size_t want = static_cast<size_t>(n);
+  if (t->in.empty() || want >= t->in.size()) {
+    // OpenSSL (no read-ahead) asks for exactly what the record still needs,
+    // so waiting for all of it never waits past the record, and a 16 KiB
+    // record arrives in one call, not one per segment.
+    const ssize_t r = ::recv(t->fd, data, want, MSG_WAITALL);
+    if (r < 0 && Retryable(errno)) BIO_set_retry_read(b);
+    return static_cast<int>(r);
+  }
+  if (t->in_pos == t->in_end) {
+    // What this record needs (waiting for it), then whatever else has arrived.
+    t->in_pos = t->in_end = 0;
+    const ssize_t r = ::recv(t->fd, t->in.data(), want, MSG_WAITALL);
+    if (r <= 0) {
+      if (r < 0 && Retryable(errno)) BIO_set_retry_read(b);
+      return static_cast<int>(r);
+    }
+    t->in_end = static_cast<size_t>(r);
+    if (t->in_end == want) {
+      const ssize_t more =
+          ::recv(t->fd, t->in.data() + t->in_end, t->in.size() - t->in_end, MSG_DONTWAIT);
+      if (more > 0) t->in_end += static_cast<size_t>(more);
+    }
+  }
+  const size_t k = std::min(want, t->in_end - t->in_pos);
+  std::memcpy(data, t->in.data() + t->in_pos, k);
+  t->in_pos += k;
+  return static_cast<int>(k);
 }
 
 long BioCtrl(BIO*, int cmd, long, void*) { return cmd == BIO_CTRL_FLUSH ? 1 : 0; }
@@ -214,6 +245,7 @@ DataConnection::DataConnection(int fd, std::shared_ptr<const DataPlaneTls> tls)
   BIO* bio = BIO_new(SocketMethod());
   bio_target_ = std::make_unique<DataConnectionBio>();
   bio_target_->fd = fd;
+  if (tls_->role() == DataPlaneTls::kClient) bio_target_->in.resize(kReadAhead);
   BIO_set_data(bio, bio_target_.get());
   BIO_set_init(bio, 1);
   SSL_set_bio(ssl_, bio, bio);
@@ -334,7 +366,10 @@ DataConnection::Io DataConnection::Write(const iovec* iov, int count, size_t* wr
   return io;
 }
 
-bool DataConnection::HasBuffered() const { return ssl_ != nullptr && SSL_has_pending(ssl_) == 1; }
+bool DataConnection::HasBuffered() const {
+  return ssl_ != nullptr &&
+         (SSL_has_pending(ssl_) == 1 || bio_target_->in_pos < bio_target_->in_end);
+}
 
 absl::Status DataConnection::SetDeadline(absl::Time deadline) {
   timeval tv{0, 0};  // Zero: no timeout.
