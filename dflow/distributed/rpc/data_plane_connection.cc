@@ -194,7 +194,8 @@ absl::StatusOr<std::shared_ptr<const DataPlaneTls>> DataPlaneTls::Create(
   // Both ends verify the other against the CA; the sender requires a certificate.
   SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
   // Not SSL_MODE_RELEASE_BUFFERS: freeing the record buffer after each record
-  // costs page faults per 16 KiB (rpc_bench: TLS data plane 0.12 -> ? of plaintext).
+  // costs fresh pages (page faults) every 16 KiB; an idle connection keeps
+  // about 34 KiB of OpenSSL buffers instead.
   SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   if (role == kServer) {
     SSL_CTX_set_num_tickets(ctx, 1);  // The receiver's "you are accepted".
@@ -205,10 +206,10 @@ absl::StatusOr<std::shared_ptr<const DataPlaneTls>> DataPlaneTls::Create(
     SSL_CTX_set_session_cache_mode(ctx,
                                    SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
     SSL_CTX_sess_set_new_cb(ctx, OnSessionTicket);
-    // No read-ahead: OpenSSL 3.0 moves what it read ahead to the front of its
-    // buffer for every record, so a large buffer copies each byte many times
-    // (1 MiB read-ahead: TLS data plane ~0.1 of plaintext). Two recv calls a
-    // 16 KiB record (MSG_WAITALL, see BioRead) cost less.
+    // Not OpenSSL's read-ahead: OpenSSL 3.0 moves what it read ahead to the
+    // front of its buffer for every record, so a large buffer copies each byte
+    // many times (1 MiB: TLS data plane ~0.1 of plaintext). BioRead reads
+    // ahead without that.
     SSL_CTX_clear_mode(ctx, SSL_MODE_AUTO_RETRY);
   }
   absl::Status loaded = LoadCredentials(ctx, security);
@@ -241,8 +242,12 @@ DataConnection::DataConnection(int fd, std::shared_ptr<const DataPlaneTls> tls)
     : fd_(fd), tls_(std::move(tls)) {
   if (tls_ == nullptr) return;
   ssl_ = SSL_new(tls_->ctx());
-  if (ssl_ == nullptr) return;  // Handshake reports it.
-  BIO* bio = BIO_new(SocketMethod());
+  BIO* bio = ssl_ != nullptr ? BIO_new(SocketMethod()) : nullptr;
+  if (bio == nullptr) {  // The handshake reports it; nothing is read or written.
+    SSL_free(ssl_);
+    ssl_ = nullptr;
+    return;
+  }
   bio_target_ = std::make_unique<DataConnectionBio>();
   bio_target_->fd = fd;
   if (tls_->role() == DataPlaneTls::kClient) bio_target_->in.resize(kReadAhead);
@@ -308,7 +313,7 @@ DataConnection::Io DataConnection::StepHandshake() {
 
 DataConnection::Io DataConnection::Read(void* buf, size_t n, size_t* got) {
   *got = 0;
-  if (ssl_ == nullptr) {
+  if (tls_ == nullptr) {
     const ssize_t r = ::recv(fd_, buf, n, 0);
     if (r > 0) {
       *got = static_cast<size_t>(r);
@@ -319,6 +324,7 @@ DataConnection::Io DataConnection::Read(void* buf, size_t n, size_t* got) {
     error_ = std::strerror(errno);
     return Io::kClosed;
   }
+  if (ssl_ == nullptr) return Io::kError;
   ERR_clear_error();
   const int r = SSL_read_ex(ssl_, buf, n, got);
   return r == 1 ? Io::kDone : SslResult(r, "TLS read failed");
@@ -326,7 +332,7 @@ DataConnection::Io DataConnection::Read(void* buf, size_t n, size_t* got) {
 
 DataConnection::Io DataConnection::Write(const iovec* iov, int count, size_t* wrote) {
   *wrote = 0;
-  if (ssl_ == nullptr) {
+  if (tls_ == nullptr) {
     msghdr msg{};
     msg.msg_iov = const_cast<iovec*>(iov);
     msg.msg_iovlen = static_cast<size_t>(count);
@@ -339,6 +345,7 @@ DataConnection::Io DataConnection::Write(const iovec* iov, int count, size_t* wr
     error_ = std::strerror(errno);
     return Io::kClosed;
   }
+  if (ssl_ == nullptr) return Io::kError;
   // Records go out as full segments while more follow; whatever is held
   // back is pushed when this call ends.
   bio_target_->more = true;
@@ -367,7 +374,7 @@ DataConnection::Io DataConnection::Write(const iovec* iov, int count, size_t* wr
 }
 
 bool DataConnection::HasBuffered() const {
-  return ssl_ != nullptr &&
+  return ssl_ != nullptr && bio_target_ != nullptr &&
          (SSL_has_pending(ssl_) == 1 || bio_target_->in_pos < bio_target_->in_end);
 }
 
@@ -424,7 +431,7 @@ absl::Status DataConnection::Send(const void* buf, size_t n, absl::Time deadline
   while (n > 0) {
     size_t w = 0;
     Io io;
-    if (ssl_ == nullptr) {
+    if (tls_ == nullptr) {
       const ssize_t r = ::send(fd_, p, n, MSG_NOSIGNAL);
       io = r >= 0 ? Io::kDone : Retryable(errno) ? Io::kWantWrite : Io::kError;
       if (r >= 0) w = static_cast<size_t>(r);
@@ -451,7 +458,7 @@ absl::Status DataConnection::Recv(void* buf, size_t n, absl::Time deadline) {
   while (n > 0) {
     size_t got = 0;
     Io io;
-    if (ssl_ == nullptr) {
+    if (tls_ == nullptr) {
       const ssize_t r = ::recv(fd_, p, n, MSG_WAITALL);  // A whole tensor in one call.
       io = r > 0 ? Io::kDone : r == 0 ? Io::kClosed : Retryable(errno) ? Io::kWantRead : Io::kError;
       if (r > 0) got = static_cast<size_t>(r);

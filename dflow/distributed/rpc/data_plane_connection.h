@@ -76,7 +76,7 @@ class DataConnection {
   DataConnection& operator=(const DataConnection&) = delete;
 
   int fd() const { return fd_; }
-  bool tls() const { return ssl_ != nullptr; }
+  bool tls() const { return tls_ != nullptr; }
 
   // --- non-blocking use (the sender's event loop) ---------------------------------------
   enum class Io { kDone, kWantRead, kWantWrite, kClosed, kError };
