@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import socket
+import ssl
 import struct
 import subprocess
 import sys
@@ -122,13 +123,29 @@ def data_plane_port(server):
     return int(m.group(1)) if m else 0
 
 
-def raw_data_plane_request(port):
-    """A well-framed RecvTensor request without a hello; every byte back."""
+def request_frame():
+    """A well-framed RecvTensor request for a key no step will send."""
     body = b"\x08\x01\x12\x09a;b;c;d;e"  # step_id 1, rendezvous_key "a;b;c;d;e"
-    frame = struct.pack("<IIQ", 0x51524644, len(body), 5_000_000) + body
+    return struct.pack("<IIQ", 0x51524644, len(body), 5_000_000) + body
+
+
+def hello_frame(token_file):
+    with open(token_file) as f:
+        token = f.read().strip().encode()
+    return struct.pack("<IIQ", 0x4c484644, len(token), 0) + token
+
+
+def raw_data_plane_request(port, frame=None, tls=None):
+    """Sends `frame` (default: a request without a hello), over TLS when `tls`
+    (an ssl.SSLContext) is given; every byte back, or the TLS error's text."""
+    frame = request_frame() if frame is None else frame
     got = b""
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(frame)
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        try:
+            s = tls.wrap_socket(raw) if tls else raw
+            s.sendall(frame)
+        except (ssl.SSLError, OSError) as e:
+            return f"<{type(e).__name__}: {e}>".encode()
         try:
             while len(got) < 1 << 20:
                 chunk = s.recv(65536)
@@ -139,7 +156,20 @@ def raw_data_plane_request(port):
             got += b"<timeout>"
         except ConnectionResetError:
             pass  # Closed with our request unread: the end, as a close.
+        except (ssl.SSLError, OSError) as e:
+            got += f"<{type(e).__name__}: {e}>".encode()
     return got
+
+
+def tls_context(args, ca_args=None):
+    """A client SSLContext with the certificate and key of make_tls's `args`,
+    trusting the CA of `ca_args` (default: the same)."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+    ctx.load_verify_locations((ca_args or args)[5])
+    ctx.load_cert_chain(args[1], args[3])
+    return ctx
 
 
 def stop_all(servers):
@@ -211,8 +241,21 @@ def tls_cluster(token_file, tf_ok):
     _, ports, servers = start_cluster(DFLOW, TMP, {"ps": 1, "worker": 1}, extra_args=tls + auth)
     target = f"grpc://127.0.0.1:{ports['worker'][0]}"
     try:
-        check("under TLS the ps starts no data plane", data_plane_port(servers["ps"][0]) == 0,
-              servers["ps"][0].output())
+        port = data_plane_port(servers["ps"][0])
+        check("under TLS the ps serves a mutual-TLS data plane",
+              port != 0 and "(mutual TLS)" in servers["ps"][0].output(), servers["ps"][0].output())
+        if port:
+            got = raw_data_plane_request(port)
+            check("a plaintext TCP client gets no data-plane frame from it (at most a TLS alert)",
+                  b"DFRS" not in got and len(got) < 64, repr(got[:64]))
+            hello = hello_frame(token_file)
+            got = raw_data_plane_request(port, hello + request_frame(), tls_context(other, tls))
+            check("a TLS client with a certificate from another CA is refused, no frame back",
+                  b"DFRS" not in got and b"Error" in got, repr(got[:200]))
+            got = raw_data_plane_request(port, hello + request_frame(), tls_context(tls))
+            check("a TLS client with the right certificate and token is answered (a status "
+                  "frame: the key names no tensor)",
+                  got[:4] == b"DFRS" and struct.unpack("<I", got[4:8])[0] == 0, repr(got[:200]))
         rc, out = run_graph(target, auth)
         check("a plaintext client fails the TLS handshake (UNAVAILABLE)",
               rc != 0 and "UNAVAILABLE" in out, out)

@@ -62,7 +62,7 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> StartTaskServer(const ClusterSpec& c
             << (options.security.auth_token.empty() ? "" : " (auth token required)") << std::endl;
   if (server->data_plane_port() != 0) {
     std::cout << "dflow server: tensor data plane on port " << server->data_plane_port()
-              << std::endl;
+              << (options.security.tls() ? " (mutual TLS)" : "") << std::endl;
   }
   for (Device* d : server->device_mgr()->ListDevices()) {
     std::cout << "dflow server: device " << d->name() << " (incarnation " << d->incarnation() << ")"

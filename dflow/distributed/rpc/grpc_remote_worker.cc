@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "dflow/distributed/rpc/data_plane_connection.h"
 #include "dflow/distributed/rpc/grpc_util.h"
 #include "dflow/distributed/rpc/tensor_coding.h"
 #include "dflow/framework/status.h"
@@ -18,13 +19,15 @@ absl::Status Annotate(const grpc::Status& s, const char* method, const std::stri
 }  // namespace
 
 GrpcRemoteWorker::GrpcRemoteWorker(std::shared_ptr<grpc::Channel> channel, std::string name,
-                                   bool use_data_plane, std::string auth_token)
+                                   bool use_data_plane, std::string auth_token,
+                                   std::shared_ptr<const DataPlaneTls> data_plane_tls)
     : channel_(std::move(channel)),
       stub_(tensorflow::WorkerService::NewStub(channel_)),
       raw_stub_(std::make_shared<grpc::GenericStub>(channel_)),
       name_(std::move(name)),
       auth_token_(std::move(auth_token)),
-      data_plane_(std::make_shared<DataPlaneClient>(name_, use_data_plane, auth_token_)) {}
+      data_plane_(std::make_shared<DataPlaneClient>(name_, use_data_plane, auth_token_,
+                                                    std::move(data_plane_tls))) {}
 
 template <typename Req, typename Resp>
 void GrpcRemoteWorker::CallOn(const std::shared_ptr<tensorflow::WorkerService::Stub>& stub,
@@ -158,9 +161,12 @@ std::unique_ptr<WorkerInterface> NewGrpcRemoteWorker(const std::string& address,
                                                      const SecurityOptions& security) {
   std::string target = StripGrpcScheme(address);
   std::string name = task_name.empty() ? target : absl::StrCat(task_name, " (", target, ")");
+  // Under TLS the data plane is mutual TLS too; without a usable context, gRPC only.
+  absl::StatusOr<std::shared_ptr<const DataPlaneTls>> tls =
+      security.tls() ? DataPlaneTls::ForClient(security) : nullptr;
   return std::make_unique<GrpcRemoteWorker>(
       GrpcChannelCache::Global().FindOrCreate(target, security), std::move(name),
-      DataPlaneEnabledByEnv() && !security.tls(), security.auth_token);
+      DataPlaneEnabledByEnv() && tls.ok(), security.auth_token, tls.value_or(nullptr));
 }
 
 std::unique_ptr<WorkerInterface> NewGrpcRemoteWorker(const std::string& address,

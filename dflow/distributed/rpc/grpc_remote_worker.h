@@ -30,8 +30,10 @@ class GrpcRemoteWorker final : public WorkerInterface {
   // `use_data_plane`: RecvTensor moves tensors over the peer's data plane
   // (tensor_data_plane.h) once negotiated; false: gRPC only. `auth_token`
   // (may be empty) goes with every call and every data-plane connection.
+  // `data_plane_tls` set: data-plane connections are mutual TLS.
   GrpcRemoteWorker(std::shared_ptr<grpc::Channel> channel, std::string name,
-                   bool use_data_plane = DataPlaneEnabledByEnv(), std::string auth_token = "");
+                   bool use_data_plane = DataPlaneEnabledByEnv(), std::string auth_token = "",
+                   std::shared_ptr<const DataPlaneTls> data_plane_tls = nullptr);
   GrpcRemoteWorker(const GrpcRemoteWorker&) = delete;
   GrpcRemoteWorker& operator=(const GrpcRemoteWorker&) = delete;
 

@@ -1,6 +1,7 @@
 #include "dflow/distributed/rpc/grpc_server.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <chrono>
 #include <thread>
 #include <utility>
@@ -9,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "dflow/distributed/local_master.h"
+#include "dflow/distributed/rpc/data_plane_connection.h"
 #include "dflow/distributed/rpc/grpc_master_service.h"
 #include "dflow/distributed/rpc/grpc_remote_worker.h"
 #include "dflow/distributed/rpc/grpc_util.h"
@@ -119,11 +121,24 @@ absl::Status GrpcServer::Start() {
   bound_port_ = bound;
   // Sessions of this process that target this server reach its master directly.
   local_master_ = LocalMaster::Register(absl::StrCat(host_, ":", bound_port_), master_.get());
-  // Under TLS tensors stay on the TLS channel: the data plane has no TLS.
-  if (DataPlaneEnabledByEnv() && !security_.tls()) {
+  // Under TLS the data plane speaks mutual TLS with the port's certificates.
+  std::shared_ptr<const DataPlaneTls> dp_tls;
+  if (DataPlaneEnabledByEnv() && security_.tls()) {
+    absl::StatusOr<std::shared_ptr<const DataPlaneTls>> made =
+        DataPlaneTls::Create(security_, DataPlaneTls::kServer);
+    if (!made.ok()) {  // gRPC accepted them, so this is unexpected: tensors stay on gRPC.
+      std::fprintf(stderr, "[Server] %s: no tensor data plane: %s\n", task_name_.c_str(),
+                   std::string(made.status().message()).c_str());
+    } else {
+      dp_tls = *std::move(made);
+    }
+  }
+  if (DataPlaneEnabledByEnv() && (!security_.tls() || dp_tls != nullptr)) {
     DataPlaneServer::Options dp_options;
     dp_options.auth_token = security_.auth_token;
-    dp_options.local_socket = LocalDataPlaneEnabledByEnv();
+    dp_options.tls = std::move(dp_tls);
+    // The local socket has no TLS: only where the TCP port has none either.
+    dp_options.local_socket = LocalDataPlaneEnabledByEnv() && dp_options.tls == nullptr;
     auto data_plane = std::make_unique<DataPlaneServer>(worker_.get(), dp_options);
     if (data_plane->Start(IsLoopback(host_) ? "127.0.0.1" : "0.0.0.0").ok()) {
       worker_service_->set_data_plane(data_plane->offer());
@@ -155,6 +170,11 @@ void GrpcServer::Join() {
 int GrpcServer::data_plane_port() const {
   absl::MutexLock l(&mu_);
   return data_plane_ != nullptr ? data_plane_->port() : 0;
+}
+
+int64_t GrpcServer::data_plane_requests() const {
+  absl::MutexLock l(&mu_);
+  return data_plane_ != nullptr ? data_plane_->num_requests() : 0;
 }
 
 std::string GrpcServer::target() const {

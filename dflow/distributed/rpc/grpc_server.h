@@ -52,8 +52,8 @@ class GrpcServer {
     // Off by default. A token: every MasterService/WorkerService call and
     // every data-plane connection must carry it, and this task's own calls to
     // other tasks present it. TLS: the port requires client certificates
-    // signed by tls_ca and presents tls_cert; the tensor data plane does not
-    // start (tensors go over the TLS gRPC channel). See SECURITY.md.
+    // signed by tls_ca and presents tls_cert; so does the tensor data plane
+    // (mutual TLS 1.3, data_plane_connection.h). See SECURITY.md.
     SecurityOptions security;
   };
 
@@ -73,7 +73,7 @@ class GrpcServer {
   // address; loopback hosts bind 127.0.0.1, others every interface) and
   // serves. Unless DFLOW_DATA_PLANE=0, also serves RecvTensor's data plane
   // (tensor_data_plane.h) on a kernel-chosen port of the same interface
-  // (gRPC only if that fails, or under TLS). Unavailable naming the address when it cannot
+  // (gRPC only if that fails). Unavailable naming the address when it cannot
   // be bound (e.g. the port is taken); FailedPrecondition when already started.
   absl::Status Start();
   // Stops serving (calls in flight end with CANCELLED) and wakes Join.
@@ -87,6 +87,9 @@ class GrpcServer {
   int bound_port() const;
   // The port of this task's tensor data plane once started; 0 when it has none.
   int data_plane_port() const;
+  // Requests its data plane has served so far (tensor_data_plane.h's
+  // DataPlaneServer::num_requests); 0 without one.
+  int64_t data_plane_requests() const;
   // "/job:worker/replica:0/task:0"
   const std::string& task_name() const { return task_name_; }
 

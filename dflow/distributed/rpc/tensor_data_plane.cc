@@ -26,7 +26,9 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "dflow/distributed/rpc/data_plane_connection.h"
 #include "dflow/distributed/rpc/grpc_util.h"
 #include "dflow/distributed/rpc/tensor_coding.h"
 #include "dflow/distributed/rpc/wire_format.h"
@@ -118,72 +120,7 @@ absl::Status WaitFor(int fd, short events, absl::Time deadline) {
   }
 }
 
-// Receiver sockets block, with SO_RCVTIMEO / SO_SNDTIMEO set to the time left
-// before the deadline: a whole tensor arrives in one recv(MSG_WAITALL) (few
-// wake-ups), and the deadline still ends every wait.
-void SetTimeouts(int fd, absl::Time deadline) {
-  timeval tv{0, 0};  // Zero: no timeout.
-  if (deadline != absl::InfiniteFuture()) {
-    const int64_t us = std::clamp<int64_t>(absl::ToInt64Microseconds(deadline - absl::Now()), 1000,
-                                           int64_t{1} << 40);
-    tv.tv_sec = static_cast<time_t>(us / 1000000);
-    tv.tv_usec = static_cast<suseconds_t>(us % 1000000);
-  }
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-}
-
-absl::Status TimedOut(absl::Time deadline, int fd) {
-  if (absl::Now() >= deadline) {
-    return absl::DeadlineExceededError("deadline exceeded on the tensor data plane");
-  }
-  SetTimeouts(fd, deadline);  // Woke early (timer granularity): wait for the rest.
-  return absl::OkStatus();
-}
-
-absl::Status RecvAll(int fd, void* buf, size_t n, absl::Time deadline) {
-  char* p = static_cast<char*>(buf);
-  while (n > 0) {
-    ssize_t r = ::recv(fd, p, n, MSG_WAITALL);
-    if (r > 0) {
-      p += r;
-      n -= static_cast<size_t>(r);
-      continue;
-    }
-    if (r == 0) {
-      return absl::UnavailableError("the tensor data plane connection was closed by the peer");
-    }
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) {
-      return absl::UnavailableError(
-          absl::StrCat("tensor data plane receive failed: ", std::strerror(errno)));
-    }
-    RETURN_IF_ERROR(TimedOut(deadline, fd));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status SendAll(int fd, const void* buf, size_t n, absl::Time deadline) {
-  const char* p = static_cast<const char*>(buf);
-  while (n > 0) {
-    ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
-    if (w > 0) {
-      p += w;
-      n -= static_cast<size_t>(w);
-      continue;
-    }
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      RETURN_IF_ERROR(TimedOut(deadline, fd));
-      continue;
-    }
-    return absl::UnavailableError(
-        absl::StrCat("tensor data plane send failed: ", std::strerror(errno)));
-  }
-  return absl::OkStatus();
-}
-
-// Leaves a connected socket blocking: see SetTimeouts.
+// Leaves a connected socket blocking (DataConnection::SetDeadline bounds its waits).
 int Blocking(int fd) {
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL, 0) & ~O_NONBLOCK);
   return fd;
@@ -243,6 +180,9 @@ int ConnectTcp(const std::string& host, int port, absl::Time deadline) {
     }
   }
   data_plane::ConfigureSocket(fd);
+  // Blocking, with SO_RCVTIMEO / SO_SNDTIMEO set to the time left before the
+  // deadline (DataConnection::SetDeadline): a whole tensor arrives in one
+  // recv(MSG_WAITALL) (few wake-ups), and the deadline still ends every wait.
   Blocking(fd);
   return fd;
 }
@@ -304,29 +244,39 @@ class CallThreads {
 // --- Receiver ---------------------------------------------------------------------------
 
 struct DataPlaneClient::State {
-  ~State() {
-    for (int fd : idle) ::close(fd);
-  }
-
-  // An idle connection that still looks healthy, or -1.
-  int TakeIdle() {
+  // An idle connection that still looks healthy, or nullptr.
+  std::unique_ptr<DataConnection> TakeIdle() {
     absl::MutexLock l(&mu);
     while (!idle.empty()) {
-      const int fd = idle.back();
+      std::unique_ptr<DataConnection> conn = std::move(idle.back());
       idle.pop_back();
-      pollfd p{fd, POLLIN | POLLRDHUP, 0};
-      if (::poll(&p, 1, 0) == 0) return fd;
-      ::close(fd);  // Closed by the peer, or stray bytes.
+      pollfd p{conn->fd(), POLLIN | POLLRDHUP, 0};
+      if (::poll(&p, 1, 0) == 0 && !conn->HasBuffered()) return conn;
+      // Closed by the peer, or stray bytes: closed here.
     }
-    return -1;
+    return nullptr;
   }
-  void GiveBack(int fd) {
+  void GiveBack(std::unique_ptr<DataConnection> conn) {
     absl::MutexLock l(&mu);
     if (phase == kReady && idle.size() < static_cast<size_t>(kMaxIdleConnections)) {
-      idle.push_back(fd);
-    } else {
-      ::close(fd);
+      idle.push_back(std::move(conn));
     }
+  }
+  // A fresh connection's TLS handshake failed (`status` says why): a
+  // certificate refused by either end counts as a failed connect (three:
+  // gRPC only); a peer that closed or stalled it (its connection caps) as a
+  // refusal (back-off).
+  void HandshakeFailed(const absl::Status& status, bool rejected) {
+    const std::string message =
+        absl::StrCat("[DataPlane] TLS handshake with ", peer_name, " failed: ",
+                     absl::StripPrefix(status.message(), "TLS handshake failed: "));
+    {
+      absl::MutexLock l(&mu);
+      const bool first = last_handshake_error.empty();
+      last_handshake_error = message;
+      if (first && rejected) std::fprintf(stderr, "%s; its tensors go over gRPC\n", message.c_str());
+    }
+    rejected ? ConnectFailed() : Refused();
   }
   void ConnectFailed() {
     absl::MutexLock l(&mu);
@@ -372,15 +322,15 @@ struct DataPlaneClient::State {
   // *reusable says whether the connection may serve another call,
   // *unserved whether the sender surely did not take the call (it answered
   // "not served", or the request did not all go out), so it may go elsewhere.
-  absl::Status Call(int fd, absl::Time deadline, const std::string& frame, size_t sent,
-                    const Pending& call, bool* reusable, bool* unserved) {
+  absl::Status Call(DataConnection& conn, absl::Time deadline, const std::string& frame,
+                    size_t sent, const Pending& call, bool* reusable, bool* unserved) {
     *reusable = false;
     *unserved = true;
-    SetTimeouts(fd, deadline);
-    RETURN_IF_ERROR(SendAll(fd, frame.data() + sent, frame.size() - sent, deadline));
+    (void)conn.SetDeadline(deadline);  // Passed: the first wait says so.
+    RETURN_IF_ERROR(conn.Send(frame.data() + sent, frame.size() - sent, deadline));
     *unserved = false;
     ResponseHeader h;
-    RETURN_IF_ERROR(RecvAll(fd, &h, sizeof(h), deadline));
+    RETURN_IF_ERROR(conn.Recv(&h, sizeof(h), deadline));
     if (h.magic == data_plane::kResponseMagic && h.kind == data_plane::kNotServed) {
       *unserved = true;
       return absl::UnavailableError("the tensor data plane did not serve the call");
@@ -389,13 +339,13 @@ struct DataPlaneClient::State {
       return absl::InvalidArgumentError(
           "[RecvTensor] the tensor data plane response does not start with its magic number");
     }
-    return ReadBody(fd, deadline, h, call, reusable);
+    return ReadBody(conn, deadline, h, call, reusable);
   }
 
   // The rest of a response whose header `h` has arrived: a status (returned,
   // *reusable set), or the result into `call`'s. Any other error leaves the
   // connection unusable.
-  absl::Status ReadBody(int fd, absl::Time deadline, const ResponseHeader& h, const Pending& call,
+  absl::Status ReadBody(DataConnection& conn, absl::Time deadline, const ResponseHeader& h, const Pending& call,
                         bool* reusable) {
     *reusable = false;
     if (h.kind != data_plane::kStatus &&
@@ -410,7 +360,7 @@ struct DataPlaneClient::State {
             "[RunGraph] data plane header claims a RunGraphResponse of ", h.bytes, " bytes"));
       }
       std::string bytes(h.bytes, '\0');
-      RETURN_IF_ERROR(RecvAll(fd, bytes.data(), bytes.size(), deadline));
+      RETURN_IF_ERROR(conn.Recv(bytes.data(), bytes.size(), deadline));
       *reusable = true;
       if (!call.run_graph->ParseFromString(bytes)) {
         return absl::InvalidArgumentError("[RunGraph] data plane RunGraphResponse does not parse");
@@ -425,7 +375,7 @@ struct DataPlaneClient::State {
               "[RecvTensor] data plane status message of ", h.bytes, " bytes is too long"));
         }
         std::string msg(h.bytes, '\0');
-        RETURN_IF_ERROR(RecvAll(fd, msg.data(), msg.size(), deadline));
+        RETURN_IF_ERROR(conn.Recv(msg.data(), msg.size(), deadline));
         *reusable = true;
         const absl::StatusCode code =
             h.a >= 1 && h.a <= 16 ? static_cast<absl::StatusCode>(h.a) : absl::StatusCode::kUnknown;
@@ -443,7 +393,7 @@ struct DataPlaneClient::State {
               "[RecvTensor] data plane header claims a TensorProto of ", h.bytes, " bytes"));
         }
         std::string bytes(h.bytes, '\0');
-        RETURN_IF_ERROR(RecvAll(fd, bytes.data(), bytes.size(), deadline));
+        RETURN_IF_ERROR(conn.Recv(bytes.data(), bytes.size(), deadline));
         *reusable = true;
         tensorflow::TensorProto proto;
         if (!proto.ParseFromString(bytes)) {
@@ -478,7 +428,7 @@ struct DataPlaneClient::State {
           absl::StrCat("[RecvTensor] data plane header claims ", h.b, " dimensions"));
     }
     std::vector<int64_t> dims(h.b);
-    RETURN_IF_ERROR(RecvAll(fd, dims.data(), dims.size() * sizeof(int64_t), deadline));
+    RETURN_IF_ERROR(conn.Recv(dims.data(), dims.size() * sizeof(int64_t), deadline));
     const uint64_t elem = static_cast<uint64_t>(DataTypeSize(dtype));
     const uint64_t limit = std::min(MaxTensorBytes(), uint64_t{1} << 62);
     uint64_t elements = 1;
@@ -496,7 +446,7 @@ struct DataPlaneClient::State {
                        " needs ", elements * elem));
     }
     Tensor t = Tensor::ForOverwrite(dtype, TensorShape(absl::MakeConstSpan(dims)));
-    RETURN_IF_ERROR(RecvAll(fd, t.raw_data(), h.bytes, deadline));
+    RETURN_IF_ERROR(conn.Recv(t.raw_data(), h.bytes, deadline));
     if (dtype == DT_BOOL) {  // Any nonzero byte is true; other bool bytes are UB.
       auto* b = static_cast<uint8_t*>(t.raw_data());
       for (uint64_t i = 0; i < elements; ++i) b[i] = b[i] != 0;
@@ -511,23 +461,23 @@ struct DataPlaneClient::State {
   // Sends `frame` (a batch of `calls`) on `fd` and reads one item per call,
   // answering each as it arrives; returns what ended the exchange early (OK:
   // every call answered). *unserved: the sender took none of the calls.
-  absl::Status CallBatch(int fd, absl::Time deadline, const std::string& frame,
+  absl::Status CallBatch(DataConnection& conn, absl::Time deadline, const std::string& frame,
                          std::vector<Pending>& calls,
                          absl::FunctionRef<void(size_t, const absl::Status&)> answer,
                          bool* reusable, bool* unserved) {
     *reusable = false;
     *unserved = true;
-    SetTimeouts(fd, deadline);
-    RETURN_IF_ERROR(SendAll(fd, frame.data(), frame.size(), deadline));
+    (void)conn.SetDeadline(deadline);
+    RETURN_IF_ERROR(conn.Send(frame.data(), frame.size(), deadline));
     *unserved = false;
     std::vector<bool> seen(calls.size(), false);
     for (size_t got = 0; got < calls.size(); ++got) {
       uint32_t prefix[2] = {0, 0};  // Magic, index.
-      RETURN_IF_ERROR(RecvAll(fd, &prefix[0], sizeof(prefix[0]), deadline));
+      RETURN_IF_ERROR(conn.Recv(&prefix[0], sizeof(prefix[0]), deadline));
       ResponseHeader h;
       if (prefix[0] == data_plane::kResponseMagic) {  // "Not served", or the batch's status.
         h.magic = prefix[0];
-        RETURN_IF_ERROR(RecvAll(fd, reinterpret_cast<char*>(&h) + sizeof(h.magic),
+        RETURN_IF_ERROR(conn.Recv(reinterpret_cast<char*>(&h) + sizeof(h.magic),
                                 sizeof(h) - sizeof(h.magic), deadline));
         if (h.kind == data_plane::kNotServed) {
           *unserved = got == 0;
@@ -537,24 +487,24 @@ struct DataPlaneClient::State {
         RecvTensorResult none;
         Pending batch;
         batch.resp = &none;
-        absl::Status s = ReadBody(fd, deadline, h, batch, reusable);
+        absl::Status s = ReadBody(conn, deadline, h, batch, reusable);
         *reusable = false;
         return s.ok() ? absl::InvalidArgumentError(
                             "[RecvTensor] the tensor data plane answered a batch with OK")
                       : s;
       }
       if (prefix[0] != data_plane::kBatchItemMagic) break;
-      RETURN_IF_ERROR(RecvAll(fd, &prefix[1], sizeof(prefix[1]), deadline));
+      RETURN_IF_ERROR(conn.Recv(&prefix[1], sizeof(prefix[1]), deadline));
       const uint32_t i = prefix[1];
       if (i >= calls.size() || seen[i]) {
         return absl::InvalidArgumentError(absl::StrCat(
             "[RecvTensor] data plane batch item ", i, " of ", calls.size(), " is not awaited"));
       }
       seen[i] = true;
-      RETURN_IF_ERROR(RecvAll(fd, &h, sizeof(h), deadline));
+      RETURN_IF_ERROR(conn.Recv(&h, sizeof(h), deadline));
       if (h.magic != data_plane::kResponseMagic) break;
       bool usable = false;
-      absl::Status s = ReadBody(fd, deadline, h, calls[i], &usable);
+      absl::Status s = ReadBody(conn, deadline, h, calls[i], &usable);
       if (!usable) return s;  // Not this call's status: the stream is broken.
       answer(i, s);
     }
@@ -569,6 +519,7 @@ struct DataPlaneClient::State {
   const std::string peer_name;
   const bool enabled;
   const std::string hello;  // The hello frame opening each connection; "" without a token.
+  const std::shared_ptr<const DataPlaneTls> tls;  // Set: connections are TLS.
   absl::Mutex mu;
   enum Phase { kUnknown, kReady, kNone };
   Phase phase ABSL_GUARDED_BY(mu) = kUnknown;
@@ -578,7 +529,8 @@ struct DataPlaneClient::State {
   // Calls waiting for a data-plane thread to send them (Flush), together.
   std::vector<Pending> pending ABSL_GUARDED_BY(mu);
   bool flush_scheduled ABSL_GUARDED_BY(mu) = false;
-  std::vector<int> idle ABSL_GUARDED_BY(mu);
+  std::vector<std::unique_ptr<DataConnection>> idle ABSL_GUARDED_BY(mu);
+  std::string last_handshake_error ABSL_GUARDED_BY(mu);
   static constexpr absl::Duration kMinBackoff = absl::Milliseconds(100);
   static constexpr absl::Duration kMaxBackoff = absl::Seconds(10);
   absl::Time retry_after ABSL_GUARDED_BY(mu) = absl::InfinitePast();
@@ -595,11 +547,12 @@ std::string HelloFrame(const std::string& auth_token) {
 
 }  // namespace
 
-DataPlaneClient::DataPlaneClient(std::string peer_name, bool enabled, const std::string& auth_token)
+DataPlaneClient::DataPlaneClient(std::string peer_name, bool enabled, const std::string& auth_token,
+                                 std::shared_ptr<const DataPlaneTls> tls)
     // A token too long for a hello cannot be presented: gRPC only.
     : state_(new State{std::move(peer_name),
                        enabled && auth_token.size() <= data_plane::kMaxTokenBytes,
-                       HelloFrame(auth_token)}) {}
+                       HelloFrame(auth_token), std::move(tls)}) {}
 
 DataPlaneClient::~DataPlaneClient() = default;  // Calls in flight hold the state.
 
@@ -619,11 +572,15 @@ void DataPlaneClient::OnNegotiated(const std::string& host, int port,
   }
   Endpoint& peer = state_->peer;
   if (peer.host != host || peer.port != port || peer.local_name != local_name) {
-    for (int fd : state_->idle) ::close(fd);
     state_->idle.clear();
   }
   state_->phase = State::kReady;
   peer = {host, port, local_name};
+}
+
+std::string DataPlaneClient::last_handshake_error() const {
+  absl::MutexLock l(&state_->mu);
+  return state_->last_handshake_error;
 }
 
 bool DataPlaneClient::ready() const {
@@ -762,37 +719,33 @@ void DataPlaneClient::Exchange(const std::shared_ptr<State>& state, const Endpoi
   };
   // One attempt on `fd` (`fresh`: just connected, so it opens with the hello):
   // false when the peer surely took none of the calls, so they may go elsewhere.
-  auto attempt = [&](int fd, bool fresh) -> bool {
+  auto attempt = [&](std::unique_ptr<DataConnection> conn, bool fresh) -> bool {
     absl::Status status;
     bool reusable = false, unserved = false;
     const std::string& bytes = fresh && !state->hello.empty() ? state->hello + frame : frame;
     if (calls.size() == 1) {
-      status = state->Call(fd, deadline, bytes, 0, calls[0], &reusable, &unserved);
-      if (unserved && status.code() != absl::StatusCode::kDeadlineExceeded) {
-        ::close(fd);
-        return false;
-      }
+      status = state->Call(*conn, deadline, bytes, 0, calls[0], &reusable, &unserved);
+      if (unserved && status.code() != absl::StatusCode::kDeadlineExceeded) return false;
       if (status.ok()) state->Served();
-      reusable ? state->GiveBack(fd) : (void)::close(fd);
+      if (reusable) state->GiveBack(std::move(conn));
       answer(0, status);
       return true;
     }
-    status = state->CallBatch(fd, deadline, bytes, calls, answer, &reusable, &unserved);
-    if (unserved && status.code() != absl::StatusCode::kDeadlineExceeded) {
-      ::close(fd);
-      return false;
-    }
+    status = state->CallBatch(*conn, deadline, bytes, calls, answer, &reusable, &unserved);
+    if (unserved && status.code() != absl::StatusCode::kDeadlineExceeded) return false;
     if (status.ok()) state->Served();
-    reusable && left == 0 ? state->GiveBack(fd) : (void)::close(fd);
+    if (reusable && left == 0) state->GiveBack(std::move(conn));
     for (size_t i = 0; i < calls.size(); ++i) answer(i, status.ok() ? absl::InternalError(
         "the tensor data plane batch ended without this call's answer") : status);
     return true;
   };
-  if (int fd = state->TakeIdle(); fd >= 0 && attempt(fd, false)) return;
+  if (auto conn = state->TakeIdle(); conn != nullptr && attempt(std::move(conn), false)) return;
   // No pooled connection, or a stale one: a fresh one, local when the peer
-  // offers a local socket this process can reach.
-  if (!peer.local_name.empty()) {
-    if (const int fd = ConnectLocal(peer.local_name); fd >= 0 && attempt(fd, true)) {
+  // offers a local socket this process can reach (never under TLS: the
+  // socket has none).
+  if (!peer.local_name.empty() && state->tls == nullptr) {
+    if (const int fd = ConnectLocal(peer.local_name);
+        fd >= 0 && attempt(std::make_unique<DataConnection>(fd, nullptr), true)) {
       state->Connected();
       return;
     }
@@ -804,8 +757,17 @@ void DataPlaneClient::Exchange(const std::shared_ptr<State>& state, const Endpoi
     elsewhere();
     return;
   }
+  auto conn = std::make_unique<DataConnection>(fd, state->tls);
+  // At most 10 s for the TLS handshake, like the TCP one.
+  if (absl::Status s = conn->Handshake(std::min(deadline, absl::Now() + absl::Seconds(10)));
+      !s.ok()) {
+    state->HandshakeFailed(s, /*rejected=*/!conn->closed() &&
+                                  s.code() != absl::StatusCode::kDeadlineExceeded);
+    elsewhere();
+    return;
+  }
   state->Connected();
-  if (!attempt(fd, true)) {  // Refused (the peer's connection caps): gRPC serves them.
+  if (!attempt(std::move(conn), true)) {  // Refused (the peer's connection caps): gRPC serves them.
     state->Refused();
     elsewhere();
   }

@@ -22,6 +22,10 @@
 //     can be made (nothing sent yet), that call goes over gRPC and the next gRPC
 //     call asks again (after 3 failures in a row: gRPC only).
 //
+// Mutual TLS: with DataPlaneServer::Options::tls / DataPlaneClient's `tls`
+// (a task started with --tls-cert/--tls-key/--tls-ca) every connection is TLS 1.3
+// (data_plane_connection.h) and the frames below travel inside it unchanged.
+//
 // Frames on a data connection (all integers little-endian; one call at a time
 // per connection, connections are pooled and reused):
 //   hello:    u32 magic 'DFHL' | u32 token_bytes (<= 4 KiB) | u64 0 | the shared token
@@ -62,9 +66,10 @@
 //
 // Bounds (DataPlaneServer::Options): one event-loop thread serves every
 // connection; connections are capped per peer address and in all (more are
-// answered "not served" and closed at once); an idle connection is closed
-// after idle_timeout, a request that has not fully arrived frame_timeout after
-// its first byte, a response the receiver takes no byte of for
+// answered "not served" and closed at once; under TLS just closed); an idle
+// connection is closed after idle_timeout, a request that has not fully
+// arrived frame_timeout after its first byte (a TLS handshake: after the
+// accept), a response the receiver takes no byte of for
 // send_stall_timeout. A request's buffer grows as its bytes arrive. The
 // receiver (DataPlaneClient) falls back to gRPC whenever the data plane cannot
 // serve a call (no connection, "not served"), and after a refusal stays on
@@ -97,6 +102,8 @@ class ByteBuffer;
 }  // namespace grpc
 
 namespace dflow {
+
+class DataPlaneTls;
 
 inline constexpr char kDataPlaneQueryTypeUrl[] = "type.googleapis.com/dflow.DataPlaneQuery";
 inline constexpr char kDataPlanePortTypeUrl[] = "type.googleapis.com/dflow.DataPlanePort";
@@ -175,10 +182,13 @@ class DataPlaneServer {
     absl::Duration frame_timeout = absl::Seconds(10);       // A request, from its first byte.
     absl::Duration send_stall_timeout = absl::Seconds(60);  // A response not read on.
     std::string auth_token;  // Non-empty: a connection's first frame must be a hello with it.
+    // Set (a kServer context): every connection is TLS (data_plane_connection.h);
+    // its handshake is bounded by frame_timeout from the accept.
+    std::shared_ptr<const DataPlaneTls> tls;
     // Also listen on an abstract AF_UNIX socket with a random name, for
-    // receivers on this host. It is as open as the TCP port (any local process
-    // may connect; the token is the check), so it must be off where the TCP
-    // port is guarded by more (TLS).
+    // receivers on this host. It is as open as the TCP port without TLS (any
+    // local process may connect; the token is the check), so it is never
+    // opened when `tls` is set.
     bool local_socket = true;
   };
 
@@ -208,6 +218,10 @@ class DataPlaneServer {
   int64_t num_unauthenticated() const { return num_unauthenticated_.load(); }
   // Connections accepted on the local socket so far.
   int64_t num_local_accepted() const { return num_local_accepted_.load(); }
+  // TLS handshakes that failed (a refused certificate, not TLS, a peer gone).
+  int64_t num_handshake_failures() const { return num_handshake_failures_.load(); }
+  // Requests (single, batch or RunGraph frames) handed to the worker so far.
+  int64_t num_requests() const { return num_requests_.load(); }
 
  private:
   class Loop;
@@ -221,6 +235,8 @@ class DataPlaneServer {
   std::atomic<int64_t> num_refused_{0};
   std::atomic<int64_t> num_timed_out_{0};
   std::atomic<int64_t> num_unauthenticated_{0};
+  std::atomic<int64_t> num_handshake_failures_{0};
+  std::atomic<int64_t> num_requests_{0};
   absl::Mutex mu_;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
@@ -239,7 +255,10 @@ class DataPlaneClient {
   // `peer_name` names the peer in errors; `enabled` false: never used.
   // `auth_token` non-empty: every fresh connection starts with a hello
   // carrying it.
-  DataPlaneClient(std::string peer_name, bool enabled, const std::string& auth_token = "");
+  // `tls` set (a kClient context): connections are mutual TLS
+  // (data_plane_connection.h); a failed handshake sends the call to gRPC.
+  DataPlaneClient(std::string peer_name, bool enabled, const std::string& auth_token = "",
+                  std::shared_ptr<const DataPlaneTls> tls = nullptr);
   ~DataPlaneClient();
 
   // Whether the next gRPC RecvTensor should carry the query.
@@ -249,6 +268,9 @@ class DataPlaneClient {
   // reached, no more).
   void OnNegotiated(const std::string& host, int port, const std::string& local_name = "");
   bool ready() const;
+  // The last failed TLS handshake, naming the peer and OpenSSL's reason; ""
+  // when none failed.
+  std::string last_handshake_error() const;
 
   // When ready, not too busy and not backing off, runs the call on the data
   // plane and returns true: `done` gets its status (errors name the peer like

@@ -1,7 +1,9 @@
 // DataPlaneServer: the sending side of the tensor data plane (frames in
 // tensor_data_plane.h), every connection served by one event-loop thread.
 //
-// A connection is in one of three states:
+// A connection is in one of four states:
+//   handshaking  (TLS only) SSL_accept's steps as the socket allows; bounded
+//            by frame_timeout from the accept, like a request's bytes;
 //   reading  a request's header and body arrive (EPOLLIN); nothing yet: idle;
 //   waiting  the worker was asked for the tensor (or a batch's tensors); any
 //            byte or hang-up from the receiver now abandons the call
@@ -39,6 +41,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "dflow/distributed/rpc/data_plane_connection.h"
 #include "dflow/distributed/rpc/security.h"
 #include "dflow/distributed/rpc/tensor_data_plane.h"
 #include "dflow/framework/status.h"
@@ -113,7 +116,7 @@ class DataPlaneServer::Loop {
   Loop(DataPlaneServer* server, int listen_fd, int local_fd)
       : server_(server), listen_fd_(listen_fd), local_fd_(local_fd) {}
   ~Loop() {
-    for (auto& [id, c] : connections_) ::close(c->fd);
+    connections_.clear();  // Closes their sockets.
     if (epoll_fd_ >= 0) ::close(epoll_fd_);
     ::close(listen_fd_);
     if (local_fd_ >= 0) ::close(local_fd_);
@@ -143,7 +146,7 @@ class DataPlaneServer::Loop {
   }
 
  private:
-  enum class State { kReading, kWaiting, kWriting };
+  enum class State { kHandshaking, kReading, kWaiting, kWriting };
   // The calls of one batch request: answered items wait in `ready` until the
   // connection is free to write them, in the order the worker answered.
   struct Batch {
@@ -154,11 +157,13 @@ class DataPlaneServer::Loop {
   };
   struct Connection {
     uint64_t id = 0;
-    int fd = -1;
+    int fd = -1;                         // io's socket.
+    std::unique_ptr<DataConnection> io;  // Owns fd; plaintext or TLS.
     uint64_t peer = 0;  // PeerKey: what the per-peer cap counts by.
     uint32_t events = 0;
     State state = State::kReading;
     absl::Time last_activity;  // Reading: when the connection became idle.
+    absl::Time accepted;       // Handshaking: since when.
     bool authenticated = false;  // Its hello carried the token (or none is needed).
     // The request being read.
     absl::Time frame_start;
@@ -268,7 +273,7 @@ class DataPlaneServer::Loop {
           from_peer >= server_->options_.max_connections_per_peer) {
         // Counted before the answer, so that whoever reads it sees the count.
         server_->num_refused_.fetch_add(1);
-        SendNotServed(fd);
+        if (server_->options_.tls == nullptr) SendNotServed(fd);  // TLS: no word before a handshake.
         ::close(fd);
         continue;
       }
@@ -277,14 +282,14 @@ class DataPlaneServer::Loop {
       auto c = std::make_unique<Connection>();
       c->id = next_id_++;
       c->fd = fd;
+      c->io = std::make_unique<DataConnection>(fd, server_->options_.tls);
       c->peer = peer;
       c->last_activity = now;
+      c->accepted = now;
+      c->state = c->io->tls() ? State::kHandshaking : State::kReading;
       c->authenticated = server_->options_.auth_token.empty();
       c->events = EPOLLIN | EPOLLRDHUP;
-      if (!Watch(fd, c->id, c->events)) {
-        ::close(fd);
-        continue;
-      }
+      if (!Watch(fd, c->id, c->events)) continue;  // c's destructor closes fd.
       ++per_peer_[peer];
       connections_.emplace(c->id, std::move(c));
       server_->num_connections_.store(static_cast<int>(connections_.size()));
@@ -300,11 +305,15 @@ class DataPlaneServer::Loop {
   // Forgets `c` (gone after this) and closes its socket; with `not_served`,
   // first tells the receiver that no request of it was read.
   void Close(Connection* c, bool not_served = false) {
-    if (not_served) SendNotServed(c->fd);
-    ::close(c->fd);  // Also leaves the epoll set.
+    if (not_served) {
+      const ResponseHeader h{data_plane::kResponseMagic, data_plane::kNotServed, 0, 0, 0, 0};
+      const iovec iov{const_cast<ResponseHeader*>(&h), sizeof(h)};
+      size_t wrote = 0;
+      (void)c->io->Write(&iov, 1, &wrote);  // Best effort: the socket is not waited for.
+    }
     auto per_peer = per_peer_.find(c->peer);
     if (per_peer != per_peer_.end() && --per_peer->second <= 0) per_peer_.erase(per_peer);
-    connections_.erase(c->id);
+    connections_.erase(c->id);  // Closes the socket, which leaves the epoll set.
     server_->num_connections_.store(static_cast<int>(connections_.size()));
   }
 
@@ -312,6 +321,9 @@ class DataPlaneServer::Loop {
 
   void OnEvent(Connection* c, uint32_t events, absl::Time now) {
     switch (c->state) {
+      case State::kHandshaking:
+        OnHandshake(c, now);
+        return;
       case State::kReading:
         OnReadable(c, now);
         return;
@@ -329,6 +341,28 @@ class DataPlaneServer::Loop {
     }
   }
 
+  // A TLS handshake step on `c`; reading once done. May close `c`.
+  void OnHandshake(Connection* c, absl::Time now) {
+    switch (c->io->StepHandshake()) {
+      case DataConnection::Io::kDone:
+        c->state = State::kReading;
+        c->last_activity = now;
+        SetEvents(c, EPOLLIN | EPOLLRDHUP);
+        OnReadable(c, now);  // The hello may have come with the handshake's end.
+        return;
+      case DataConnection::Io::kWantRead:
+        SetEvents(c, EPOLLIN | EPOLLRDHUP);
+        return;
+      case DataConnection::Io::kWantWrite:
+        SetEvents(c, EPOLLOUT);
+        return;
+      default:  // Not TLS, a certificate the CA did not sign, a peer gone.
+        server_->num_handshake_failures_.fetch_add(1);
+        Close(c);
+        return;
+    }
+  }
+
   void OnReadable(Connection* c, absl::Time now) {
     for (;;) {
       char* into;
@@ -340,17 +374,17 @@ class DataPlaneServer::Loop {
         into = scratch_.data();
         want = std::min<size_t>(c->header.request_bytes - c->body.size(), scratch_.size());
       }
-      const ssize_t r = ::recv(c->fd, into, want, 0);
-      if (r > 0 && into == scratch_.data()) c->body.append(scratch_.data(), r);
-      if (r < 0 && errno == EINTR) continue;
-      if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-      if (r <= 0) {  // Hung up, or reset.
+      size_t r = 0;
+      const DataConnection::Io io = c->io->Read(into, want, &r);
+      if (io == DataConnection::Io::kWantRead || io == DataConnection::Io::kWantWrite) return;
+      if (io != DataConnection::Io::kDone) {  // Hung up, reset, or broken TLS.
         Close(c);
         return;
       }
+      if (into == scratch_.data()) c->body.append(scratch_.data(), r);
       if (!c->mid_frame()) c->frame_start = now;
       if (c->header_got < sizeof(RequestHeader)) {
-        c->header_got += static_cast<size_t>(r);
+        c->header_got += r;
         if (c->header_got < sizeof(RequestHeader)) continue;
         if (c->header.magic == data_plane::kHelloMagic) {
           if (c->header.request_bytes > data_plane::kMaxTokenBytes) {
@@ -405,9 +439,9 @@ class DataPlaneServer::Loop {
   void Unauthenticated(Connection* c) {
     server_->num_unauthenticated_.fetch_add(1);
     for (size_t drained = 0; drained < 2 * data_plane::kMaxRequestBytes;) {
-      const ssize_t r = ::recv(c->fd, scratch_.data(), scratch_.size(), MSG_DONTWAIT);
-      if (r <= 0) break;
-      drained += static_cast<size_t>(r);
+      size_t r = 0;
+      if (c->io->Read(scratch_.data(), scratch_.size(), &r) != DataConnection::Io::kDone) break;
+      drained += r;
     }
     Close(c, /*not_served=*/true);
   }
@@ -436,6 +470,7 @@ class DataPlaneServer::Loop {
     }
     const CallOptions opts = Wait(c, timeout_us, now);
     c->call = call;
+    server_->num_requests_.fetch_add(1);
     Ask(opts, call);
   }
 
@@ -475,6 +510,7 @@ class DataPlaneServer::Loop {
       return;
     }
     const CallOptions opts = Wait(c, timeout_us, now);
+    server_->num_requests_.fetch_add(1);
     c->batch = std::make_unique<Batch>();
     c->batch->id = next_batch_id_++;
     c->batch->size = static_cast<int>(calls.size());
@@ -624,19 +660,17 @@ class DataPlaneServer::Loop {
         ++c->iov_next;
         continue;
       }
-      msghdr msg{};
-      msg.msg_iov = &c->iov[c->iov_next];
-      msg.msg_iovlen = static_cast<size_t>(c->iov_count - c->iov_next);
-      const ssize_t w = ::sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
-      if (w <= 0) {
+      size_t w = 0;
+      const DataConnection::Io io =
+          c->io->Write(&c->iov[c->iov_next], c->iov_count - c->iov_next, &w);
+      if (io != DataConnection::Io::kDone && io != DataConnection::Io::kWantWrite) {
         Close(c);
         return;
       }
+      if (w == 0) break;  // The socket takes nothing now.
       c->last_progress = now;
-      written += static_cast<size_t>(w);
-      size_t left = static_cast<size_t>(w);
+      written += w;
+      size_t left = w;
       while (left > 0 && left >= c->iov[c->iov_next].iov_len) {
         left -= c->iov[c->iov_next].iov_len;
         c->iov[c->iov_next].iov_len = 0;
@@ -668,6 +702,8 @@ class DataPlaneServer::Loop {
     c->state = State::kReading;
     c->last_activity = now;
     SetEvents(c, EPOLLIN | EPOLLRDHUP);
+    // TLS may hold bytes already taken off the socket, which epoll will not announce.
+    if (c->io->HasBuffered()) OnReadable(c, now);
   }
 
   // --- deadlines ---------------------------------------------------------------------------
@@ -685,6 +721,9 @@ class DataPlaneServer::Loop {
     for (const auto& [id, c] : connections_) {
       absl::Time due;
       switch (c->state) {
+        case State::kHandshaking:
+          due = c->accepted + o.frame_timeout;
+          break;
         case State::kReading:
           due =
               c->mid_frame() ? c->frame_start + o.frame_timeout : c->last_activity + o.idle_timeout;
@@ -724,6 +763,7 @@ class DataPlaneServer::Loop {
         continue;
       }
       server_->num_timed_out_.fetch_add(1);
+      if (state == State::kHandshaking) server_->num_handshake_failures_.fetch_add(1);
       Close(c, /*not_served=*/state == State::kReading);
     }
     return overdue.empty() ? next : now;  // A response started: look again soon.
@@ -802,7 +842,8 @@ absl::Status DataPlaneServer::Start(const std::string& bind_host) {
         absl::StrCat("[DataPlane] cannot listen on ", bind_host, ": ", std::strerror(err)));
   }
   std::string local_name;
-  const int local_fd = options_.local_socket ? ListenLocal(&local_name) : -1;
+  const int local_fd =
+      options_.local_socket && options_.tls == nullptr ? ListenLocal(&local_name) : -1;
   auto loop = std::make_unique<Loop>(this, fd, local_fd);  // Owns both from here.
   RETURN_IF_ERROR(loop->Start());
   port_ = ntohs(addr.sin_port);

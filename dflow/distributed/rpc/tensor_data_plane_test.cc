@@ -20,10 +20,12 @@
 
 #include "absl/synchronization/notification.h"
 #include "dflow/distributed/cluster_spec.h"
+#include "dflow/distributed/rpc/data_plane_connection.h"
 #include "dflow/distributed/rpc/grpc_remote_worker.h"
 #include "dflow/distributed/rpc/grpc_server.h"
 #include "dflow/distributed/rpc/grpc_util.h"
 #include "dflow/distributed/rpc/grpc_worker_service.h"
+#include "dflow/distributed/rpc/throwaway_tls.h"
 #include "dflow/distributed/worker.h"
 #include "dflow/distributed/worker_test_util.h"
 #include "gmock/gmock.h"
@@ -46,8 +48,11 @@ CallOptions Timeout(absl::Duration d) { return CallOptions::WithTimeout(d); }
 // A task whose graph forwards the fed "x" to "edge" (bound for kDst), served
 // by a data plane on 127.0.0.1; `client` is negotiated to it.
 struct DataPlaneTask {
-  explicit DataPlaneTask(DataPlaneServer::Options options = {})
-      : task("ps", 0, 1), server(task.worker.get(), options), client(kPeer, true) {
+  explicit DataPlaneTask(DataPlaneServer::Options options = {},
+                         std::shared_ptr<const DataPlaneTls> client_tls = nullptr)
+      : task("ps", 0, 1),
+        server(task.worker.get(), options),
+        client(kPeer, true, "", std::move(client_tls)) {
     EXPECT_TRUE(server.Start("127.0.0.1").ok());
     client.OnNegotiated("127.0.0.1", server.port());
     const std::string c0 = task.Cpu(0);
@@ -1316,6 +1321,154 @@ TEST(TensorDataPlaneLocalTest, LocalConnectionsCountAgainstTheCapsPerProcess) {
   ExpectNotServedOnly(got);
   EXPECT_EQ(t.server.num_refused(), 1);
   for (int fd : fds) ::close(fd);
+}
+
+// --- Mutual TLS on the data plane -----------------------------------------------------------
+
+SecurityOptions TlsOptions(const ThrowawayTls& tls) {
+  SecurityOptions s;
+  s.tls_cert = tls.cert;
+  s.tls_key = tls.key;
+  s.tls_ca = tls.ca_cert;
+  return s;
+}
+
+std::shared_ptr<const DataPlaneTls> TlsContext(const SecurityOptions& security,
+                                               DataPlaneTls::Role role) {
+  absl::StatusOr<std::shared_ptr<const DataPlaneTls>> made = DataPlaneTls::Create(security, role);
+  EXPECT_TRUE(made.ok()) << made.status();
+  return made.value_or(nullptr);
+}
+
+// A task whose data plane speaks TLS with `tls`'s certificate; its client too.
+struct TlsTask {
+  explicit TlsTask(const ThrowawayTls& tls, DataPlaneServer::Options options = {})
+      : security(TlsOptions(tls)),
+        t((options.tls = TlsContext(security, DataPlaneTls::kServer), options),
+          TlsContext(security, DataPlaneTls::kClient)) {}
+  SecurityOptions security;
+  DataPlaneTask t;
+};
+
+TEST(TensorDataPlaneTlsTest, TensorsCrossOverMutualTlsBitExact) {
+  absl::StatusOr<ThrowawayTls> tls = MakeThrowawayTls();
+  ASSERT_TRUE(tls.ok()) << tls.status();
+  TlsTask task(*tls);
+  DataPlaneTask& t = task.t;
+  // Small, several MiB (many TLS records) and empty tensors; pooled connections after the first.
+  const int64_t sizes[] = {1, 3 << 20, 0, 1 << 16};
+  for (int64_t step = 1; step <= 4; ++step) {
+    const Tensor value = RandomBits(sizes[step - 1], static_cast<uint32_t>(step));
+    ASSERT_TRUE(t.Feed(step, value).ok());
+    PendingRecv r(&t.client, t.Request(step), Timeout(absl::Seconds(30)));
+    ASSERT_TRUE(r.Wait());
+    ASSERT_FALSE(r.fell_back) << step;
+    ASSERT_TRUE(r.status.ok()) << r.status;
+    EXPECT_TRUE(SameBytes(r.result.tensor, value)) << step;
+  }
+  EXPECT_EQ(t.server.num_requests(), 4);
+  EXPECT_EQ(t.server.num_handshake_failures(), 0);
+  EXPECT_EQ(t.server.num_connections(), 1);  // One pooled connection served them all.
+  EXPECT_EQ(t.client.last_handshake_error(), "");
+}
+
+TEST(TensorDataPlaneTlsTest, ARawPlaintextClientGetsNoTensorByte) {
+  absl::StatusOr<ThrowawayTls> tls = MakeThrowawayTls();
+  ASSERT_TRUE(tls.ok()) << tls.status();
+  TlsTask task(*tls);
+  DataPlaneTask& t = task.t;
+  const Tensor value = RandomBits(1 << 16, 5);
+  ASSERT_TRUE(t.Feed(1, value).ok());  // The tensor is there to be taken.
+  const std::string got = RawExchange(t.server.port(), RequestFrame(t.Request(1)), 1 << 20);
+  // At most a TLS alert record (content type 21), never a response frame.
+  EXPECT_LT(got.size(), 64u);
+  if (!got.empty()) EXPECT_EQ(got[0], 21);
+  EXPECT_EQ(got.find("DFRS"), std::string::npos);
+  EXPECT_TRUE(WaitUntil([&] { return t.server.num_handshake_failures() == 1; }));
+  EXPECT_EQ(t.server.num_requests(), 0);
+  // The tensor was not taken: the TLS client gets it.
+  PendingRecv r(&t.client, t.Request(1), Timeout(absl::Seconds(30)));
+  ASSERT_TRUE(r.Wait());
+  ASSERT_FALSE(r.fell_back);
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_TRUE(SameBytes(r.result.tensor, value));
+}
+
+TEST(TensorDataPlaneTlsTest, ACertificateFromAnotherCaIsRefusedAndTheCallFallsBack) {
+  absl::StatusOr<ThrowawayTls> tls = MakeThrowawayTls();
+  absl::StatusOr<ThrowawayTls> other = MakeThrowawayTls();
+  ASSERT_TRUE(tls.ok() && other.ok()) << tls.status() << other.status();
+  TlsTask task(*tls);
+  DataPlaneTask& t = task.t;
+  // Trusts the server's CA, but presents a certificate from another CA: the
+  // server refuses it.
+  SecurityOptions foreign = TlsOptions(*other);
+  foreign.tls_ca = tls->ca_cert;
+  // Trusts only another CA: it refuses the server.
+  SecurityOptions stranger = TlsOptions(*other);
+  int failures = 0;
+  for (const SecurityOptions* security : {&foreign, &stranger}) {
+    DataPlaneClient client(kPeer, true, "", TlsContext(*security, DataPlaneTls::kClient));
+    client.OnNegotiated("127.0.0.1", t.server.port());
+    PendingRecv r(&client, t.Request(1), Timeout(absl::Seconds(10)));
+    ASSERT_TRUE(r.Wait());
+    EXPECT_TRUE(r.fell_back);  // To gRPC, whose own TLS refuses it too.
+    const std::string error = client.last_handshake_error();
+    EXPECT_THAT(error, HasSubstr(std::string("TLS handshake with ") + kPeer + " failed"));
+    EXPECT_THAT(error, HasSubstr(security == &foreign ? "alert" : "certificate verify failed"));
+    ++failures;  // The server may count it a moment after the client gave up.
+    EXPECT_TRUE(WaitUntil([&] { return t.server.num_handshake_failures() == failures; }))
+        << t.server.num_handshake_failures();
+  }
+  EXPECT_EQ(t.server.num_requests(), 0);
+  ExpectServes(t, 2);  // The right certificate is served.
+}
+
+TEST(TensorDataPlaneTlsTest, AStalledHandshakeIsClosedByTheFrameTimeoutAndOthersAreServed) {
+  absl::StatusOr<ThrowawayTls> tls = MakeThrowawayTls();
+  ASSERT_TRUE(tls.ok()) << tls.status();
+  DataPlaneServer::Options options;
+  options.frame_timeout = absl::Milliseconds(500);  // The idle timeout stays a minute.
+  TlsTask task(*tls, options);
+  DataPlaneTask& t = task.t;
+  const int silent = ConnectTo(t.server.port());  // Opens TCP, never says hello.
+  const int partial = ConnectTo(t.server.port());
+  // A handshake record header announcing 512 bytes, then nothing.
+  const char record[] = {0x16, 0x03, 0x01, 0x02, 0x00, 0x01};
+  ASSERT_EQ(::send(partial, record, sizeof(record), MSG_NOSIGNAL),
+            static_cast<ssize_t>(sizeof(record)));
+  ASSERT_TRUE(WaitUntil([&] { return t.server.num_connections() == 2; }));
+  ExpectServes(t, 1);  // While they stall, the loop serves others.
+  EXPECT_TRUE(ClosedWithin(silent, absl::Seconds(5)));
+  EXPECT_TRUE(ClosedWithin(partial, absl::Seconds(5)));
+  ::close(silent);
+  ::close(partial);
+  EXPECT_GE(t.server.num_timed_out(), 2);
+  EXPECT_EQ(t.server.num_handshake_failures(), 2);
+  EXPECT_TRUE(WaitUntil([&] { return t.server.num_connections() == 1; }));  // The pooled one.
+  ExpectServes(t, 2);
+}
+
+TEST(TensorDataPlaneTlsTest, ConnectionsOverTheCapsAreClosedBeforeTheHandshakeAndTheCallFallsBack) {
+  absl::StatusOr<ThrowawayTls> tls = MakeThrowawayTls();
+  ASSERT_TRUE(tls.ok()) << tls.status();
+  DataPlaneServer::Options options;
+  options.max_connections_per_peer = 1;
+  TlsTask task(*tls, options);
+  DataPlaneTask& t = task.t;
+  const int held = ConnectTo(t.server.port());
+  ASSERT_TRUE(WaitUntil([&] { return t.server.num_connections() == 1; }));
+  ASSERT_TRUE(t.Feed(1, RandomBits(100, 1)).ok());
+  PendingRecv r(&t.client, t.Request(1), Timeout(absl::Seconds(30)));
+  ASSERT_TRUE(r.Wait());
+  EXPECT_TRUE(r.fell_back) << r.status;  // A refusal: gRPC takes the call.
+  EXPECT_GE(t.server.num_refused(), 1);
+  EXPECT_EQ(t.server.num_handshake_failures(), 0);  // It never started one.
+  EXPECT_THAT(t.client.last_handshake_error(), HasSubstr("failed"));
+  ::close(held);
+  ASSERT_TRUE(WaitUntil([&] { return t.server.num_connections() == 0; }));
+  absl::SleepFor(absl::Milliseconds(300));  // The first back-off is 0.1 s.
+  ExpectServes(t, 2);
 }
 
 }  // namespace

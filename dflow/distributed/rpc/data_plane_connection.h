@@ -1,0 +1,132 @@
+// One connection of the tensor data plane (tensor_data_plane.h), plaintext or
+// TLS: the framing code on both ends reads and writes through it and never
+// sees OpenSSL.
+//
+// TLS (when the task has --tls-cert/--tls-key/--tls-ca, SecurityOptions::tls):
+// TLS 1.3 only, mutual: each end presents the task's certificate and requires
+// the other's, verified against the CA (the same material as the gRPC port).
+// The sender issues one session ticket at the end of its handshake, after it
+// has verified the receiver's certificate; the receiver waits for that ticket
+// before sending anything, so a refused certificate is a handshake failure
+// (nothing sent, the call may go elsewhere), never a half-sent request. No
+// session is ever resumed. Kernel TLS is not used (this kernel offers no
+// "tls" ULP; see SECURITY.md).
+//
+//   ASSIGN_OR_RETURN(auto tls, DataPlaneTls::Create(security, DataPlaneTls::kClient));
+//   DataConnection conn(fd, tls.get());
+//   RETURN_IF_ERROR(conn.Handshake(deadline));   // receiver: blocking, bounded
+//   RETURN_IF_ERROR(conn.Send(frame.data(), frame.size(), deadline));
+#ifndef DFLOW_DISTRIBUTED_RPC_DATA_PLANE_CONNECTION_H_
+#define DFLOW_DISTRIBUTED_RPC_DATA_PLANE_CONNECTION_H_
+
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "dflow/distributed/rpc/security.h"
+
+typedef struct ssl_ctx_st SSL_CTX;
+typedef struct ssl_st SSL;
+
+namespace dflow {
+
+struct DataConnectionBio;
+
+// An OpenSSL context for one end of the data plane. Immutable once made;
+// shared by every connection of that end.
+class DataPlaneTls {
+ public:
+  enum Role { kServer, kClient };
+
+  // InvalidArgument naming what OpenSSL could not take (the certificate, the
+  // key, the CA, a key that does not match its certificate).
+  static absl::StatusOr<std::shared_ptr<const DataPlaneTls>> Create(
+      const SecurityOptions& security, Role role);
+  // The kClient context for `security`, made once per distinct certificate,
+  // key and CA in this process (every remote worker shares it).
+  static absl::StatusOr<std::shared_ptr<const DataPlaneTls>> ForClient(
+      const SecurityOptions& security);
+  ~DataPlaneTls();
+  DataPlaneTls(const DataPlaneTls&) = delete;
+  DataPlaneTls& operator=(const DataPlaneTls&) = delete;
+
+  Role role() const { return role_; }
+  SSL_CTX* ctx() const { return ctx_; }
+
+ private:
+  DataPlaneTls(Role role, SSL_CTX* ctx) : role_(role), ctx_(ctx) {}
+  const Role role_;
+  SSL_CTX* const ctx_;  // Owned.
+};
+
+// A connected socket, owned (closed by the destructor), plaintext or TLS.
+// Not thread-safe: one thread uses it at a time.
+class DataConnection {
+ public:
+  // `tls` nullptr: plaintext. Else the handshake (Handshake or StepHandshake)
+  // must finish before any Read/Write.
+  DataConnection(int fd, std::shared_ptr<const DataPlaneTls> tls);
+  ~DataConnection();
+  DataConnection(const DataConnection&) = delete;
+  DataConnection& operator=(const DataConnection&) = delete;
+
+  int fd() const { return fd_; }
+  bool tls() const { return tls_ != nullptr; }
+
+  // --- non-blocking use (the sender's event loop) ---------------------------------------
+  enum class Io { kDone, kWantRead, kWantWrite, kClosed, kError };
+  // One step of the sender's handshake: kDone when finished (always, in
+  // plaintext), kWantRead/kWantWrite: call again when the socket is
+  // readable/writable; kClosed/kError: give up (error() says why).
+  Io StepHandshake();
+  // Up to `n` bytes into `buf`; *got set on kDone (> 0). kClosed: the peer
+  // closed; kWantRead/kWantWrite: nothing now.
+  Io Read(void* buf, size_t n, size_t* got);
+  // Writes from `iov[0..count)` in order what the socket takes now; *wrote
+  // set (may be 0 with kWantWrite). After kWantWrite, call again with the
+  // same remaining bytes.
+  Io Write(const iovec* iov, int count, size_t* wrote);
+  // Bytes already received and decrypted (or not yet processed) that a
+  // readable socket would not announce.
+  bool HasBuffered() const;
+  // Why the last call failed: OpenSSL's reason or errno's text.
+  const std::string& error() const { return error_; }
+
+  // --- blocking use with a deadline (the receiver) -----------------------------------------
+  // The socket must be blocking; every wait ends at `deadline`
+  // (DeadlineExceeded).
+  // The receiver's handshake, including the sender's ticket (see above).
+  // Unavailable "TLS handshake failed: <OpenSSL's reason>" when refused.
+  absl::Status Handshake(absl::Time deadline);
+  absl::Status Send(const void* buf, size_t n, absl::Time deadline);
+  absl::Status Recv(void* buf, size_t n, absl::Time deadline);
+  // Bounds the socket's blocking calls by `deadline` (SO_RCVTIMEO /
+  // SO_SNDTIMEO); DeadlineExceeded when it has passed.
+  absl::Status SetDeadline(absl::Time deadline);
+  // Whether the peer rejected this end's TLS (a fatal alert it sent).
+  bool peer_alert() const { return peer_alert_; }
+  // Whether the last failure was the peer closing (or resetting) the socket.
+  bool closed() const { return closed_; }
+
+ private:
+  Io SslResult(int ret, const char* what);
+  Io SslResultOf(int ret, const char* what);
+
+  const int fd_;
+  std::shared_ptr<const DataPlaneTls> tls_;
+  std::unique_ptr<DataConnectionBio> bio_target_;  // The TLS BIO's socket.
+  SSL* ssl_ = nullptr;  // Owned; nullptr: plaintext.
+  std::string error_;
+  bool peer_alert_ = false;
+  bool closed_ = false;
+  bool ticket_ = false;  // The sender's session ticket arrived (receiver).
+};
+
+}  // namespace dflow
+
+#endif  // DFLOW_DISTRIBUTED_RPC_DATA_PLANE_CONNECTION_H_
