@@ -20,22 +20,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from dflow_cluster import Server, free_port  # noqa: E402
-
-
-def chain_graph(nodes, op):
-    from tensorflow.core.framework import graph_pb2, types_pb2
-    g = graph_pb2.GraphDef()
-    c = g.node.add(name="c", op="Const")
-    c.attr["dtype"].type = types_pb2.DT_FLOAT
-    c.attr["value"].tensor.dtype = types_pb2.DT_FLOAT
-    c.attr["value"].tensor.float_val.append(1.0)
-    prev = "c"
-    for i in range(nodes):
-        n = g.node.add(name=f"n{i}", op=op, input=[prev] + (["c"] if op == "AddV2" else []))
-        n.attr["T"].type = types_pb2.DT_FLOAT
-        prev = n.name
-    return g
+from dflow_cluster import Server, chain_graph, free_port  # noqa: E402
 
 
 def status_kb(pid, field):

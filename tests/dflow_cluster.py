@@ -23,6 +23,23 @@ def free_port():
         return s.getsockname()[1]
 
 
+def chain_graph(nodes, op="Identity"):
+    """A GraphDef: Const c, then `nodes` float nodes of `op` in a chain (AddV2 also adds c
+    at each link). Needs TensorFlow's protos."""
+    from tensorflow.core.framework import graph_pb2, types_pb2
+    g = graph_pb2.GraphDef()
+    c = g.node.add(name="c", op="Const")
+    c.attr["dtype"].type = types_pb2.DT_FLOAT
+    c.attr["value"].tensor.dtype = types_pb2.DT_FLOAT
+    c.attr["value"].tensor.float_val.append(1.0)
+    prev = "c"
+    for i in range(nodes):
+        n = g.node.add(name=f"n{i}", op=op, input=[prev] + (["c"] if op == "AddV2" else []))
+        n.attr["T"].type = types_pb2.DT_FLOAT
+        prev = n.name
+    return g
+
+
 class Server:
     """One `dflow server` process; waits (bounded) until it serves."""
 

@@ -26,12 +26,11 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from dflow_cluster import Server, free_port, run_cases  # noqa: E402
+from dflow_cluster import Server, chain_graph, free_port, run_cases  # noqa: E402
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 try:
     import tensorflow as tf
-    from tensorflow.core.framework import graph_pb2, types_pb2
     tf1 = tf.compat.v1
     tf1.disable_eager_execution()
 except ImportError as e:
@@ -89,18 +88,8 @@ def tf_graph_cap(dflow, tmp, checks):
 
 
 def write_chain(path, nodes):
-    g = graph_pb2.GraphDef()
-    c = g.node.add(name="c", op="Const")
-    c.attr["dtype"].type = types_pb2.DT_FLOAT
-    c.attr["value"].tensor.dtype = types_pb2.DT_FLOAT
-    c.attr["value"].tensor.float_val.append(1.0)
-    prev = "c"
-    for i in range(nodes):
-        n = g.node.add(name=f"n{i}", op="Identity", input=[prev])
-        n.attr["T"].type = types_pb2.DT_FLOAT
-        prev = n.name
     with open(path, "wb") as f:
-        f.write(g.SerializeToString())
+        f.write(chain_graph(nodes).SerializeToString())
 
 
 def chain_memory(dflow, tmp, checks):
