@@ -20,15 +20,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-from dflow_cluster import Server, chain_graph, free_port  # noqa: E402
-
-
-def status_kb(pid, field):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return -1
+from dflow_cluster import Server, chain_graph, free_port, proc_status  # noqa: E402
 
 
 def main():
@@ -47,7 +39,7 @@ def main():
     server = Server(args.dflow, tmp, f'{{"worker": ["127.0.0.1:{port}"]}}', "worker", 0)
     try:
         pid = server.proc.pid
-        idle_kb = status_kb(pid, "VmRSS")
+        idle_kb = proc_status(pid, "VmRSS")
         print(f"idle server: RSS {idle_kb / 1e3:.1f} MB")
         for run in (1, 2):
             start = time.time()
@@ -56,7 +48,7 @@ def main():
                  f"grpc://127.0.0.1:{port}"], capture_output=True, text=True, timeout=600)
             if out.returncode != 0:
                 raise RuntimeError(f"run-graph failed: {out.stderr[-2000:]}")
-            hwm_kb, rss_kb = status_kb(pid, "VmHWM"), status_kb(pid, "VmRSS")
+            hwm_kb, rss_kb = proc_status(pid, "VmHWM"), proc_status(pid, "VmRSS")
             print(f"run {run} ({time.time() - start:.1f} s): peak RSS {hwm_kb / 1e3:.1f} MB = "
                   f"{(hwm_kb - idle_kb) * 1024 / args.nodes:.0f} B/node over idle; RSS after "
                   f"CloseSession {rss_kb / 1e3:.1f} MB")

@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 
-from dflow_cluster import Checks, start_cluster
+from dflow_cluster import Checks, proc_status, start_cluster
 
 DFLOW = sys.argv[1]
 TMP = tempfile.mkdtemp(prefix="dflow_flood_test_")
@@ -79,14 +79,6 @@ def total(target, graph):
     """Whether a cross-task step gives 4096 x 1.5 x 2, and what dflow printed."""
     values, out = run_graph(target, graph, "total:0")
     return values == [12288.0], out
-
-
-def proc_status(pid, field):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return -1
 
 
 def open_fds(pid):

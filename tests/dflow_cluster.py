@@ -23,6 +23,15 @@ def free_port():
         return s.getsockname()[1]
 
 
+def proc_status(pid, field):
+    """A number of /proc/PID/status ("VmRSS", "VmHWM" in KB, "Threads"); -1 when absent."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return -1
+
+
 def chain_graph(nodes, op="Identity"):
     """A GraphDef: Const c, then `nodes` float nodes of `op` in a chain (AddV2 also adds c
     at each link). Needs TensorFlow's protos."""

@@ -26,7 +26,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from dflow_cluster import Server, chain_graph, free_port, run_cases  # noqa: E402
+from dflow_cluster import Server, chain_graph, free_port, proc_status, run_cases  # noqa: E402
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 try:
@@ -40,14 +40,6 @@ except ImportError as e:
 CHAIN_NODES = 50000
 PEAK_BOUND = 6500  # bytes a node, each run
 AFTER_BOUND_MB = 64
-
-
-def status_kb(pid, field):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return -1
 
 
 def one_task(dflow, tmp, extra_args=()):
@@ -101,7 +93,7 @@ def chain_memory(dflow, tmp, checks):
     server, target = one_task(dflow, tmp)
     try:
         pid = server.proc.pid
-        idle_kb = status_kb(pid, "VmRSS")
+        idle_kb = proc_status(pid, "VmRSS")
         peaks = []
         for run in (1, 2):
             start = time.time()
@@ -111,7 +103,7 @@ def chain_memory(dflow, tmp, checks):
                                 f"run {run} computes the chain ({time.time() - start:.1f}s)"):
                 checks.info(out.stderr[-2000:])
                 return
-            peak_kb, after_kb = status_kb(pid, "VmHWM"), status_kb(pid, "VmRSS")
+            peak_kb, after_kb = proc_status(pid, "VmHWM"), proc_status(pid, "VmRSS")
             per_node = (peak_kb - idle_kb) * 1024 / CHAIN_NODES
             peaks.append(peak_kb)
             checks.check(per_node < PEAK_BOUND,
