@@ -188,24 +188,22 @@ absl::Status Partitioner::ConnectEdge(const Edge* e) {
       frames_.frame_of[e->src->id()] == 0) {
     const std::string& src_loc = loc_[e->src->id()];
     if (!control_waits_.emplace(e->dst->id(), src_loc).second) return absl::OkStatus();
-    std::vector<const Node*> sources;
+    std::vector<int> sources;  // Node ids, sorted: the group's key.
     for (const Edge* c : e->dst->in_edges()) {
-      if (c->IsControlEdge() && loc_[c->src->id()] == src_loc && frames_.frame_of[c->src->id()] == 0) {
-        sources.push_back(c->src);
+      const int id = c->src->id();
+      if (c->IsControlEdge() && loc_[id] == src_loc && frames_.frame_of[id] == 0) {
+        sources.push_back(id);
       }
     }
-    std::sort(sources.begin(), sources.end(),
-              [](const Node* a, const Node* b) { return a->id() < b->id(); });
+    std::sort(sources.begin(), sources.end());
     sources.erase(std::unique(sources.begin(), sources.end()), sources.end());
-    std::vector<int> ids;
-    for (const Node* n : sources) ids.push_back(n->id());
     auto [group, fresh] =
-        control_groups_.try_emplace(std::make_tuple(src_loc, loc_[e->dst->id()], ids), "");
+        control_groups_.try_emplace(std::make_tuple(src_loc, loc_[e->dst->id()], sources), "");
     if (fresh) {
       tensorflow::NodeDef* dummy = parts_[src_loc].add_node();
       *dummy =
           ControlSignalConst(NewName(absl::StrCat(e->dst->name(), "/ctrl")), DeviceOf(e->src));
-      for (const Node* n : sources) dummy->add_input(absl::StrCat("^", n->name()));
+      for (int id : sources) dummy->add_input(absl::StrCat("^", g_.node(id)->name()));
       const std::string send_name = NewName(e->src->name());
       group->second = NewName(e->src->name());
       AddSendRecv(e, dummy->name(), DT_FLOAT, send_name, group->second);

@@ -27,7 +27,6 @@
 #include <utility>
 
 #include "absl/synchronization/mutex.h"
-
 #include "dflow/distributed/worker_interface.h"
 #include "dflow/proto/data_plane.pb.h"
 #include "dflow/proto/worker_service.grpc.pb.h"

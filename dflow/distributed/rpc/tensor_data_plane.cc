@@ -40,15 +40,19 @@ namespace dflow {
 
 static_assert(std::endian::native == std::endian::little, "the data plane writes host order");
 
-bool DataPlaneEnabledByEnv() {
-  const char* v = std::getenv("DFLOW_DATA_PLANE");
+namespace {
+
+// True unless the environment sets `name` to "0".
+bool NotOffInEnv(const char* name) {
+  const char* v = std::getenv(name);
   return v == nullptr || std::string(v) != "0";
 }
 
-bool LocalDataPlaneEnabledByEnv() {
-  const char* v = std::getenv("DFLOW_DATA_PLANE_LOCAL");
-  return v == nullptr || std::string(v) != "0";
-}
+}  // namespace
+
+bool DataPlaneEnabledByEnv() { return NotOffInEnv("DFLOW_DATA_PLANE"); }
+
+bool LocalDataPlaneEnabledByEnv() { return NotOffInEnv("DFLOW_DATA_PLANE_LOCAL"); }
 
 namespace data_plane {
 
@@ -75,6 +79,14 @@ void SetBufferSize(int fd, int option) {
   if (!allowed) return;
   const int bytes = kSocketBufferBytes;
   setsockopt(fd, SOL_SOCKET, option, &bytes, sizeof(bytes));
+}
+
+socklen_t LocalAddress(const std::string& name, sockaddr_un* addr) {
+  *addr = sockaddr_un{};
+  if (name.empty() || name.size() >= sizeof(addr->sun_path)) return 0;
+  addr->sun_family = AF_UNIX;
+  std::memcpy(addr->sun_path + 1, name.data(), name.size());
+  return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
 }
 
 // Both ends: no Nagle delay, and TCP keepalive so a connection to a host that
@@ -129,11 +141,9 @@ int Blocking(int fd) {
 // A connected (blocking) socket to the abstract AF_UNIX socket `name`, or -1
 // (not on this host, or its backlog is full: nothing sent).
 int ConnectLocal(const std::string& name) {
-  sockaddr_un addr{};
-  if (name.empty() || name.size() >= sizeof(addr.sun_path)) return -1;
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path + 1, name.data(), name.size());  // sun_path[0] = 0: abstract.
-  const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  sockaddr_un addr;
+  const socklen_t len = data_plane::LocalAddress(name, &addr);
+  if (len == 0) return -1;
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return -1;
   // A local connect completes at once or fails (EAGAIN: the backlog is full).

@@ -84,6 +84,9 @@
 #ifndef DFLOW_DISTRIBUTED_RPC_TENSOR_DATA_PLANE_H_
 #define DFLOW_DISTRIBUTED_RPC_TENSOR_DATA_PLANE_H_
 
+#include <sys/socket.h>
+#include <sys/un.h>
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -168,6 +171,9 @@ static_assert(sizeof(RequestHeader) == 16 && sizeof(ResponseHeader) == 32);
 // allows it.
 void ConfigureSocket(int fd);
 void SetBufferSize(int fd, int option);
+// Fills `addr` with the abstract AF_UNIX address `name` (sun_path[0] = 0, no
+// file); returns its length, 0 when `name` is empty or does not fit.
+socklen_t LocalAddress(const std::string& name, sockaddr_un* addr);
 }  // namespace data_plane
 
 // Sender side: serves RecvTensor of `worker` on its own TCP port, every

@@ -27,7 +27,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstddef>
 #include <cstring>
 #include <deque>
 #include <limits>
@@ -796,10 +795,8 @@ int ListenLocal(std::string* name) {
   absl::BitGen gen;
   *name = absl::StrFormat("dflow-data-plane-%d-%016x%016x", ::getpid(), absl::Uniform<uint64_t>(gen),
                           absl::Uniform<uint64_t>(gen));
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path + 1, name->data(), name->size());  // sun_path[0] = 0: abstract.
-  const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name->size());
+  sockaddr_un addr;
+  const socklen_t len = data_plane::LocalAddress(*name, &addr);
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) == 0 &&
       ::listen(fd, 1024) == 0) {

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -1204,12 +1203,10 @@ TEST(TensorDataPlaneAuthTest, AGrpcServerWithATokenGuardsItsDataPlane) {
 
 // A raw connection to the data plane's abstract local socket, or -1.
 int RawLocalConnect(const std::string& name) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path + 1, name.data(), name.size());
+  sockaddr_un addr;
+  const socklen_t len = data_plane::LocalAddress(name, &addr);
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr),
-                static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size())) != 0) {
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0) {
     ::close(fd);
     return -1;
   }
