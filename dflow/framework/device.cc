@@ -1,5 +1,8 @@
 #include "dflow/framework/device.h"
 
+#include "absl/strings/str_cat.h"
+#include "dflow/framework/tensor.h"
+
 namespace dflow {
 
 Device::Device(const DeviceName& name, uint64_t incarnation, int64_t memory_limit)
@@ -13,6 +16,16 @@ void Device::ToAttributes(tensorflow::DeviceAttributes* attributes) const {
   attributes->set_device_type(device_type());
   attributes->set_memory_limit(memory_limit_);
   attributes->set_incarnation(incarnation_);
+}
+
+absl::StatusOr<Tensor> Device::CopyTensor(const Tensor& t, MemoryType to) {
+  return absl::UnimplementedError(absl::StrCat(
+      name_, " has no memory of its own: cannot copy a tensor to ", MemoryTypeName(to),
+      " memory"));
+}
+
+absl::Status Device::ZeroFill(Tensor* t) {
+  return absl::UnimplementedError(absl::StrCat(name_, " has no memory of its own to fill"));
 }
 
 }  // namespace dflow

@@ -1,5 +1,11 @@
-// Device: one place kernels run (a CPU, later a GPU), with its own resource
+// Device: one place kernels run (a CPU, a GPU), with its own resource
 // manager. Devices are created by CreateLocalDevices (runtime/device_mgr.h).
+//
+// A device with its own memory (a GPU) overrides the memory hooks: its
+// kernels' outputs live there unless the kernel registered them as host
+// memory, and the executor moves each input into the memory its kernel reads
+// (Tensor::memory_type) with CopyTensor. A CPU has no memory of its own: the
+// hooks are never called for it.
 #ifndef DFLOW_FRAMEWORK_DEVICE_H_
 #define DFLOW_FRAMEWORK_DEVICE_H_
 
@@ -7,7 +13,10 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/statusor.h"
+#include "dflow/framework/allocator.h"
 #include "dflow/framework/device_name.h"
+#include "dflow/framework/tensor.h"
 #include "dflow/framework/resource_mgr.h"
 #include "dflow/framework/thread_pool.h"
 #include "dflow/proto/device_attributes.pb.h"
@@ -36,6 +45,17 @@ class Device {
   void ToAttributes(tensorflow::DeviceAttributes* attributes) const;
   // Pool for splitting one kernel's work; shared process-wide on CPU.
   virtual ThreadPool* intra_op_pool() { return IntraOpPool(); }
+
+  // --- memory hooks (devices with their own memory) ---
+  // The device's memory; null for a CPU.
+  virtual Allocator* device_allocator() { return nullptr; }
+  // A copy of `t` in memory `to` (host or this device's), ordered after the
+  // device's queued work on `t`; a host result is readable on return.
+  virtual absl::StatusOr<Tensor> CopyTensor(const Tensor& t, MemoryType to);
+  // Zeroes a tensor of device memory (allocate_output's fill), queued.
+  virtual absl::Status ZeroFill(Tensor* t);
+  // Waits for the device's queued work; the first error it met.
+  virtual absl::Status Sync() { return absl::OkStatus(); }
 
  private:
   const DeviceName parsed_;

@@ -1,5 +1,6 @@
 #include "dflow/framework/kernel.h"
 
+#include <algorithm>
 #include <set>
 
 #include "absl/strings/str_join.h"
@@ -29,7 +30,9 @@ tensorflow::NodeDef WithoutDevice(const tensorflow::NodeDef& def) {
 OpKernel::OpKernel(OpKernelConstruction* c)
     : def_(WithoutDevice(c->def())),
       input_types_(c->input_types()),
-      output_types_(c->output_types()) {}
+      output_types_(c->output_types()),
+      input_memory_(c->input_memory_types()),
+      output_memory_(c->output_memory_types()) {}
 
 absl::Status AsyncOpKernel::Compute(OpKernelContext* ctx) {
   absl::Notification done;
@@ -49,13 +52,39 @@ OpKernelContext::OpKernelContext(Params* params)
       owned_outputs_(params->op_kernel->num_outputs()),
       outputs_(params->op_kernel->num_outputs()) {}
 
+Tensor* OpKernelContext::AllocateDeviceOutput(int i, const TensorShape& shape, bool zero_fill) {
+  absl::StatusOr<Tensor> t =
+      Tensor::Allocate(device()->device_allocator(), op_kernel().output_type(i), shape);
+  if (t.ok() && zero_fill) {
+    absl::Status s = device()->ZeroFill(&*t);
+    if (!s.ok()) t = s;
+  }
+  if (!t.ok()) {
+    if (allocation_status_.ok()) {
+      allocation_status_ = absl::Status(t.status().code(), absl::StrCat(Prefix(), "output ", i,
+                                                                         ": ", t.status().message()));
+    }
+    owned_outputs_[i] = Tensor();
+  } else {
+    owned_outputs_[i] = *std::move(t);
+  }
+  outputs_[i] = TensorValue{&owned_outputs_[i], nullptr};
+  return &owned_outputs_[i];
+}
+
 Tensor* OpKernelContext::allocate_output(int i, const TensorShape& shape) {
+  if (op_kernel().output_memory_type(i) == MemoryType::kDevice) {
+    return AllocateDeviceOutput(i, shape, /*zero_fill=*/true);
+  }
   owned_outputs_[i] = Tensor(BaseType(op_kernel().output_type(i)), shape);
   outputs_[i] = TensorValue{&owned_outputs_[i], nullptr};
   return &owned_outputs_[i];
 }
 
 Tensor* OpKernelContext::allocate_output_for_overwrite(int i, const TensorShape& shape) {
+  if (op_kernel().output_memory_type(i) == MemoryType::kDevice) {
+    return AllocateDeviceOutput(i, shape, /*zero_fill=*/false);
+  }
   owned_outputs_[i] = Tensor::ForOverwrite(BaseType(op_kernel().output_type(i)), shape);
   outputs_[i] = TensorValue{&owned_outputs_[i], nullptr};
   return &owned_outputs_[i];
@@ -188,6 +217,36 @@ std::vector<KernelDef> KernelRegistry::ListKernels() const {
   return out;
 }
 
+namespace {
+
+// Where a kernel on a device with its own memory reads its inputs (or makes
+// its outputs): device memory, except the registration's HostMemory args and
+// the types only CPU code handles.
+absl::Status MemoryTypes(const tensorflow::NodeDef& node, const OpDef& op,
+                         const std::vector<std::string>& host_memory_args, bool inputs,
+                         const DataTypeVector& types, std::vector<MemoryType>* out) {
+  out->assign(types.size(), MemoryType::kDevice);
+  for (size_t i = 0; i < types.size(); ++i) {
+    const DataType t = BaseType(types[i]);
+    if (t == DT_STRING || t == DT_RESOURCE || t == tensorflow::DT_VARIANT) {
+      (*out)[i] = MemoryType::kHost;
+    }
+  }
+  const std::vector<OpArg>& args = inputs ? op.inputs : op.outputs;
+  for (const std::string& name : host_memory_args) {
+    if (std::none_of(args.begin(), args.end(), [&](const OpArg& a) { return a.name == name; })) {
+      continue;  // The other direction's arg.
+    }
+    int start = 0, stop = 0;
+    RETURN_IF_ERROR(inputs ? InputRange(node, op, name, &start, &stop)
+                           : OutputRange(node, op, name, &start, &stop));
+    for (int k = start; k < stop; ++k) (*out)[k] = MemoryType::kHost;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<OpKernel>> KernelRegistry::CreateKernel(
     Device* device, const tensorflow::NodeDef& node) const {
   ASSIGN_OR_RETURN(const OpDef* op, OpRegistry::Global()->LookUp(node.op()));
@@ -198,15 +257,27 @@ absl::StatusOr<std::unique_ptr<OpKernel>> KernelRegistry::CreateKernel(
   RETURN_IF_ERROR(InOutTypesForNode(full, *op, &inputs, &outputs));
   const std::string device_type = device == nullptr ? kDeviceCPU : device->device_type();
   KernelFactory factory;
+  std::vector<std::string> host_memory_args;
   {
     absl::ReaderMutexLock l(&mu_);
-    if (const Entry* e = FindEntry(device_type, full)) factory = e->factory;
+    if (const Entry* e = FindEntry(device_type, full)) {
+      factory = e->factory;
+      host_memory_args = e->def.host_memory_args;
+    }
   }
   if (!factory) {  // NotFound listing what is registered.
     absl::Status s = Find(device_type, full).status();
     return s.ok() ? absl::InternalError("kernel registry changed during lookup") : s;
   }
   OpKernelConstruction c(full, *op, std::move(inputs), std::move(outputs), device);
+  if (device != nullptr && device->device_allocator() != nullptr) {
+    std::vector<MemoryType> in_mem, out_mem;
+    RETURN_IF_ERROR(MemoryTypes(full, *op, host_memory_args, /*inputs=*/true, c.input_types(),
+                                &in_mem));
+    RETURN_IF_ERROR(MemoryTypes(full, *op, host_memory_args, /*inputs=*/false, c.output_types(),
+                                &out_mem));
+    c.set_memory_types(std::move(in_mem), std::move(out_mem));
+  }
   std::unique_ptr<OpKernel> kernel = factory(&c);
   if (!c.status().ok()) {
     return WithContext(c.status(), absl::StrCat("node '", node.name(), "'"));

@@ -78,6 +78,13 @@ class OpKernelConstruction {
   DataType output_type(int i) const { return output_types_[i]; }
   const DataTypeVector& input_types() const { return input_types_; }
   const DataTypeVector& output_types() const { return output_types_; }
+  // Where each input and output lives (see OpKernel::input_memory_type).
+  const std::vector<MemoryType>& input_memory_types() const { return input_memory_; }
+  const std::vector<MemoryType>& output_memory_types() const { return output_memory_; }
+  void set_memory_types(std::vector<MemoryType> inputs, std::vector<MemoryType> outputs) {
+    input_memory_ = std::move(inputs);
+    output_memory_ = std::move(outputs);
+  }
 
   // Reads an attr; a failure is also recorded here (so constructors need not
   // check) and returned.
@@ -99,6 +106,8 @@ class OpKernelConstruction {
   const OpDef& op_def_;
   DataTypeVector input_types_;
   DataTypeVector output_types_;
+  std::vector<MemoryType> input_memory_;   // Empty: all host memory.
+  std::vector<MemoryType> output_memory_;  // Empty: all host memory.
   Device* device_;
   absl::Status status_;
 };
@@ -130,11 +139,23 @@ class OpKernel {
   DataType output_type(int i) const { return output_types_[i]; }
   const DataTypeVector& input_types() const { return input_types_; }
   const DataTypeVector& output_types() const { return output_types_; }
+  // On a device with its own memory (a GPU), where the kernel reads input i
+  // and makes output i: host memory for the args its registration names
+  // HostMemory and for strings, resources and variants; device memory for
+  // the rest. Always host on a CPU.
+  MemoryType input_memory_type(int i) const {
+    return input_memory_.empty() ? MemoryType::kHost : input_memory_[i];
+  }
+  MemoryType output_memory_type(int i) const {
+    return output_memory_.empty() ? MemoryType::kHost : output_memory_[i];
+  }
 
  private:
   const tensorflow::NodeDef def_;
   const DataTypeVector input_types_;
   const DataTypeVector output_types_;
+  const std::vector<MemoryType> input_memory_;
+  const std::vector<MemoryType> output_memory_;
 };
 
 // A kernel that finishes later (Recv, queue dequeue): it must call `done`
@@ -189,10 +210,16 @@ class OpKernelContext {
   // --- outputs ---
   int num_outputs() const { return static_cast<int>(outputs_.size()); }
   // Allocates output i (zero-filled) and returns it; owned by the context.
+  // On a device with its own memory the output is in the memory
+  // OpKernel::output_memory_type names; there an allocation can fail: the
+  // context remembers it, the returned tensor is empty, and the executor
+  // fails the node with RESOURCE_EXHAUSTED whatever Compute returns.
   Tensor* allocate_output(int i, const TensorShape& shape);
   // As allocate_output, without the zero-fill: for kernels that write every
   // element of the output before returning OK.
   Tensor* allocate_output_for_overwrite(int i, const TensorShape& shape);
+  // A failed device allocation (see allocate_output); OK otherwise.
+  const absl::Status& allocation_status() const { return allocation_status_; }
   void set_output(int i, Tensor value);
   // Forwards a ref edge: consumers see `tensor` guarded by `mu`.
   void set_output_ref(int i, absl::Mutex* mu, Tensor* tensor);
@@ -233,6 +260,10 @@ class OpKernelContext {
   std::vector<Tensor> owned_outputs_;
   std::vector<TensorValue> outputs_;
   bool is_output_dead_ = false;
+  absl::Status allocation_status_;
+
+  // allocate_output's path on a device with its own memory.
+  Tensor* AllocateDeviceOutput(int i, const TensorShape& shape, bool zero_fill);
 };
 
 // --- kernel registry ---------------------------------------------------------

@@ -650,10 +650,12 @@ absl::Status InOutTypesForNode(const NodeDef& node, const OpDef& op, DataTypeVec
   return ArgsTypes(node, op.outputs, outputs);
 }
 
-absl::Status OutputRange(const NodeDef& node, const OpDef& op, const std::string& name, int* start,
-                         int* stop) {
+namespace {
+
+absl::Status ArgRange(const NodeDef& node, const OpDef& op, const std::vector<OpArg>& args,
+                      const char* kind, const std::string& name, int* start, int* stop) {
   int begin = 0;
-  for (const OpArg& arg : op.outputs) {
+  for (const OpArg& arg : args) {
     DataTypeVector types;
     RETURN_IF_ERROR(ArgTypes(node, arg, &types));
     if (arg.name == name) {
@@ -664,7 +666,19 @@ absl::Status OutputRange(const NodeDef& node, const OpDef& op, const std::string
     begin += static_cast<int>(types.size());
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("[", op.name, "] has no output named '", name, "'"));
+      absl::StrCat("[", op.name, "] has no ", kind, " named '", name, "'"));
+}
+
+}  // namespace
+
+absl::Status OutputRange(const NodeDef& node, const OpDef& op, const std::string& name, int* start,
+                         int* stop) {
+  return ArgRange(node, op, op.outputs, "output", name, start, stop);
+}
+
+absl::Status InputRange(const NodeDef& node, const OpDef& op, const std::string& name, int* start,
+                        int* stop) {
+  return ArgRange(node, op, op.inputs, "input", name, start, stop);
 }
 
 }  // namespace dflow

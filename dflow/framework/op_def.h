@@ -122,6 +122,9 @@ absl::Status InOutTypesForNode(const tensorflow::NodeDef& node, const OpDef& op,
 // Number of flattened outputs, and the index range of output arg `name`.
 absl::Status OutputRange(const tensorflow::NodeDef& node, const OpDef& op,
                          const std::string& name, int* start, int* stop);
+// The same for input arg `name`.
+absl::Status InputRange(const tensorflow::NodeDef& node, const OpDef& op,
+                        const std::string& name, int* start, int* stop);
 
 }  // namespace dflow
 

@@ -180,7 +180,17 @@ TensorBuffer::TensorBuffer(DataType dtype, int64_t num_elements, bool zero_fill)
   }
 }
 
+TensorBuffer::TensorBuffer(Allocator* allocator, size_t bytes, bool* ok)
+    : allocator_(allocator), dtype_(DT_INVALID), num_elements_(0), bytes_(bytes) {
+  data_ = allocator->Allocate(AllocationBytes(bytes_));
+  *ok = data_ != nullptr;
+}
+
 TensorBuffer::~TensorBuffer() {
+  if (allocator_ != nullptr) {
+    if (data_ != nullptr) allocator_->Deallocate(data_, AllocationBytes(bytes_));
+    return;
+  }
   if (dtype_ == DT_STRING) {
     auto* p = static_cast<std::string*>(data_);
     for (int64_t i = 0; i < num_elements_; ++i) p[i].~basic_string();
@@ -204,6 +214,21 @@ Tensor Tensor::ForOverwrite(DataType dtype, const TensorShape& shape) {
   t.dtype_ = BaseType(dtype);
   t.shape_ = shape;
   t.buf_ = std::make_shared<TensorBuffer>(dtype, shape.num_elements(), /*zero_fill=*/false);
+  return t;
+}
+
+absl::StatusOr<Tensor> Tensor::Allocate(Allocator* allocator, DataType dtype,
+                                         const TensorShape& shape) {
+  Tensor t;
+  t.dtype_ = BaseType(dtype);
+  t.shape_ = shape;
+  bool ok = false;
+  t.buf_ = std::make_shared<TensorBuffer>(allocator, t.TotalBytes(), &ok);
+  if (!ok) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "out of memory on ", allocator->Name(), " allocating ", DataTypeString(dtype),
+        shape.DebugString(), " (", t.TotalBytes(), " bytes)"));
+  }
   return t;
 }
 

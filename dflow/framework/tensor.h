@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "dflow/framework/allocator.h"
 #include "dflow/framework/resource_handle.h"
 #include "dflow/framework/tensor_shape.h"
 #include "dflow/framework/types.h"
@@ -34,14 +35,20 @@ class TensorBuffer {
   // `zero_fill` false, elements of fixed-size types are left unset (string
   // and resource elements are always constructed).
   TensorBuffer(DataType dtype, int64_t num_elements, bool zero_fill = true);
+  // Takes `bytes` from `allocator`, uninitialised; *ok is false when it has
+  // none left. REQUIRES: a fixed-size dtype.
+  TensorBuffer(Allocator* allocator, size_t bytes, bool* ok);
   ~TensorBuffer();
   TensorBuffer(const TensorBuffer&) = delete;
   TensorBuffer& operator=(const TensorBuffer&) = delete;
 
   void* data() const { return data_; }
   size_t size() const { return bytes_; }
+  // Null for ordinary host memory.
+  Allocator* allocator() const { return allocator_; }
 
  private:
+  Allocator* allocator_ = nullptr;
   DataType dtype_;
   int64_t num_elements_;
   size_t bytes_;
@@ -59,6 +66,11 @@ class Tensor {
   // fixed-size elements are left unset (no zero-fill pass).
   // REQUIRES: IsSupportedDataType(dtype).
   static Tensor ForOverwrite(DataType dtype, const TensorShape& shape);
+  // An uninitialised tensor whose bytes come from `allocator` (a device's
+  // memory, pinned host memory); RESOURCE_EXHAUSTED naming the allocator
+  // when it has none left. REQUIRES: a fixed-size dtype.
+  static absl::StatusOr<Tensor> Allocate(Allocator* allocator, DataType dtype,
+                                         const TensorShape& shape);
 
   // Scalars and vectors from values: Tensor::Scalar(3.0f), Tensor::Vec<int32_t>({1,2}).
   template <typename T>
@@ -97,6 +109,13 @@ class Tensor {
   int64_t NumElements() const { return shape_.num_elements(); }
   size_t TotalBytes() const;
   bool IsInitialized() const { return buf_ != nullptr || NumElements() == 0; }
+  // kDevice when the bytes are in a device's memory: then only that device's
+  // kernels and copies may touch raw_data(), never CPU code (flat(),
+  // DebugString, AsProto*, DeepCopy).
+  MemoryType memory_type() const {
+    return buf_ != nullptr && buf_->allocator() != nullptr ? buf_->allocator()->memory_type()
+                                                           : MemoryType::kHost;
+  }
   bool SharesBufferWith(const Tensor& other) const {
     return buf_ != nullptr && buf_ == other.buf_;
   }

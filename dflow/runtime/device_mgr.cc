@@ -1,10 +1,12 @@
 #include "dflow/runtime/device_mgr.h"
 
+#include <map>
 #include <utility>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "dflow/framework/device_name.h"
 #include "dflow/framework/status.h"
 
@@ -55,6 +57,34 @@ std::string DeviceMgr::DeviceNamesString() const {
   return absl::StrCat("[", absl::StrJoin(names, ", "), "]");
 }
 
+namespace {
+
+struct FactoryRegistry {
+  absl::Mutex mu;
+  std::map<std::string, DeviceFactory> factories ABSL_GUARDED_BY(mu);
+};
+
+FactoryRegistry* Factories() {
+  static FactoryRegistry* r = new FactoryRegistry;  // Never destroyed.
+  return r;
+}
+
+}  // namespace
+
+void RegisterDeviceFactory(const std::string& device_type, DeviceFactory factory) {
+  FactoryRegistry* r = Factories();
+  absl::MutexLock l(&r->mu);
+  r->factories[device_type] = std::move(factory);
+}
+
+std::vector<std::string> RegisteredDeviceTypes() {
+  FactoryRegistry* r = Factories();
+  absl::MutexLock l(&r->mu);
+  std::vector<std::string> types;
+  for (const auto& [type, f] : r->factories) types.push_back(type);
+  return types;
+}
+
 absl::StatusOr<std::vector<std::unique_ptr<Device>>> CreateLocalDevices(
     const tensorflow::ConfigProto& config, const std::string& job, int replica, int task) {
   int num_cpus = 1;
@@ -80,6 +110,19 @@ absl::StatusOr<std::vector<std::unique_ptr<Device>>> CreateLocalDevices(
     uint64_t incarnation = 0;
     while (incarnation == 0) incarnation = absl::Uniform<uint64_t>(gen);
     devices.push_back(std::make_unique<Device>(name, incarnation, kCpuMemoryLimit));
+  }
+  std::map<std::string, DeviceFactory> factories;
+  {
+    FactoryRegistry* r = Factories();
+    absl::MutexLock l(&r->mu);
+    factories = r->factories;
+  }
+  const std::string prefix = absl::StrCat("/job:", job, "/replica:", replica, "/task:", task);
+  for (const auto& [type, factory] : factories) {
+    auto count = config.device_count().find(type);
+    if (count != config.device_count().end() && count->second <= 0) continue;
+    ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Device>> more, factory(config, prefix));
+    for (auto& d : more) devices.push_back(std::move(d));
   }
   return devices;
 }

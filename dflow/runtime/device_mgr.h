@@ -7,6 +7,7 @@
 #ifndef DFLOW_RUNTIME_DEVICE_MGR_H_
 #define DFLOW_RUNTIME_DEVICE_MGR_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -47,10 +48,22 @@ class DeviceMgr {
 // CPU memory limit reported for local CPU devices (TensorFlow's figure).
 inline constexpr int64_t kCpuMemoryLimit = 256 << 20;
 
+// Makes a task's devices of one type other than CPU (the GPUs), honouring
+// `config` (device_count caps how many, gpu_options.visible_device_list picks
+// them). `name_prefix` is "/job:<job>/replica:<r>/task:<t>".
+using DeviceFactory = std::function<absl::StatusOr<std::vector<std::unique_ptr<Device>>>(
+    const tensorflow::ConfigProto& config, const std::string& name_prefix)>;
+// Called at static-initialisation time by the library that brings a device
+// type (dflow/gpu when built with CUDA). Thread-safe.
+void RegisterDeviceFactory(const std::string& device_type, DeviceFactory factory);
+// The device types with a registered factory (CPU is always available).
+std::vector<std::string> RegisteredDeviceTypes();
+
 // The local devices of task /job:<job>/replica:<replica>/task:<task>:
 // config.device_count["CPU"] CPU devices (default 1), each with a fresh random
-// incarnation. GPUs are not created. InvalidArgument on a bad job name or a
-// CPU count below 1.
+// incarnation, then the devices of every registered factory whose
+// device_count is not 0 (GPUs: as many as are visible, by default).
+// InvalidArgument on a bad job name or a CPU count below 1.
 absl::StatusOr<std::vector<std::unique_ptr<Device>>> CreateLocalDevices(
     const tensorflow::ConfigProto& config, const std::string& job, int replica, int task);
 

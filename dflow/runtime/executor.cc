@@ -67,6 +67,9 @@ struct Executor::NodeItem {
   int initial_pending = 0;
   absl::InlinedVector<bool, 4> input_is_ref;
   absl::InlinedVector<bool, 4> output_consumed;
+  // On a device with its own memory: inputs may need moving between host
+  // and device memory before the kernel runs (OpKernel::input_memory_type).
+  bool moves_inputs = false;
 };
 
 namespace {
@@ -282,6 +285,9 @@ class ExecutorState {
 
   void InitParams(Params* params);
   absl::Status PrepareInputs(TaggedNode node, bool dead, Params* params);
+  // Copies input i between host and device memory when its kernel reads it
+  // from the other one.
+  absl::Status MoveToKernelMemory(const Item& item, int i, Tensor* value);
   // Hands the node's outputs (null: the node is dead) on, across frames for
   // Enter, Exit and NextIteration, then retires the node from its iteration.
   absl::Status PropagateOutputs(TaggedNode node, OpKernelContext* ctx, ReadyList* ready);
@@ -536,6 +542,7 @@ bool ExecutorState::Complete(TaggedNode node, absl::Status s, OpKernelContext* c
   ReadyList ready;
   // Inputs first: propagating may end the node's iteration and free them.
   ClearInputs(node);
+  if (ctx != nullptr && !ctx->allocation_status().ok()) s = ctx->allocation_status();
   if (s.ok()) s = PropagateOutputs(node, ctx, &ready);
   if (!s.ok()) RecordError(exec_->items_[node.id], s);
   return ScheduleReady(ready, inline_ready);
@@ -547,6 +554,7 @@ bool ExecutorState::CompleteTraced(TaggedNode node, absl::Status s, OpKernelCont
   tensorflow::NodeExecStats traced = TraceNode(item, timing, ctx);  // Reads inputs: first.
   ReadyList ready;
   ClearInputs(node);
+  if (ctx != nullptr && !ctx->allocation_status().ok()) s = ctx->allocation_status();
   if (s.ok()) s = PropagateOutputs(node, ctx, &ready);
   if (!s.ok()) RecordError(item, s);
   // Recorded before ScheduleReady, which may end the step.
@@ -585,8 +593,21 @@ absl::Status ExecutorState::PrepareInputs(TaggedNode node, bool dead, Params* pa
       e.ref = nullptr;
       e.ref_mu = nullptr;
     }
+    if (item.moves_inputs) RETURN_IF_ERROR(MoveToKernelMemory(item, i, &e.val));
     params->inputs.push_back(TensorValue{&e.val});
   }
+  return absl::OkStatus();
+}
+
+absl::Status ExecutorState::MoveToKernelMemory(const Item& item, int i, Tensor* value) {
+  const MemoryType wanted = item.kernel->input_memory_type(i);
+  if (value->memory_type() == wanted || value->NumElements() == 0) return absl::OkStatus();
+  absl::StatusOr<Tensor> moved = exec_->device_->CopyTensor(*value, wanted);
+  if (!moved.ok()) {
+    return Annotate(moved.status(), absl::StrCat(ErrorPrefix(*item.kernel), "input ", i,
+                                                 " to ", MemoryTypeName(wanted), " memory: "));
+  }
+  *value = *std::move(moved);
   return absl::OkStatus();
 }
 
@@ -917,6 +938,12 @@ void ExecutorState::Finish() {
     absl::MutexLock l(&mu_);
     status = status_;
   }
+  // A device with its own memory may still run what the step queued: the
+  // step ends when that work did, and reports the first error it met.
+  if (exec_->device_->device_allocator() != nullptr) {
+    absl::Status synced = exec_->device_->Sync();
+    if (status.ok() && !synced.ok()) status = synced;
+  }
   Executor::DoneCallback done = std::move(done_);
   delete this;
   done(std::move(status));
@@ -966,6 +993,7 @@ absl::Status Executor::InitializeNode(const Node* node, NodeItem* item) {
     item->input_is_ref.push_back(IsRefType(item->kernel->input_type(i)));
   }
   item->output_consumed.assign(item->kernel->num_outputs(), false);
+  item->moves_inputs = device_->device_allocator() != nullptr;
   item->initial_pending = static_cast<int>(node->in_edges().size());
   kernels_.push_back(*std::move(kernel));
   return absl::OkStatus();

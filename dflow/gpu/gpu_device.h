@@ -1,0 +1,149 @@
+// GpuDevice: one CUDA GPU as a dflow device ("/device:GPU:N").
+//
+// Execution model (TensorFlow's, simplified to one compute stream):
+//  - every kernel of the device enqueues its work on stream() and returns;
+//    kernels of one device therefore run in the order the executor ran them,
+//    and device memory freed by a tensor is reused only by work queued later
+//    on the same stream, which is safe without events;
+//  - host -> device copies run on their own stream, after the compute work
+//    queued so far (an event), and the compute stream waits for them;
+//  - device -> host copies run on their own stream after the compute work
+//    queued so far, into pinned host memory, and are waited for: the host
+//    tensor is readable when CopyTensor returns;
+//  - a step ends with Sync(), which reports the first error the stream met.
+//
+// Kernels (.cc files, compiled by the host compiler) call launchers defined
+// in .cu files with plain pointers and the stream:
+//
+//   absl::Status Compute(OpKernelContext* ctx) override {
+//     GpuDevice* gpu = GpuOf(ctx);
+//     Tensor* out = ctx->allocate_output_for_overwrite(0, in.shape());
+//     LaunchRelu(gpu->stream(), in.flat<float>().data(), out->flat<float>().data(), n);
+//     return LaunchStatus(ctx);
+//   }
+#ifndef DFLOW_GPU_GPU_DEVICE_H_
+#define DFLOW_GPU_GPU_DEVICE_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "dflow/framework/allocator.h"
+#include "dflow/framework/device.h"
+#include "dflow/framework/kernel.h"
+
+namespace dflow {
+namespace gpu {
+
+// OK, or INTERNAL "<what>: <CUDA's name and message>".
+absl::Status CudaCheck(cudaError_t e, absl::string_view what);
+absl::Status CublasCheck(cublasStatus_t s, absl::string_view what);
+absl::Status CudnnCheck(cudnnStatus_t s, absl::string_view what);
+
+// A caching pool of one GPU's memory: freed blocks are kept by size class
+// (powers of two up to 64 MiB, then 2 MiB steps) and handed out again
+// without cudaMalloc/cudaFree, which synchronise the whole device. When
+// cudaMalloc fails, the cached blocks are released and it is tried again.
+// `limit` bounds the bytes held (in use + cached).
+class GpuAllocator : public Allocator {
+ public:
+  GpuAllocator(int cuda_ordinal, uint64_t limit);
+  ~GpuAllocator() override;
+  std::string Name() const override;
+  MemoryType memory_type() const override { return MemoryType::kDevice; }
+  void* Allocate(size_t bytes) override;
+  void Deallocate(void* p, size_t bytes) override;
+
+  uint64_t bytes_in_use() const;
+  uint64_t bytes_cached() const;
+
+ private:
+  static size_t RoundUp(size_t bytes);
+  void ReleaseCached() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const int ordinal_;
+  const uint64_t limit_;
+  mutable absl::Mutex mu_;
+  std::multimap<size_t, void*> free_ ABSL_GUARDED_BY(mu_);
+  uint64_t in_use_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t cached_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// Pinned (page-locked) host memory, cached by size like GpuAllocator: the
+// host side of device -> host copies, which then run at the bus's speed.
+class PinnedHostAllocator : public Allocator {
+ public:
+  static PinnedHostAllocator* Get();  // One per process.
+  std::string Name() const override { return "pinned host memory"; }
+  MemoryType memory_type() const override { return MemoryType::kHost; }
+  void* Allocate(size_t bytes) override;
+  void Deallocate(void* p, size_t bytes) override;
+
+ private:
+  absl::Mutex mu_;
+  std::multimap<size_t, void*> free_ ABSL_GUARDED_BY(mu_);
+  uint64_t cached_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+class GpuDevice : public Device {
+ public:
+  // The device for CUDA device `cuda_ordinal`, named `name`; creates its
+  // streams, cuBLAS handle and allocator (bounded by `memory_limit`).
+  static absl::StatusOr<std::unique_ptr<GpuDevice>> Create(const DeviceName& name,
+                                                           int cuda_ordinal,
+                                                           int64_t memory_limit);
+  ~GpuDevice() override;
+
+  int cuda_ordinal() const { return ordinal_; }
+  // Where every kernel of this device queues its work.
+  cudaStream_t stream() const { return compute_; }
+  // cuBLAS, bound to stream(). Kernels of one device run one at a time
+  // on the executor's thread or the pool; the handle is guarded internally.
+  cublasHandle_t cublas() const { return cublas_; }
+  // cuDNN, bound to stream(), made on first use.
+  absl::StatusOr<cudnnHandle_t> cudnn();
+  // Device scratch for one kernel (cuDNN workspaces, partial sums); freed
+  // with the tensor, which is safe once the kernel's work is queued.
+  absl::StatusOr<Tensor> AllocateTemp(DataType dtype, const TensorShape& shape);
+  GpuAllocator* gpu_allocator() { return allocator_.get(); }
+
+  Allocator* device_allocator() override { return allocator_.get(); }
+  absl::StatusOr<Tensor> CopyTensor(const Tensor& t, MemoryType to) override;
+  absl::Status ZeroFill(Tensor* t) override;
+  absl::Status Sync() override;
+
+ private:
+  GpuDevice(const DeviceName& name, int ordinal, int64_t memory_limit);
+
+  const int ordinal_;
+  std::unique_ptr<GpuAllocator> allocator_;
+  cudaStream_t compute_ = nullptr;
+  cudaStream_t host_to_device_ = nullptr;
+  cudaStream_t device_to_host_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  absl::Mutex cudnn_mu_;
+  cudnnHandle_t cudnn_ ABSL_GUARDED_BY(cudnn_mu_) = nullptr;
+};
+
+// The GPU a GPU kernel runs on. REQUIRES: the kernel is registered for GPU.
+inline GpuDevice* GpuOf(OpKernelContext* ctx) { return static_cast<GpuDevice*>(ctx->device()); }
+
+// After launching kernels: OK, or the launch error prefixed with the node.
+absl::Status LaunchStatus(OpKernelContext* ctx);
+
+// The number of CUDA devices this process sees (CUDA_VISIBLE_DEVICES
+// applies); 0 without a driver or a GPU.
+int VisibleGpuCount();
+
+}  // namespace gpu
+}  // namespace dflow
+
+#endif  // DFLOW_GPU_GPU_DEVICE_H_
