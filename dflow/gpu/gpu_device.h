@@ -133,11 +133,19 @@ class GpuDevice : public Device {
   cudnnHandle_t cudnn_ ABSL_GUARDED_BY(cudnn_mu_) = nullptr;
 };
 
-// The GPU a GPU kernel runs on. REQUIRES: the kernel is registered for GPU.
-inline GpuDevice* GpuOf(OpKernelContext* ctx) { return static_cast<GpuDevice*>(ctx->device()); }
+// The GPU a GPU kernel runs on, made the calling thread's current CUDA
+// device (launches go to the current device). REQUIRES: the kernel is
+// registered for GPU.
+GpuDevice* GpuOf(OpKernelContext* ctx);
 
 // After launching kernels: OK, or the launch error prefixed with the node.
 absl::Status LaunchStatus(OpKernelContext* ctx);
+
+// C = op(A)·op(B) for row-major float matrices (MatMul's arithmetic), queued
+// on the device's stream. op(A) is m×k, op(B) k×n; ld* are row lengths.
+absl::Status RowMajorGemm(GpuDevice* gpu, bool transpose_a, bool transpose_b, int64_t m,
+                          int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+                          int64_t ldb, float* c, int64_t ldc);
 
 // The number of CUDA devices this process sees (CUDA_VISIBLE_DEVICES
 // applies); 0 without a driver or a GPU.

@@ -158,6 +158,7 @@ REGISTER_OP("Identity")
     .Attr("T: type")
     .SetShapeFn(UnchangedShape);
 REGISTER_KERNEL(KernelDefBuilder("Identity").Device(kDeviceCPU), ForwardOp);
+REGISTER_KERNEL(KernelDefBuilder("Identity").Device(kDeviceGPU), ForwardOp);
 
 // Identity to the forward pass; gradients stop here (tf.stop_gradient).
 REGISTER_OP("StopGradient")
@@ -166,6 +167,7 @@ REGISTER_OP("StopGradient")
     .Attr("T: type")
     .SetShapeFn(UnchangedShape);
 REGISTER_KERNEL(KernelDefBuilder("StopGradient").Device(kDeviceCPU), ForwardOp);
+REGISTER_KERNEL(KernelDefBuilder("StopGradient").Device(kDeviceGPU), ForwardOp);
 
 // Identity to the forward pass; asking for its gradient is an error carrying
 // `message` (array_grad.cc).
@@ -183,6 +185,7 @@ REGISTER_OP("IdentityN")
     .Attr("T: list(type) >= 1")
     .SetShapeFn(IdentityNShape);
 REGISTER_KERNEL(KernelDefBuilder("IdentityN").Device(kDeviceCPU), ForwardOp);
+REGISTER_KERNEL(KernelDefBuilder("IdentityN").Device(kDeviceGPU), ForwardOp);
 
 class NoOpOp : public OpKernel {
  public:
@@ -193,6 +196,7 @@ class NoOpOp : public OpKernel {
 
 REGISTER_OP("NoOp").SetShapeFn(NoOutputs);
 REGISTER_KERNEL(KernelDefBuilder("NoOp").Device(kDeviceCPU), NoOpOp);
+REGISTER_KERNEL(KernelDefBuilder("NoOp").Device(kDeviceGPU), NoOpOp);
 
 // ---------------------------------------------------------------------------
 // Fill, ZerosLike, OnesLike

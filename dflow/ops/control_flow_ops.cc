@@ -183,6 +183,7 @@ REGISTER_KERNEL(KernelDefBuilder("NextIteration").Device(kDeviceCPU), ForwardLoo
 REGISTER_KERNEL(KernelDefBuilder("RefNextIteration").Device(kDeviceCPU), ForwardLoopOp);
 REGISTER_KERNEL(KernelDefBuilder("LoopCond").Device(kDeviceCPU), ForwardLoopOp);
 REGISTER_KERNEL(KernelDefBuilder("ControlTrigger").Device(kDeviceCPU), ControlTriggerOp);
+REGISTER_KERNEL(KernelDefBuilder("ControlTrigger").Device(kDeviceGPU), ControlTriggerOp);
 
 // --- functional ops: lowered before placement, never executed ----------------
 

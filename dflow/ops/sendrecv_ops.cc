@@ -155,6 +155,12 @@ class RecvOp : public AsyncOpKernel {
 
 REGISTER_KERNEL(KernelDefBuilder("_Send").Device(kDeviceCPU), SendOp);
 REGISTER_KERNEL(KernelDefBuilder("_Recv").Device(kDeviceCPU), RecvOp);
+// On a GPU both ends work in host memory: the executor copies a _Send's
+// input out of device memory (pinned, waited for) before it runs, and a
+// consumer of a _Recv's output into device memory, so a rendezvous (local,
+// or RecvTensor to another task) only ever holds host tensors.
+REGISTER_KERNEL(KernelDefBuilder("_Send").Device(kDeviceGPU).HostMemory("tensor"), SendOp);
+REGISTER_KERNEL(KernelDefBuilder("_Recv").Device(kDeviceGPU).HostMemory("tensor"), RecvOp);
 
 }  // namespace
 }  // namespace dflow

@@ -29,6 +29,9 @@ REGISTER_OP("RtTestGpuAble").Input("x: float").Output("y: float");
 REGISTER_KERNEL(KernelDefBuilder("RtTestGpuAble").Device(kDeviceCPU), RtTestKernel);
 REGISTER_KERNEL(KernelDefBuilder("RtTestGpuAble").Device(kDeviceGPU), RtTestKernel);
 
+REGISTER_OP("RtTestCpuOnly").Input("x: float").Output("y: float");
+REGISTER_KERNEL(KernelDefBuilder("RtTestCpuOnly").Device(kDeviceCPU), RtTestKernel);
+
 REGISTER_OP("RtTestVarHandle").Output("resource: resource").SetIsStateful();
 REGISTER_KERNEL(KernelDefBuilder("RtTestVarHandle").Device(kDeviceCPU), RtTestKernel);
 

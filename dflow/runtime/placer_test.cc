@@ -340,7 +340,7 @@ TEST_F(PlacerClusterTest, PrefersGpuWhenTheOpHasAGpuKernel) {
   b.Const("a");
   b.Const("c");
   b.Node("gpu_able", "RtTestGpuAble", {"a"});
-  b.Identity("cpu_only", "c");
+  b.Node("cpu_only", "RtTestCpuOnly", {"c"});
   b.Node("forced", "RtTestGpuAble", {"a"}, "/device:CPU:0");
   std::unique_ptr<Graph> g = b.Build();
   ASSERT_TRUE(Place(g.get()).ok());
@@ -355,7 +355,7 @@ TEST_F(PlacerClusterTest, PrefersGpuWhenTheOpHasAGpuKernel) {
 TEST_F(PlacerClusterTest, GpuRequestForCpuOnlyOpNeedsSoftPlacement) {
   GraphBuilder b;
   b.Const("a");
-  b.Identity("i", "a", "/job:worker/device:GPU:0");
+  b.Node("i", "RtTestCpuOnly", {"a"}, "/job:worker/device:GPU:0");
   std::unique_ptr<Graph> g = b.Build();
   absl::Status s = Place(g.get());
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);

@@ -1,0 +1,372 @@
+#include "dflow/gpu/gpu_device.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <utility>
+#include <vector>
+
+#include "absl/random/random.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "dflow/framework/status.h"
+#include "dflow/runtime/device_mgr.h"
+
+namespace dflow {
+namespace gpu {
+
+absl::Status CudaCheck(cudaError_t e, absl::string_view what) {
+  if (e == cudaSuccess) return absl::OkStatus();
+  return absl::InternalError(
+      absl::StrCat(what, ": CUDA error ", cudaGetErrorName(e), ": ", cudaGetErrorString(e)));
+}
+
+absl::Status CublasCheck(cublasStatus_t s, absl::string_view what) {
+  if (s == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
+  return absl::InternalError(
+      absl::StrCat(what, ": cuBLAS error ", cublasGetStatusName(s), ": ", cublasGetStatusString(s)));
+}
+
+absl::Status CudnnCheck(cudnnStatus_t s, absl::string_view what) {
+  if (s == CUDNN_STATUS_SUCCESS) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(what, ": cuDNN error ", cudnnGetErrorString(s)));
+}
+
+absl::Status LaunchStatus(OpKernelContext* ctx) {
+  const cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(ctx->Prefix(), "kernel launch on ",
+                                          ctx->device()->name(), ": ", cudaGetErrorName(e), ": ",
+                                          cudaGetErrorString(e)));
+}
+
+GpuDevice* GpuOf(OpKernelContext* ctx) {
+  thread_local int current = -1;
+  auto* gpu = static_cast<GpuDevice*>(ctx->device());
+  if (current != gpu->cuda_ordinal() && cudaSetDevice(gpu->cuda_ordinal()) == cudaSuccess) {
+    current = gpu->cuda_ordinal();
+  }
+  return gpu;
+}
+
+int VisibleGpuCount() {
+  static const int count = [] {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+      (void)cudaGetLastError();  // No driver or no device: clear the sticky error.
+      return 0;
+    }
+    return n;
+  }();
+  return count;
+}
+
+// --- GpuAllocator -----------------------------------------------------------------------
+
+namespace {
+
+// Sets the calling thread's current device (CUDA's state is per thread).
+absl::Status UseDevice(int ordinal) {
+  return CudaCheck(cudaSetDevice(ordinal), absl::StrCat("cudaSetDevice(", ordinal, ")"));
+}
+
+}  // namespace
+
+GpuAllocator::GpuAllocator(int cuda_ordinal, uint64_t limit)
+    : ordinal_(cuda_ordinal), limit_(limit) {}
+
+GpuAllocator::~GpuAllocator() {
+  absl::MutexLock l(&mu_);
+  ReleaseCached();
+}
+
+std::string GpuAllocator::Name() const { return absl::StrCat("GPU:", ordinal_, " memory"); }
+
+size_t GpuAllocator::RoundUp(size_t bytes) {
+  constexpr size_t kSmall = size_t{64} << 20, kStep = size_t{2} << 20;
+  if (bytes <= 256) return 256;
+  if (bytes <= kSmall) {
+    size_t p = 256;
+    while (p < bytes) p <<= 1;
+    return p;
+  }
+  return (bytes + kStep - 1) / kStep * kStep;
+}
+
+void GpuAllocator::ReleaseCached() {
+  if (free_.empty()) return;
+  (void)cudaSetDevice(ordinal_);
+  // cudaFree waits for the device; the blocks are free in stream order, so
+  // nothing queued still reads them once that wait ends.
+  for (auto& [size, p] : free_) (void)cudaFree(p);
+  free_.clear();
+  cached_ = 0;
+}
+
+void* GpuAllocator::Allocate(size_t bytes) {
+  const size_t size = RoundUp(bytes);
+  absl::MutexLock l(&mu_);
+  auto it = free_.find(size);
+  if (it != free_.end()) {
+    void* p = it->second;
+    free_.erase(it);
+    cached_ -= size;
+    in_use_ += size;
+    return p;
+  }
+  if (in_use_ + size > limit_) return nullptr;
+  if (in_use_ + cached_ + size > limit_) ReleaseCached();
+  if (!UseDevice(ordinal_).ok()) return nullptr;
+  void* p = nullptr;
+  if (cudaMalloc(&p, size) != cudaSuccess) {
+    (void)cudaGetLastError();
+    ReleaseCached();
+    if (cudaMalloc(&p, size) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return nullptr;
+    }
+  }
+  in_use_ += size;
+  return p;
+}
+
+void GpuAllocator::Deallocate(void* p, size_t bytes) {
+  const size_t size = RoundUp(bytes);
+  absl::MutexLock l(&mu_);
+  in_use_ -= size;
+  free_.emplace(size, p);
+  cached_ += size;
+}
+
+uint64_t GpuAllocator::bytes_in_use() const {
+  absl::MutexLock l(&mu_);
+  return in_use_;
+}
+
+uint64_t GpuAllocator::bytes_cached() const {
+  absl::MutexLock l(&mu_);
+  return cached_;
+}
+
+// --- PinnedHostAllocator ------------------------------------------------------------------
+
+PinnedHostAllocator* PinnedHostAllocator::Get() {
+  static PinnedHostAllocator* a = new PinnedHostAllocator;  // Never destroyed.
+  return a;
+}
+
+void* PinnedHostAllocator::Allocate(size_t bytes) {
+  {
+    absl::MutexLock l(&mu_);
+    auto it = free_.find(bytes);
+    if (it != free_.end()) {
+      void* p = it->second;
+      free_.erase(it);
+      cached_ -= bytes;
+      return p;
+    }
+  }
+  void* p = nullptr;
+  if (cudaHostAlloc(&p, bytes, cudaHostAllocPortable) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return p;
+}
+
+void PinnedHostAllocator::Deallocate(void* p, size_t bytes) {
+  constexpr uint64_t kMaxCached = uint64_t{1} << 30;
+  {
+    absl::MutexLock l(&mu_);
+    if (cached_ + bytes <= kMaxCached) {
+      free_.emplace(bytes, p);
+      cached_ += bytes;
+      return;
+    }
+  }
+  (void)cudaFreeHost(p);
+}
+
+// --- GpuDevice -------------------------------------------------------------------------------
+
+namespace {
+
+uint64_t NewIncarnation() {
+  absl::BitGen gen;
+  uint64_t i = 0;
+  while (i == 0) i = absl::Uniform<uint64_t>(gen);
+  return i;
+}
+
+}  // namespace
+
+GpuDevice::GpuDevice(const DeviceName& name, int ordinal, int64_t memory_limit)
+    : Device(name, NewIncarnation(), memory_limit),
+      ordinal_(ordinal),
+      allocator_(std::make_unique<GpuAllocator>(ordinal, static_cast<uint64_t>(memory_limit))) {}
+
+absl::StatusOr<std::unique_ptr<GpuDevice>> GpuDevice::Create(const DeviceName& name,
+                                                             int cuda_ordinal,
+                                                             int64_t memory_limit) {
+  RETURN_IF_ERROR(UseDevice(cuda_ordinal));
+  std::unique_ptr<GpuDevice> d(new GpuDevice(name, cuda_ordinal, memory_limit));
+  const std::string what = absl::StrCat("creating ", name.ToString());
+  RETURN_IF_ERROR(CudaCheck(cudaStreamCreateWithFlags(&d->compute_, cudaStreamNonBlocking), what));
+  RETURN_IF_ERROR(
+      CudaCheck(cudaStreamCreateWithFlags(&d->host_to_device_, cudaStreamNonBlocking), what));
+  RETURN_IF_ERROR(
+      CudaCheck(cudaStreamCreateWithFlags(&d->device_to_host_, cudaStreamNonBlocking), what));
+  RETURN_IF_ERROR(CublasCheck(cublasCreate(&d->cublas_), what));
+  RETURN_IF_ERROR(CublasCheck(cublasSetStream(d->cublas_, d->compute_), what));
+  return d;
+}
+
+GpuDevice::~GpuDevice() {
+  (void)cudaSetDevice(ordinal_);
+  if (compute_ != nullptr) (void)cudaStreamSynchronize(compute_);
+  resource_manager()->CleanupAll();  // Variables give their memory back first.
+  {
+    absl::MutexLock l(&cudnn_mu_);
+    if (cudnn_ != nullptr) cudnnDestroy(cudnn_);
+  }
+  if (cublas_ != nullptr) cublasDestroy(cublas_);
+  allocator_.reset();
+  for (cudaStream_t s : {compute_, host_to_device_, device_to_host_}) {
+    if (s != nullptr) (void)cudaStreamDestroy(s);
+  }
+}
+
+absl::StatusOr<cudnnHandle_t> GpuDevice::cudnn() {
+  absl::MutexLock l(&cudnn_mu_);
+  if (cudnn_ == nullptr) {
+    RETURN_IF_ERROR(UseDevice(ordinal_));
+    cudnnHandle_t h = nullptr;
+    RETURN_IF_ERROR(CudnnCheck(cudnnCreate(&h), "cudnnCreate"));
+    RETURN_IF_ERROR(CudnnCheck(cudnnSetStream(h, compute_), "cudnnSetStream"));
+    cudnn_ = h;
+  }
+  return cudnn_;
+}
+
+absl::StatusOr<Tensor> GpuDevice::AllocateTemp(DataType dtype, const TensorShape& shape) {
+  return Tensor::Allocate(allocator_.get(), dtype, shape);
+}
+
+absl::StatusOr<Tensor> GpuDevice::CopyTensor(const Tensor& t, MemoryType to) {
+  if (t.memory_type() == to) return t;
+  RETURN_IF_ERROR(UseDevice(ordinal_));
+  const size_t bytes = t.TotalBytes();
+  cudaEvent_t queued = nullptr;
+  RETURN_IF_ERROR(CudaCheck(cudaEventCreateWithFlags(&queued, cudaEventDisableTiming),
+                            "cudaEventCreate"));
+  absl::Status s;
+  Tensor out;
+  if (to == MemoryType::kDevice) {
+    // The destination may be a block the compute stream still reads (freed
+    // in stream order): the copy waits for the work queued so far, and the
+    // compute stream for the copy.
+    absl::StatusOr<Tensor> dst = Tensor::Allocate(allocator_.get(), t.dtype(), t.shape());
+    s = dst.status();
+    if (s.ok()) out = *std::move(dst);
+    if (s.ok()) s = CudaCheck(cudaEventRecord(queued, compute_), "cudaEventRecord");
+    if (s.ok()) s = CudaCheck(cudaStreamWaitEvent(host_to_device_, queued, 0), "cudaStreamWaitEvent");
+    if (s.ok()) {
+      s = CudaCheck(cudaMemcpyAsync(out.raw_data(), t.raw_data(), bytes, cudaMemcpyHostToDevice,
+                                    host_to_device_),
+                    absl::StrCat("copying ", bytes, " bytes to ", name()));
+    }
+    // The source may be pageable host memory that its owner frees or
+    // overwrites as soon as we return: wait for the copy (the bus is the
+    // limit either way; the compute stream keeps running meanwhile).
+    if (s.ok()) s = CudaCheck(cudaStreamSynchronize(host_to_device_), "host to device copy");
+  } else {
+    absl::StatusOr<Tensor> dst = Tensor::Allocate(PinnedHostAllocator::Get(), t.dtype(), t.shape());
+    s = dst.status();
+    if (s.ok()) out = *std::move(dst);
+    if (s.ok()) s = CudaCheck(cudaEventRecord(queued, compute_), "cudaEventRecord");
+    if (s.ok()) s = CudaCheck(cudaStreamWaitEvent(device_to_host_, queued, 0), "cudaStreamWaitEvent");
+    if (s.ok()) {
+      s = CudaCheck(cudaMemcpyAsync(out.raw_data(), t.raw_data(), bytes, cudaMemcpyDeviceToHost,
+                                    device_to_host_),
+                    absl::StrCat("copying ", bytes, " bytes from ", name()));
+    }
+    if (s.ok()) s = CudaCheck(cudaStreamSynchronize(device_to_host_), "device to host copy");
+  }
+  (void)cudaEventDestroy(queued);
+  RETURN_IF_ERROR(s);
+  return out;
+}
+
+absl::Status GpuDevice::ZeroFill(Tensor* t) {
+  if (t->TotalBytes() == 0) return absl::OkStatus();
+  RETURN_IF_ERROR(UseDevice(ordinal_));
+  return CudaCheck(cudaMemsetAsync(t->raw_data(), 0, t->TotalBytes(), compute_), "cudaMemsetAsync");
+}
+
+absl::Status GpuDevice::Sync() {
+  RETURN_IF_ERROR(UseDevice(ordinal_));
+  return CudaCheck(cudaStreamSynchronize(compute_), absl::StrCat("running kernels on ", name()));
+}
+
+// --- the device factory ------------------------------------------------------------------
+
+namespace {
+
+// CUDA ordinals a session may use: gpu_options.visible_device_list ("1,0"),
+// else all; then at most device_count["GPU"].
+absl::StatusOr<std::vector<int>> ChosenOrdinals(const tensorflow::ConfigProto& config) {
+  const int visible = VisibleGpuCount();
+  std::vector<int> ordinals;
+  const std::string& list = config.gpu_options().visible_device_list();
+  if (list.empty()) {
+    for (int i = 0; i < visible; ++i) ordinals.push_back(i);
+  } else {
+    for (absl::string_view piece : absl::StrSplit(list, ',')) {
+      int ordinal = -1;
+      if (!absl::SimpleAtoi(piece, &ordinal) || ordinal < 0 || ordinal >= visible ||
+          std::count(ordinals.begin(), ordinals.end(), ordinal) > 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "gpu_options.visible_device_list '", list, "': '", piece,
+            "' is not a distinct GPU of the ", visible, " this process sees"));
+      }
+      ordinals.push_back(ordinal);
+    }
+  }
+  auto count = config.device_count().find(kDeviceGPU);
+  if (count != config.device_count().end() && count->second < static_cast<int>(ordinals.size())) {
+    ordinals.resize(std::max(0, count->second));
+  }
+  return ordinals;
+}
+
+absl::StatusOr<std::vector<std::unique_ptr<Device>>> CreateGpuDevices(
+    const tensorflow::ConfigProto& config, const std::string& name_prefix) {
+  ASSIGN_OR_RETURN(std::vector<int> ordinals, ChosenOrdinals(config));
+  std::vector<std::unique_ptr<Device>> devices;
+  for (size_t i = 0; i < ordinals.size(); ++i) {
+    RETURN_IF_ERROR(UseDevice(ordinals[i]));
+    size_t free = 0, total = 0;
+    RETURN_IF_ERROR(CudaCheck(cudaMemGetInfo(&free, &total), "cudaMemGetInfo"));
+    const double fraction = config.gpu_options().per_process_gpu_memory_fraction();
+    // TensorFlow's defaults: a fraction of the total when asked, else what
+    // is free less a reserve for CUDA's own use.
+    const int64_t limit =
+        fraction > 0 ? static_cast<int64_t>(static_cast<double>(total) * std::min(fraction, 1.0))
+                     : static_cast<int64_t>(free) - std::min<int64_t>(free / 20, int64_t{1} << 30);
+    ASSIGN_OR_RETURN(DeviceName name,
+                     DeviceName::Parse(absl::StrCat(name_prefix, "/device:GPU:", i)));
+    ASSIGN_OR_RETURN(std::unique_ptr<GpuDevice> d, GpuDevice::Create(name, ordinals[i], limit));
+    devices.push_back(std::move(d));
+  }
+  return devices;
+}
+
+const bool kRegistered = [] {
+  RegisterDeviceFactory(kDeviceGPU, CreateGpuDevices);
+  return true;
+}();
+
+}  // namespace
+
+}  // namespace gpu
+}  // namespace dflow

@@ -1,0 +1,201 @@
+#include "dflow/gpu/gpu_device.h"
+
+#include <algorithm>
+#include <random>
+
+#include "absl/strings/match.h"
+#include "dflow/framework/attr_util.h"
+#include "dflow/gpu/gpu_test_util.h"
+#include "dflow/runtime/device_mgr.h"
+
+namespace dflow {
+namespace gpu {
+namespace {
+
+tensorflow::NodeDef* Node(tensorflow::GraphDef* g, const std::string& name, const std::string& op,
+                          std::vector<std::string> inputs = {}) {
+  tensorflow::NodeDef* n = g->add_node();
+  n->set_name(name);
+  n->set_op(op);
+  for (auto& in : inputs) n->add_input(in);
+  return n;
+}
+
+void Placeholder(tensorflow::GraphDef* g, const std::string& name) {
+  tensorflow::NodeDef* n = Node(g, name, "Placeholder");
+  SetAttr(n, "dtype", DT_FLOAT);
+}
+
+Tensor Random(const TensorShape& shape, int seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  Tensor t(DT_FLOAT, shape);
+  for (float& v : t.flat<float>()) v = u(gen);
+  return t;
+}
+
+TEST(GpuDeviceTest, TheGpuFactoryIsRegistered) {
+  std::vector<std::string> types = RegisteredDeviceTypes();
+  EXPECT_NE(std::find(types.begin(), types.end(), "GPU"), types.end());
+}
+
+TEST(GpuDeviceTest, WithoutAGpuOnlyCpusAreCreated) {
+  if (VisibleGpuCount() > 0) GTEST_SKIP() << "a GPU is visible";
+  absl::StatusOr<std::vector<std::unique_ptr<Device>>> devices =
+      CreateLocalDevices(tensorflow::ConfigProto(), "localhost", 0, 0);
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  ASSERT_EQ(devices->size(), 1u);
+  EXPECT_EQ((*devices)[0]->device_type(), "CPU");
+}
+
+TEST(GpuDeviceTest, GpusAreListedWithTheirMemory) {
+  DFLOW_SKIP_WITHOUT_GPU();
+  absl::StatusOr<std::vector<std::unique_ptr<Device>>> devices =
+      CreateLocalDevices(tensorflow::ConfigProto(), "worker", 0, 3);
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  ASSERT_EQ(devices->size(), 1u + VisibleGpuCount());
+  const Device& gpu = *(*devices)[1];
+  EXPECT_EQ(gpu.name(), "/job:worker/replica:0/task:3/device:GPU:0");
+  EXPECT_EQ(gpu.device_type(), "GPU");
+  EXPECT_GT(gpu.memory_limit(), int64_t{1} << 30);
+}
+
+TEST(GpuDeviceTest, DeviceCountAndVisibleDeviceListAreHonoured) {
+  DFLOW_SKIP_WITHOUT_GPU();
+  tensorflow::ConfigProto none;
+  (*none.mutable_device_count())["GPU"] = 0;
+  auto devices = CreateLocalDevices(none, "localhost", 0, 0);
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  EXPECT_EQ(devices->size(), 1u);
+
+  tensorflow::ConfigProto bad;
+  bad.mutable_gpu_options()->set_visible_device_list("0,99");
+  devices = CreateLocalDevices(bad, "localhost", 0, 0);
+  ASSERT_FALSE(devices.ok());
+  EXPECT_EQ(devices.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(devices.status().message(), "'99'")) << devices.status();
+
+  tensorflow::ConfigProto small;
+  small.mutable_gpu_options()->set_per_process_gpu_memory_fraction(0.01);
+  devices = CreateLocalDevices(small, "localhost", 0, 0);
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  size_t free = 0, total = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free, &total), cudaSuccess);
+  EXPECT_EQ((*devices)[1]->memory_limit(), static_cast<int64_t>(total * 0.01));
+}
+
+TEST(GpuDeviceTest, TensorsCopyToTheDeviceAndBack) {
+  DFLOW_SKIP_WITHOUT_GPU();
+  auto devices = CreateLocalDevices(tensorflow::ConfigProto(), "localhost", 0, 0);
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  Device* gpu = (*devices)[1].get();
+  for (int64_t n : {1, 255, 4097, 1 << 20}) {
+    Tensor host = Random(TensorShape({n}), static_cast<int>(n));
+    absl::StatusOr<Tensor> on_gpu = gpu->CopyTensor(host, MemoryType::kDevice);
+    ASSERT_TRUE(on_gpu.ok()) << on_gpu.status();
+    EXPECT_EQ(on_gpu->memory_type(), MemoryType::kDevice);
+    absl::StatusOr<Tensor> back = gpu->CopyTensor(*on_gpu, MemoryType::kHost);
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(back->memory_type(), MemoryType::kHost);
+    ASSERT_EQ(back->shape(), host.shape());
+    EXPECT_TRUE(std::equal(host.flat<float>().begin(), host.flat<float>().end(),
+                           back->flat<float>().begin()))
+        << n;
+  }
+  ASSERT_TRUE(gpu->Sync().ok());
+}
+
+TEST(GpuDeviceTest, TheAllocatorReusesFreedBlocks) {
+  DFLOW_SKIP_WITHOUT_GPU();
+  GpuAllocator a(0, uint64_t{1} << 30);
+  void* p = a.Allocate(1000);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(a.bytes_in_use(), 1024u);
+  a.Deallocate(p, 1000);
+  EXPECT_EQ(a.bytes_in_use(), 0u);
+  EXPECT_EQ(a.bytes_cached(), 1024u);
+  EXPECT_EQ(a.Allocate(900), p);  // Same size class, no cudaMalloc.
+  a.Deallocate(p, 900);
+  EXPECT_EQ(a.Allocate(size_t{2} << 30), nullptr);  // Over the limit.
+}
+
+tensorflow::GraphDef MatMulGraph(bool ta, bool tb) {
+  tensorflow::GraphDef g;
+  Placeholder(&g, "a");
+  Placeholder(&g, "b");
+  tensorflow::NodeDef* mm = Node(&g, "mm", "MatMul", {"a", "b"});
+  SetAttr(mm, "T", DT_FLOAT);
+  SetAttr(mm, "transpose_a", ta);
+  SetAttr(mm, "transpose_b", tb);
+  // A consumer on the same device: the product stays in device memory.
+  SetAttr(Node(&g, "sq", "Identity", {"mm"}), "T", DT_FLOAT);
+  return g;
+}
+
+TEST(GpuMatMulTest, MatchesTheCpuWithEveryTranspose) {
+  DFLOW_SKIP_WITHOUT_GPU();
+  const int64_t m = 37, k = 301, n = 29;
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      Tensor a = Random(ta ? TensorShape({k, m}) : TensorShape({m, k}), 1);
+      Tensor b = Random(tb ? TensorShape({n, k}) : TensorShape({k, n}), 2);
+      std::vector<std::pair<std::string, Tensor>> feeds = {{"a", a}, {"b", b}};
+      auto gpu = RunPinned(MatMulGraph(ta, tb), "/device:GPU:0", feeds, {"sq"});
+      auto cpu = RunPinned(MatMulGraph(ta, tb), "/device:CPU:0", feeds, {"sq"});
+      ASSERT_TRUE(gpu.ok()) << gpu.status();
+      ASSERT_TRUE(cpu.ok()) << cpu.status();
+      ExpectNear((*gpu)[0], (*cpu)[0], 1e-4f, 1e-4f, absl::StrCat("ta=", ta, " tb=", tb));
+    }
+  }
+}
+
+TEST(GpuMatMulTest, EmptyInnerDimensionGivesZeros) {
+  DFLOW_SKIP_WITHOUT_GPU();
+  auto out = RunPinned(MatMulGraph(false, false), "/device:GPU:0",
+                       {{"a", Tensor(DT_FLOAT, TensorShape({3, 0}))},
+                        {"b", Tensor(DT_FLOAT, TensorShape({0, 4}))}},
+                       {"sq"});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ((*out)[0].shape(), TensorShape({3, 4}));
+  for (float v : (*out)[0].flat<float>()) EXPECT_EQ(v, 0.0f);
+}
+
+TEST(GpuPlacementTest, UnpinnedNodesWithAGpuKernelRunOnTheGpu) {
+  DFLOW_SKIP_WITHOUT_GPU();
+  std::unique_ptr<DirectSession> s = NewGpuSession();
+  ASSERT_TRUE(s->Create(MatMulGraph(false, false)).ok());
+  tensorflow::RunOptions opts;
+  opts.set_output_partition_graphs(true);
+  tensorflow::RunMetadata meta;
+  std::vector<Tensor> out;
+  ASSERT_TRUE(s->Run(opts, {{"a", Random(TensorShape({2, 2}), 3)}, {"b", Random(TensorShape({2, 2}), 4)}},
+                     {"mm"}, {}, &out, &meta)
+                  .ok());
+  bool mm_on_gpu = false;
+  for (const auto& part : meta.partition_graphs()) {
+    for (const auto& node : part.node()) {
+      if (node.name() == "mm") mm_on_gpu = absl::StrContains(node.device(), "GPU:0");
+    }
+  }
+  EXPECT_TRUE(mm_on_gpu);
+}
+
+TEST(GpuDeviceTest, AnOutputOverTheMemoryLimitIsResourceExhausted) {
+  DFLOW_SKIP_WITHOUT_GPU();
+  tensorflow::ConfigProto small;
+  small.mutable_gpu_options()->set_per_process_gpu_memory_fraction(0.0001);  // ~14 MB
+  std::unique_ptr<DirectSession> s = NewGpuSession(small);
+  ASSERT_TRUE(s->Create(PinnedTo(MatMulGraph(false, false), "/device:GPU:0")).ok());
+  std::vector<Tensor> out;
+  absl::Status st = s->Run(tensorflow::RunOptions(),
+                           {{"a", Tensor(DT_FLOAT, TensorShape({4096, 1}))},
+                            {"b", Tensor(DT_FLOAT, TensorShape({1, 4096}))}},
+                           {"sq"}, {}, &out, nullptr);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;
+  EXPECT_TRUE(absl::StrContains(st.message(), "GPU:0 memory")) << st;
+}
+
+}  // namespace
+}  // namespace gpu
+}  // namespace dflow

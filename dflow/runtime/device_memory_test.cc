@@ -1,0 +1,267 @@
+// Devices with their own memory, checked without a GPU: a GPU-typed test
+// device whose "device memory" is host memory from a tagged allocator, with
+// test kernels that fail unless their inputs arrive in the memory they
+// registered. Covers GPU-first placement with CPU fallback, the executor's
+// copies between memories, HostMemory args, allocation failures and the
+// end-of-step Sync.
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "dflow/framework/attr_util.h"
+#include "dflow/framework/kernel.h"
+#include "dflow/runtime/device_mgr.h"
+#include "dflow/runtime/direct_session.h"
+#include "gtest/gtest.h"
+
+namespace dflow {
+namespace {
+
+// Host bytes that claim to be device memory, with a byte limit.
+class FakeDeviceAllocator : public Allocator {
+ public:
+  std::string Name() const override { return "FakeGPU memory"; }
+  MemoryType memory_type() const override { return MemoryType::kDevice; }
+  void* Allocate(size_t bytes) override {
+    if (in_use_ + bytes > limit_) return nullptr;
+    in_use_ += bytes;
+    return std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  }
+  void Deallocate(void* p, size_t bytes) override {
+    in_use_ -= bytes;
+    std::free(p);
+  }
+  std::atomic<uint64_t> in_use_{0};
+  uint64_t limit_ = uint64_t{1} << 20;
+};
+
+std::atomic<bool> g_fake_gpus_on{false};
+std::atomic<int> g_syncs{0};
+std::atomic<int> g_copies_to_device{0};
+std::atomic<int> g_copies_to_host{0};
+
+class FakeGpu : public Device {
+ public:
+  explicit FakeGpu(const DeviceName& name) : Device(name, 77, 1 << 20) {}
+  Allocator* device_allocator() override { return &allocator_; }
+  absl::StatusOr<Tensor> CopyTensor(const Tensor& t, MemoryType to) override {
+    Tensor out;
+    if (to == MemoryType::kDevice) {
+      ASSIGN_OR_RETURN(out, Tensor::Allocate(&allocator_, t.dtype(), t.shape()));
+      ++g_copies_to_device;
+    } else {
+      out = Tensor::ForOverwrite(t.dtype(), t.shape());
+      ++g_copies_to_host;
+    }
+    std::memcpy(out.raw_data(), t.raw_data(), t.TotalBytes());
+    return out;
+  }
+  absl::Status ZeroFill(Tensor* t) override {
+    std::memset(t->raw_data(), 0, t->TotalBytes());
+    return absl::OkStatus();
+  }
+  absl::Status Sync() override {
+    ++g_syncs;
+    return absl::OkStatus();
+  }
+
+ private:
+  FakeDeviceAllocator allocator_;
+};
+
+const bool kFactory = [] {
+  RegisterDeviceFactory("GPU", [](const tensorflow::ConfigProto&, const std::string& prefix)
+                                   -> absl::StatusOr<std::vector<std::unique_ptr<Device>>> {
+    std::vector<std::unique_ptr<Device>> out;
+    if (!g_fake_gpus_on) return out;
+    ASSIGN_OR_RETURN(DeviceName name, DeviceName::Parse(prefix + "/device:GPU:0"));
+    out.push_back(std::make_unique<FakeGpu>(name));
+    return out;
+  });
+  return true;
+}();
+
+absl::Status ExpectMemory(OpKernelContext* ctx, int i, MemoryType want) {
+  if (ctx->input(i).memory_type() != want) {
+    return ctx->InvalidArgument("input ", i, " is in ", MemoryTypeName(ctx->input(i).memory_type()),
+                                " memory, expected ", MemoryTypeName(want));
+  }
+  return absl::OkStatus();
+}
+
+// Neg of a float tensor, reading and writing "device" memory.
+class FakeGpuNeg : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    RETURN_IF_ERROR(ExpectMemory(ctx, 0, MemoryType::kDevice));
+    const Tensor& x = ctx->input(0);
+    Tensor* y = ctx->allocate_output_for_overwrite(0, x.shape());
+    if (!y->IsInitialized()) return absl::OkStatus();  // allocation_status says why.
+    if (y->memory_type() != MemoryType::kDevice) return ctx->InvalidArgument("host output");
+    const float* in = static_cast<const float*>(x.raw_data());
+    float* out = static_cast<float*>(y->raw_data());
+    for (int64_t i = 0; i < x.NumElements(); ++i) out[i] = -in[i];
+    return absl::OkStatus();
+  }
+};
+REGISTER_KERNEL(KernelDefBuilder("Neg").Device(kDeviceGPU).TypeConstraint<float>("T"),
+                FakeGpuNeg);
+
+// Reshape with its shape in host memory, as a GPU registers it.
+class FakeGpuReshape : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    RETURN_IF_ERROR(ExpectMemory(ctx, 0, MemoryType::kDevice));
+    RETURN_IF_ERROR(ExpectMemory(ctx, 1, MemoryType::kHost));
+    std::vector<int64_t> dims;
+    for (int32_t d : ctx->input(1).flat<int32_t>()) dims.push_back(d);
+    ASSIGN_OR_RETURN(Tensor out, ctx->input(0).Reshaped(TensorShape(dims)));
+    ctx->set_output(0, out);
+    return absl::OkStatus();
+  }
+};
+REGISTER_KERNEL(KernelDefBuilder("Reshape").Device(kDeviceGPU).HostMemory("shape"),
+                FakeGpuReshape);
+
+class DeviceMemoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    g_fake_gpus_on = true;
+    g_syncs = g_copies_to_device = g_copies_to_host = 0;
+  }
+  void TearDown() override { g_fake_gpus_on = false; }
+
+  std::unique_ptr<DirectSession> Session(bool soft = false) {
+    SessionOptions opts;
+    opts.config.set_allow_soft_placement(soft);
+    auto s = DirectSession::New(opts);
+    EXPECT_TRUE(s.ok()) << s.status();
+    return *std::move(s);
+  }
+};
+
+tensorflow::NodeDef* Node(tensorflow::GraphDef* g, const std::string& name, const std::string& op,
+                          std::vector<std::string> inputs, const std::string& device = "") {
+  tensorflow::NodeDef* n = g->add_node();
+  n->set_name(name);
+  n->set_op(op);
+  n->set_device(device);
+  for (auto& in : inputs) n->add_input(in);
+  SetAttr(n, "T", DT_FLOAT);
+  return n;
+}
+
+// x (fed) -> neg (GPU kernel) -> sq (CPU only) -> neg2 (GPU kernel)
+tensorflow::GraphDef Chain(const std::string& sq_device = "") {
+  tensorflow::GraphDef g;
+  tensorflow::NodeDef* x = g.add_node();
+  x->set_name("x");
+  x->set_op("Placeholder");
+  SetAttr(x, "dtype", DT_FLOAT);
+  Node(&g, "neg", "Neg", {"x"});
+  Node(&g, "sq", "Square", {"neg"}, sq_device);
+  Node(&g, "neg2", "Neg", {"sq"});
+  return g;
+}
+
+TEST_F(DeviceMemoryTest, NodesWithAGpuKernelGoToTheGpuTheRestToTheCpu) {
+  auto s = Session();
+  ASSERT_TRUE(s->Create(Chain()).ok());
+  tensorflow::RunOptions opts;
+  opts.set_output_partition_graphs(true);
+  tensorflow::RunMetadata meta;
+  std::vector<Tensor> out;
+  absl::Status st = s->Run(opts, {{"x", Tensor::Vec<float>({1, -2, 3})}}, {"neg2"}, {}, &out, &meta);
+  ASSERT_TRUE(st.ok()) << st;
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].memory_type(), MemoryType::kHost);
+  EXPECT_EQ(out[0].flat<float>()[0], -1.0f);
+  EXPECT_EQ(out[0].flat<float>()[1], -4.0f);
+  EXPECT_EQ(out[0].flat<float>()[2], -9.0f);
+  std::map<std::string, std::string> device_of;
+  for (const auto& part : meta.partition_graphs()) {
+    for (const auto& n : part.node()) device_of[n.name()] = n.device();
+  }
+  EXPECT_TRUE(absl::EndsWith(device_of["neg"], "GPU:0")) << device_of["neg"];
+  EXPECT_TRUE(absl::EndsWith(device_of["neg2"], "GPU:0")) << device_of["neg2"];
+  EXPECT_TRUE(absl::EndsWith(device_of["sq"], "CPU:0")) << device_of["sq"];
+  // x and sq's value cross into device memory, neg's and neg2's out of it.
+  EXPECT_EQ(g_copies_to_device, 2);
+  EXPECT_EQ(g_copies_to_host, 2);
+  EXPECT_GE(g_syncs, 1);  // The GPU partition's step ended with a Sync.
+}
+
+TEST_F(DeviceMemoryTest, HostMemoryArgsStayOnTheHost) {
+  tensorflow::GraphDef g;
+  tensorflow::NodeDef* x = g.add_node();
+  x->set_name("x");
+  x->set_op("Placeholder");
+  SetAttr(x, "dtype", DT_FLOAT);
+  tensorflow::NodeDef* shape = g.add_node();
+  shape->set_name("shape");
+  shape->set_op("Const");
+  SetAttr(shape, "value", Tensor::Vec<int32_t>({2, 2}));
+  SetAttr(shape, "dtype", DT_INT32);
+  tensorflow::NodeDef* r = Node(&g, "r", "Reshape", {"x", "shape"}, "/device:GPU:0");
+  SetAttr(r, "Tshape", DT_INT32);
+  auto s = Session();
+  ASSERT_TRUE(s->Create(g).ok());
+  std::vector<Tensor> out;
+  absl::Status st = s->Run(tensorflow::RunOptions(), {{"x", Tensor::Vec<float>({1, 2, 3, 4})}},
+                           {"r"}, {}, &out, nullptr);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(out[0].shape(), TensorShape({2, 2}));
+  EXPECT_EQ(out[0].flat<float>()[3], 4.0f);
+}
+
+TEST_F(DeviceMemoryTest, APinnedNodeWithoutAGpuKernelFailsOrFallsBackWithSoftPlacement) {
+  auto hard = Session(/*soft=*/false);
+  ASSERT_TRUE(hard->Create(Chain("/device:GPU:0")).ok());
+  std::vector<Tensor> out;
+  absl::Status st = hard->Run(tensorflow::RunOptions(), {{"x", Tensor::Vec<float>({2})}},
+                              {"neg2"}, {}, &out, nullptr);
+  ASSERT_FALSE(st.ok());
+  EXPECT_TRUE(absl::StrContains(st.message(), "sq")) << st;
+
+  auto soft = Session(/*soft=*/true);
+  ASSERT_TRUE(soft->Create(Chain("/device:GPU:0")).ok());
+  st = soft->Run(tensorflow::RunOptions(), {{"x", Tensor::Vec<float>({2})}}, {"neg2"}, {}, &out,
+                 nullptr);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(out[0].flat<float>()[0], -4.0f);
+}
+
+TEST_F(DeviceMemoryTest, AnOutputTheDeviceCannotHoldIsResourceExhaustedAndTheSessionGoesOn) {
+  auto s = Session();
+  ASSERT_TRUE(s->Create(Chain()).ok());
+  std::vector<Tensor> out;
+  // 256k floats = 1 MiB: the copy of x in fits the fake GPU's 1 MiB, neg's output does not.
+  absl::Status st = s->Run(tensorflow::RunOptions(),
+                           {{"x", Tensor(DT_FLOAT, TensorShape({256 << 10}))}}, {"neg2"}, {}, &out,
+                           nullptr);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted) << st;
+  EXPECT_TRUE(absl::StrContains(st.message(), "FakeGPU memory")) << st;
+  st = s->Run(tensorflow::RunOptions(), {{"x", Tensor::Vec<float>({3})}}, {"neg2"}, {}, &out,
+              nullptr);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(out[0].flat<float>()[0], -9.0f);
+}
+
+TEST(DeviceFactoryTest, DeviceCountZeroCreatesNoneOfThatType) {
+  g_fake_gpus_on = true;
+  tensorflow::ConfigProto config;
+  (*config.mutable_device_count())["GPU"] = 0;
+  auto devices = CreateLocalDevices(config, "localhost", 0, 0);
+  g_fake_gpus_on = false;
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  EXPECT_EQ(devices->size(), 1u);
+}
+
+}  // namespace
+}  // namespace dflow

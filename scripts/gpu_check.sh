@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# The GPU checks of issue 17, as one run on a GPU machine (budget: 10 min):
+#   1. the GPU unit tests, each GPU kernel against the CPU's (build/gpu_tests);
+#   2. `dflow train` (MLP, then CNN) on /device:GPU:0 and on the CPU
+#      (CUDA_VISIBLE_DEVICES=""), same seed: test accuracy and examples/s;
+#   3. bench/gpu/gpu_bench: MatMul 4096² through dflow against cuBLAS direct.
+# Figures go to $OUT_DIR/gpu_check.txt (default gpu_check_out/).
+#
+#   scripts/gpu_check.sh                       # builds here (scripts/build.sh) first
+#   scripts/gpu_check.sh --prebuilt .devpack   # binaries of scripts/gpu_pack.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${OUT_DIR:-gpu_check_out}"
+mkdir -p "$out"
+report="$out/gpu_check.txt"
+: > "$report"
+say() { echo "$*" | tee -a "$report"; }
+
+if [[ "${1:-}" == "--prebuilt" ]]; then
+  pack="$2"
+  root="$(mktemp -d)"
+  tar -C "$root" -xJf "$pack/pack.tar.xz"
+  bin="$root/bin" dflow="$root/bin/dflow" tests="$root/bin/gpu_tests" bench="$root/bin/gpu_bench"
+  export LD_LIBRARY_PATH="$root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  if [[ -d "$root/data" && ! -d /usr/share/datasets/fashion-mnist ]]; then
+    mkdir -p /usr/share/datasets && cp -r "$root/data" /usr/share/datasets/fashion-mnist
+  fi
+else
+  scripts/build.sh || exit 1
+  dflow=build/bin/dflow tests=build/gpu_tests bench=build/bench/gpu_bench
+fi
+# CUDA's libraries where the machine keeps them (a toolkit, or Python wheels).
+for lib in libcublas.so.13 libcudnn.so.9; do
+  if ! ldconfig -p | grep -q "$lib"; then
+    dir="$(dirname "$(find /usr/local /opt /usr/lib -name "$lib" 2>/dev/null | head -1)")"
+    [[ "$dir" != "." ]] && export LD_LIBRARY_PATH="$dir:${LD_LIBRARY_PATH:-}"
+  fi
+done
+
+say "== machine"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1 | tee -a "$report"
+missing="$(ldd "$tests" | grep 'not found')"
+[[ -n "$missing" ]] && say "missing libraries: $missing"
+
+status=0
+say "== 1. GPU unit tests"
+timeout 240 "$tests" --gtest_brief=1 --gtest_output="json:$out/gpu_tests.json" 2>&1 |
+  tee "$out/gpu_tests.log" | tail -40
+rc=${PIPESTATUS[0]}
+say "gpu_tests exit $rc: $(grep -cE '^\[       OK \]|^\[  PASSED  \]' "$out/gpu_tests.log") lines OK/PASSED;" \
+    "failed: $(grep -E '^\[  FAILED  \] [A-Za-z]' "$out/gpu_tests.log" | sort -u | tr '\n' ' ')"
+[[ $rc -ne 0 ]] && status=1
+
+train() {  # label, device env, args...
+  local label="$1" env="$2"; shift 2
+  local log="$out/train_$label.log"
+  env $env timeout 150 "$dflow" train --metrics-out "$out/train_$label.json" "$@" > "$log" 2>&1
+  local rc=$?
+  say "train $label (rc $rc): $(grep -E 'test accuracy' "$log" | tail -1)"
+  [[ $rc -ne 0 ]] && { tail -5 "$log" | tee -a "$report"; status=1; }
+}
+say "== 2. dflow train, GPU against CPU (same seed)"
+if [[ -n "${GPU_CHECK_QUICK:-}" ]]; then  # A first look at a machine: one short run.
+  train mlp_gpu "" --model mlp --epochs 1
+else
+  train mlp_gpu "" --model mlp --epochs 3
+  train mlp_cpu "CUDA_VISIBLE_DEVICES=" --model mlp --epochs 3
+  train cnn_gpu "" --model cnn --epochs 1
+  train cnn_cpu "CUDA_VISIBLE_DEVICES=" --model cnn --epochs 1 --max-steps 100
+fi
+
+say "== 3. benchmark"
+timeout 120 "$bench" 2>&1 | tee -a "$report" || status=1
+say "== gpu_check exit $status"
+exit $status
