@@ -37,7 +37,8 @@ std::vector<Tensor> RefSteps(const std::string& device, const TensorShape& shape
   EXPECT_TRUE(s.create_status().ok()) << s.create_status();
   std::vector<Tensor> values;
   auto step = [&](const char* target, int seed) {
-    auto out = s.Run({{"x", Random(shape, 1)}, {"d", Random(shape, seed)}}, {"value"}, {target});
+    // The update's output is the variable after it.
+    auto out = s.Run({{"x", Random(shape, 1)}, {"d", Random(shape, seed)}}, {target});
     EXPECT_TRUE(out.ok()) << target << ": " << out.status();
     if (out.ok()) values.push_back((*out)[0]);
   };
@@ -94,7 +95,7 @@ TEST(GpuVariableTest, AssignValidatesShapesUnlessToldNot) {
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(absl::StrContains(bad.status().message(), "Assign requires shapes")) << bad.status();
   Tensor x = Random(TensorShape({2, 3}), 3);
-  auto out = s.Run({{"x", x}}, {"value"}, {"loose"});
+  auto out = s.Run({{"x", x}}, {"loose"});
   ASSERT_TRUE(out.ok()) << out.status();
   ExpectNear((*out)[0], x, 0, 0, "reshaped by validate_shape=false");
   auto mismatch = s.Run({{"d", Random(TensorShape({6}), 4)}}, {}, {"add"});
@@ -146,7 +147,9 @@ std::vector<Tensor> ResourceSteps(const std::string& device, const TensorShape& 
   EXPECT_TRUE(s.create_status().ok()) << s.create_status();
   std::vector<Tensor> values;
   auto step = [&](const char* target, int seed) {
-    auto out = s.Run({{"x", Random(shape, 1)}, {"d", Random(shape, seed)}}, {"read"}, {target});
+    auto update = s.Run({{"x", Random(shape, 1)}, {"d", Random(shape, seed)}}, {}, {target});
+    EXPECT_TRUE(update.ok()) << target << ": " << update.status();
+    auto out = s.Run({}, {"read"});
     EXPECT_TRUE(out.ok()) << target << ": " << out.status();
     if (out.ok()) values.push_back((*out)[0]);
   };
