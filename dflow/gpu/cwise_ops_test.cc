@@ -15,6 +15,34 @@ namespace {
 
 constexpr double kRtol = 1e-5, kAtol = 1e-6;
 
+// Runs without a GPU: the kernels are registered for the types claimed, and
+// int32 arithmetic is left to the CPU (shape computations stay on the host).
+TEST(GpuKernelRegistryTest, KernelsAreRegisteredForTheirTypes) {
+  auto node = [](const std::string& op, std::vector<std::pair<std::string, DataType>> attrs) {
+    tensorflow::NodeDef n;
+    n.set_name("n");
+    n.set_op(op);
+    for (const auto& [name, type] : attrs) SetAttr(&n, name, type);
+    return n;
+  };
+  const KernelRegistry* r = KernelRegistry::Global();
+  for (const std::string op : {"AddV2", "Mul", "Maximum", "Greater", "Relu", "Sigmoid", "TanhGrad",
+                               "SelectV2", "AddN", "BiasAdd", "BiasAddGrad", "Softmax"}) {
+    EXPECT_TRUE(r->HasKernel(kDeviceGPU, node(op, {{"T", DT_FLOAT}}))) << op;
+  }
+  EXPECT_FALSE(r->HasKernel(kDeviceGPU, node("AddV2", {{"T", DT_INT32}})));
+  for (const std::string op : {"Sum", "Mean", "Max", "Min", "Prod"}) {
+    EXPECT_TRUE(r->HasKernel(kDeviceGPU, node(op, {{"T", DT_FLOAT}, {"Tidx", DT_INT64}}))) << op;
+  }
+  EXPECT_TRUE(r->HasKernel(kDeviceGPU, node("Cast", {{"SrcT", DT_INT32}, {"DstT", DT_FLOAT}})));
+  EXPECT_TRUE(r->HasKernel(kDeviceGPU, node("Reshape", {{"T", DT_INT32}, {"Tshape", DT_INT32}})));
+  EXPECT_TRUE(r->HasKernel(kDeviceGPU, node("Shape", {{"T", DT_FLOAT}, {"out_type", DT_INT32}})));
+  EXPECT_TRUE(r->HasKernel(kDeviceGPU, node("Tile", {{"T", DT_FLOAT}, {"Tmultiples", DT_INT32}})));
+  EXPECT_TRUE(r->HasKernel(kDeviceGPU, node("SparseSoftmaxCrossEntropyWithLogits",
+                                            {{"T", DT_FLOAT}, {"Tlabels", DT_INT64}})));
+  EXPECT_TRUE(r->HasKernel(kDeviceGPU, node("Fill", {{"T", DT_INT64}, {"index_type", DT_INT32}})));
+}
+
 // x op y for each pair of shapes; inputs are multiples of 0.25 in [-2, 2]
 // (zeros, ties and equal elements happen; NaN and inf results must agree).
 TEST(GpuCwiseTest, BinaryOpsBroadcastLikeTheCpu) {

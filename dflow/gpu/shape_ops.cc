@@ -22,6 +22,20 @@ namespace {
 
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 
+// The types whose tensors the kernels here take in device memory. int32
+// tensors stay in host memory (they are shapes and indices, computed by the
+// CPU), as in TensorFlow: the int32 kernels name every tensor arg HostMemory.
+const DataTypeVector& CopyTypes() {
+  static const DataTypeVector kTypes = {DT_FLOAT, DT_DOUBLE, DT_INT64, DT_BOOL};
+  return kTypes;
+}
+
+// Registers `builder` for CopyTypes() and, with `int32_args` in host
+// memory too, for int32.
+#define DFLOW_GPU_SHAPE_KERNEL(builder, int32_args, ...)                                     \
+  REGISTER_KERNEL(builder.TypeConstraint("T", CopyTypes()), __VA_ARGS__);                   \
+  REGISTER_KERNEL(int32_args(builder.TypeConstraint("T", {DT_INT32})), __VA_ARGS__)
+
 // --- Shape, ShapeN, Size, Rank ----------------------------------------------------
 
 class ShapeGpuOp : public OpKernel {
@@ -47,16 +61,24 @@ class ShapeGpuOp : public OpKernel {
   }
   bool IsExpensive() const override { return false; }
 };
-REGISTER_KERNEL(KernelDefBuilder("Shape")
-                    .Device(kDeviceGPU)
-                    .TypeConstraint("out_type", IndexTypes())
-                    .HostMemory("output"),
-                ShapeGpuOp);
-REGISTER_KERNEL(KernelDefBuilder("ShapeN")
-                    .Device(kDeviceGPU)
-                    .TypeConstraint("out_type", IndexTypes())
-                    .HostMemory("output"),
-                ShapeGpuOp);
+KernelDefBuilder& HostInput(KernelDefBuilder& b) { return b.HostMemory("input"); }
+KernelDefBuilder& HostTensorAndOutput(KernelDefBuilder& b) {
+  return b.HostMemory("tensor").HostMemory("output");
+}
+KernelDefBuilder& HostInputAndOutput(KernelDefBuilder& b) {
+  return b.HostMemory("input").HostMemory("output");
+}
+
+DFLOW_GPU_SHAPE_KERNEL(KernelDefBuilder("Shape")
+                           .Device(kDeviceGPU)
+                           .TypeConstraint("out_type", IndexTypes())
+                           .HostMemory("output"),
+                       HostInput, ShapeGpuOp);
+DFLOW_GPU_SHAPE_KERNEL(KernelDefBuilder("ShapeN")
+                           .Device(kDeviceGPU)
+                           .TypeConstraint("out_type", IndexTypes())
+                           .HostMemory("output"),
+                       HostInput, ShapeGpuOp);
 
 class SizeGpuOp : public OpKernel {
  public:
@@ -77,11 +99,11 @@ class SizeGpuOp : public OpKernel {
   }
   bool IsExpensive() const override { return false; }
 };
-REGISTER_KERNEL(KernelDefBuilder("Size")
-                    .Device(kDeviceGPU)
-                    .TypeConstraint("out_type", IndexTypes())
-                    .HostMemory("output"),
-                SizeGpuOp);
+DFLOW_GPU_SHAPE_KERNEL(KernelDefBuilder("Size")
+                           .Device(kDeviceGPU)
+                           .TypeConstraint("out_type", IndexTypes())
+                           .HostMemory("output"),
+                       HostInput, SizeGpuOp);
 
 class RankGpuOp : public OpKernel {
  public:
@@ -92,7 +114,8 @@ class RankGpuOp : public OpKernel {
   }
   bool IsExpensive() const override { return false; }
 };
-REGISTER_KERNEL(KernelDefBuilder("Rank").Device(kDeviceGPU).HostMemory("output"), RankGpuOp);
+DFLOW_GPU_SHAPE_KERNEL(KernelDefBuilder("Rank").Device(kDeviceGPU).HostMemory("output"), HostInput,
+                       RankGpuOp);
 
 // --- Reshape ------------------------------------------------------------------------
 
@@ -168,11 +191,11 @@ class ReshapeGpuOp : public OpKernel {
   }
   bool IsExpensive() const override { return false; }
 };
-REGISTER_KERNEL(KernelDefBuilder("Reshape")
-                    .Device(kDeviceGPU)
-                    .TypeConstraint("Tshape", IndexTypes())
-                    .HostMemory("shape"),
-                ReshapeGpuOp);
+DFLOW_GPU_SHAPE_KERNEL(KernelDefBuilder("Reshape")
+                           .Device(kDeviceGPU)
+                           .TypeConstraint("Tshape", IndexTypes())
+                           .HostMemory("shape"),
+                       HostTensorAndOutput, ReshapeGpuOp);
 
 // --- ExpandDims, Squeeze ------------------------------------------------------------------
 
@@ -200,11 +223,11 @@ class ExpandDimsGpuOp : public OpKernel {
   }
   bool IsExpensive() const override { return false; }
 };
-REGISTER_KERNEL(KernelDefBuilder("ExpandDims")
-                    .Device(kDeviceGPU)
-                    .TypeConstraint("Tdim", IndexTypes())
-                    .HostMemory("dim"),
-                ExpandDimsGpuOp);
+DFLOW_GPU_SHAPE_KERNEL(KernelDefBuilder("ExpandDims")
+                           .Device(kDeviceGPU)
+                           .TypeConstraint("Tdim", IndexTypes())
+                           .HostMemory("dim"),
+                       HostInputAndOutput, ExpandDimsGpuOp);
 
 class SqueezeGpuOp : public OpKernel {
  public:
@@ -241,7 +264,8 @@ class SqueezeGpuOp : public OpKernel {
  private:
   std::vector<int64_t> squeeze_dims_;
 };
-REGISTER_KERNEL(KernelDefBuilder("Squeeze").Device(kDeviceGPU), SqueezeGpuOp);
+DFLOW_GPU_SHAPE_KERNEL(KernelDefBuilder("Squeeze").Device(kDeviceGPU), HostInputAndOutput,
+                       SqueezeGpuOp);
 
 // --- BroadcastGradientArgs ----------------------------------------------------------------
 
@@ -305,13 +329,6 @@ REGISTER_KERNEL(KernelDefBuilder("BroadcastGradientArgs")
                 BroadcastGradientArgsGpuOp);
 
 // --- Tile, BroadcastTo --------------------------------------------------------------------
-
-// The types Tile and BroadcastTo copy on a GPU (int32 stays with the CPU's
-// shape arithmetic, as in TensorFlow).
-const DataTypeVector& CopyTypes() {
-  static const DataTypeVector kTypes = {DT_FLOAT, DT_DOUBLE, DT_INT64, DT_BOOL};
-  return kTypes;
-}
 
 // Copies x into `out` (of out_dims) reading x as `in_dims` (x's dims, 1
 // where it repeats), row-major; size-1 output dims are dropped first.
