@@ -379,7 +379,14 @@ class ZerosLikeGpuOp : public OpKernel {
   }
   bool IsExpensive() const override { return false; }
 };
-REGISTER_KERNEL(KernelDefBuilder("ZerosLike").Device(kDeviceGPU).TypeConstraint("T", FillTypes()),
+// Not int32: TensorFlow's gradients make int32 ones and zeros for shape
+// arithmetic, which stays on the CPU.
+const DataTypeVector& LikeTypes() {
+  static const DataTypeVector kTypes = {DT_FLOAT, DT_INT64};
+  return kTypes;
+}
+
+REGISTER_KERNEL(KernelDefBuilder("ZerosLike").Device(kDeviceGPU).TypeConstraint("T", LikeTypes()),
                 ZerosLikeGpuOp);
 
 class OnesLikeGpuOp : public OpKernel {
@@ -395,7 +402,7 @@ class OnesLikeGpuOp : public OpKernel {
   }
   bool IsExpensive() const override { return false; }
 };
-REGISTER_KERNEL(KernelDefBuilder("OnesLike").Device(kDeviceGPU).TypeConstraint("T", FillTypes()),
+REGISTER_KERNEL(KernelDefBuilder("OnesLike").Device(kDeviceGPU).TypeConstraint("T", LikeTypes()),
                 OnesLikeGpuOp);
 
 // --- BiasAdd ------------------------------------------------------------------------------------
