@@ -329,11 +329,12 @@ REGISTER_KERNEL(KernelDefBuilder("Cast")
 // --- Fill, ZerosLike, OnesLike ----------------------------------------------------------------
 
 const DataTypeVector& FillTypes() {
-  static const DataTypeVector kTypes = {DT_FLOAT, DT_INT32, DT_INT64};
+  static const DataTypeVector kTypes = {DT_FLOAT, DT_INT64};
   return kTypes;
 }
 
-// dims (host memory) gives the shape; value stays on the device.
+// dims (host memory) gives the shape; value stays on the device. Not int32:
+// TensorFlow's gradients fill int32 shapes, which stay on the CPU.
 class FillGpuOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
