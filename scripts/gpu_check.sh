@@ -51,6 +51,12 @@ say "gpu_tests exit $rc: $(grep -cE '^\[       OK \]|^\[  PASSED  \]' "$out/gpu_
     "failed: $(grep -E '^\[  FAILED  \] [A-Za-z]' "$out/gpu_tests.log" | sort -u | tr '\n' ' ')"
 [[ $rc -ne 0 ]] && status=1
 
+say "== 1b. a TensorFlow graph pinned to /job:worker/task:0/device:GPU:0 on a dflow server"
+timeout 150 python3 tests/gpu_graph_test.py "$dflow" --require-gpu > "$out/gpu_graph.log" 2>&1
+rc=$?
+grep -v "  on CPU" "$out/gpu_graph.log" | tail -8 | tee -a "$report"
+[[ $rc -ne 0 ]] && { say "gpu_graph_test failed (rc $rc)"; status=1; }
+
 train() {  # label, device env, args...
   local label="$1" env="$2"; shift 2
   local log="$out/train_$label.log"

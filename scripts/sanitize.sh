@@ -17,10 +17,15 @@ supp="$PWD/scripts/sanitizers"
 unit_targets=(framework_tests io_tests ops_tests runtime_tests data_tests client_tests
               distributed_tests distributed_rpc_tests train_tests)
 
+# Sanitizer trees build without CUDA: they are also the suite's build
+# "without CUDA" (issue 17), and nvcc takes none of the sanitizer flags.
 configure() {  # configure DIR CMAKE_ARGS...
   local dir=$1; shift
   if [[ ! -f $dir/build.ninja ]]; then
-    CC=clang-14 CXX=clang++-14 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"
+    CC=clang-14 CXX=clang++-14 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DDFLOW_CUDA=OFF "$@"
+  elif ! grep -q '^DFLOW_CUDA:BOOL=OFF' "$dir/CMakeCache.txt"; then
+    cmake -S . -B "$dir" -DDFLOW_CUDA=OFF > /dev/null  # A tree from before the option.
   fi
 }
 

@@ -79,7 +79,11 @@ done
 
 # ops lists registered ops with their kernels.
 "$DFLOW" ops >"$TMP/ops"
-check "ops lists MatMul" grep -q "^MatMul	CPU" "$TMP/ops"
+check "ops lists MatMul" grep -qE "^MatMul	.*CPU T=float" "$TMP/ops"
+# Built with CUDA, the GPU kernels are listed too.
+if "$DFLOW" --version | grep -q "CUDA yes"; then
+  check "ops lists MatMul's GPU kernel" grep -qE "^MatMul	.*GPU T=float" "$TMP/ops"
+fi
 
 # Out-of-range flags fail as sentences naming the flag, the bound and the value.
 "$DFLOW" train --epochs -1 >"$TMP/out" 2>"$TMP/err"

@@ -96,8 +96,9 @@ size_t GpuAllocator::RoundUp(size_t bytes) {
 void GpuAllocator::ReleaseCached() {
   if (free_.empty()) return;
   (void)cudaSetDevice(ordinal_);
-  // cudaFree waits for the device; the blocks are free in stream order, so
-  // nothing queued still reads them once that wait ends.
+  // The blocks are free in stream order: work queued before may still read
+  // them until the device is idle.
+  (void)cudaDeviceSynchronize();
   for (auto& [size, p] : free_) (void)cudaFree(p);
   free_.clear();
   cached_ = 0;

@@ -160,6 +160,41 @@ TEST(GpuMatMulTest, EmptyInnerDimensionGivesZeros) {
   for (float v : (*out)[0].flat<float>()) EXPECT_EQ(v, 0.0f);
 }
 
+tensorflow::GraphDef BatchMatMulGraph(bool ax, bool ay) {
+  tensorflow::GraphDef g;
+  Placeholder(&g, "a");
+  Placeholder(&g, "b");
+  tensorflow::NodeDef* mm = Node(&g, "mm", "BatchMatMulV2", {"a", "b"});
+  SetAttr(mm, "T", DT_FLOAT);
+  SetAttr(mm, "adj_x", ax);
+  SetAttr(mm, "adj_y", ay);
+  SetAttr(Node(&g, "out", "Identity", {"mm"}), "T", DT_FLOAT);
+  return g;
+}
+
+TEST(GpuMatMulTest, BatchMatMulMatchesTheCpuBatchedSharedAndBroadcast) {
+  DFLOW_SKIP_WITHOUT_GPU();
+  struct Case {
+    TensorShape a, b;
+    bool ax, ay;
+  };
+  for (const Case& c : std::vector<Case>{
+           {TensorShape({5, 17, 33}), TensorShape({5, 33, 9}), false, false},   // strided
+           {TensorShape({5, 33, 17}), TensorShape({33, 9}), true, false},       // b shared
+           {TensorShape({17, 33}), TensorShape({4, 9, 33}), false, true},       // a shared
+           {TensorShape({2, 1, 17, 33}), TensorShape({3, 9, 33}), false, true},  // broadcast
+       }) {
+    Tensor a = Random(c.a, 5), b = Random(c.b, 6);
+    auto gpu = RunPinned(BatchMatMulGraph(c.ax, c.ay), "/device:GPU:0", {{"a", a}, {"b", b}},
+                         {"out"});
+    auto cpu = RunPinned(BatchMatMulGraph(c.ax, c.ay), "/device:CPU:0", {{"a", a}, {"b", b}},
+                         {"out"});
+    ASSERT_TRUE(gpu.ok()) << gpu.status();
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    ExpectNear((*gpu)[0], (*cpu)[0], 1e-4f, 1e-4f, c.a.DebugString() + " x " + c.b.DebugString());
+  }
+}
+
 TEST(GpuPlacementTest, UnpinnedNodesWithAGpuKernelRunOnTheGpu) {
   DFLOW_SKIP_WITHOUT_GPU();
   std::unique_ptr<DirectSession> s = NewGpuSession();

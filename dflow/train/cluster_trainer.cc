@@ -187,7 +187,8 @@ Layout PlanLayout(const TrainOptions& o, TrainMode mode, const ClusterSpec& clus
     for (int t = 0; t < l.towers_per_task; ++t) {
       l.tower_devices.push_back(l.towers_per_task == 1
                                     ? absl::StrCat("/job:worker/task:", w)
-                                    : absl::StrCat("/job:worker/task:", w, "/device:CPU:", t));
+                                    : absl::StrCat("/job:worker/task:", w, "/device:",
+                                                   o.tower_device_type, ":", t));
     }
   }
   l.worker_device = absl::StrCat("/job:worker/task:", o.task);

@@ -59,7 +59,8 @@ struct TrainOptions {
   // between-async | between-sync | in-graph-async | in-graph-sync
   std::string mode = "between-async";
   int replicas_to_aggregate = 0;          // between-sync: 0 means every worker.
-  int64_t towers = 1;                     // Model copies per worker, one per CPU device.
+  int64_t towers = 1;                     // Model copies per worker, one per device:
+  std::string tower_device_type = "CPU";  // GPU when every worker has `towers` GPUs.
   std::string ps_strategy = "bytes";      // bytes | round-robin
   std::string session_target;             // This task's own server: "grpc://host:port".
   int64_t max_steps = 0;                  // > 0: stop after this many (global) steps.

@@ -60,7 +60,7 @@ absl::Status ServerCommand(const ServerFlags& flags);
 // SIGTERM and SIGINT from now on go to ServeUntilSignal.
 absl::StatusOr<std::unique_ptr<GrpcServer>> StartTaskServer(
     const ClusterSpec& cluster, const std::string& job, int task, int cpus,
-    const GrpcServer::Options& options = GrpcServer::Options());
+    const GrpcServer::Options& options = GrpcServer::Options(), int gpus = -1);
 // Serves until SIGTERM or SIGINT, then stops the server.
 void ServeUntilSignal(GrpcServer* server);
 

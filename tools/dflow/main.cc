@@ -142,8 +142,8 @@ int main(int argc, char** argv) {
                         "between-sync: gradients averaged per step (default: every worker)")
       ->check(AtLeast(1));
   train_cmd->add_option("--towers", train.towers,
-                        "Model copies per worker, each on its own CPU device; their gradients "
-                        "are averaged")
+                        "Model copies per worker, each on its own GPU when the worker has that "
+                        "many, else on its own CPU device; their gradients are averaged")
       ->check(AtLeast(1))->capture_default_str();
   train_cmd->add_option("--ps-strategy", train.ps_strategy, "Placement of variables on ps tasks")
       ->check(CLI::IsMember({"bytes", "round-robin"}))->capture_default_str();

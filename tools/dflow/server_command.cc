@@ -47,7 +47,8 @@ absl::StatusOr<SecurityOptions> ApplySecurityFlags(const SecurityFlags& flags) {
 absl::StatusOr<std::unique_ptr<GrpcServer>> StartTaskServer(const ClusterSpec& cluster,
                                                             const std::string& job, int task,
                                                             int cpus,
-                                                            const GrpcServer::Options& options) {
+                                                            const GrpcServer::Options& options,
+                                                            int gpus) {
   RETURN_IF_ERROR(ShutdownSignalFd().status());
   tensorflow::ServerDef def;
   *def.mutable_cluster() = cluster.ToClusterDef();
@@ -55,6 +56,7 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> StartTaskServer(const ClusterSpec& c
   def.set_task_index(task);
   def.set_protocol("grpc");
   (*def.mutable_default_session_config()->mutable_device_count())["CPU"] = cpus;
+  if (gpus >= 0) (*def.mutable_default_session_config()->mutable_device_count())["GPU"] = gpus;
   ASSIGN_OR_RETURN(std::unique_ptr<GrpcServer> server, GrpcServer::Create(def, options));
   RETURN_IF_ERROR(server->Start());
   std::cout << "dflow server: " << server->task_name() << " serving " << server->target()

@@ -29,9 +29,16 @@ absl::Status TrainCommand(const TrainOptions& flags, const SecurityFlags& securi
     }
     GrpcServer::Options server_options;
     ASSIGN_OR_RETURN(server_options.security, ApplySecurityFlags(security));
-    ASSIGN_OR_RETURN(server,
-                     StartTaskServer(cluster, options.job, options.task,
-                                     options.job == "ps" ? 1 : options.towers, server_options));
+    // The trainer's ps tasks keep variables in host memory (no GPU), as
+    // TensorFlow users do with CUDA_VISIBLE_DEVICES="" on a ps; a worker's
+    // towers each take a GPU when it has enough.
+    const bool ps = options.job == "ps";
+    ASSIGN_OR_RETURN(server, StartTaskServer(cluster, options.job, options.task,
+                                             ps ? 1 : options.towers, server_options,
+                                             ps ? 0 : -1));
+    int64_t gpus = 0;
+    for (Device* d : server->device_mgr()->ListDevices()) gpus += d->device_type() == kDeviceGPU;
+    if (options.towers > 1 && gpus >= options.towers) options.tower_device_type = kDeviceGPU;
     // A ps, and in-graph every worker but the client (worker 0), only serve.
     ASSIGN_OR_RETURN(const TrainMode mode, ParseTrainMode(options.mode));
     if (options.job == "ps" || (IsInGraph(mode) && options.task != 0)) {
