@@ -5,21 +5,13 @@
 #include <cstdint>
 
 #include "dflow/gpu/conv_launch.h"
+#include "dflow/gpu/launch_util.h"
 
 namespace dflow {
 namespace gpu {
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = 4096;
-
-int Blocks(int64_t n) {
-  return static_cast<int>(std::min<int64_t>((n + kThreads - 1) / kThreads, kMaxBlocks));
-}
-
-#define DFLOW_GRID_STRIDE_LOOP(i, n)                                                        \
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
-       i += static_cast<int64_t>(blockDim.x) * gridDim.x)
+#define DFLOW_GRID_STRIDE_LOOP(i, n) for (int64_t i = GridStart(); i < (n); i += GridStride())
 
 // krsc[k][r][s][c] = hwio[r][s][c][k], indexed by the KRSC position i.
 __global__ void HwioToKrscKernel(const float* hwio, float* krsc, int64_t rows, int64_t cols,
@@ -143,44 +135,44 @@ void LaunchHwioToKrsc(cudaStream_t s, const float* hwio, float* krsc, int64_t ro
                       int64_t in, int64_t out) {
   const int64_t n = rows * cols * in * out;
   if (n <= 0) return;
-  HwioToKrscKernel<<<Blocks(n), kThreads, 0, s>>>(hwio, krsc, rows, cols, in, out);
+  HwioToKrscKernel<<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(hwio, krsc, rows, cols, in, out);
 }
 
 void LaunchKrscToHwio(cudaStream_t s, const float* krsc, float* hwio, int64_t rows, int64_t cols,
                       int64_t in, int64_t out) {
   const int64_t n = rows * cols * in * out;
   if (n <= 0) return;
-  KrscToHwioKernel<<<Blocks(n), kThreads, 0, s>>>(krsc, hwio, rows, cols, in, out);
+  KrscToHwioKernel<<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(krsc, hwio, rows, cols, in, out);
 }
 
 void LaunchPadImage(cudaStream_t s, const PadGeometry& g, const float* image, float* padded) {
   const int64_t n = g.batch * g.padded_rows * g.padded_cols * g.depth;
   if (n <= 0) return;
-  PadKernel<<<Blocks(n), kThreads, 0, s>>>(g, image, padded);
+  PadKernel<<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(g, image, padded);
 }
 
 void LaunchCropImage(cudaStream_t s, const PadGeometry& g, const float* padded, float* image) {
   const int64_t n = g.batch * g.rows * g.cols * g.depth;
   if (n <= 0) return;
-  CropKernel<<<Blocks(n), kThreads, 0, s>>>(g, padded, image);
+  CropKernel<<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(g, padded, image);
 }
 
 void LaunchMaxPool(cudaStream_t s, const PoolWindow& p, const float* in, float* out) {
   const int64_t n = p.batch * p.out_rows * p.out_cols * p.depth;
   if (n <= 0) return;
-  MaxPoolKernel<<<Blocks(n), kThreads, 0, s>>>(p, in, out);
+  MaxPoolKernel<<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(p, in, out);
 }
 
 void LaunchMaxPoolGrad(cudaStream_t s, const PoolWindow& p, const float* x, const float* dy,
                        float* dx) {
   const int64_t n = p.batch * p.out_rows * p.out_cols * p.depth;
   if (n <= 0) return;
-  MaxPoolGradKernel<<<Blocks(n), kThreads, 0, s>>>(p, x, dy, dx);
+  MaxPoolGradKernel<<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(p, x, dy, dx);
 }
 
 void LaunchDepthMaxPool(cudaStream_t s, const float* in, float* out, int64_t n, int64_t k) {
   if (n <= 0) return;
-  DepthMaxPoolKernel<<<Blocks(n), kThreads, 0, s>>>(in, out, n, k);
+  DepthMaxPoolKernel<<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(in, out, n, k);
 }
 
 }  // namespace gpu

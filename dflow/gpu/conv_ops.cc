@@ -162,29 +162,31 @@ bool IsTensorOpMath(cudnnMathType_t m) {
   return m == CUDNN_TENSOR_OP_MATH || m == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
 }
 
-// Picks the first of cuDNN's heuristic candidates (best first) that works
-// with FMA math and whose workspace cuDNN can state and we can afford.
-// Perf: cudnnConvolution*AlgoPerf_t; Query fills perf; Workspace(algo, &bytes).
+// cuDNN's heuristic candidates (best first) that work with FMA math and
+// whose workspace cuDNN can state and we can afford.
+// Perf: cudnnConvolution*AlgoPerf_t; query fills perf; workspace(algo, &bytes).
 template <typename Perf, int kCount, typename Query, typename Workspace>
-absl::StatusOr<Algo> Choose(const char* what, Query query, Workspace workspace) {
+absl::StatusOr<std::vector<Algo>> Candidates(const char* what, Query query, Workspace workspace) {
   Perf perf[kCount];
   int returned = 0;
   RETURN_IF_ERROR(CudnnCheck(query(kCount, &returned, perf), what));
+  std::vector<Algo> algos;
   for (int k = 0; k < returned; ++k) {
     if (perf[k].status != CUDNN_STATUS_SUCCESS || IsTensorOpMath(perf[k].mathType)) continue;
     size_t bytes = 0;
     if (workspace(perf[k].algo, &bytes) != CUDNN_STATUS_SUCCESS || bytes > kMaxWorkspace) continue;
-    return Algo{static_cast<int>(perf[k].algo), bytes};
+    algos.push_back(Algo{static_cast<int>(perf[k].algo), bytes});
   }
-  return absl::InternalError(absl::StrCat(what, ": no usable cuDNN algorithm"));
+  if (algos.empty()) return absl::InternalError(absl::StrCat(what, ": no usable cuDNN algorithm"));
+  return algos;
 }
 
 enum class ConvKind { kForward, kBackwardData, kBackwardFilter };
 
-absl::StatusOr<Algo> ChooseAlgo(ConvKind kind, cudnnHandle_t h, const ConvDescriptors& d) {
+absl::StatusOr<std::vector<Algo>> ChooseAlgos(ConvKind kind, cudnnHandle_t h, const ConvDescriptors& d) {
   switch (kind) {
     case ConvKind::kForward:
-      return Choose<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
+      return Candidates<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
           "cudnnGetConvolutionForwardAlgorithm_v7",
           [&](int n, int* got, cudnnConvolutionFwdAlgoPerf_t* perf) {
             return cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, n, got, perf);
@@ -193,7 +195,7 @@ absl::StatusOr<Algo> ChooseAlgo(ConvKind kind, cudnnHandle_t h, const ConvDescri
             return cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, a, bytes);
           });
     case ConvKind::kBackwardData:
-      return Choose<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
+      return Candidates<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
           "cudnnGetConvolutionBackwardDataAlgorithm_v7",
           [&](int n, int* got, cudnnConvolutionBwdDataAlgoPerf_t* perf) {
             return cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x, n, got,
@@ -204,7 +206,7 @@ absl::StatusOr<Algo> ChooseAlgo(ConvKind kind, cudnnHandle_t h, const ConvDescri
                                                                 bytes);
           });
     case ConvKind::kBackwardFilter:
-      return Choose<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
+      return Candidates<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
           "cudnnGetConvolutionBackwardFilterAlgorithm_v7",
           [&](int n, int* got, cudnnConvolutionBwdFilterAlgoPerf_t* perf) {
             return cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w, n, got,
@@ -289,58 +291,74 @@ class CudnnConvOp : public OpKernel {
     absl::Status s = d.Init(p);
     if (!s.ok()) return WithPrefix(s, ctx->Prefix());
     absl::MutexLock l(CudnnMutex());
-    ASSIGN_OR_RETURN(Algo algo, CachedAlgo(ctx, *handle, p, d));
-    Tensor workspace;
-    if (algo.workspace > 0) {
-      absl::StatusOr<Tensor> t =
-          gpu->AllocateTemp(DT_UINT8, TensorShape({static_cast<int64_t>(algo.workspace)}));
-      if (!t.ok()) return WithPrefix(t.status(), ctx->Prefix());
-      workspace = *std::move(t);
+    ASSIGN_OR_RETURN(std::vector<Algo> algos, CachedAlgos(ctx, *handle, p, d));
+    // The heuristics' first choice normally runs; one that turns out not to
+    // support this configuration is dropped for the next.
+    for (size_t k = 0; k < algos.size(); ++k) {
+      Tensor workspace;
+      if (algos[k].workspace > 0) {
+        absl::StatusOr<Tensor> t = gpu->AllocateTemp(
+            DT_UINT8, TensorShape({static_cast<int64_t>(algos[k].workspace)}));
+        if (!t.ok()) return WithPrefix(t.status(), ctx->Prefix());
+        workspace = *std::move(t);
+      }
+      const cudnnStatus_t st = Call(*handle, d, b, algos[k], workspace);
+      if (st == CUDNN_STATUS_NOT_SUPPORTED && k + 1 < algos.size()) continue;
+      if (k > 0) Forget(p, k);
+      s = CudnnCheck(st, "cuDNN convolution");
+      return s.ok() ? s : WithPrefix(s, ctx->Prefix());
     }
+    return absl::InternalError(absl::StrCat(ctx->Prefix(), "no cuDNN algorithm ran"));
+  }
+
+  // One cuDNN call of this kernel's kind with `algo`.
+  cudnnStatus_t Call(cudnnHandle_t h, const ConvDescriptors& d, const ConvBuffers& b,
+                     const Algo& algo, Tensor& workspace) const {
     void* ws = algo.workspace > 0 ? workspace.raw_data() : nullptr;
     const float one = 1.0f, zero = 0.0f;
-    cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
     switch (kind_) {
       case ConvKind::kForward:
-        st = cudnnConvolutionForward(*handle, &one, d.x, b.x, d.w, b.w, d.conv,
-                                     static_cast<cudnnConvolutionFwdAlgo_t>(algo.algo), ws,
-                                     algo.workspace, &zero, d.y, b.out);
-        break;
+        return cudnnConvolutionForward(h, &one, d.x, b.x, d.w, b.w, d.conv,
+                                       static_cast<cudnnConvolutionFwdAlgo_t>(algo.algo), ws,
+                                       algo.workspace, &zero, d.y, b.out);
       case ConvKind::kBackwardData:
-        st = cudnnConvolutionBackwardData(*handle, &one, d.w, b.w, d.y, b.y, d.conv,
-                                          static_cast<cudnnConvolutionBwdDataAlgo_t>(algo.algo),
-                                          ws, algo.workspace, &zero, d.x, b.out);
-        break;
+        return cudnnConvolutionBackwardData(h, &one, d.w, b.w, d.y, b.y, d.conv,
+                                            static_cast<cudnnConvolutionBwdDataAlgo_t>(algo.algo),
+                                            ws, algo.workspace, &zero, d.x, b.out);
       case ConvKind::kBackwardFilter:
-        st = cudnnConvolutionBackwardFilter(
-            *handle, &one, d.x, b.x, d.y, b.y, d.conv,
+        return cudnnConvolutionBackwardFilter(
+            h, &one, d.x, b.x, d.y, b.y, d.conv,
             static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo.algo), ws, algo.workspace, &zero,
             d.w, b.out);
-        break;
     }
-    s = CudnnCheck(st, "cuDNN convolution");
-    if (!s.ok()) return WithPrefix(s, ctx->Prefix());
-    return absl::OkStatus();
+    return CUDNN_STATUS_BAD_PARAM;
   }
 
   const ConvKind kind_;
   const Conv2DAttrs attrs_;
 
  private:
-  absl::StatusOr<Algo> CachedAlgo(OpKernelContext* ctx, cudnnHandle_t h, const ConvPlan& p,
-                                  const ConvDescriptors& d) {
+  absl::StatusOr<std::vector<Algo>> CachedAlgos(OpKernelContext* ctx, cudnnHandle_t h,
+                                                const ConvPlan& p, const ConvDescriptors& d) {
     const PlanKey key = KeyOf(p);
     absl::MutexLock l(&mu_);
     auto it = algos_.find(key);
     if (it != algos_.end()) return it->second;
-    absl::StatusOr<Algo> algo = ChooseAlgo(kind_, h, d);
-    if (!algo.ok()) return WithPrefix(algo.status(), ctx->Prefix());
-    algos_[key] = *algo;
-    return algo;
+    absl::StatusOr<std::vector<Algo>> algos = ChooseAlgos(kind_, h, d);
+    if (!algos.ok()) return WithPrefix(algos.status(), ctx->Prefix());
+    algos_[key] = *algos;
+    return algos;
+  }
+
+  // Drops the first `k` candidates of plan `p`, which cuDNN did not run.
+  void Forget(const ConvPlan& p, size_t k) {
+    absl::MutexLock l(&mu_);
+    std::vector<Algo>& algos = algos_[KeyOf(p)];
+    algos.erase(algos.begin(), algos.begin() + std::min(k, algos.size() - 1));
   }
 
   absl::Mutex mu_;
-  std::map<PlanKey, Algo> algos_ ABSL_GUARDED_BY(mu_);
+  std::map<PlanKey, std::vector<Algo>> algos_ ABSL_GUARDED_BY(mu_);
 };
 
 class Conv2DGpuOp : public CudnnConvOp {

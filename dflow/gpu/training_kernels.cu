@@ -5,22 +5,14 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "dflow/gpu/launch_util.h"
 #include "dflow/gpu/training_launch.h"
 
 namespace dflow {
 namespace gpu {
 namespace {
 
-constexpr int kThreads = 256;
-constexpr int64_t kMaxBlocks = 4096;  // Grid-stride loops cover the rest.
-
-int Blocks(int64_t n) {
-  return static_cast<int>(std::min<int64_t>((n + kThreads - 1) / kThreads, kMaxBlocks));
-}
-
-#define DFLOW_GRID_STRIDE_LOOP(i, n)                                                        \
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
-       i += static_cast<int64_t>(blockDim.x) * gridDim.x)
+#define DFLOW_GRID_STRIDE_LOOP(i, n) for (int64_t i = GridStart(); i < (n); i += GridStride())
 
 template <typename T>
 __global__ void AssignUpdateKernel(T* var, const T* delta, bool subtract, int64_t n) {
@@ -102,21 +94,21 @@ __global__ void RMSPropKernel(T* var, T* ms, T* mom, const T* lr_p, const T* rho
 template <typename T>
 void LaunchAssignUpdate(cudaStream_t s, T* var, const T* delta, bool subtract, int64_t n) {
   if (n <= 0) return;
-  AssignUpdateKernel<T><<<Blocks(n), kThreads, 0, s>>>(var, delta, subtract, n);
+  AssignUpdateKernel<T><<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(var, delta, subtract, n);
 }
 
 template <typename T>
 void LaunchApplyGradientDescent(cudaStream_t s, T* var, const T* alpha, const T* delta,
                                 int64_t n) {
   if (n <= 0) return;
-  GradientDescentKernel<T><<<Blocks(n), kThreads, 0, s>>>(var, alpha, delta, n);
+  GradientDescentKernel<T><<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(var, alpha, delta, n);
 }
 
 template <typename T>
 void LaunchApplyMomentum(cudaStream_t s, T* var, T* accum, const T* lr, const T* grad,
                          const T* momentum, bool use_nesterov, int64_t n) {
   if (n <= 0) return;
-  MomentumKernel<T><<<Blocks(n), kThreads, 0, s>>>(var, accum, lr, grad, momentum, use_nesterov,
+  MomentumKernel<T><<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(var, accum, lr, grad, momentum, use_nesterov,
                                                    n);
 }
 
@@ -124,21 +116,21 @@ template <typename T>
 void LaunchApplyAdam(cudaStream_t s, T* var, T* m, T* v, const AdamScalars<T>& scalars,
                      const T* grad, bool use_nesterov, int64_t n) {
   if (n <= 0) return;
-  AdamKernel<T><<<Blocks(n), kThreads, 0, s>>>(var, m, v, scalars, grad, use_nesterov, n);
+  AdamKernel<T><<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(var, m, v, scalars, grad, use_nesterov, n);
 }
 
 template <typename T>
 void LaunchApplyAdagrad(cudaStream_t s, T* var, T* accum, const T* lr, const T* grad,
                         bool update_slots, int64_t n) {
   if (n <= 0) return;
-  AdagradKernel<T><<<Blocks(n), kThreads, 0, s>>>(var, accum, lr, grad, update_slots, n);
+  AdagradKernel<T><<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(var, accum, lr, grad, update_slots, n);
 }
 
 template <typename T>
 void LaunchApplyRMSProp(cudaStream_t s, T* var, T* ms, T* mom, const T* lr, const T* rho,
                         const T* momentum, const T* epsilon, const T* grad, int64_t n) {
   if (n <= 0) return;
-  RMSPropKernel<T><<<Blocks(n), kThreads, 0, s>>>(var, ms, mom, lr, rho, momentum, epsilon, grad,
+  RMSPropKernel<T><<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(var, ms, mom, lr, rho, momentum, epsilon, grad,
                                                   n);
 }
 

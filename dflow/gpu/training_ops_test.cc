@@ -139,6 +139,33 @@ std::vector<Tensor> RunSteps(const std::string& device, const Optimizer& o, bool
   return out.ok() ? *out : std::vector<Tensor>();
 }
 
+// Runs without a GPU: the kernels this layer claims are registered.
+TEST(GpuTrainingRegistryTest, KernelsAreRegisteredForTheirTypes) {
+  auto node = [](const std::string& op, const std::string& attr, DataType t) {
+    tensorflow::NodeDef n;
+    n.set_name("n");
+    n.set_op(op);
+    SetAttr(&n, attr, t);
+    return n;
+  };
+  const KernelRegistry* r = KernelRegistry::Global();
+  for (const char* op : {"ApplyGradientDescent", "ApplyMomentum", "ApplyAdam", "ApplyAdagrad",
+                         "ApplyRMSProp", "ResourceApplyGradientDescent", "ResourceApplyMomentum",
+                         "ResourceApplyAdam", "ResourceApplyAdagrad", "ResourceApplyRMSProp",
+                         "Assign", "AssignAdd", "AssignSub", "Conv2D", "Conv2DBackpropInput",
+                         "Conv2DBackpropFilter", "MaxPool", "MaxPoolGrad"}) {
+    EXPECT_TRUE(r->HasKernel(kDeviceGPU, node(op, "T", DT_FLOAT))) << op;
+  }
+  for (const char* op : {"VariableV2", "Const", "VarHandleOp", "ReadVariableOp", "AssignVariableOp",
+                         "AssignAddVariableOp", "AssignSubVariableOp", "IsVariableInitialized"}) {
+    EXPECT_TRUE(r->HasKernel(kDeviceGPU, node(op, "dtype", DT_FLOAT))) << op;
+    // int32 stays on the CPU (shapes and indices), as in TensorFlow.
+    EXPECT_FALSE(r->HasKernel(kDeviceGPU, node(op, "dtype", DT_INT32))) << op;
+  }
+  EXPECT_TRUE(r->HasKernel(kDeviceGPU, node("ApplyAdam", "T", DT_DOUBLE)));
+  EXPECT_FALSE(r->HasKernel(kDeviceGPU, node("Conv2D", "T", DT_DOUBLE)));
+}
+
 TEST(GpuTrainingTest, ThreeStepsOfEveryOptimizerMatchTheCpu) {
   DFLOW_SKIP_WITHOUT_GPU();
   for (const Optimizer& o : Optimizers()) {
