@@ -492,6 +492,27 @@ REGISTER_KERNEL(Gpu("IsVariableInitialized")
                 IsVariableInitializedGpuOp);
 REGISTER_KERNEL(Gpu("Const").TypeConstraint("dtype", kGpuVariableTypes), ConstGpuOp);
 
+// An int32 Const on a GPU stays in host memory, as TensorFlow's
+// HostConstantOp: int32 values there are shapes and axes that host-memory
+// arguments read, and it keeps such a Const's colocation group (TensorFlow's
+// gradients colocate their shape constants with the op) on the GPU.
+class HostConstGpuOp : public OpKernel {
+ public:
+  explicit HostConstGpuOp(OpKernelConstruction* c) : OpKernel(c) {
+    c->GetAttr("value", &value_).IgnoreError();  // Recorded on c.
+  }
+  absl::Status Compute(OpKernelContext* ctx) override {
+    ctx->set_output(0, value_);
+    return absl::OkStatus();
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  Tensor value_;
+};
+REGISTER_KERNEL(Gpu("Const").TypeConstraint<int32_t>("dtype").HostMemory("output"),
+                HostConstGpuOp);
+
 REGISTER_KERNEL(Gpu("VarHandleOp").TypeConstraint("dtype", kGpuVariableTypes), VarHandleGpuOp);
 REGISTER_KERNEL(Gpu("ReadVariableOp").TypeConstraint("dtype", kGpuVariableTypes),
                 ReadVariableGpuOp);
