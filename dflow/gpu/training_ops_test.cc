@@ -159,9 +159,15 @@ TEST(GpuTrainingRegistryTest, KernelsAreRegisteredForTheirTypes) {
   for (const char* op : {"VariableV2", "Const", "VarHandleOp", "ReadVariableOp", "AssignVariableOp",
                          "AssignAddVariableOp", "AssignSubVariableOp", "IsVariableInitialized"}) {
     EXPECT_TRUE(r->HasKernel(kDeviceGPU, node(op, "dtype", DT_FLOAT))) << op;
-    // int32 stays on the CPU (shapes and indices), as in TensorFlow.
-    EXPECT_FALSE(r->HasKernel(kDeviceGPU, node(op, "dtype", DT_INT32))) << op;
+    // int32 stays on the CPU (shapes and indices), as in TensorFlow, but for
+    // a Const, which TensorFlow's GPU keeps in host memory.
+    if (std::string(op) != "Const") {
+      EXPECT_FALSE(r->HasKernel(kDeviceGPU, node(op, "dtype", DT_INT32))) << op;
+    }
   }
+  absl::StatusOr<const KernelDef*> int32_const = r->Find(kDeviceGPU, node("Const", "dtype", DT_INT32));
+  ASSERT_TRUE(int32_const.ok()) << int32_const.status();
+  EXPECT_EQ((*int32_const)->host_memory_args, std::vector<std::string>{"output"});
   EXPECT_TRUE(r->HasKernel(kDeviceGPU, node("ApplyAdam", "T", DT_DOUBLE)));
   EXPECT_FALSE(r->HasKernel(kDeviceGPU, node("Conv2D", "T", DT_DOUBLE)));
 }
