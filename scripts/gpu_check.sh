@@ -86,7 +86,7 @@ else
   train mlp_gpu "" --model mlp --epochs 3
   train mlp_cpu "CUDA_VISIBLE_DEVICES=" --model mlp --epochs 3
   train cnn_gpu "" --model cnn --epochs 1
-  train cnn_cpu "CUDA_VISIBLE_DEVICES=" --model cnn --epochs 1 --max-steps 100
+  train cnn_cpu "CUDA_VISIBLE_DEVICES=" --model cnn --epochs 1
 fi
 
 say "== 3. benchmark"
