@@ -54,8 +54,8 @@ for t in $("$tests" --gtest_list_tests | awk '/^[^ ]/ {s=$1} /^  / {print s $1}'
   else
     failed+=("$t(rc $rc)")
     if [[ $rc -ge 128 ]] && command -v cuda-gdb > /dev/null; then  # A crash: where.
-      timeout 120 cuda-gdb -batch -ex run -ex bt --args "$tests" --gtest_filter="$t" \
-        > "$out/crash_$t.txt" 2>&1
+      { echo "== $t"; timeout 120 cuda-gdb -batch -ex run -ex bt --args "$tests" \
+          --gtest_filter="$t" 2>&1 | grep -E 'signal|^#[0-9]' | head -12; } >> "$out/crashes.txt"
     fi
   fi
 done
@@ -92,4 +92,9 @@ fi
 say "== 3. benchmark"
 timeout 120 "$bench" 2>&1 | tee -a "$report" || status=1
 say "== gpu_check exit $status"
+# Few files: the report, crash traces, and every log in one archive.
+tar -C "$out" -czf "$out/logs.tar.gz" --exclude=logs.tar.gz --exclude=gpu_check.txt \
+  --exclude=crashes.txt . 2>/dev/null
+find "$out" -maxdepth 1 -type f ! -name gpu_check.txt ! -name crashes.txt ! -name logs.tar.gz \
+  -delete
 exit $status
