@@ -40,7 +40,9 @@ std::vector<Tensor> RefSteps(const std::string& device, const TensorShape& shape
     // The update's output is the variable after it.
     auto out = s.Run({{"x", Random(shape, 1)}, {"d", Random(shape, seed)}}, {target});
     EXPECT_TRUE(out.ok()) << target << ": " << out.status();
-    if (out.ok()) values.push_back((*out)[0]);
+    // A copy: on the CPU a fetched ref output shares the variable's buffer,
+    // which the next in-place update changes.
+    if (out.ok()) values.push_back((*out)[0].DeepCopy());
   };
   step("init", 2);
   step("add", 3);
@@ -151,7 +153,9 @@ std::vector<Tensor> ResourceSteps(const std::string& device, const TensorShape& 
     EXPECT_TRUE(update.ok()) << target << ": " << update.status();
     auto out = s.Run({}, {"read"});
     EXPECT_TRUE(out.ok()) << target << ": " << out.status();
-    if (out.ok()) values.push_back((*out)[0]);
+    // A copy: on the CPU a fetched ref output shares the variable's buffer,
+    // which the next in-place update changes.
+    if (out.ok()) values.push_back((*out)[0].DeepCopy());
   };
   step("init", 2);
   step("add", 3);
