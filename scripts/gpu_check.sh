@@ -80,8 +80,9 @@ train() {  # label, device env, args...
   [[ $rc -ne 0 ]] && { tail -5 "$log" | tee -a "$report"; status=1; }
 }
 say "== 2. dflow train, GPU against CPU (same seed)"
-if [[ -n "${GPU_CHECK_QUICK:-}" ]]; then  # A first look at a machine: one short run.
+if [[ -n "${GPU_CHECK_QUICK:-}" ]]; then  # A first look at a machine: GPU runs only.
   train mlp_gpu "" --model mlp --epochs 1
+  train cnn_gpu "" --model cnn --epochs 1
 else
   train mlp_gpu "" --model mlp --epochs 3
   train mlp_cpu "CUDA_VISIBLE_DEVICES=" --model mlp --epochs 3

@@ -291,17 +291,12 @@ class CudnnConvOp : public OpKernel {
     absl::Status s = d.Init(p);
     if (!s.ok()) return WithPrefix(s, ctx->Prefix());
     absl::MutexLock l(CudnnMutex());
-    ASSIGN_OR_RETURN(std::vector<Algo> algos, CachedAlgos(ctx, *handle, p, d));
-    // The heuristics' first choice normally runs; one that turns out not to
+    ASSIGN_OR_RETURN(std::vector<Algo> algos, CachedAlgos(ctx, *handle, p, d, b));
+    // The fastest candidate normally runs; one that turns out not to
     // support this configuration is dropped for the next.
     for (size_t k = 0; k < algos.size(); ++k) {
       Tensor workspace;
-      if (algos[k].workspace > 0) {
-        absl::StatusOr<Tensor> t = gpu->AllocateTemp(
-            DT_UINT8, TensorShape({static_cast<int64_t>(algos[k].workspace)}));
-        if (!t.ok()) return WithPrefix(t.status(), ctx->Prefix());
-        workspace = *std::move(t);
-      }
+      RETURN_IF_ERROR(Workspace(ctx, algos[k], &workspace));
       const cudnnStatus_t st = Call(*handle, d, b, algos[k], workspace);
       if (st == CUDNN_STATUS_NOT_SUPPORTED && k + 1 < algos.size()) continue;
       if (k > 0) Forget(p, k);
@@ -309,6 +304,54 @@ class CudnnConvOp : public OpKernel {
       return s.ok() ? s : WithPrefix(s, ctx->Prefix());
     }
     return absl::InternalError(absl::StrCat(ctx->Prefix(), "no cuDNN algorithm ran"));
+  }
+
+  static absl::Status Workspace(OpKernelContext* ctx, const Algo& algo, Tensor* workspace) {
+    if (algo.workspace == 0) return absl::OkStatus();
+    absl::StatusOr<Tensor> t = GpuOf(ctx)->AllocateTemp(
+        DT_UINT8, TensorShape({static_cast<int64_t>(algo.workspace)}));
+    if (!t.ok()) return WithPrefix(t.status(), ctx->Prefix());
+    *workspace = *std::move(t);
+    return absl::OkStatus();
+  }
+
+  // TensorFlow's autotuning, once per shape: every candidate runs twice on
+  // the stream, the second run timed with events; the list is reordered
+  // fastest first, candidates that fail are dropped. cuDNN's heuristics
+  // alone picked, for this CNN's NHWC backward filter, an algorithm 30 times
+  // slower than the best one.
+  std::vector<Algo> Tune(OpKernelContext* ctx, cudnnHandle_t h, const ConvDescriptors& d,
+                         const ConvBuffers& b, std::vector<Algo> algos) const {
+    cudaStream_t stream = GpuOf(ctx)->stream();
+    cudaEvent_t start = nullptr, stop = nullptr;
+    if (cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&stop) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return algos;
+    }
+    std::vector<std::pair<float, Algo>> timed;
+    for (const Algo& a : algos) {
+      Tensor workspace;
+      if (!Workspace(ctx, a, &workspace).ok()) continue;
+      if (Call(h, d, b, a, workspace) != CUDNN_STATUS_SUCCESS) continue;
+      cudaEventRecord(start, stream);
+      const cudnnStatus_t st = Call(h, d, b, a, workspace);
+      cudaEventRecord(stop, stream);
+      float ms = 0;
+      if (st != CUDNN_STATUS_SUCCESS || cudaEventSynchronize(stop) != cudaSuccess ||
+          cudaEventElapsedTime(&ms, start, stop) != cudaSuccess) {
+        (void)cudaGetLastError();
+        continue;
+      }
+      timed.push_back({ms, a});
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    if (timed.empty()) return algos;  // Run reports the first one's failure.
+    std::stable_sort(timed.begin(), timed.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    std::vector<Algo> sorted;
+    for (const auto& [ms, a] : timed) sorted.push_back(a);
+    return sorted;
   }
 
   // One cuDNN call of this kernel's kind with `algo`.
@@ -338,16 +381,21 @@ class CudnnConvOp : public OpKernel {
   const Conv2DAttrs attrs_;
 
  private:
+  // The candidates of plan `p`, tuned on its first call (with `b`'s buffers).
   absl::StatusOr<std::vector<Algo>> CachedAlgos(OpKernelContext* ctx, cudnnHandle_t h,
-                                                const ConvPlan& p, const ConvDescriptors& d) {
+                                                const ConvPlan& p, const ConvDescriptors& d,
+                                                const ConvBuffers& b) {
     const PlanKey key = KeyOf(p);
-    absl::MutexLock l(&mu_);
-    auto it = algos_.find(key);
-    if (it != algos_.end()) return it->second;
+    {
+      absl::MutexLock l(&mu_);
+      auto it = algos_.find(key);
+      if (it != algos_.end()) return it->second;
+    }
     absl::StatusOr<std::vector<Algo>> algos = ChooseAlgos(kind_, h, d);
     if (!algos.ok()) return WithPrefix(algos.status(), ctx->Prefix());
-    algos_[key] = *algos;
-    return algos;
+    std::vector<Algo> tuned = Tune(ctx, h, d, b, *std::move(algos));
+    absl::MutexLock l(&mu_);
+    return algos_.try_emplace(key, std::move(tuned)).first->second;
   }
 
   // Drops the first `k` candidates of plan `p`, which cuDNN did not run.

@@ -30,8 +30,9 @@ struct ReduceIndex {
 };
 
 // Scratch floats LaunchReduce needs for `num_out` outputs of `count`
-// elements each (0: none; one long row is reduced in two passes).
-int64_t ReduceScratchElements(int64_t num_out, int64_t count);
+// elements each laid out as `index` (0: none; one long row, and long
+// columns, are reduced in two passes).
+int64_t ReduceScratchElements(int64_t num_out, int64_t count, const ReduceIndex& index);
 
 // out[o] for o in [0, num_out): the reduction of `count` >= 1 elements
 // (Mean divides the sum by count; Max and Min propagate NaN). `scratch`:

@@ -121,7 +121,7 @@ absl::Status RunReduce(OpKernelContext* ctx, Reduce op, const Tensor& in, Tensor
     return LaunchStatus(ctx);
   }
   Tensor scratch;
-  const int64_t scratch_elements = ReduceScratchElements(num_out, count);
+  const int64_t scratch_elements = ReduceScratchElements(num_out, count, x);
   if (scratch_elements > 0) {
     ASSIGN_OR_RETURN(scratch, gpu->AllocateTemp(DT_FLOAT, TensorShape({scratch_elements})));
   }

@@ -47,6 +47,8 @@ TEST(GpuReductionTest, ReductionsMatchTheCpu) {
       {TensorShape({0, 5}), {0}},          {TensorShape({5, 0}), {1}},
       {TensorShape({0, 5}), {1}},          {TensorShape({3, 1000}), {1}},
       {TensorShape({1001, 3}), {0}},       {TensorShape({5, 9, 11}), {0, 2}},
+      // Long columns: two passes over chunks of rows.
+      {TensorShape({5000, 16}), {0}},      {TensorShape({3001, 300}), {0}},
   };
   int seed = 1;
   for (const Case& c : cases) {
@@ -88,7 +90,8 @@ TEST(GpuReductionTest, BiasAddGradMatchesTheCpu) {
   const std::vector<std::pair<std::string, TensorShape>> cases = {
       {"NHWC", TensorShape({4, 5, 6, 7})}, {"NCHW", TensorShape({4, 7, 5, 6})},
       {"NHWC", TensorShape({128, 256})},   {"NCHW", TensorShape({1, 300})},
-      {"NCHW", TensorShape({1, 7, 1, 1})}, {"NHWC", TensorShape({0, 5})}};
+      {"NCHW", TensorShape({1, 7, 1, 1})}, {"NHWC", TensorShape({0, 5})},
+      {"NHWC", TensorShape({8, 50, 50, 16})}};  // 20000 rows: the two-pass column path.
   int seed = 1;
   for (const auto& [format, shape] : cases) {
     tensorflow::GraphDef g;
