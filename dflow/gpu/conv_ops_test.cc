@@ -4,17 +4,12 @@
 #include <cmath>
 
 #include "absl/strings/match.h"
-#include "dflow/gpu/train_test_util.h"
+#include "dflow/gpu/gpu_test_util.h"
 
 namespace dflow {
 namespace gpu {
 namespace {
 
-using testing::DeviceSession;
-using testing::HostConst;
-using testing::Node;
-using testing::Placeholder;
-using testing::Random;
 
 constexpr char kGpu[] = "/device:GPU:0";
 constexpr char kCpu[] = "/device:CPU:0";
@@ -40,11 +35,11 @@ void SetConvAttrs(tensorflow::NodeDef* n, const ConvCase& c) {
 // dw = Conv2DBackpropFilter(x, w's shape, dy).
 tensorflow::GraphDef ConvGraph(const ConvCase& c) {
   tensorflow::GraphDef g;
-  Placeholder(&g, "x");
-  Placeholder(&g, "w");
-  Placeholder(&g, "dy");
-  HostConst(&g, "x_shape", Tensor::Vec<int32_t>({c.batch, c.rows, c.cols, c.in_depth}));
-  HostConst(&g, "w_shape", Tensor::Vec<int32_t>({c.k, c.k, c.in_depth, c.out_depth}));
+  AddPlaceholder(&g, "x");
+  AddPlaceholder(&g, "w");
+  AddPlaceholder(&g, "dy");
+  AddHostConst(&g, "x_shape", Tensor::Vec<int32_t>({c.batch, c.rows, c.cols, c.in_depth}));
+  AddHostConst(&g, "w_shape", Tensor::Vec<int32_t>({c.k, c.k, c.in_depth, c.out_depth}));
   SetConvAttrs(Node(&g, "y", "Conv2D", {"x", "w"}), c);
   SetConvAttrs(Node(&g, "dx", "Conv2DBackpropInput", {"x_shape", "w", "dy"}), c);
   SetConvAttrs(Node(&g, "dw", "Conv2DBackpropFilter", {"x", "w_shape", "dy"}), c);
@@ -60,7 +55,7 @@ absl::StatusOr<std::vector<Tensor>> RunConv(const ConvCase& c, const std::string
   const TensorShape w({c.k, c.k, c.in_depth, c.out_depth});
   const TensorShape y({c.batch, OutSize(c, c.rows), OutSize(c, c.cols), c.out_depth});
   DeviceSession s(ConvGraph(c), device);
-  return s.Run({{"x", Random(x, 1)}, {"w", Random(w, 2)}, {"dy", Random(y, 3)}},
+  return s.Run({{"x", RandomTensor(x, 1)}, {"w", RandomTensor(w, 2)}, {"dy", RandomTensor(y, 3)}},
                {"y", "dx", "dw"});
 }
 
@@ -83,9 +78,9 @@ TEST(GpuConvTest, ConvolutionAndGradientsMatchTheCpu) {
             ASSERT_TRUE(gpu.ok()) << what << ": " << gpu.status();
             ASSERT_TRUE(cpu.ok()) << what << ": " << cpu.status();
             const int64_t out_pixels = batch * OutSize(c, c.rows) * OutSize(c, c.cols);
-            ExpectNear((*gpu)[0], (*cpu)[0], 1e-4f, SumTolerance(k * k * in_depth), what + " y");
-            ExpectNear((*gpu)[1], (*cpu)[1], 1e-4f, SumTolerance(k * k * out_depth), what + " dx");
-            ExpectNear((*gpu)[2], (*cpu)[2], 1e-4f, SumTolerance(out_pixels), what + " dw");
+            ExpectSame((*gpu)[0], (*cpu)[0], 1e-4f, SumTolerance(k * k * in_depth), what + " y");
+            ExpectSame((*gpu)[1], (*cpu)[1], 1e-4f, SumTolerance(k * k * out_depth), what + " dx");
+            ExpectSame((*gpu)[2], (*cpu)[2], 1e-4f, SumTolerance(out_pixels), what + " dw");
           }
         }
       }
@@ -104,7 +99,7 @@ TEST(GpuConvTest, OddImagesAndEmptyBatches) {
     ASSERT_TRUE(gpu.ok()) << what << ": " << gpu.status();
     ASSERT_TRUE(cpu.ok()) << what << ": " << cpu.status();
     for (int i = 0; i < 3; ++i) {
-      ExpectNear((*gpu)[i], (*cpu)[i], 1e-4f, SumTolerance(1000), absl::StrCat(what, " ", i));
+      ExpectSame((*gpu)[i], (*cpu)[i], 1e-4f, SumTolerance(1000), absl::StrCat(what, " ", i));
     }
   }
 }
@@ -115,18 +110,18 @@ TEST(GpuConvTest, BadShapesAreInvalidArguments) {
   DeviceSession s(ConvGraph(c), kGpu);
   ASSERT_TRUE(s.create_status().ok()) << s.create_status();
   // Depth 3 does not match the filter's 2.
-  auto depth = s.Run({{"x", Random(TensorShape({1, 12, 13, 3}), 1)},
-                      {"w", Random(TensorShape({3, 3, 2, 2}), 2)}},
+  auto depth = s.Run({{"x", RandomTensor(TensorShape({1, 12, 13, 3}), 1)},
+                      {"w", RandomTensor(TensorShape({3, 3, 2, 2}), 2)}},
                      {"y"});
   ASSERT_FALSE(depth.ok());
   EXPECT_EQ(depth.status().code(), absl::StatusCode::kInvalidArgument) << depth.status();
-  auto rank = s.Run({{"x", Random(TensorShape({12, 13, 2}), 1)},
-                     {"w", Random(TensorShape({3, 3, 2, 2}), 2)}},
+  auto rank = s.Run({{"x", RandomTensor(TensorShape({12, 13, 2}), 1)},
+                     {"w", RandomTensor(TensorShape({3, 3, 2, 2}), 2)}},
                     {"y"});
   ASSERT_FALSE(rank.ok());
   EXPECT_TRUE(absl::StrContains(rank.status().message(), "4-dimensional")) << rank.status();
-  auto dy = s.Run({{"w", Random(TensorShape({3, 3, 2, 2}), 2)},
-                   {"dy", Random(TensorShape({1, 5, 5, 2}), 3)}},
+  auto dy = s.Run({{"w", RandomTensor(TensorShape({3, 3, 2, 2}), 2)},
+                   {"dy", RandomTensor(TensorShape({1, 5, 5, 2}), 3)}},
                   {"dx"});
   ASSERT_FALSE(dy.ok());
   EXPECT_TRUE(absl::StrContains(dy.status().message(), "does not match the convolution's output"))
@@ -143,8 +138,8 @@ struct PoolCase {
 
 tensorflow::GraphDef PoolGraph(const PoolCase& c) {
   tensorflow::GraphDef g;
-  Placeholder(&g, "x");
-  Placeholder(&g, "dy");
+  AddPlaceholder(&g, "x");
+  AddPlaceholder(&g, "dy");
   for (const char* name : {"y", "dx"}) {
     tensorflow::NodeDef* n = std::string(name) == "y" ? Node(&g, "y", "MaxPool", {"x"})
                                                       : Node(&g, "dx", "MaxPoolGrad", {"x", "y", "dy"});
@@ -165,7 +160,7 @@ absl::StatusOr<std::vector<Tensor>> RunPool(const PoolCase& c, const std::string
                                             const Tensor& x) {
   const TensorShape y({c.batch, PoolOut(c, c.rows), PoolOut(c, c.cols), c.depth});
   DeviceSession s(PoolGraph(c), device);
-  return s.Run({{"x", x}, {"dy", Random(y, 5)}}, {"y", "dx"});
+  return s.Run({{"x", x}, {"dy", RandomTensor(y, 5)}}, {"y", "dx"});
 }
 
 TEST(GpuPoolTest, MaxPoolAndItsGradientMatchTheCpu) {
@@ -178,13 +173,13 @@ TEST(GpuPoolTest, MaxPoolAndItsGradientMatchTheCpu) {
             const PoolCase c{padding, window, stride, batch, depth};
             const std::string what = absl::StrCat(padding, " window ", window, " stride ", stride,
                                                   " batch ", batch, " depth ", depth);
-            const Tensor x = Random(TensorShape({batch, c.rows, c.cols, depth}), 4);
+            const Tensor x = RandomTensor(TensorShape({batch, c.rows, c.cols, depth}), 4);
             auto gpu = RunPool(c, kGpu, x);
             auto cpu = RunPool(c, kCpu, x);
             ASSERT_TRUE(gpu.ok()) << what << ": " << gpu.status();
             ASSERT_TRUE(cpu.ok()) << what << ": " << cpu.status();
-            ExpectNear((*gpu)[0], (*cpu)[0], 0, 0, what + " y");
-            ExpectNear((*gpu)[1], (*cpu)[1], 1e-6f, 1e-6f, what + " dx");
+            ExpectSame((*gpu)[0], (*cpu)[0], 0, 0, what + " y");
+            ExpectSame((*gpu)[1], (*cpu)[1], 1e-6f, 1e-6f, what + " dx");
           }
         }
       }
@@ -200,7 +195,7 @@ TEST(GpuPoolTest, TiesGoToTheFirstMaximumAndEmptyBatchesWork) {
   auto cpu = RunPool(c, kCpu, zeros);
   ASSERT_TRUE(gpu.ok()) << gpu.status();
   ASSERT_TRUE(cpu.ok()) << cpu.status();
-  ExpectNear((*gpu)[1], (*cpu)[1], 1e-6f, 1e-6f, "ties");
+  ExpectSame((*gpu)[1], (*cpu)[1], 1e-6f, 1e-6f, "ties");
   const PoolCase empty{"VALID", 2, 2, 0, 3};
   auto out = RunPool(empty, kGpu, Tensor(DT_FLOAT, TensorShape({0, c.rows, c.cols, 3})));
   ASSERT_TRUE(out.ok()) << out.status();
@@ -213,8 +208,8 @@ TEST(GpuPoolTest, MismatchedGradientIsAnInvalidArgument) {
   const PoolCase c{"VALID", 2, 2, 1, 3};
   DeviceSession s(PoolGraph(c), kGpu);
   ASSERT_TRUE(s.create_status().ok()) << s.create_status();
-  auto out = s.Run({{"x", Random(TensorShape({1, c.rows, c.cols, 3}), 1)},
-                    {"dy", Random(TensorShape({1, 4, 4, 3}), 2)}},
+  auto out = s.Run({{"x", RandomTensor(TensorShape({1, c.rows, c.cols, 3}), 1)},
+                    {"dy", RandomTensor(TensorShape({1, 4, 4, 3}), 2)}},
                    {"dx"});
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();

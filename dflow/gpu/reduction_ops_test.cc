@@ -7,7 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "dflow/gpu/op_test_util.h"
+#include "dflow/gpu/gpu_test_util.h"
 
 namespace dflow {
 namespace gpu {

@@ -4,17 +4,12 @@
 #include <map>
 
 #include "absl/strings/match.h"
-#include "dflow/gpu/train_test_util.h"
+#include "dflow/gpu/gpu_test_util.h"
 
 namespace dflow {
 namespace gpu {
 namespace {
 
-using testing::DeviceSession;
-using testing::Feeds;
-using testing::Node;
-using testing::Placeholder;
-using testing::Random;
 
 constexpr char kGpu[] = "/device:GPU:0";
 constexpr char kCpu[] = "/device:CPU:0";
@@ -74,7 +69,7 @@ tensorflow::GraphDef ApplyGraph(const Optimizer& o, bool resource, const TensorS
   std::vector<std::string> apply_inputs;
   for (int k = 0; k < o.num_vars; ++k) {
     const std::string v = absl::StrCat("v", k), init = absl::StrCat("init_", v);
-    Placeholder(&g, init);
+    AddPlaceholder(&g, init);
     tensorflow::NodeDef* var = Node(&g, v, resource ? "VarHandleOp" : "VariableV2");
     SetAttr(var, "dtype", DT_FLOAT);
     SetAttr(var, "shape", shape);
@@ -88,7 +83,7 @@ tensorflow::GraphDef ApplyGraph(const Optimizer& o, bool resource, const TensorS
     apply_inputs.push_back(v);
   }
   for (size_t i = o.num_vars; i < o.inputs.size(); ++i) {
-    Placeholder(&g, o.inputs[i]);
+    AddPlaceholder(&g, o.inputs[i]);
     apply_inputs.push_back(o.inputs[i]);
   }
   tensorflow::NodeDef* apply =
@@ -104,7 +99,7 @@ Feeds InitFeeds(const Optimizer& o, const TensorShape& shape) {
   for (int k = 0; k < o.num_vars; ++k) {
     // Slots positive (accumulators, second moments), the variable signed.
     feeds.push_back({absl::StrCat("init_v", k),
-                     k == 0 ? Random(shape, 10) : Random(shape, 10 + k, 0.1f, 1.0f)});
+                     k == 0 ? RandomTensor(shape, 10) : RandomTensor(shape, 10 + k, 0.1f, 1.0f)});
   }
   return feeds;
 }
@@ -113,7 +108,7 @@ Feeds StepFeeds(const Optimizer& o, const TensorShape& shape, int t) {
   Feeds feeds;
   for (size_t i = o.num_vars; i < o.inputs.size(); ++i) {
     const std::string& name = o.inputs[i];
-    feeds.push_back({name, IsGrad(name) ? Random(shape, 100 + t) : Tensor::Scalar(ScalarAt(name, t))});
+    feeds.push_back({name, IsGrad(name) ? RandomTensor(shape, 100 + t) : Tensor::Scalar(ScalarAt(name, t))});
   }
   return feeds;
 }
@@ -183,7 +178,7 @@ TEST(GpuTrainingTest, ThreeStepsOfEveryOptimizerMatchTheCpu) {
         ASSERT_EQ(gpu.size(), static_cast<size_t>(o.num_vars)) << what;
         ASSERT_EQ(cpu.size(), static_cast<size_t>(o.num_vars)) << what;
         for (int k = 0; k < o.num_vars; ++k) {
-          ExpectNear(gpu[k], cpu[k], 1e-5f, 1e-6f, absl::StrCat(what, " ", o.inputs[k]));
+          ExpectSame(gpu[k], cpu[k], 1e-5f, 1e-6f, absl::StrCat(what, " ", o.inputs[k]));
         }
       }
     }
@@ -204,7 +199,7 @@ TEST(GpuTrainingTest, ShapeAndScalarErrorsMatchTheCpu) {
       ASSERT_TRUE(s.Run(InitFeeds(momentum, shape), {}, {"assign_v0", "assign_v1"}).ok());
       Feeds bad_grad = StepFeeds(momentum, shape, 1);
       for (auto& [name, t] : bad_grad) {
-        if (name == "grad") t = Random(TensorShape({9}), 1);
+        if (name == "grad") t = RandomTensor(TensorShape({9}), 1);
       }
       auto grad = s.Run(bad_grad, {}, {"apply"});
       ASSERT_FALSE(grad.ok()) << device;
@@ -213,7 +208,7 @@ TEST(GpuTrainingTest, ShapeAndScalarErrorsMatchTheCpu) {
           << grad.status();
       Feeds bad_lr = StepFeeds(momentum, shape, 1);
       for (auto& [name, t] : bad_lr) {
-        if (name == "lr") t = Random(TensorShape({2}), 2);
+        if (name == "lr") t = RandomTensor(TensorShape({2}), 2);
       }
       auto lr = s.Run(bad_lr, {}, {"apply"});
       ASSERT_FALSE(lr.ok()) << device;

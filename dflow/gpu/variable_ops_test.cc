@@ -1,16 +1,12 @@
 // GPU variables against the CPU's: reference and resource variables,
 // Const, and their error cases.
 #include "absl/strings/match.h"
-#include "dflow/gpu/train_test_util.h"
+#include "dflow/gpu/gpu_test_util.h"
 
 namespace dflow {
 namespace gpu {
 namespace {
 
-using testing::DeviceSession;
-using testing::Node;
-using testing::Placeholder;
-using testing::Random;
 
 constexpr char kGpu[] = "/device:GPU:0";
 constexpr char kCpu[] = "/device:CPU:0";
@@ -18,8 +14,8 @@ constexpr char kCpu[] = "/device:CPU:0";
 // v = VariableV2 [shape]; init: v = x; add: v += d; sub: v -= d; value: read.
 tensorflow::GraphDef RefVariableGraph(const TensorShape& shape) {
   tensorflow::GraphDef g;
-  Placeholder(&g, "x");
-  Placeholder(&g, "d");
+  AddPlaceholder(&g, "x");
+  AddPlaceholder(&g, "d");
   tensorflow::NodeDef* v = Node(&g, "v", "VariableV2");
   SetAttr(v, "dtype", DT_FLOAT);
   SetAttr(v, "shape", shape);
@@ -38,7 +34,7 @@ std::vector<Tensor> RefSteps(const std::string& device, const TensorShape& shape
   std::vector<Tensor> values;
   auto step = [&](const char* target, int seed) {
     // The update's output is the variable after it.
-    auto out = s.Run({{"x", Random(shape, 1)}, {"d", Random(shape, seed)}}, {target});
+    auto out = s.Run({{"x", RandomTensor(shape, 1)}, {"d", RandomTensor(shape, seed)}}, {target});
     EXPECT_TRUE(out.ok()) << target << ": " << out.status();
     // A copy: on the CPU a fetched ref output shares the variable's buffer,
     // which the next in-place update changes.
@@ -60,7 +56,7 @@ TEST(GpuVariableTest, RefVariableAssignAddSubMatchTheCpu) {
     ASSERT_EQ(gpu.size(), 4u);
     ASSERT_EQ(cpu.size(), 4u);
     for (int i = 0; i < 4; ++i) {
-      ExpectNear(gpu[i], cpu[i], 1e-6f, 1e-6f, absl::StrCat(shape.DebugString(), " step ", i));
+      ExpectSame(gpu[i], cpu[i], 1e-6f, 1e-6f, absl::StrCat(shape.DebugString(), " step ", i));
     }
   }
 }
@@ -73,11 +69,11 @@ TEST(GpuVariableTest, IsVariableInitializedAndUninitializedErrors) {
   auto before = s.Run({}, {"is_init"});
   ASSERT_TRUE(before.ok()) << before.status();
   EXPECT_FALSE((*before)[0].scalar<bool>());
-  auto add = s.Run({{"d", Random(shape, 1)}}, {}, {"add"});
+  auto add = s.Run({{"d", RandomTensor(shape, 1)}}, {}, {"add"});
   ASSERT_FALSE(add.ok());
   EXPECT_EQ(add.status().code(), absl::StatusCode::kFailedPrecondition) << add.status();
   EXPECT_TRUE(absl::StrContains(add.status().message(), "uninitialized")) << add.status();
-  ASSERT_TRUE(s.Run({{"x", Random(shape, 2)}}, {}, {"init"}).ok());
+  ASSERT_TRUE(s.Run({{"x", RandomTensor(shape, 2)}}, {}, {"init"}).ok());
   auto after = s.Run({}, {"is_init"});
   ASSERT_TRUE(after.ok()) << after.status();
   EXPECT_TRUE((*after)[0].scalar<bool>());
@@ -91,16 +87,16 @@ TEST(GpuVariableTest, AssignValidatesShapesUnlessToldNot) {
   SetAttr(loose, "validate_shape", false);
   DeviceSession s(g, kGpu);
   ASSERT_TRUE(s.create_status().ok()) << s.create_status();
-  ASSERT_TRUE(s.Run({{"x", Random(TensorShape({4}), 1)}}, {}, {"init"}).ok());
-  auto bad = s.Run({{"x", Random(TensorShape({3}), 2)}}, {}, {"init"});
+  ASSERT_TRUE(s.Run({{"x", RandomTensor(TensorShape({4}), 1)}}, {}, {"init"}).ok());
+  auto bad = s.Run({{"x", RandomTensor(TensorShape({3}), 2)}}, {}, {"init"});
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(absl::StrContains(bad.status().message(), "Assign requires shapes")) << bad.status();
-  Tensor x = Random(TensorShape({2, 3}), 3);
+  Tensor x = RandomTensor(TensorShape({2, 3}), 3);
   auto out = s.Run({{"x", x}}, {"loose"});
   ASSERT_TRUE(out.ok()) << out.status();
-  ExpectNear((*out)[0], x, 0, 0, "reshaped by validate_shape=false");
-  auto mismatch = s.Run({{"d", Random(TensorShape({6}), 4)}}, {}, {"add"});
+  ExpectSame((*out)[0], x, 0, 0, "reshaped by validate_shape=false");
+  auto mismatch = s.Run({{"d", RandomTensor(TensorShape({6}), 4)}}, {}, {"add"});
   ASSERT_FALSE(mismatch.ok());
   EXPECT_TRUE(absl::StrContains(mismatch.status().message(), "must be the same size"))
       << mismatch.status();
@@ -109,7 +105,7 @@ TEST(GpuVariableTest, AssignValidatesShapesUnlessToldNot) {
 TEST(GpuVariableTest, ConstIsCopiedToTheDeviceOnce) {
   DFLOW_SKIP_WITHOUT_GPU();
   tensorflow::GraphDef g;
-  Tensor value = Random(TensorShape({3, 301}), 7);
+  Tensor value = RandomTensor(TensorShape({3, 301}), 7);
   tensorflow::NodeDef* c = Node(&g, "c", "Const");
   SetAttr(c, "dtype", DT_FLOAT);
   SetAttr(c, "value", value);
@@ -119,7 +115,7 @@ TEST(GpuVariableTest, ConstIsCopiedToTheDeviceOnce) {
   for (int i = 0; i < 2; ++i) {
     auto out = s.Run({}, {"out"});
     ASSERT_TRUE(out.ok()) << out.status();
-    ExpectNear((*out)[0], value, 0, 0, absl::StrCat("run ", i));
+    ExpectSame((*out)[0], value, 0, 0, absl::StrCat("run ", i));
   }
 }
 
@@ -127,8 +123,8 @@ TEST(GpuVariableTest, ConstIsCopiedToTheDeviceOnce) {
 // before an update in the same step ("snap", before "add_after_snap").
 tensorflow::GraphDef ResourceGraph(const TensorShape& shape) {
   tensorflow::GraphDef g;
-  Placeholder(&g, "x");
-  Placeholder(&g, "d");
+  AddPlaceholder(&g, "x");
+  AddPlaceholder(&g, "d");
   tensorflow::NodeDef* h = Node(&g, "h", "VarHandleOp");
   SetAttr(h, "dtype", DT_FLOAT);
   SetAttr(h, "shape", shape);
@@ -149,7 +145,7 @@ std::vector<Tensor> ResourceSteps(const std::string& device, const TensorShape& 
   EXPECT_TRUE(s.create_status().ok()) << s.create_status();
   std::vector<Tensor> values;
   auto step = [&](const char* target, int seed) {
-    auto update = s.Run({{"x", Random(shape, 1)}, {"d", Random(shape, seed)}}, {}, {target});
+    auto update = s.Run({{"x", RandomTensor(shape, 1)}, {"d", RandomTensor(shape, seed)}}, {}, {target});
     EXPECT_TRUE(update.ok()) << target << ": " << update.status();
     auto out = s.Run({}, {"read"});
     EXPECT_TRUE(out.ok()) << target << ": " << out.status();
@@ -172,7 +168,7 @@ TEST(GpuVariableTest, ResourceVariableUpdatesMatchTheCpu) {
     ASSERT_EQ(gpu.size(), 4u);
     ASSERT_EQ(cpu.size(), 4u);
     for (int i = 0; i < 4; ++i) {
-      ExpectNear(gpu[i], cpu[i], 1e-6f, 1e-6f, absl::StrCat(shape.DebugString(), " step ", i));
+      ExpectSame(gpu[i], cpu[i], 1e-6f, 1e-6f, absl::StrCat(shape.DebugString(), " step ", i));
     }
   }
 }
@@ -182,14 +178,14 @@ TEST(GpuVariableTest, AReadIsASnapshotThatLaterUpdatesDoNotChange) {
   const TensorShape shape({300});
   DeviceSession s(ResourceGraph(shape), kGpu);
   ASSERT_TRUE(s.create_status().ok()) << s.create_status();
-  Tensor x = Random(shape, 1);
+  Tensor x = RandomTensor(shape, 1);
   auto before = s.Run({}, {"is_init"});
   ASSERT_TRUE(before.ok()) << before.status();
   EXPECT_FALSE((*before)[0].scalar<bool>());
   ASSERT_TRUE(s.Run({{"x", x}}, {}, {"init"}).ok());
-  auto out = s.Run({{"d", Random(shape, 2)}}, {"snap", "is_init", "shape"}, {"add_after_snap"});
+  auto out = s.Run({{"d", RandomTensor(shape, 2)}}, {"snap", "is_init", "shape"}, {"add_after_snap"});
   ASSERT_TRUE(out.ok()) << out.status();
-  ExpectNear((*out)[0], x, 0, 0, "snapshot");
+  ExpectSame((*out)[0], x, 0, 0, "snapshot");
   EXPECT_TRUE((*out)[1].scalar<bool>());
   ASSERT_EQ((*out)[2].NumElements(), 1);
   EXPECT_EQ((*out)[2].flat<int32_t>()[0], 300);
@@ -207,8 +203,8 @@ TEST(GpuVariableTest, ResourceErrorsMatchTheCpu) {
   ASSERT_FALSE(read.ok());
   EXPECT_EQ(read.status().code(), absl::StatusCode::kFailedPrecondition) << read.status();
   EXPECT_TRUE(absl::StrContains(read.status().message(), "is uninitialized")) << read.status();
-  ASSERT_TRUE(s.Run({{"x", Random(shape, 1)}}, {}, {"init"}).ok());
-  auto add = s.Run({{"d", Random(TensorShape({5}), 2)}}, {}, {"add"});
+  ASSERT_TRUE(s.Run({{"x", RandomTensor(shape, 1)}}, {}, {"init"}).ok());
+  auto add = s.Run({{"d", RandomTensor(TensorShape({5}), 2)}}, {}, {"add"});
   ASSERT_FALSE(add.ok());
   EXPECT_EQ(add.status().code(), absl::StatusCode::kInvalidArgument) << add.status();
   EXPECT_TRUE(absl::StrContains(add.status().message(), "shapes must be equal")) << add.status();
