@@ -92,6 +92,13 @@ fi
 
 say "== 3. benchmark"
 timeout 120 "$bench" 2>&1 | tee -a "$report" || status=1
+# Peers of `dflow train`'s GPU figures: the same steps in PyTorch (cuDNN and
+# cuBLAS called per op), where the machine has it.
+if python3 -c "import torch" 2> /dev/null; then
+  for model in mlp cnn; do
+    timeout 120 python3 bench/gpu/torch_gpu_step.py --model "$model" 2>&1 | tail -1 | tee -a "$report"
+  done
+fi
 say "== gpu_check exit $status"
 # Few files: the report, crash traces, and every log in one archive.
 tar -C "$out" -czf "$out/logs.tar.gz" --exclude=logs.tar.gz --exclude=gpu_check.txt \
