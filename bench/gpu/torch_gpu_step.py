@@ -43,7 +43,7 @@ def main():
         model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
                               nn.Linear(256, 10))
     model = model.cuda()
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-7)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-8)  # TF1 and dflow: 1e-8
     loss_fn = nn.CrossEntropyLoss()
     rng = np.random.default_rng(1)
     batches = [(rng.random((a.batch, 784), dtype=np.float32),

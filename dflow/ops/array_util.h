@@ -129,6 +129,11 @@ absl::Status ConcatRows(const std::vector<const Tensor*>& inputs,
 absl::Status StridedCopy(const Tensor& in, absl::Span<const int64_t> begin,
                          absl::Span<const int64_t> strides, Tensor* out);
 
+// The shape Reshape gives `input_dims` for the requested `sizes` (one may
+// be -1); errors are TensorFlow's. Shared by the CPU and GPU Reshape.
+absl::StatusOr<std::vector<int64_t>> ReshapeDims(absl::Span<const int64_t> input_dims,
+                                                 std::vector<int64_t> sizes);
+
 }  // namespace dflow
 
 #endif  // DFLOW_OPS_ARRAY_UTIL_H_

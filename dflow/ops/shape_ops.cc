@@ -126,58 +126,6 @@ REGISTER_KERNEL(KernelDefBuilder("Rank").Device(kDeviceCPU), RankOp);
 // ---------------------------------------------------------------------------
 // Reshape
 
-// The shape Reshape gives `input_dims` for the requested `sizes` (one may be
-// -1). Errors are TensorFlow's.
-absl::StatusOr<std::vector<int64_t>> ReshapeDims(absl::Span<const int64_t> input_dims,
-                                                 std::vector<int64_t> sizes) {
-  const int64_t n = DimProduct(input_dims, 0, static_cast<int>(input_dims.size()));
-  int unknown = -1;
-  int64_t product = 1, nonzero_product = 1;
-  for (int i = 0; i < static_cast<int>(sizes.size()); ++i) {
-    const int64_t d = sizes[i];
-    if (d == -1) {
-      if (unknown >= 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("Only one input size may be -1, not both ", unknown, " and ", i));
-      }
-      unknown = i;
-      continue;
-    }
-    if (d < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("Size ", i, " must be non-negative, not ", d));
-    }
-    if (d != 0 && nonzero_product > std::numeric_limits<int64_t>::max() / d) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("requested shape ", DimsString(sizes), " has too many elements"));
-    }
-    product *= d;
-    if (d != 0) nonzero_product *= d;
-  }
-  if (unknown < 0) {
-    if (product != n) {
-      return absl::InvalidArgumentError(absl::StrCat("Input to reshape is a tensor with ", n,
-                                                     " values, but the requested shape has ",
-                                                     product));
-    }
-    return sizes;
-  }
-  if (product > 0) {
-    if (n % product != 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("Input to reshape is a tensor with ", n,
-                       " values, but the requested shape requires a multiple of ", product));
-    }
-    sizes[unknown] = n / product;
-  } else if (n != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("Input to reshape is a tensor with ", n,
-                                                   " values, but the requested shape has 0"));
-  } else {  // Empty to empty: the -1 takes the input's non-zero dims' product.
-    int64_t input_nonzero = 1;
-    for (int64_t d : input_dims) input_nonzero *= d == 0 ? 1 : d;
-    sizes[unknown] = input_nonzero / nonzero_product;
-  }
-  return sizes;
-}
 
 // The requested shape from Reshape's `shape` input: a constant's values
 // (-1 unknown; a legacy scalar means one dim), else unknown dims.
