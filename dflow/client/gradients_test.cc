@@ -49,6 +49,12 @@ BuildFn MatMulT(bool ta, bool tb) {
     return ops::MatMul(s, x[0], x[1], {.transpose_a = ta, .transpose_b = tb});
   };
 }
+BuildFn BatchMatMulT(const std::string& op, bool adj_x, bool adj_y) {
+  return [op, adj_x, adj_y](const Scope& s, const std::vector<Output>& x) {
+    return OpBuilder(s, op).Input(x[0]).Input(x[1]).Attr("adj_x", adj_x).Attr("adj_y", adj_y)
+        .Finish();
+  };
+}
 BuildFn Reduce(const std::string& op, Input axes, bool keep_dims = false) {
   return [op, axes, keep_dims](const Scope& s, const std::vector<Output>& x) {
     return OpBuilder(s, op).Input(x[0]).Input(axes).Attr("keep_dims", keep_dims).Finish();
@@ -87,6 +93,16 @@ std::vector<GradCase> BinaryCases() {
       {"MatMul_transpose_a", "MatMul", {S({3, 2}), S({3, 4})}, MatMulT(true, false)},
       {"MatMul_transpose_ab", "MatMul", {S({3, 2}), S({4, 3})}, MatMulT(true, true)},
       {"MatMul_float", "MatMul", {S({2, 3}), S({3, 2})}, MatMulT(false, false), DT_FLOAT},
+      {"BatchMatMul", "BatchMatMul", {S({2, 2, 3}), S({2, 3, 4})},
+       BatchMatMulT("BatchMatMul", false, false)},
+      {"BatchMatMulV2_broadcast", "BatchMatMulV2", {S({2, 1, 2, 3}), S({3, 3, 4})},
+       BatchMatMulT("BatchMatMulV2", false, false)},
+      {"BatchMatMulV2_adj_x", "BatchMatMulV2", {S({2, 3, 2}), S({1, 3, 4})},
+       BatchMatMulT("BatchMatMulV2", true, false)},
+      {"BatchMatMulV2_adj_y", "BatchMatMulV2", {S({3, 2, 3}), S({4, 3})},
+       BatchMatMulT("BatchMatMulV2", false, true)},
+      {"BatchMatMulV2_adj_xy", "BatchMatMulV2", {S({3, 2}), S({2, 4, 3})},
+       BatchMatMulT("BatchMatMulV2", true, true)},
   };
 }
 

@@ -96,8 +96,9 @@ size_t GpuAllocator::RoundUp(size_t bytes) {
 void GpuAllocator::ReleaseCached() {
   if (free_.empty()) return;
   (void)cudaSetDevice(ordinal_);
-  // cudaFree waits for the device; the blocks are free in stream order, so
-  // nothing queued still reads them once that wait ends.
+  // The blocks are free in stream order: work queued before may still read
+  // them until the device is idle.
+  (void)cudaDeviceSynchronize();
   for (auto& [size, p] : free_) (void)cudaFree(p);
   free_.clear();
   cached_ = 0;
@@ -254,8 +255,12 @@ absl::StatusOr<Tensor> GpuDevice::AllocateTemp(DataType dtype, const TensorShape
 
 absl::StatusOr<Tensor> GpuDevice::CopyTensor(const Tensor& t, MemoryType to) {
   if (t.memory_type() == to) return t;
-  RETURN_IF_ERROR(UseDevice(ordinal_));
   const size_t bytes = t.TotalBytes();
+  if (bytes == 0) {  // Nothing to copy; the result must not hold the other memory.
+    if (to == MemoryType::kHost) return Tensor(t.dtype(), t.shape());
+    return Tensor::Allocate(allocator_.get(), t.dtype(), t.shape());
+  }
+  RETURN_IF_ERROR(UseDevice(ordinal_));
   cudaEvent_t queued = nullptr;
   RETURN_IF_ERROR(CudaCheck(cudaEventCreateWithFlags(&queued, cudaEventDisableTiming),
                             "cudaEventCreate"));

@@ -147,6 +147,13 @@ absl::Status RowMajorGemm(GpuDevice* gpu, bool transpose_a, bool transpose_b, in
                           int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
                           int64_t ldb, float* c, int64_t ldc);
 
+// The same for `batches` products, matrix i of each operand at pointer +
+// i * stride (a stride of 0 shares one matrix).
+absl::Status RowMajorGemmBatched(GpuDevice* gpu, bool transpose_a, bool transpose_b, int64_t m,
+                                 int64_t n, int64_t k, const float* a, int64_t lda,
+                                 int64_t stride_a, const float* b, int64_t ldb, int64_t stride_b,
+                                 float* c, int64_t ldc, int64_t stride_c, int64_t batches);
+
 // The number of CUDA devices this process sees (CUDA_VISIBLE_DEVICES
 // applies); 0 without a driver or a GPU.
 int VisibleGpuCount();

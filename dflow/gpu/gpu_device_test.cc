@@ -12,28 +12,6 @@ namespace dflow {
 namespace gpu {
 namespace {
 
-tensorflow::NodeDef* Node(tensorflow::GraphDef* g, const std::string& name, const std::string& op,
-                          std::vector<std::string> inputs = {}) {
-  tensorflow::NodeDef* n = g->add_node();
-  n->set_name(name);
-  n->set_op(op);
-  for (auto& in : inputs) n->add_input(in);
-  return n;
-}
-
-void Placeholder(tensorflow::GraphDef* g, const std::string& name) {
-  tensorflow::NodeDef* n = Node(g, name, "Placeholder");
-  SetAttr(n, "dtype", DT_FLOAT);
-}
-
-Tensor Random(const TensorShape& shape, int seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  Tensor t(DT_FLOAT, shape);
-  for (float& v : t.flat<float>()) v = u(gen);
-  return t;
-}
-
 TEST(GpuDeviceTest, TheGpuFactoryIsRegistered) {
   std::vector<std::string> types = RegisteredDeviceTypes();
   EXPECT_NE(std::find(types.begin(), types.end(), "GPU"), types.end());
@@ -90,7 +68,7 @@ TEST(GpuDeviceTest, TensorsCopyToTheDeviceAndBack) {
   ASSERT_TRUE(devices.ok()) << devices.status();
   Device* gpu = (*devices)[1].get();
   for (int64_t n : {1, 255, 4097, 1 << 20}) {
-    Tensor host = Random(TensorShape({n}), static_cast<int>(n));
+    Tensor host = RandomTensor(TensorShape({n}), static_cast<int>(n));
     absl::StatusOr<Tensor> on_gpu = gpu->CopyTensor(host, MemoryType::kDevice);
     ASSERT_TRUE(on_gpu.ok()) << on_gpu.status();
     EXPECT_EQ(on_gpu->memory_type(), MemoryType::kDevice);
@@ -121,8 +99,8 @@ TEST(GpuDeviceTest, TheAllocatorReusesFreedBlocks) {
 
 tensorflow::GraphDef MatMulGraph(bool ta, bool tb) {
   tensorflow::GraphDef g;
-  Placeholder(&g, "a");
-  Placeholder(&g, "b");
+  AddPlaceholder(&g, "a");
+  AddPlaceholder(&g, "b");
   tensorflow::NodeDef* mm = Node(&g, "mm", "MatMul", {"a", "b"});
   SetAttr(mm, "T", DT_FLOAT);
   SetAttr(mm, "transpose_a", ta);
@@ -137,14 +115,14 @@ TEST(GpuMatMulTest, MatchesTheCpuWithEveryTranspose) {
   const int64_t m = 37, k = 301, n = 29;
   for (bool ta : {false, true}) {
     for (bool tb : {false, true}) {
-      Tensor a = Random(ta ? TensorShape({k, m}) : TensorShape({m, k}), 1);
-      Tensor b = Random(tb ? TensorShape({n, k}) : TensorShape({k, n}), 2);
+      Tensor a = RandomTensor(ta ? TensorShape({k, m}) : TensorShape({m, k}), 1);
+      Tensor b = RandomTensor(tb ? TensorShape({n, k}) : TensorShape({k, n}), 2);
       std::vector<std::pair<std::string, Tensor>> feeds = {{"a", a}, {"b", b}};
       auto gpu = RunPinned(MatMulGraph(ta, tb), "/device:GPU:0", feeds, {"sq"});
       auto cpu = RunPinned(MatMulGraph(ta, tb), "/device:CPU:0", feeds, {"sq"});
       ASSERT_TRUE(gpu.ok()) << gpu.status();
       ASSERT_TRUE(cpu.ok()) << cpu.status();
-      ExpectNear((*gpu)[0], (*cpu)[0], 1e-4f, 1e-4f, absl::StrCat("ta=", ta, " tb=", tb));
+      ExpectSame((*gpu)[0], (*cpu)[0], 1e-4f, 1e-4f, absl::StrCat("ta=", ta, " tb=", tb));
     }
   }
 }
@@ -160,6 +138,41 @@ TEST(GpuMatMulTest, EmptyInnerDimensionGivesZeros) {
   for (float v : (*out)[0].flat<float>()) EXPECT_EQ(v, 0.0f);
 }
 
+tensorflow::GraphDef BatchMatMulGraph(bool ax, bool ay) {
+  tensorflow::GraphDef g;
+  AddPlaceholder(&g, "a");
+  AddPlaceholder(&g, "b");
+  tensorflow::NodeDef* mm = Node(&g, "mm", "BatchMatMulV2", {"a", "b"});
+  SetAttr(mm, "T", DT_FLOAT);
+  SetAttr(mm, "adj_x", ax);
+  SetAttr(mm, "adj_y", ay);
+  SetAttr(Node(&g, "out", "Identity", {"mm"}), "T", DT_FLOAT);
+  return g;
+}
+
+TEST(GpuMatMulTest, BatchMatMulMatchesTheCpuBatchedSharedAndBroadcast) {
+  DFLOW_SKIP_WITHOUT_GPU();
+  struct Case {
+    TensorShape a, b;
+    bool ax, ay;
+  };
+  for (const Case& c : std::vector<Case>{
+           {TensorShape({5, 17, 33}), TensorShape({5, 33, 9}), false, false},   // strided
+           {TensorShape({5, 33, 17}), TensorShape({33, 9}), true, false},       // b shared
+           {TensorShape({17, 33}), TensorShape({4, 9, 33}), false, true},       // a shared
+           {TensorShape({2, 1, 17, 33}), TensorShape({3, 9, 33}), false, true},  // broadcast
+       }) {
+    Tensor a = RandomTensor(c.a, 5), b = RandomTensor(c.b, 6);
+    auto gpu = RunPinned(BatchMatMulGraph(c.ax, c.ay), "/device:GPU:0", {{"a", a}, {"b", b}},
+                         {"out"});
+    auto cpu = RunPinned(BatchMatMulGraph(c.ax, c.ay), "/device:CPU:0", {{"a", a}, {"b", b}},
+                         {"out"});
+    ASSERT_TRUE(gpu.ok()) << gpu.status();
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    ExpectSame((*gpu)[0], (*cpu)[0], 1e-4f, 1e-4f, c.a.DebugString() + " x " + c.b.DebugString());
+  }
+}
+
 TEST(GpuPlacementTest, UnpinnedNodesWithAGpuKernelRunOnTheGpu) {
   DFLOW_SKIP_WITHOUT_GPU();
   std::unique_ptr<DirectSession> s = NewGpuSession();
@@ -168,7 +181,7 @@ TEST(GpuPlacementTest, UnpinnedNodesWithAGpuKernelRunOnTheGpu) {
   opts.set_output_partition_graphs(true);
   tensorflow::RunMetadata meta;
   std::vector<Tensor> out;
-  ASSERT_TRUE(s->Run(opts, {{"a", Random(TensorShape({2, 2}), 3)}, {"b", Random(TensorShape({2, 2}), 4)}},
+  ASSERT_TRUE(s->Run(opts, {{"a", RandomTensor(TensorShape({2, 2}), 3)}, {"b", RandomTensor(TensorShape({2, 2}), 4)}},
                      {"mm"}, {}, &out, &meta)
                   .ok());
   bool mm_on_gpu = false;

@@ -12,6 +12,7 @@ namespace dflow {
 namespace {
 
 using grad::Int;
+using grad::IntVec;
 using grad::ReducedShape;
 using grad::SetBroadcastGrads;
 using grad::ShapeOf;
@@ -195,6 +196,51 @@ absl::Status MatMulGrad(GradContext* g) {
   return absl::OkStatus();
 }
 
+// --- BatchMatMul ---------------------------------------------------------------
+
+SymTensor BatchMatMul(GradBuilder* b, const SymTensor& x, const SymTensor& y, bool adj_x,
+                      bool adj_y) {
+  return b->Op("BatchMatMulV2", {x, y}, {{"adj_x", AttrBool(adj_x)}, {"adj_y", AttrBool(adj_y)}});
+}
+
+// The batch dimensions of `shape` (all but its last two), as an int32 vector.
+SymTensor BatchDims(GradBuilder* b, const SymTensor& shape) {
+  const SymTensor rank = b->Op("Size", {shape}, {{"out_type", AttrType(DT_INT32)}});
+  const SymTensor size = b->Op("Reshape", {b->Op("Sub", {rank, Int(b, 2)}), IntVec(b, {1})});
+  return b->Op("Slice", {shape, IntVec(b, {0}), size});
+}
+
+// TensorFlow's: MatMul's four cases per matrix, then (V2) each gradient summed
+// over the batch dimensions its input was broadcast along.
+absl::Status BatchMatMulGrad(GradContext* g) {
+  bool ax = false, ay = false;
+  RETURN_IF_ERROR(g->GetAttr("adj_x", &ax));
+  RETURN_IF_ERROR(g->GetAttr("adj_y", &ay));
+  GradBuilder* b = g->b();
+  const SymTensor x = g->input(0), y = g->input(1), dz = g->grad_output(0);
+  SymTensor gx, gy;
+  if (!ax && !ay) {
+    gx = BatchMatMul(b, dz, y, false, true);
+    gy = BatchMatMul(b, x, dz, true, false);
+  } else if (!ax && ay) {
+    gx = BatchMatMul(b, dz, y, false, false);
+    gy = BatchMatMul(b, dz, x, true, false);
+  } else if (ax && !ay) {
+    gx = BatchMatMul(b, y, dz, false, true);
+    gy = BatchMatMul(b, x, dz, false, false);
+  } else {
+    gx = BatchMatMul(b, y, dz, true, true);
+    gy = BatchMatMul(b, dz, x, true, true);
+  }
+  const SymTensor sx = ShapeOf(b, x), sy = ShapeOf(b, y);
+  std::vector<SymTensor> r =
+      b->OpN("BroadcastGradientArgs", {{BatchDims(b, sx)}, {BatchDims(b, sy)}}, {});
+  if (r.size() != 2) return absl::OkStatus();  // The builder holds the error.
+  g->SetInputGrad(0, b->Op("Reshape", {b->Op("Sum", {gx, r[0]}), sx}));
+  g->SetInputGrad(1, b->Op("Reshape", {b->Op("Sum", {gy, r[1]}), sy}));
+  return absl::OkStatus();
+}
+
 // --- reductions --------------------------------------------------------------
 
 // d(sum)/dx: the output gradient repeated over the reduced axes.
@@ -322,6 +368,8 @@ absl::Status ClipByValueGrad(GradContext* g) {
 }
 
 REGISTER_GRADIENT("AddV2", AddGrad);
+REGISTER_GRADIENT("BatchMatMul", BatchMatMulGrad);
+REGISTER_GRADIENT("BatchMatMulV2", BatchMatMulGrad);
 REGISTER_GRADIENT("Add", AddGrad);
 REGISTER_GRADIENT("Sub", SubGrad);
 REGISTER_GRADIENT("Mul", MulGrad);

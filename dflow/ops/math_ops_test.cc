@@ -706,6 +706,58 @@ TEST(MathMatMulTest, EmptyMatrices) {
                         {0, 0, 0, 0, 0, 0}, {2, 3});
 }
 
+// BatchMatMulV2 against one MatMul per output matrix, the batch dimensions
+// broadcast by hand: x [2,1,m,k] (or its adjoint) times y [3,k,n].
+TEST(MathBatchMatMulTest, BroadcastBatchesEqualOneMatMulEach) {
+  const int64_t m = 3, k = 4, n = 2;
+  for (int mode = 0; mode < 4; ++mode) {
+    const bool ax = mode & 1, ay = mode & 2;
+    SCOPED_TRACE("adj_x=" + std::to_string(ax) + " adj_y=" + std::to_string(ay));
+    std::vector<Tensor> xs, ys;
+    std::vector<float> xv, yv;
+    for (int b = 0; b < 2; ++b) {
+      xs.push_back(ax ? Filled<float>(k, m, b) : Filled<float>(m, k, b));
+      xv.insert(xv.end(), xs.back().flat<float>().begin(), xs.back().flat<float>().end());
+    }
+    for (int b = 0; b < 3; ++b) {
+      ys.push_back(ay ? Filled<float>(n, k, 5 + b) : Filled<float>(k, n, 5 + b));
+      yv.insert(yv.end(), ys.back().flat<float>().begin(), ys.back().flat<float>().end());
+    }
+    Tensor x = Tensor::FromVector<float>(xv, ax ? TensorShape({2, 1, k, m})
+                                                : TensorShape({2, 1, m, k}));
+    Tensor y = Tensor::FromVector<float>(yv, ay ? TensorShape({3, n, k}) : TensorShape({3, k, n}));
+    Tensor z = RunOk(OpTest("BatchMatMulV2")
+                         .Attr("T", DT_FLOAT)
+                         .Attr("adj_x", ax)
+                         .Attr("adj_y", ay)
+                         .Input(x)
+                         .Input(y));
+    ASSERT_EQ(z.shape(), TensorShape({2, 3, m, n}));
+    for (int i = 0; i < 2; ++i) {
+      for (int j = 0; j < 3; ++j) {
+        Tensor want = MatMul<float>(xs[i], ys[j], ax, ay);
+        for (int64_t e = 0; e < m * n; ++e) {
+          EXPECT_EQ(z.flat<float>()[(i * 3 + j) * m * n + e], want.flat<float>()[e]) << i << j;
+        }
+      }
+    }
+  }
+}
+
+TEST(MathBatchMatMulTest, BatchMatMulNeedsEqualBatchesAndNamesTheShapes) {
+  Tensor x = Tensor::FromVector<float>(std::vector<float>(12), TensorShape({2, 2, 3}));
+  Tensor y = Tensor::FromVector<float>(std::vector<float>(12), TensorShape({1, 3, 4}));
+  absl::Status s = RunStatus(OpTest("BatchMatMul").Attr("T", DT_FLOAT).Input(x).Input(y));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("batch dimensions differ: x=[2,2,3] y=[1,3,4]"));
+  // V2 broadcasts the same pair.
+  Tensor z = RunOk(OpTest("BatchMatMulV2").Attr("T", DT_FLOAT).Input(x).Input(y));
+  EXPECT_EQ(z.shape(), TensorShape({2, 2, 4}));
+  Tensor bad = Tensor::FromVector<float>(std::vector<float>(16), TensorShape({2, 4, 2}));
+  s = RunStatus(OpTest("BatchMatMulV2").Attr("T", DT_FLOAT).Input(x).Input(bad));
+  EXPECT_THAT(s.message(), HasSubstr("inner dimensions differ"));
+}
+
 TEST(MathMatMulTest, BadShapesShowBothShapes) {
   absl::Status s = RunStatus(OpTest("MatMul")
                                  .Attr("T", DT_FLOAT)

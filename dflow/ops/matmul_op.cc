@@ -14,6 +14,7 @@
 
 #include "dflow/framework/op_def.h"
 #include "dflow/framework/shape_inference.h"
+#include "dflow/ops/batch_matmul.h"
 #include "dflow/ops/blas_util.h"
 #include "dflow/ops/cwise_ops.h"
 #include "dflow/ops/eigen_util.h"
@@ -192,6 +193,107 @@ absl::Status MatMulShape(InferenceContext* c) {
   c->set_output(0, PartialShape({a.dim(transpose_a ? 1 : 0), b.dim(transpose_b ? 0 : 1)}));
   return absl::OkStatus();
 }
+
+// BatchMatMul (equal batch dimensions) and BatchMatMulV2 (numpy-broadcast
+// batch dimensions): one product per output matrix.
+template <typename T>
+class BatchMatMulOp : public OpKernel {
+ public:
+  explicit BatchMatMulOp(OpKernelConstruction* c)
+      : OpKernel(c), broadcast_(c->def().op() != "BatchMatMul") {
+    c->GetAttr("adj_x", &adj_x_).IgnoreError();  // Recorded on c.
+    c->GetAttr("adj_y", &adj_y_).IgnoreError();
+    EnsureBlasSingleThreaded();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& y = ctx->input(1);
+    absl::StatusOr<BatchMatMulPlan> plan =
+        BatchMatMulPlan::Make(x.shape(), y.shape(), adj_x_, adj_y_, broadcast_);
+    if (!plan.ok()) return ctx->InvalidArgument(plan.status().message());
+    const BatchMatMulPlan& p = *plan;
+    if (p.k == 0) {  // Empty sums: zeros.
+      ctx->allocate_output(0, p.output_shape);
+      return absl::OkStatus();
+    }
+    Tensor* out = ctx->allocate_output_for_overwrite(0, p.output_shape);
+    if (p.m == 0 || p.n == 0) return absl::OkStatus();
+    const T* xs = x.flat<T>().data();
+    const T* ys = y.flat<T>().data();
+    T* zs = out->flat<T>().data();
+    for (int64_t b = 0; b < p.batches(); ++b) {
+      RunGemm(ctx->intra_op_pool(),
+              Gemm<T>{.transpose_a = adj_x_,
+                      .transpose_b = adj_y_,
+                      .m = p.m,
+                      .n = p.n,
+                      .k = p.k,
+                      .a = xs + p.x_batch[b] * p.m * p.k,
+                      .lda = p.x_row_length,
+                      .b = ys + p.y_batch[b] * p.k * p.n,
+                      .ldb = p.y_row_length,
+                      .c = zs + b * p.m * p.n,
+                      .ldc = p.n});
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  const bool broadcast_;
+  bool adj_x_ = false;
+  bool adj_y_ = false;
+};
+
+absl::Status BatchMatMulShape(InferenceContext* c) {
+  PartialShape x, y;
+  RETURN_IF_ERROR(c->WithRankAtLeast(c->input(0), 2, &x));
+  RETURN_IF_ERROR(c->WithRankAtLeast(c->input(1), 2, &y));
+  if (!x.rank_known() || !y.rank_known()) {
+    c->set_output(0, PartialShape::Unknown());
+    return absl::OkStatus();
+  }
+  bool adj_x = false, adj_y = false;
+  RETURN_IF_ERROR(c->GetAttr("adj_x", &adj_x));
+  RETURN_IF_ERROR(c->GetAttr("adj_y", &adj_y));
+  const int xr = x.rank(), yr = y.rank();
+  const int64_t kx = x.dim(adj_x ? xr - 2 : xr - 1), ky = y.dim(adj_y ? yr - 1 : yr - 2);
+  if (kx != kUnknownDim && ky != kUnknownDim && kx != ky) {
+    return c->Error(absl::StrCat("inner dimensions differ: x=", x.DebugString(),
+                                 " y=", y.DebugString()));
+  }
+  ASSIGN_OR_RETURN(PartialShape batch,
+                   BroadcastShapes(PartialShape(std::vector<int64_t>(x.dims().begin(),
+                                                                     x.dims().end() - 2)),
+                                   PartialShape(std::vector<int64_t>(y.dims().begin(),
+                                                                     y.dims().end() - 2))));
+  std::vector<int64_t> out = batch.dims();
+  out.push_back(x.dim(adj_x ? xr - 1 : xr - 2));
+  out.push_back(y.dim(adj_y ? yr - 2 : yr - 1));
+  c->set_output(0, PartialShape(std::move(out)));
+  return absl::OkStatus();
+}
+
+REGISTER_OP("BatchMatMul")
+    .Input("x: T")
+    .Input("y: T")
+    .Output("output: T")
+    .Attr("T: {float, double, int32, int64}")
+    .Attr("adj_x: bool = false")
+    .Attr("adj_y: bool = false")
+    .SetShapeFn(BatchMatMulShape);
+CpuKernels<BatchMatMulOp, float, double, int32_t, int64_t> batch_mat_mul_kernels("BatchMatMul");
+
+REGISTER_OP("BatchMatMulV2")
+    .Input("x: T")
+    .Input("y: T")
+    .Output("output: T")
+    .Attr("T: {float, double, int32, int64}")
+    .Attr("adj_x: bool = false")
+    .Attr("adj_y: bool = false")
+    .SetShapeFn(BatchMatMulShape);
+CpuKernels<BatchMatMulOp, float, double, int32_t, int64_t> batch_mat_mul_v2_kernels(
+    "BatchMatMulV2");
 
 REGISTER_OP("MatMul")
     .Input("a: T")

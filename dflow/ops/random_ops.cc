@@ -211,6 +211,16 @@ absl::Status RandomShape(InferenceContext* c) {
                       .TypeConstraint("dtype", {DT_FLOAT, DT_DOUBLE})        \
                       .TypeConstraint("T", {DT_INT32, DT_INT64})             \
                       .HostMemory("shape"),                                  \
+                  PhiloxRandomOp<DIST>);                                     \
+  /* On a GPU the same kernel fills host memory (the executor copies it */   \
+  /* on): equal values on both devices, and a variable's initializer does */ \
+  /* not keep its colocation group off the GPU. */                           \
+  REGISTER_KERNEL(KernelDefBuilder(NAME)                                     \
+                      .Device(kDeviceGPU)                                    \
+                      .TypeConstraint("dtype", {DT_FLOAT, DT_DOUBLE})        \
+                      .TypeConstraint("T", {DT_INT32, DT_INT64})             \
+                      .HostMemory("shape")                                   \
+                      .HostMemory("output"),                                 \
                   PhiloxRandomOp<DIST>)
 
 DFLOW_REGISTER_RANDOM_OP("RandomUniform", Uniform);

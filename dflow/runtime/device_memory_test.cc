@@ -196,6 +196,23 @@ TEST_F(DeviceMemoryTest, NodesWithAGpuKernelGoToTheGpuTheRestToTheCpu) {
   EXPECT_GE(g_syncs, 1);  // The GPU partition's step ended with a Sync.
 }
 
+// An empty output of a GPU kernel still comes back in host memory: a fetched
+// tensor must not hold the device's allocator, which dies with the session.
+TEST_F(DeviceMemoryTest, EmptyTensorsCrossMemoriesToo) {
+  std::vector<Tensor> out;
+  {
+    auto s = Session();
+    ASSERT_TRUE(s->Create(Chain()).ok());
+    absl::Status st = s->Run(tensorflow::RunOptions(), {{"x", Tensor(DT_FLOAT, TensorShape({0, 3}))}},
+                             {"neg2"}, {}, &out, nullptr);
+    ASSERT_TRUE(st.ok()) << st;
+  }
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].shape(), TensorShape({0, 3}));
+  EXPECT_EQ(out[0].memory_type(), MemoryType::kHost);
+  EXPECT_EQ(g_copies_to_host, 2);
+}
+
 TEST_F(DeviceMemoryTest, HostMemoryArgsStayOnTheHost) {
   tensorflow::GraphDef g;
   tensorflow::NodeDef* x = g.add_node();

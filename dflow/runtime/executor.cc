@@ -601,7 +601,9 @@ absl::Status ExecutorState::PrepareInputs(TaggedNode node, bool dead, Params* pa
 
 absl::Status ExecutorState::MoveToKernelMemory(const Item& item, int i, Tensor* value) {
   const MemoryType wanted = item.kernel->input_memory_type(i);
-  if (value->memory_type() == wanted || value->NumElements() == 0) return absl::OkStatus();
+  // Empty tensors move too: a buffer must never outlive the device whose
+  // allocator made it (a fetched empty output of a GPU kernel would).
+  if (value->memory_type() == wanted) return absl::OkStatus();
   absl::StatusOr<Tensor> moved = exec_->device_->CopyTensor(*value, wanted);
   if (!moved.ok()) {
     return Annotate(moved.status(), absl::StrCat(ErrorPrefix(*item.kernel), "input ", i,

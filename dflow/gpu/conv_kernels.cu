@@ -1,0 +1,179 @@
+// Layout and pooling kernels for the GPU convolution and pooling ops: one
+// thread per output element, grid-stride loops.
+#include <algorithm>
+#include <cfloat>
+#include <cstdint>
+
+#include "dflow/gpu/conv_launch.h"
+#include "dflow/gpu/launch_util.h"
+
+namespace dflow {
+namespace gpu {
+namespace {
+
+#define DFLOW_GRID_STRIDE_LOOP(i, n) for (int64_t i = GridStart(); i < (n); i += GridStride())
+
+// krsc[k][r][s][c] = hwio[r][s][c][k], indexed by the KRSC position i.
+__global__ void HwioToKrscKernel(const float* hwio, float* krsc, int64_t rows, int64_t cols,
+                                 int64_t in, int64_t out) {
+  const int64_t n = rows * cols * in * out;
+  DFLOW_GRID_STRIDE_LOOP(i, n) {
+    const int64_t c = i % in;
+    const int64_t rs = (i / in) % (rows * cols);  // r * cols + s
+    const int64_t k = i / (in * rows * cols);
+    krsc[i] = hwio[(rs * in + c) * out + k];
+  }
+}
+
+// hwio[r][s][c][k] = krsc[k][r][s][c], indexed by the HWIO position i.
+__global__ void KrscToHwioKernel(const float* krsc, float* hwio, int64_t rows, int64_t cols,
+                                 int64_t in, int64_t out) {
+  const int64_t n = rows * cols * in * out;
+  DFLOW_GRID_STRIDE_LOOP(i, n) {
+    const int64_t k = i % out;
+    const int64_t c = (i / out) % in;
+    const int64_t rs = i / (out * in);
+    hwio[i] = krsc[(k * rows * cols + rs) * in + c];
+  }
+}
+
+__global__ void PadKernel(PadGeometry g, const float* image, float* padded) {
+  const int64_t n = g.batch * g.padded_rows * g.padded_cols * g.depth;
+  DFLOW_GRID_STRIDE_LOOP(i, n) {
+    const int64_t c = i % g.depth;
+    const int64_t pw = (i / g.depth) % g.padded_cols;
+    const int64_t ph = (i / (g.depth * g.padded_cols)) % g.padded_rows;
+    const int64_t b = i / (g.depth * g.padded_cols * g.padded_rows);
+    const int64_t h = ph - g.top, w = pw - g.left;
+    padded[i] = (h >= 0 && h < g.rows && w >= 0 && w < g.cols)
+                    ? image[((b * g.rows + h) * g.cols + w) * g.depth + c]
+                    : 0.0f;
+  }
+}
+
+__global__ void CropKernel(PadGeometry g, const float* padded, float* image) {
+  const int64_t n = g.batch * g.rows * g.cols * g.depth;
+  DFLOW_GRID_STRIDE_LOOP(i, n) {
+    const int64_t c = i % g.depth;
+    const int64_t w = (i / g.depth) % g.cols;
+    const int64_t h = (i / (g.depth * g.cols)) % g.rows;
+    const int64_t b = i / (g.depth * g.cols * g.rows);
+    image[i] = padded[((b * g.padded_rows + h + g.top) * g.padded_cols + w + g.left) * g.depth + c];
+  }
+}
+
+// The valid input rows [*lo, *hi) of the window starting at `start`.
+__device__ void WindowRange(int64_t start, int64_t size, int64_t limit, int64_t* lo, int64_t* hi) {
+  *lo = start < 0 ? 0 : start;
+  *hi = start + size < limit ? start + size : limit;
+}
+
+__global__ void MaxPoolKernel(PoolWindow p, const float* in, float* out) {
+  const int64_t n = p.batch * p.out_rows * p.out_cols * p.depth;
+  DFLOW_GRID_STRIDE_LOOP(i, n) {
+    const int64_t c = i % p.depth;
+    const int64_t ow = (i / p.depth) % p.out_cols;
+    const int64_t oh = (i / (p.depth * p.out_cols)) % p.out_rows;
+    const int64_t b = i / (p.depth * p.out_cols * p.out_rows);
+    int64_t h_lo, h_hi, w_lo, w_hi;
+    WindowRange(oh * p.stride_h - p.pad_top, p.window_rows, p.in_rows, &h_lo, &h_hi);
+    WindowRange(ow * p.stride_w - p.pad_left, p.window_cols, p.in_cols, &w_lo, &w_hi);
+    const float* image = in + b * p.in_rows * p.in_cols * p.depth + c;
+    float m = -FLT_MAX;  // std::numeric_limits<float>::lowest()
+    for (int64_t h = h_lo; h < h_hi; ++h) {
+      for (int64_t w = w_lo; w < w_hi; ++w) {
+        const float x = image[(h * p.in_cols + w) * p.depth];
+        m = x > m ? x : m;
+      }
+    }
+    out[i] = m;
+  }
+}
+
+__global__ void MaxPoolGradKernel(PoolWindow p, const float* x, const float* dy, float* dx) {
+  const int64_t n = p.batch * p.out_rows * p.out_cols * p.depth;
+  DFLOW_GRID_STRIDE_LOOP(i, n) {
+    const int64_t c = i % p.depth;
+    const int64_t ow = (i / p.depth) % p.out_cols;
+    const int64_t oh = (i / (p.depth * p.out_cols)) % p.out_rows;
+    const int64_t b = i / (p.depth * p.out_cols * p.out_rows);
+    int64_t h_lo, h_hi, w_lo, w_hi;
+    WindowRange(oh * p.stride_h - p.pad_top, p.window_rows, p.in_rows, &h_lo, &h_hi);
+    WindowRange(ow * p.stride_w - p.pad_left, p.window_cols, p.in_cols, &w_lo, &w_hi);
+    if (h_lo >= h_hi || w_lo >= w_hi) continue;  // A window of padding only.
+    const int64_t image = b * p.in_rows * p.in_cols;
+    int64_t arg = h_lo * p.in_cols + w_lo;
+    float best = x[(image + arg) * p.depth + c];
+    for (int64_t h = h_lo; h < h_hi; ++h) {
+      for (int64_t w = w_lo; w < w_hi; ++w) {
+        const int64_t pos = h * p.in_cols + w;
+        const float v = x[(image + pos) * p.depth + c];
+        if (best < v) {
+          best = v;
+          arg = pos;
+        }
+      }
+    }
+    atomicAdd(dx + (image + arg) * p.depth + c, dy[i]);
+  }
+}
+
+__global__ void DepthMaxPoolKernel(const float* in, float* out, int64_t n, int64_t k) {
+  DFLOW_GRID_STRIDE_LOOP(i, n) {
+    float m = -FLT_MAX;
+    for (int64_t j = 0; j < k; ++j) {
+      const float x = in[i * k + j];
+      m = x > m ? x : m;
+    }
+    out[i] = m;
+  }
+}
+
+}  // namespace
+
+void LaunchHwioToKrsc(cudaStream_t s, const float* hwio, float* krsc, int64_t rows, int64_t cols,
+                      int64_t in, int64_t out) {
+  const int64_t n = rows * cols * in * out;
+  if (n <= 0) return;
+  HwioToKrscKernel<<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(hwio, krsc, rows, cols, in, out);
+}
+
+void LaunchKrscToHwio(cudaStream_t s, const float* krsc, float* hwio, int64_t rows, int64_t cols,
+                      int64_t in, int64_t out) {
+  const int64_t n = rows * cols * in * out;
+  if (n <= 0) return;
+  KrscToHwioKernel<<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(krsc, hwio, rows, cols, in, out);
+}
+
+void LaunchPadImage(cudaStream_t s, const PadGeometry& g, const float* image, float* padded) {
+  const int64_t n = g.batch * g.padded_rows * g.padded_cols * g.depth;
+  if (n <= 0) return;
+  PadKernel<<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(g, image, padded);
+}
+
+void LaunchCropImage(cudaStream_t s, const PadGeometry& g, const float* padded, float* image) {
+  const int64_t n = g.batch * g.rows * g.cols * g.depth;
+  if (n <= 0) return;
+  CropKernel<<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(g, padded, image);
+}
+
+void LaunchMaxPool(cudaStream_t s, const PoolWindow& p, const float* in, float* out) {
+  const int64_t n = p.batch * p.out_rows * p.out_cols * p.depth;
+  if (n <= 0) return;
+  MaxPoolKernel<<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(p, in, out);
+}
+
+void LaunchMaxPoolGrad(cudaStream_t s, const PoolWindow& p, const float* x, const float* dy,
+                       float* dx) {
+  const int64_t n = p.batch * p.out_rows * p.out_cols * p.depth;
+  if (n <= 0) return;
+  MaxPoolGradKernel<<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(p, x, dy, dx);
+}
+
+void LaunchDepthMaxPool(cudaStream_t s, const float* in, float* out, int64_t n, int64_t k) {
+  if (n <= 0) return;
+  DepthMaxPoolKernel<<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(in, out, n, k);
+}
+
+}  // namespace gpu
+}  // namespace dflow

@@ -1,0 +1,363 @@
+// Reductions and row-wise ops on a GPU (float): Sum, Mean, Max, Min, Prod
+// (reduction_indices in host memory), BiasAddGrad, Softmax, LogSoftmax,
+// SparseSoftmaxCrossEntropyWithLogits and SoftmaxCrossEntropyWithLogits.
+// Shapes are checked as the CPU kernels check them (reduction_ops.cc,
+// nn_ops.cc, nn_grad_ops.cc), with their messages.
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "dflow/framework/kernel.h"
+#include "dflow/gpu/cwise_launch.h"
+#include "dflow/gpu/gpu_device.h"
+#include "dflow/gpu/reduction_launch.h"
+#include "dflow/ops/conv_util.h"
+
+namespace dflow {
+namespace gpu {
+namespace {
+
+template <typename T>
+const T* In(const Tensor& t) {
+  return static_cast<const T*>(t.raw_data());
+}
+template <typename T>
+T* Out(Tensor* t) {
+  return static_cast<T*>(t->raw_data());
+}
+
+// Output i for kernels that write all of it; null when device memory ran
+// out (the executor then fails the node with RESOURCE_EXHAUSTED).
+Tensor* OutputForOverwrite(OpKernelContext* ctx, int i, const TensorShape& shape) {
+  Tensor* t = ctx->allocate_output_for_overwrite(i, shape);
+  return ctx->allocation_status().ok() ? t : nullptr;
+}
+
+// --- planning -------------------------------------------------------------------
+
+// The reduced axes as a mask, from an int32/int64 tensor of any shape
+// (negative axes count from the end); errors as the CPU kernel's.
+absl::StatusOr<std::vector<bool>> ReductionMask(const Tensor& axes, const TensorShape& shape) {
+  if (axes.dtype() != DT_INT32 && axes.dtype() != DT_INT64) {
+    return absl::InvalidArgumentError(absl::StrCat("reduction indices must be int32 or int64, got ",
+                                                   DataTypeString(axes.dtype())));
+  }
+  const int rank = shape.dims();
+  std::vector<bool> mask(rank, false);
+  for (int64_t i = 0; i < axes.NumElements(); ++i) {
+    const int64_t a = axes.dtype() == DT_INT32 ? axes.flat<int32_t>()[i] : axes.flat<int64_t>()[i];
+    if (a < -rank || a >= rank) {
+      return absl::InvalidArgumentError(absl::StrCat("Invalid reduction dimension ", a,
+                                                     " for input of shape ", shape.DebugString()));
+    }
+    const int d = static_cast<int>(a < 0 ? a + rank : a);
+    if (mask[d]) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Axes contains duplicate dimension: ", d, " (input of shape ", shape.DebugString(), ")"));
+    }
+    mask[d] = true;
+  }
+  return mask;
+}
+
+// Appends a dimension of `size` and input stride `stride` to the kept or
+// reduced list of `x`; Unimplemented past kMaxReduceDims.
+absl::Status AddDim(ReduceIndex* x, bool reduced, int64_t size, int64_t stride) {
+  int& rank = reduced ? x->reduced_rank : x->kept_rank;
+  if (rank == kMaxReduceDims) {
+    return absl::UnimplementedError(
+        absl::StrCat("reductions over more than ", kMaxReduceDims, " separate groups of axes"));
+  }
+  (reduced ? x->reduced_dims : x->kept_dims)[rank] = size;
+  (reduced ? x->reduced_strides : x->kept_strides)[rank] = stride;
+  ++rank;
+  return absl::OkStatus();
+}
+
+// `shape` with size-1 dimensions dropped and neighbours of one kind
+// (kept / reduced) merged, as a ReduceIndex over a row-major input.
+absl::StatusOr<ReduceIndex> IndexOf(const TensorShape& shape, const std::vector<bool>& reduce) {
+  std::vector<int64_t> sizes;
+  std::vector<bool> reduced;
+  for (int d = 0; d < shape.dims(); ++d) {
+    if (shape.dim_size(d) == 1) continue;
+    if (!sizes.empty() && reduced.back() == reduce[d]) {
+      sizes.back() *= shape.dim_size(d);
+    } else {
+      sizes.push_back(shape.dim_size(d));
+      reduced.push_back(reduce[d]);
+    }
+  }
+  ReduceIndex x;
+  std::vector<int64_t> strides(sizes.size());
+  int64_t stride = 1;
+  for (int g = static_cast<int>(sizes.size()) - 1; g >= 0; --g) {
+    strides[g] = stride;
+    stride *= sizes[g];
+  }
+  for (size_t g = 0; g < sizes.size(); ++g) RETURN_IF_ERROR(AddDim(&x, reduced[g], sizes[g], strides[g]));
+  return x;
+}
+
+// The value of a reduction of no elements, as the CPU kernel's.
+float EmptyValue(Reduce op) {
+  switch (op) {
+    case Reduce::kMean: return std::numeric_limits<float>::quiet_NaN();  // 0 / 0
+    case Reduce::kMax: return -std::numeric_limits<float>::infinity();
+    case Reduce::kMin: return std::numeric_limits<float>::infinity();
+    case Reduce::kProd: return 1.0f;
+    default: return 0.0f;
+  }
+}
+
+// out = the reduction of `in` over `x`, count elements per output.
+absl::Status RunReduce(OpKernelContext* ctx, Reduce op, const Tensor& in, Tensor* out,
+                       int64_t count, const ReduceIndex& x) {
+  GpuDevice* gpu = GpuOf(ctx);
+  const int64_t num_out = out->NumElements();
+  if (count == 0) {
+    LaunchFillFloat(gpu->stream(), EmptyValue(op), Out<float>(out), num_out);
+    return LaunchStatus(ctx);
+  }
+  Tensor scratch;
+  const int64_t scratch_elements = ReduceScratchElements(num_out, count, x);
+  if (scratch_elements > 0) {
+    ASSIGN_OR_RETURN(scratch, gpu->AllocateTemp(DT_FLOAT, TensorShape({scratch_elements})));
+  }
+  LaunchReduce(gpu->stream(), op, In<float>(in), Out<float>(out), num_out, count, x,
+               static_cast<float*>(scratch.raw_data()));
+  return LaunchStatus(ctx);
+}
+
+// --- Sum, Mean, Max, Min, Prod --------------------------------------------------------
+
+template <Reduce kOp>
+class ReductionGpuOp : public OpKernel {
+ public:
+  explicit ReductionGpuOp(OpKernelConstruction* c) : OpKernel(c) {
+    c->GetAttr("keep_dims", &keep_dims_).IgnoreError();  // Recorded on c.
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    absl::StatusOr<std::vector<bool>> mask = ReductionMask(ctx->input(1), x.shape());
+    if (!mask.ok()) return ctx->InvalidArgument(mask.status().message());
+    TensorShape out_shape;
+    for (int d = 0; d < x.dims(); ++d) {
+      if (!(*mask)[d]) {
+        out_shape.AddDim(x.dim_size(d));
+      } else if (keep_dims_) {
+        out_shape.AddDim(1);
+      }
+    }
+    absl::StatusOr<ReduceIndex> index = IndexOf(x.shape(), *mask);
+    if (!index.ok()) return ctx->InvalidArgument(index.status().message());
+    if (index->reduced_rank == 0 && x.NumElements() > 0) {
+      ASSIGN_OR_RETURN(Tensor same, x.Reshaped(out_shape));  // Nothing to reduce.
+      ctx->set_output(0, same);
+      return absl::OkStatus();
+    }
+    Tensor* out = OutputForOverwrite(ctx, 0, out_shape);
+    if (out == nullptr || out->NumElements() == 0) return absl::OkStatus();
+    return RunReduce(ctx, kOp, x, out, x.NumElements() / out->NumElements(), *index);
+  }
+
+ private:
+  bool keep_dims_ = false;
+};
+
+#define DFLOW_GPU_REDUCTION(NAME, OP)            \
+  REGISTER_KERNEL(KernelDefBuilder(NAME)         \
+                      .Device(kDeviceGPU)        \
+                      .TypeConstraint<float>("T") \
+                      .HostMemory("reduction_indices"), \
+                  ReductionGpuOp<Reduce::OP>)
+DFLOW_GPU_REDUCTION("Sum", kSum);
+DFLOW_GPU_REDUCTION("Mean", kMean);
+DFLOW_GPU_REDUCTION("Max", kMax);
+DFLOW_GPU_REDUCTION("Min", kMin);
+DFLOW_GPU_REDUCTION("Prod", kProd);
+#undef DFLOW_GPU_REDUCTION
+
+// --- BiasAddGrad -------------------------------------------------------------------------
+
+class BiasAddGradGpuOp : public OpKernel {
+ public:
+  explicit BiasAddGradGpuOp(OpKernelConstruction* c) : OpKernel(c) {
+    absl::StatusOr<bool> nchw = ReadBiasNchw(c->def());
+    if (nchw.ok()) nchw_ = *nchw;
+    c->SetStatus(nchw.status());
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& dy = ctx->input(0);
+    if (dy.dims() < 2) {
+      return ctx->InvalidArgument("Input tensor must be at least 2D: ", dy.shape().DebugString());
+    }
+    const int cd = BiasChannelDim(nchw_, dy.dims());
+    const int64_t channels = dy.dim_size(cd);
+    if (dy.NumElements() == 0) {
+      ctx->allocate_output(0, TensorShape({channels}));  // Zeros.
+      return LaunchStatus(ctx);
+    }
+    Tensor* out = OutputForOverwrite(ctx, 0, TensorShape({channels}));
+    if (out == nullptr) return absl::OkStatus();
+    // out_backprop as [outer, channels, inner]; sum over outer and inner.
+    int64_t inner = 1;
+    for (int d = cd + 1; d < dy.dims(); ++d) inner *= dy.dim_size(d);
+    const int64_t outer = dy.NumElements() / (inner * channels);
+    std::vector<bool> mask = {true, false, true};
+    absl::StatusOr<ReduceIndex> index = IndexOf(TensorShape({outer, channels, inner}), mask);
+    if (!index.ok()) return ctx->InvalidArgument(index.status().message());
+    if (index->reduced_rank == 0) {  // outer == inner == 1: a copy.
+      return CudaCheck(cudaMemcpyAsync(out->raw_data(), dy.raw_data(), channels * sizeof(float),
+                                       cudaMemcpyDeviceToDevice, GpuOf(ctx)->stream()),
+                       "BiasAddGrad copy");
+    }
+    return RunReduce(ctx, Reduce::kSum, dy, out, outer * inner, *index);
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  bool nchw_ = false;
+};
+REGISTER_KERNEL(KernelDefBuilder("BiasAddGrad").Device(kDeviceGPU).TypeConstraint<float>("T"),
+                BiasAddGradGpuOp);
+
+// --- Softmax, LogSoftmax --------------------------------------------------------------------
+
+template <bool kLog>
+class SoftmaxGpuOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& logits = ctx->input(0);
+    if (logits.dims() < 1) {
+      return ctx->InvalidArgument("logits must have >= 1 dimension, got ",
+                                  logits.shape().DebugString());
+    }
+    Tensor* out = OutputForOverwrite(ctx, 0, logits.shape());
+    if (out == nullptr || logits.NumElements() == 0) return absl::OkStatus();
+    const int64_t cols = logits.dim_size(logits.dims() - 1);
+    LaunchSoftmax(GpuOf(ctx)->stream(), In<float>(logits), Out<float>(out),
+                  logits.NumElements() / cols, cols, kLog);
+    return LaunchStatus(ctx);
+  }
+};
+REGISTER_KERNEL(KernelDefBuilder("Softmax").Device(kDeviceGPU).TypeConstraint<float>("T"),
+                SoftmaxGpuOp<false>);
+REGISTER_KERNEL(KernelDefBuilder("LogSoftmax").Device(kDeviceGPU).TypeConstraint<float>("T"),
+                SoftmaxGpuOp<true>);
+
+// --- SparseSoftmaxCrossEntropyWithLogits --------------------------------------------------------
+
+// Labels stay on the device and are not checked: as TensorFlow's GPU
+// kernel, a label outside [0, classes) gives NaN loss and backprop for its
+// row, where the CPU kernel fails with InvalidArgument.
+class SparseXentGpuOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& logits = ctx->input(0);
+    const Tensor& labels = ctx->input(1);
+    RETURN_IF_ERROR(CheckShapes(ctx, logits, labels));
+    const int64_t batch = logits.dim_size(0), classes = logits.dim_size(1);
+    Tensor* loss = OutputForOverwrite(ctx, 0, TensorShape({batch}));
+    Tensor* backprop = OutputForOverwrite(ctx, 1, logits.shape());
+    if (loss == nullptr || backprop == nullptr) return absl::OkStatus();
+    LaunchSparseXent(GpuOf(ctx)->stream(), In<float>(logits), labels.raw_data(),
+                     labels.dtype() == DT_INT64, Out<float>(loss), Out<float>(backprop), batch,
+                     classes);
+    return LaunchStatus(ctx);
+  }
+
+ private:
+  static absl::Status CheckShapes(OpKernelContext* ctx, const Tensor& logits,
+                                  const Tensor& labels) {
+    if (logits.dims() != 2) {
+      return ctx->InvalidArgument("logits must be 2-D, but got shape ",
+                                  logits.shape().DebugString());
+    }
+    if (labels.dims() != 1) {
+      return ctx->InvalidArgument("labels must be 1-D, but got shape ",
+                                  labels.shape().DebugString());
+    }
+    if (logits.dim_size(0) != labels.dim_size(0)) {
+      return ctx->InvalidArgument(
+          "logits and labels must have the same first dimension, got logits shape ",
+          logits.shape().DebugString(), " and labels shape ", labels.shape().DebugString());
+    }
+    if (logits.dim_size(1) == 0) {
+      return ctx->InvalidArgument("Must have at least one class, but got logits shape ",
+                                  logits.shape().DebugString());
+    }
+    return absl::OkStatus();
+  }
+};
+REGISTER_KERNEL(KernelDefBuilder("SparseSoftmaxCrossEntropyWithLogits")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint<float>("T")
+                    .TypeConstraint("Tlabels", {DT_INT32, DT_INT64}),
+                SparseXentGpuOp);
+
+// --- SoftmaxCrossEntropyWithLogits ----------------------------------------------------------
+
+// The broadcast [rows, cols] of `a` and `b` and how each is read, or
+// InvalidArgument naming both (the CPU kernel's rule and messages).
+absl::Status BroadcastTo2D(OpKernelContext* ctx, const TensorShape& a, const TensorShape& b,
+                           int64_t* rows, int64_t* cols, Strides2D* sa, Strides2D* sb) {
+  const std::string sizes =
+      absl::StrCat("logits_size=", a.DebugString(), " labels_size=", b.DebugString());
+  if (std::max(a.dims(), b.dims()) != 2) {
+    return ctx->InvalidArgument(
+        "logits and labels must be either 2-dimensional, or broadcasted to be 2-dimensional: ",
+        sizes);
+  }
+  auto dim = [](const TensorShape& s, int d) {  // d in {0, 1}, counted in rank 2
+    const int i = s.dims() - 2 + d;
+    return i >= 0 ? s.dim_size(i) : int64_t{1};
+  };
+  int64_t out[2];
+  for (int d = 0; d < 2; ++d) {
+    const int64_t da = dim(a, d), db = dim(b, d);
+    if (da != db && da != 1 && db != 1) {
+      return ctx->InvalidArgument("logits and labels must be broadcastable: ", sizes);
+    }
+    out[d] = da == 1 ? db : da;
+  }
+  *rows = out[0], *cols = out[1];
+  *sa = {dim(a, 0) == 1 ? 0 : dim(a, 1), dim(a, 1) == 1 ? 0 : 1};
+  *sb = {dim(b, 0) == 1 ? 0 : dim(b, 1), dim(b, 1) == 1 ? 0 : 1};
+  return absl::OkStatus();
+}
+
+class XentGpuOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& logits = ctx->input(0);
+    const Tensor& labels = ctx->input(1);
+    int64_t rows, cols;
+    Strides2D sl, sb;
+    RETURN_IF_ERROR(BroadcastTo2D(ctx, logits.shape(), labels.shape(), &rows, &cols, &sl, &sb));
+    if (rows * cols == 0) {  // Zeros, as the CPU kernel's.
+      ctx->allocate_output(0, TensorShape({rows}));
+      ctx->allocate_output(1, TensorShape({rows, cols}));
+      return LaunchStatus(ctx);
+    }
+    Tensor* loss = OutputForOverwrite(ctx, 0, TensorShape({rows}));
+    Tensor* backprop = OutputForOverwrite(ctx, 1, TensorShape({rows, cols}));
+    if (loss == nullptr || backprop == nullptr) return absl::OkStatus();
+    LaunchXent(GpuOf(ctx)->stream(), In<float>(logits), sl, In<float>(labels), sb,
+               Out<float>(loss), Out<float>(backprop), rows, cols);
+    return LaunchStatus(ctx);
+  }
+};
+REGISTER_KERNEL(
+    KernelDefBuilder("SoftmaxCrossEntropyWithLogits").Device(kDeviceGPU).TypeConstraint<float>("T"),
+    XentGpuOp);
+
+}  // namespace
+}  // namespace gpu
+}  // namespace dflow

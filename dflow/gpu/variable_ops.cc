@@ -1,0 +1,531 @@
+// Variables on a GPU, so that a model's weights and optimizer slots stay in
+// device memory: VariableV2, Assign, AssignAdd, AssignSub,
+// IsVariableInitialized and Const (reference variables), VarHandleOp,
+// ReadVariableOp, VariableShape, AssignVariableOp, AssignAddVariableOp,
+// AssignSubVariableOp, VarIsInitializedOp and DestroyResourceOp (resource
+// variables). The semantics are the CPU kernels' (ops/state_ops.cc,
+// ops/variable_ops.cc); values live in device memory and every copy and
+// update is queued on the device's compute stream. Handles, resources and
+// the is_initialized flags are host memory.
+//
+// A reference ref edge reaching a non-ref input (the variable's "read") is
+// resolved by the executor, so Identity needs no ref kernel here.
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "dflow/framework/kernel.h"
+#include "dflow/framework/resource_mgr.h"
+#include "dflow/framework/status.h"
+#include "dflow/gpu/gpu_device.h"
+#include "dflow/gpu/training_launch.h"
+#include "dflow/gpu/variable_util.h"
+#include "dflow/ops/state_ops.h"
+#include "dflow/ops/variable_ops.h"
+
+namespace dflow {
+namespace gpu {
+
+absl::StatusOr<Tensor> DeviceCopy(GpuDevice* gpu, const Tensor& t) {
+  if (t.memory_type() == MemoryType::kHost) return gpu->CopyTensor(t, MemoryType::kDevice);
+  ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(gpu->device_allocator(), t.dtype(), t.shape()));
+  if (t.TotalBytes() == 0) return out;
+  RETURN_IF_ERROR(CudaCheck(cudaMemcpyAsync(out.raw_data(), t.raw_data(), t.TotalBytes(),
+                                            cudaMemcpyDeviceToDevice, gpu->stream()),
+                            absl::StrCat("copying ", t.TotalBytes(), " bytes on ", gpu->name())));
+  return out;
+}
+
+absl::StatusOr<Tensor*> MutableDeviceTensor(GpuDevice* gpu, Var* var)
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {  // REQUIRES the caller's exclusive lock.
+  // Our own reference is one use; any other means a snapshot shares the buffer.
+  if (var->tensor().BufferUseCount() > 1 || var->tensor().memory_type() != MemoryType::kDevice) {
+    ASSIGN_OR_RETURN(Tensor copy, DeviceCopy(gpu, var->tensor()));
+    var->SetValue(std::move(copy));
+  }
+  return const_cast<Tensor*>(&var->tensor());
+}
+
+namespace {
+
+// The device-memory dtypes of GPU variables (TensorFlow's GPU set, less the
+// half types dflow does not compute with).
+const DataTypeVector kGpuVariableTypes = {DT_FLOAT, DT_DOUBLE, DT_INT64};
+
+// `s` with the node's prefix when it failed.
+absl::Status Prefixed(const OpKernelContext& ctx, const absl::Status& s) {
+  return s.ok() ? s : WithPrefix(s, ctx.Prefix());
+}
+
+// --- VariableV2 -----------------------------------------------------------------
+
+// The storage of one VariableV2 on a GPU: a device tensor (uninitialized
+// until assigned) and the mutex that ref consumers lock.
+class GpuLegacyVar : public ResourceBase {
+ public:
+  static constexpr char kTypeName[] = "LegacyVar";
+
+  explicit GpuLegacyVar(DataType dtype) : dtype_(dtype) {}
+  GpuLegacyVar(const GpuLegacyVar&) = delete;
+  GpuLegacyVar& operator=(const GpuLegacyVar&) = delete;
+
+  DataType dtype() const { return dtype_; }
+  absl::Mutex* mu() { return &mu_; }
+  // Guarded by mu(); the pointer is stable for the variable's lifetime.
+  Tensor* tensor() { return &tensor_; }
+  // Shape only: the value is in device memory, which CPU code cannot read.
+  std::string DebugString() const override {
+    absl::ReaderMutexLock l(&mu_);
+    if (!tensor_.IsInitialized()) {
+      return absl::StrCat("LegacyVar<", DataTypeString(dtype_), ", uninitialized>");
+    }
+    return absl::StrCat("LegacyVar<", DataTypeString(dtype_), ", ", tensor_.shape().DebugString(),
+                        ", device memory>");
+  }
+
+ private:
+  const DataType dtype_;
+  mutable absl::Mutex mu_;
+  Tensor tensor_;  // Guarded by mu_ (accessed through ref edges).
+};
+
+class VariableV2GpuOp : public OpKernel {
+ public:
+  explicit VariableV2GpuOp(OpKernelConstruction* c) : OpKernel(c) {
+    c->GetAttr("dtype", &dtype_).IgnoreError();
+    c->GetAttr("container", &container_).IgnoreError();
+    c->GetAttr("shared_name", &name_).IgnoreError();
+    if (name_.empty()) name_ = c->def().name();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    ResourceMgr* rm = ctx->resource_manager();
+    const std::string& container = container_.empty() ? rm->default_container() : container_;
+    const DataType dtype = dtype_;
+    ASSIGN_OR_RETURN(
+        std::shared_ptr<GpuLegacyVar> var,
+        rm->LookupOrCreate<GpuLegacyVar>(
+            container, name_, [dtype]() -> absl::StatusOr<std::shared_ptr<GpuLegacyVar>> {
+              return std::make_shared<GpuLegacyVar>(dtype);
+            }));
+    if (var->dtype() != dtype_) {
+      return ctx->InvalidArgument("trying to share variable ", name_, " (container ", container,
+                                  ") of dtype ", DataTypeString(var->dtype()), " as ",
+                                  DataTypeString(dtype_));
+    }
+    {
+      absl::MutexLock l(&mu_);  // Keeps the storage alive for this step's consumers.
+      var_ = var;
+    }
+    ctx->set_output_ref(0, var->mu(), var->tensor());
+    return absl::OkStatus();
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  DataType dtype_ = DT_INVALID;
+  std::string container_;
+  std::string name_;
+  absl::Mutex mu_;
+  std::shared_ptr<GpuLegacyVar> var_ ABSL_GUARDED_BY(mu_);
+};
+
+// --- Assign ---------------------------------------------------------------------
+
+class AssignGpuOp : public OpKernel {
+ public:
+  explicit AssignGpuOp(OpKernelConstruction* c) : OpKernel(c) {
+    c->GetAttr("validate_shape", &validate_shape_).IgnoreError();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    GpuDevice* gpu = GpuOf(ctx);
+    const Tensor& value = ctx->input(1);
+    {
+      // Locked whatever use_locking says, as on the CPU.
+      absl::MutexLock l(ctx->input_ref_mutex(0));
+      Tensor* ref = ctx->mutable_input(0);
+      if (validate_shape_ && ref->IsInitialized() && ref->shape() != value.shape()) {
+        return ctx->InvalidArgument("Assign requires shapes of both tensors to match. lhs shape= ",
+                                    ref->shape().DebugString(),
+                                    " rhs shape= ", value.shape().DebugString());
+      }
+      if (CanCopyInPlace(*ref, value)) {
+        if (value.TotalBytes() > 0) {
+          RETURN_IF_ERROR(Prefixed(
+              *ctx, CudaCheck(cudaMemcpyAsync(ref->raw_data(), value.raw_data(), value.TotalBytes(),
+                                              cudaMemcpyDeviceToDevice, gpu->stream()),
+                              "Assign's device copy")));
+        }
+      } else {
+        // A copy, never a shared buffer: the value's producer may reuse it.
+        absl::StatusOr<Tensor> copy = DeviceCopy(gpu, value);
+        RETURN_IF_ERROR(Prefixed(*ctx, copy.status()));
+        *ref = *std::move(copy);
+      }
+    }
+    ForwardRefInput(ctx, 0, 0);
+    return absl::OkStatus();
+  }
+
+ private:
+  // True when `ref` already has an exclusive device buffer of the value's layout.
+  static bool CanCopyInPlace(const Tensor& ref, const Tensor& value) {
+    return ref.IsInitialized() && ref.raw_data() != nullptr &&
+           ref.memory_type() == MemoryType::kDevice &&
+           value.memory_type() == MemoryType::kDevice && ref.dtype() == value.dtype() &&
+           ref.shape() == value.shape() && ref.BufferUseCount() == 1 && !ref.SharesBufferWith(value);
+  }
+
+  bool validate_shape_ = true;
+};
+
+// --- AssignAdd / AssignSub ----------------------------------------------------------
+
+template <bool kSubtract>
+class AssignUpdateGpuOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    GpuDevice* gpu = GpuOf(ctx);
+    const Tensor& delta = ctx->input(1);
+    {
+      RefInputsLock lock(*ctx, {0});
+      RETURN_IF_ERROR(CheckRefInitialized(*ctx, 0));
+      Tensor* value = MutableRefInput(ctx, 0);  // In place, as on the CPU.
+      if (value->shape() != delta.shape()) {
+        return ctx->InvalidArgument("Parameters and update must be the same size: ref ",
+                                    value->shape().DebugString(), " vs update ",
+                                    delta.shape().DebugString());
+      }
+      RETURN_IF_ERROR(Launch(gpu, delta, value));
+    }
+    ForwardRefInput(ctx, 0, 0);
+    return LaunchStatus(ctx);
+  }
+
+  // value (+|-)= delta on the device. REQUIRES: equal shapes and dtypes.
+  static absl::Status Launch(GpuDevice* gpu, const Tensor& delta, Tensor* value) {
+    const int64_t n = delta.NumElements();
+    switch (delta.dtype()) {
+      case DT_FLOAT:
+        LaunchAssignUpdate(gpu->stream(), static_cast<float*>(value->raw_data()),
+                           static_cast<const float*>(delta.raw_data()), kSubtract, n);
+        return absl::OkStatus();
+      case DT_DOUBLE:
+        LaunchAssignUpdate(gpu->stream(), static_cast<double*>(value->raw_data()),
+                           static_cast<const double*>(delta.raw_data()), kSubtract, n);
+        return absl::OkStatus();
+      case DT_INT64:
+        LaunchAssignUpdate(gpu->stream(), static_cast<int64_t*>(value->raw_data()),
+                           static_cast<const int64_t*>(delta.raw_data()), kSubtract, n);
+        return absl::OkStatus();
+      default:
+        return absl::InvalidArgumentError(
+            absl::StrCat("unsupported dtype on the GPU: ", DataTypeString(delta.dtype())));
+    }
+  }
+};
+
+// --- IsVariableInitialized ------------------------------------------------------------
+
+class IsVariableInitializedGpuOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    bool initialized = false;
+    if (ctx->input_is_ref(0)) {
+      absl::ReaderMutexLock l(ctx->input_ref_mutex(0));
+      initialized = ctx->mutable_input(0)->IsInitialized();
+    } else {
+      initialized = ctx->input(0).IsInitialized();
+    }
+    ctx->set_output(0, Tensor::Scalar<bool>(initialized));  // Host memory.
+    return absl::OkStatus();
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+// --- Const --------------------------------------------------------------------------
+
+// The value is parsed on the host at construction and copied to the device
+// on the first Compute; later steps share that device copy (its consumers
+// never write their inputs in place).
+class ConstGpuOp : public OpKernel {
+ public:
+  explicit ConstGpuOp(OpKernelConstruction* c) : OpKernel(c) {
+    DataType dtype;
+    if (!c->GetAttr("value", &host_value_).ok() || !c->GetAttr("dtype", &dtype).ok()) return;
+    if (host_value_.dtype() != dtype) {
+      c->SetStatus(absl::InvalidArgumentError(
+          absl::StrCat("[Const '", name(), "'] Type mismatch between value (",
+                       DataTypeString(host_value_.dtype()), ") and dtype (", DataTypeString(dtype),
+                       ")")));
+    }
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    absl::MutexLock l(&mu_);
+    if (!device_value_.has_value()) {
+      absl::StatusOr<Tensor> copy = GpuOf(ctx)->CopyTensor(host_value_, MemoryType::kDevice);
+      RETURN_IF_ERROR(Prefixed(*ctx, copy.status()));
+      device_value_ = *std::move(copy);
+    }
+    ctx->set_output(0, *device_value_);
+    return absl::OkStatus();
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  Tensor host_value_;
+  absl::Mutex mu_;
+  std::optional<Tensor> device_value_ ABSL_GUARDED_BY(mu_);
+};
+
+// --- resource variables ----------------------------------------------------------------
+
+absl::Status DtypeMismatch(const OpKernelContext& ctx, const char* action, DataType expected,
+                           DataType got) {
+  return ctx.InvalidArgument("trying to ", action, " variable with wrong dtype: expected ",
+                             DataTypeString(expected), ", got ", DataTypeString(got));
+}
+
+class VarHandleGpuOp : public OpKernel {
+ public:
+  explicit VarHandleGpuOp(OpKernelConstruction* c) : OpKernel(c) {
+    c->GetAttr("container", &container_).IgnoreError();
+    c->GetAttr("shared_name", &name_).IgnoreError();
+    if (name_.empty()) name_ = c->def().name();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const std::string& container =
+        container_.empty() ? ctx->resource_manager()->default_container() : container_;
+    ctx->set_output(0, ResourceHandleTensor<Var>(ctx->device()->name(), container, name_));
+    return absl::OkStatus();
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  std::string container_;
+  std::string name_;
+};
+
+class ReadVariableGpuOp : public OpKernel {
+ public:
+  explicit ReadVariableGpuOp(OpKernelConstruction* c) : OpKernel(c) {
+    c->GetAttr("dtype", &dtype_).IgnoreError();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    ASSIGN_OR_RETURN(std::shared_ptr<Var> var, LookupInitializedVar(*ctx, 0));
+    if (var->dtype() != dtype_) return DtypeMismatch(*ctx, "read", dtype_, var->dtype());
+    std::optional<Tensor> value = var->Snapshot();  // Shares the device buffer.
+    if (!value) return absl::InternalError("variable lost its value");
+    ctx->set_output(0, *std::move(value));
+    return absl::OkStatus();
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  DataType dtype_ = DT_INVALID;
+};
+
+// The variable's shape, in host memory (as the CPU kernel).
+class VariableShapeGpuOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    ASSIGN_OR_RETURN(std::shared_ptr<Var> var, LookupInitializedVar(*ctx, 0));
+    std::optional<Tensor> value = var->Snapshot();
+    if (!value) return absl::InternalError("variable lost its value");
+    const TensorShape& shape = value->shape();
+    Tensor* out = ctx->allocate_output(0, TensorShape({shape.dims()}));
+    for (int d = 0; d < shape.dims(); ++d) {
+      if (out->dtype() == DT_INT64) {
+        out->flat<int64_t>()[d] = shape.dim_size(d);
+      } else if (shape.dim_size(d) > std::numeric_limits<int32_t>::max()) {
+        return ctx->InvalidArgument("dimension ", d, " of the variable's shape ",
+                                    shape.DebugString(), " does not fit out_type int32");
+      } else {
+        out->flat<int32_t>()[d] = static_cast<int32_t>(shape.dim_size(d));
+      }
+    }
+    return absl::OkStatus();
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+class AssignVariableGpuOp : public OpKernel {
+ public:
+  explicit AssignVariableGpuOp(OpKernelConstruction* c) : OpKernel(c) {
+    c->GetAttr("dtype", &dtype_).IgnoreError();
+    if (c->HasAttr("validate_shape")) c->GetAttr("validate_shape", &validate_shape_).IgnoreError();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    GpuDevice* gpu = GpuOf(ctx);
+    ASSIGN_OR_RETURN(ResourceHandle h, VarHandleFromInput(*ctx, 0));
+    const Tensor& value = ctx->input(1);
+    if (value.dtype() != dtype_) return DtypeMismatch(*ctx, "assign", dtype_, value.dtype());
+    const DataType dtype = dtype_;
+    ASSIGN_OR_RETURN(std::shared_ptr<Var> var,
+                     ctx->resource_manager()->LookupOrCreate<Var>(
+                         VarContainer(*ctx, h), h.name,
+                         [dtype]() -> absl::StatusOr<std::shared_ptr<Var>> {
+                           return std::make_shared<Var>(dtype);
+                         }));
+    if (var->dtype() != dtype_) return DtypeMismatch(*ctx, "assign", var->dtype(), dtype_);
+    absl::MutexLock l(var->mu());
+    if (validate_shape_ && var->is_initialized() && var->tensor().shape() != value.shape()) {
+      return ctx->InvalidArgument("trying to assign a tensor of shape ",
+                                  value.shape().DebugString(), " to variable ", h.name,
+                                  " of shape ", var->tensor().shape().DebugString());
+    }
+    // Shares the value's buffer (updates copy on write) unless it is a ref
+    // input's storage, which may change in place later, or not device memory
+    // (an empty value the executor did not move).
+    if (ctx->input_is_ref(1) || value.memory_type() != MemoryType::kDevice) {
+      absl::StatusOr<Tensor> copy = DeviceCopy(gpu, value);
+      RETURN_IF_ERROR(Prefixed(*ctx, copy.status()));
+      var->SetValue(*std::move(copy));
+    } else {
+      var->SetValue(value);
+    }
+    return absl::OkStatus();
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  DataType dtype_ = DT_INVALID;
+  bool validate_shape_ = false;
+};
+
+template <bool kSubtract>
+class AssignUpdateVariableGpuOp : public OpKernel {
+ public:
+  explicit AssignUpdateVariableGpuOp(OpKernelConstruction* c) : OpKernel(c) {
+    c->GetAttr("dtype", &dtype_).IgnoreError();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    GpuDevice* gpu = GpuOf(ctx);
+    ASSIGN_OR_RETURN(std::shared_ptr<Var> var, LookupInitializedVar(*ctx, 0));
+    const Tensor& delta = ctx->input(1);
+    if (var->dtype() != dtype_ || delta.dtype() != dtype_) {
+      return DtypeMismatch(*ctx, "update", var->dtype(), delta.dtype());
+    }
+    absl::MutexLock l(var->mu());
+    if (var->tensor().shape() != delta.shape()) {
+      return ctx->InvalidArgument("cannot update variable of shape ",
+                                  var->tensor().shape().DebugString(), " with a tensor of shape ",
+                                  delta.shape().DebugString(), "; shapes must be equal");
+    }
+    absl::StatusOr<Tensor*> value = MutableDeviceTensor(gpu, var.get());
+    RETURN_IF_ERROR(Prefixed(*ctx, value.status()));
+    RETURN_IF_ERROR(Prefixed(*ctx, AssignUpdateGpuOp<kSubtract>::Launch(gpu, delta, *value)));
+    return LaunchStatus(ctx);
+  }
+
+ private:
+  DataType dtype_ = DT_INVALID;
+};
+
+class VarIsInitializedGpuOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    ASSIGN_OR_RETURN(ResourceHandle h, VarHandleFromInput(*ctx, 0));
+    absl::StatusOr<std::shared_ptr<Var>> var =
+        ctx->resource_manager()->Lookup<Var>(VarContainer(*ctx, h), h.name);
+    bool initialized = false;
+    if (var.ok()) {
+      absl::ReaderMutexLock l((*var)->mu());
+      initialized = (*var)->is_initialized();
+    }
+    ctx->set_output(0, Tensor::Scalar<bool>(initialized));  // Host memory.
+    return absl::OkStatus();
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+class DestroyResourceGpuOp : public OpKernel {
+ public:
+  explicit DestroyResourceGpuOp(OpKernelConstruction* c) : OpKernel(c) {
+    c->GetAttr("ignore_lookup_error", &ignore_lookup_error_).IgnoreError();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& t = ctx->input(0);
+    if (t.dtype() != DT_RESOURCE || t.NumElements() != 1) {
+      return ctx->InvalidArgument("input must be a scalar resource handle, got ",
+                                  t.DebugString());
+    }
+    absl::Status s = ctx->resource_manager()->Delete(t.flat<ResourceHandle>()[0]);
+    if (s.ok() || (ignore_lookup_error_ && absl::IsNotFound(s))) return absl::OkStatus();
+    return WithPrefix(s, ctx->Prefix());
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  bool ignore_lookup_error_ = true;
+};
+
+// --- registration ----------------------------------------------------------------------
+
+KernelDefBuilder Gpu(const char* op) { return std::move(KernelDefBuilder(op).Device(kDeviceGPU)); }
+
+REGISTER_KERNEL(Gpu("VariableV2").TypeConstraint("dtype", kGpuVariableTypes), VariableV2GpuOp);
+REGISTER_KERNEL(Gpu("Assign").TypeConstraint("T", kGpuVariableTypes), AssignGpuOp);
+REGISTER_KERNEL(Gpu("AssignAdd").TypeConstraint("T", kGpuVariableTypes), AssignUpdateGpuOp<false>);
+REGISTER_KERNEL(Gpu("AssignSub").TypeConstraint("T", kGpuVariableTypes), AssignUpdateGpuOp<true>);
+REGISTER_KERNEL(Gpu("IsVariableInitialized")
+                    .TypeConstraint("dtype", kGpuVariableTypes)
+                    .HostMemory("is_initialized"),
+                IsVariableInitializedGpuOp);
+REGISTER_KERNEL(Gpu("Const").TypeConstraint("dtype", kGpuVariableTypes), ConstGpuOp);
+
+// An int32 Const on a GPU stays in host memory, as TensorFlow's
+// HostConstantOp: int32 values there are shapes and axes that host-memory
+// arguments read, and it keeps such a Const's colocation group (TensorFlow's
+// gradients colocate their shape constants with the op) on the GPU.
+class HostConstGpuOp : public OpKernel {
+ public:
+  explicit HostConstGpuOp(OpKernelConstruction* c) : OpKernel(c) {
+    c->GetAttr("value", &value_).IgnoreError();  // Recorded on c.
+  }
+  absl::Status Compute(OpKernelContext* ctx) override {
+    ctx->set_output(0, value_);
+    return absl::OkStatus();
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  Tensor value_;
+};
+REGISTER_KERNEL(Gpu("Const").TypeConstraint<int32_t>("dtype").HostMemory("output"),
+                HostConstGpuOp);
+
+REGISTER_KERNEL(Gpu("VarHandleOp").TypeConstraint("dtype", kGpuVariableTypes), VarHandleGpuOp);
+REGISTER_KERNEL(Gpu("ReadVariableOp").TypeConstraint("dtype", kGpuVariableTypes),
+                ReadVariableGpuOp);
+REGISTER_KERNEL(Gpu("VariableShape").HostMemory("output"), VariableShapeGpuOp);
+REGISTER_KERNEL(Gpu("AssignVariableOp").TypeConstraint("dtype", kGpuVariableTypes),
+                AssignVariableGpuOp);
+REGISTER_KERNEL(Gpu("AssignAddVariableOp").TypeConstraint("dtype", kGpuVariableTypes),
+                AssignUpdateVariableGpuOp<false>);
+REGISTER_KERNEL(Gpu("AssignSubVariableOp").TypeConstraint("dtype", kGpuVariableTypes),
+                AssignUpdateVariableGpuOp<true>);
+REGISTER_KERNEL(Gpu("VarIsInitializedOp").HostMemory("is_initialized"), VarIsInitializedGpuOp);
+REGISTER_KERNEL(Gpu("DestroyResourceOp"), DestroyResourceGpuOp);
+
+}  // namespace
+}  // namespace gpu
+}  // namespace dflow
