@@ -20,7 +20,8 @@ if [[ "${1:-}" == "--prebuilt" ]]; then
   pack="$2"
   root="$(mktemp -d)"
   tar -C "$root" -xJf "$pack/pack.tar.xz"
-  bin="$root/bin" dflow="$root/bin/dflow" tests="$root/bin/gpu_tests" bench="$root/bin/gpu_bench"
+  dflow="$root/bin/dflow" tests="$root/bin/gpu_tests" bench="$root/bin/gpu_bench"
+  direct="$root/bin/cnn_direct_bench"
   export LD_LIBRARY_PATH="$root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   if [[ -d "$root/data" && ! -d /usr/share/datasets/fashion-mnist ]]; then
     mkdir -p /usr/share/datasets && cp -r "$root/data" /usr/share/datasets/fashion-mnist
@@ -28,6 +29,7 @@ if [[ "${1:-}" == "--prebuilt" ]]; then
 else
   scripts/build.sh || exit 1
   dflow=build/bin/dflow tests=build/gpu_tests bench=build/bench/gpu_bench
+  direct=build/bench/cnn_direct_bench
 fi
 # CUDA's libraries where the machine keeps them (a toolkit, or Python wheels).
 for lib in libcublas.so.13 libcudnn.so.9; do
@@ -92,6 +94,9 @@ fi
 
 say "== 3. benchmark"
 timeout 120 "$bench" 2>&1 | tee -a "$report" || status=1
+# The CNN step written directly with cuDNN and cuBLAS (the issue's baseline).
+timeout 120 "$direct" --steps 469 2> "$out/cnn_direct.log" | tail -1 | tee -a "$report" || status=1
+grep -E "grad|pool|algo" "$out/cnn_direct.log" | head -12 >> "$report"
 # Peers of `dflow train`'s GPU figures: the same steps in PyTorch (cuDNN and
 # cuBLAS called per op), where the machine has it.
 if python3 -c "import torch" 2> /dev/null; then

@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dest="${1:-.devpack}"
 rm -rf "$dest" && mkdir -p "$dest/stage/bin" "$dest/stage/lib"
-bins=(build/bin/dflow build/gpu_tests build/bench/gpu_bench)
+bins=(build/bin/dflow build/gpu_tests build/bench/gpu_bench build/bench/cnn_direct_bench)
 for b in "${bins[@]}"; do
   [[ -x "$b" ]] || { echo "gpu_pack: $b is not built (scripts/build.sh)" >&2; exit 1; }
   cp "$b" "$dest/stage/bin/"
