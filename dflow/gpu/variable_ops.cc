@@ -1,9 +1,11 @@
 // Variables on a GPU, so that a model's weights and optimizer slots stay in
 // device memory: VariableV2, Assign, AssignAdd, AssignSub,
-// IsVariableInitialized and Const (reference variables), VarHandleOp,
-// ReadVariableOp, VariableShape, AssignVariableOp, AssignAddVariableOp,
-// AssignSubVariableOp, VarIsInitializedOp and DestroyResourceOp (resource
-// variables). The semantics are the CPU kernels' (ops/state_ops.cc,
+// IsVariableInitialized and Const (reference variables), AssignVariableOp,
+// AssignAddVariableOp and AssignSubVariableOp (resource variables). The
+// resource kernels that only pass handles, snapshots and shapes
+// (VarHandleOp, ReadVariableOp, VariableShape, VarIsInitializedOp,
+// DestroyResourceOp, and an int32 Const in host memory) are the CPU's,
+// registered for GPU in dflow/ops. The semantics are the CPU kernels' (ops/state_ops.cc,
 // ops/variable_ops.cc); values live in device memory and every copy and
 // update is queued on the device's compute stream. Handles, resources and
 // the is_initialized flags are host memory.
@@ -289,79 +291,6 @@ class ConstGpuOp : public OpKernel {
 
 // --- resource variables ----------------------------------------------------------------
 
-absl::Status DtypeMismatch(const OpKernelContext& ctx, const char* action, DataType expected,
-                           DataType got) {
-  return ctx.InvalidArgument("trying to ", action, " variable with wrong dtype: expected ",
-                             DataTypeString(expected), ", got ", DataTypeString(got));
-}
-
-class VarHandleGpuOp : public OpKernel {
- public:
-  explicit VarHandleGpuOp(OpKernelConstruction* c) : OpKernel(c) {
-    c->GetAttr("container", &container_).IgnoreError();
-    c->GetAttr("shared_name", &name_).IgnoreError();
-    if (name_.empty()) name_ = c->def().name();
-  }
-
-  absl::Status Compute(OpKernelContext* ctx) override {
-    const std::string& container =
-        container_.empty() ? ctx->resource_manager()->default_container() : container_;
-    ctx->set_output(0, ResourceHandleTensor<Var>(ctx->device()->name(), container, name_));
-    return absl::OkStatus();
-  }
-  bool IsExpensive() const override { return false; }
-
- private:
-  std::string container_;
-  std::string name_;
-};
-
-class ReadVariableGpuOp : public OpKernel {
- public:
-  explicit ReadVariableGpuOp(OpKernelConstruction* c) : OpKernel(c) {
-    c->GetAttr("dtype", &dtype_).IgnoreError();
-  }
-
-  absl::Status Compute(OpKernelContext* ctx) override {
-    ASSIGN_OR_RETURN(std::shared_ptr<Var> var, LookupInitializedVar(*ctx, 0));
-    if (var->dtype() != dtype_) return DtypeMismatch(*ctx, "read", dtype_, var->dtype());
-    std::optional<Tensor> value = var->Snapshot();  // Shares the device buffer.
-    if (!value) return absl::InternalError("variable lost its value");
-    ctx->set_output(0, *std::move(value));
-    return absl::OkStatus();
-  }
-  bool IsExpensive() const override { return false; }
-
- private:
-  DataType dtype_ = DT_INVALID;
-};
-
-// The variable's shape, in host memory (as the CPU kernel).
-class VariableShapeGpuOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-
-  absl::Status Compute(OpKernelContext* ctx) override {
-    ASSIGN_OR_RETURN(std::shared_ptr<Var> var, LookupInitializedVar(*ctx, 0));
-    std::optional<Tensor> value = var->Snapshot();
-    if (!value) return absl::InternalError("variable lost its value");
-    const TensorShape& shape = value->shape();
-    Tensor* out = ctx->allocate_output(0, TensorShape({shape.dims()}));
-    for (int d = 0; d < shape.dims(); ++d) {
-      if (out->dtype() == DT_INT64) {
-        out->flat<int64_t>()[d] = shape.dim_size(d);
-      } else if (shape.dim_size(d) > std::numeric_limits<int32_t>::max()) {
-        return ctx->InvalidArgument("dimension ", d, " of the variable's shape ",
-                                    shape.DebugString(), " does not fit out_type int32");
-      } else {
-        out->flat<int32_t>()[d] = static_cast<int32_t>(shape.dim_size(d));
-      }
-    }
-    return absl::OkStatus();
-  }
-  bool IsExpensive() const override { return false; }
-};
-
 class AssignVariableGpuOp : public OpKernel {
  public:
   explicit AssignVariableGpuOp(OpKernelConstruction* c) : OpKernel(c) {
@@ -437,47 +366,6 @@ class AssignUpdateVariableGpuOp : public OpKernel {
   DataType dtype_ = DT_INVALID;
 };
 
-class VarIsInitializedGpuOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-
-  absl::Status Compute(OpKernelContext* ctx) override {
-    ASSIGN_OR_RETURN(ResourceHandle h, VarHandleFromInput(*ctx, 0));
-    absl::StatusOr<std::shared_ptr<Var>> var =
-        ctx->resource_manager()->Lookup<Var>(VarContainer(*ctx, h), h.name);
-    bool initialized = false;
-    if (var.ok()) {
-      absl::ReaderMutexLock l((*var)->mu());
-      initialized = (*var)->is_initialized();
-    }
-    ctx->set_output(0, Tensor::Scalar<bool>(initialized));  // Host memory.
-    return absl::OkStatus();
-  }
-  bool IsExpensive() const override { return false; }
-};
-
-class DestroyResourceGpuOp : public OpKernel {
- public:
-  explicit DestroyResourceGpuOp(OpKernelConstruction* c) : OpKernel(c) {
-    c->GetAttr("ignore_lookup_error", &ignore_lookup_error_).IgnoreError();
-  }
-
-  absl::Status Compute(OpKernelContext* ctx) override {
-    const Tensor& t = ctx->input(0);
-    if (t.dtype() != DT_RESOURCE || t.NumElements() != 1) {
-      return ctx->InvalidArgument("input must be a scalar resource handle, got ",
-                                  t.DebugString());
-    }
-    absl::Status s = ctx->resource_manager()->Delete(t.flat<ResourceHandle>()[0]);
-    if (s.ok() || (ignore_lookup_error_ && absl::IsNotFound(s))) return absl::OkStatus();
-    return WithPrefix(s, ctx->Prefix());
-  }
-  bool IsExpensive() const override { return false; }
-
- private:
-  bool ignore_lookup_error_ = true;
-};
-
 // --- registration ----------------------------------------------------------------------
 
 KernelDefBuilder Gpu(const char* op) { return std::move(KernelDefBuilder(op).Device(kDeviceGPU)); }
@@ -491,40 +379,12 @@ REGISTER_KERNEL(Gpu("IsVariableInitialized")
                     .HostMemory("is_initialized"),
                 IsVariableInitializedGpuOp);
 REGISTER_KERNEL(Gpu("Const").TypeConstraint("dtype", kGpuVariableTypes), ConstGpuOp);
-
-// An int32 Const on a GPU stays in host memory, as TensorFlow's
-// HostConstantOp: int32 values there are shapes and axes that host-memory
-// arguments read, and it keeps such a Const's colocation group (TensorFlow's
-// gradients colocate their shape constants with the op) on the GPU.
-class HostConstGpuOp : public OpKernel {
- public:
-  explicit HostConstGpuOp(OpKernelConstruction* c) : OpKernel(c) {
-    c->GetAttr("value", &value_).IgnoreError();  // Recorded on c.
-  }
-  absl::Status Compute(OpKernelContext* ctx) override {
-    ctx->set_output(0, value_);
-    return absl::OkStatus();
-  }
-  bool IsExpensive() const override { return false; }
-
- private:
-  Tensor value_;
-};
-REGISTER_KERNEL(Gpu("Const").TypeConstraint<int32_t>("dtype").HostMemory("output"),
-                HostConstGpuOp);
-
-REGISTER_KERNEL(Gpu("VarHandleOp").TypeConstraint("dtype", kGpuVariableTypes), VarHandleGpuOp);
-REGISTER_KERNEL(Gpu("ReadVariableOp").TypeConstraint("dtype", kGpuVariableTypes),
-                ReadVariableGpuOp);
-REGISTER_KERNEL(Gpu("VariableShape").HostMemory("output"), VariableShapeGpuOp);
 REGISTER_KERNEL(Gpu("AssignVariableOp").TypeConstraint("dtype", kGpuVariableTypes),
                 AssignVariableGpuOp);
 REGISTER_KERNEL(Gpu("AssignAddVariableOp").TypeConstraint("dtype", kGpuVariableTypes),
                 AssignUpdateVariableGpuOp<false>);
 REGISTER_KERNEL(Gpu("AssignSubVariableOp").TypeConstraint("dtype", kGpuVariableTypes),
                 AssignUpdateVariableGpuOp<true>);
-REGISTER_KERNEL(Gpu("VarIsInitializedOp").HostMemory("is_initialized"), VarIsInitializedGpuOp);
-REGISTER_KERNEL(Gpu("DestroyResourceOp"), DestroyResourceGpuOp);
 
 }  // namespace
 }  // namespace gpu

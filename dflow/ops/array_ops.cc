@@ -63,6 +63,16 @@ REGISTER_OP("Const")
     .SetShapeFn(ConstShape);
 REGISTER_KERNEL(
     KernelDefBuilder("Const").Device(kDeviceCPU).TypeConstraint("dtype", MovableTypes()), ConstOp);
+// An int32 Const on a GPU stays in host memory, as TensorFlow's
+// HostConstantOp: int32 values there are shapes and axes that host-memory
+// arguments read, and it keeps such a Const's colocation group (TensorFlow's
+// gradients colocate their shape constants with the op) on the GPU. Other
+// dtypes have a device-memory kernel in dflow/gpu.
+REGISTER_KERNEL(KernelDefBuilder("Const")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint<int32_t>("dtype")
+                    .HostMemory("output"),
+                ConstOp);
 
 // ---------------------------------------------------------------------------
 // Placeholder, PlaceholderWithDefault

@@ -104,14 +104,13 @@ absl::StatusOr<std::shared_ptr<Var>> LookupInitializedVar(const OpKernelContext&
   return var;
 }
 
-namespace {
-
-// InvalidArgument naming both dtypes, in TensorFlow's order for each op.
 absl::Status DtypeMismatch(const OpKernelContext& ctx, const char* action, DataType expected,
                            DataType got) {
   return ctx.InvalidArgument("trying to ", action, " variable with wrong dtype: expected ",
                              DataTypeString(expected), ", got ", DataTypeString(got));
 }
+
+namespace {
 
 // --- VarHandleOp ---------------------------------------------------------------
 
@@ -319,6 +318,11 @@ class DestroyResourceOp : public OpKernel {
 const DataTypeVector kAssignTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64,
                                      DT_UINT8, DT_BOOL,   DT_STRING};
 const DataTypeVector kUpdateTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_UINT8};
+// The kernels below that only handle handles, snapshots and shapes serve a GPU
+// as they are (its variables' values live in device memory; dflow/gpu has
+// the kernels that write them). int32 variables stay on the CPU, as in
+// TensorFlow.
+const DataTypeVector kGpuVariableTypes = {DT_FLOAT, DT_DOUBLE, DT_INT64};
 
 REGISTER_OP("VarHandleOp")
     .Output("resource: resource")
@@ -331,6 +335,10 @@ REGISTER_OP("VarHandleOp")
     .SetIsStateful()
     .SetShapeFn(ScalarShape);
 REGISTER_KERNEL(KernelDefBuilder("VarHandleOp").Device(kDeviceCPU), VarHandleOp);
+REGISTER_KERNEL(KernelDefBuilder("VarHandleOp")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint("dtype", kGpuVariableTypes),
+                VarHandleOp);
 
 REGISTER_OP("ReadVariableOp")
     .Input("resource: resource")
@@ -341,6 +349,10 @@ REGISTER_OP("ReadVariableOp")
 REGISTER_KERNEL(KernelDefBuilder("ReadVariableOp")
                     .Device(kDeviceCPU)
                     .TypeConstraint("dtype", kAssignTypes),
+                ReadVariableOp);
+REGISTER_KERNEL(KernelDefBuilder("ReadVariableOp")  // A snapshot sharing the device buffer.
+                    .Device(kDeviceGPU)
+                    .TypeConstraint("dtype", kGpuVariableTypes),
                 ReadVariableOp);
 
 REGISTER_OP("VariableShape")
@@ -353,6 +365,8 @@ REGISTER_OP("VariableShape")
       return absl::OkStatus();
     });
 REGISTER_KERNEL(KernelDefBuilder("VariableShape").Device(kDeviceCPU), VariableShapeOp);
+REGISTER_KERNEL(KernelDefBuilder("VariableShape").Device(kDeviceGPU).HostMemory("output"),
+                VariableShapeOp);
 
 REGISTER_OP("AssignVariableOp")
     .Input("resource: resource")
@@ -394,6 +408,10 @@ REGISTER_OP("VarIsInitializedOp")
     .SetIsStateful()
     .SetShapeFn(ScalarShape);
 REGISTER_KERNEL(KernelDefBuilder("VarIsInitializedOp").Device(kDeviceCPU), VarIsInitializedOp);
+REGISTER_KERNEL(KernelDefBuilder("VarIsInitializedOp")
+                    .Device(kDeviceGPU)
+                    .HostMemory("is_initialized"),
+                VarIsInitializedOp);
 
 REGISTER_OP("DestroyResourceOp")
     .Input("resource: resource")
@@ -401,6 +419,7 @@ REGISTER_OP("DestroyResourceOp")
     .SetIsStateful()
     .SetShapeFn(NoOutputs);
 REGISTER_KERNEL(KernelDefBuilder("DestroyResourceOp").Device(kDeviceCPU), DestroyResourceOp);
+REGISTER_KERNEL(KernelDefBuilder("DestroyResourceOp").Device(kDeviceGPU), DestroyResourceOp);
 
 }  // namespace
 }  // namespace dflow

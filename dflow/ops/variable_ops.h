@@ -71,6 +71,10 @@ std::string VarContainer(const OpKernelContext& ctx, const ResourceHandle& handl
 // or was never assigned (as TensorFlow 1.x reports it). A variable, once
 // initialized, stays so.
 absl::StatusOr<std::shared_ptr<Var>> LookupInitializedVar(const OpKernelContext& ctx, int i);
+// InvalidArgument "trying to <action> variable with wrong dtype: expected X,
+// got Y", naming both dtypes in TensorFlow's order for each op.
+absl::Status DtypeMismatch(const OpKernelContext& ctx, const char* action, DataType expected,
+                           DataType got);
 
 // Holds the exclusive locks of several variables, each distinct one once and
 // in address order, so kernels updating several variables cannot deadlock.
