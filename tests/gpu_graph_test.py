@@ -13,6 +13,7 @@ Stdlib only: the GPU machine's Python has no TensorFlow.
 """
 import json
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -48,7 +49,6 @@ def main():
                 cmd += ["--feed", f"{name}={json.dumps(value)}"]
             for name in golden["fetches"]:
                 cmd += ["--fetch", name]
-            import subprocess
             run = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
             if run.returncode != 0:
                 print("run-graph failed:", run.stderr[-3000:])
