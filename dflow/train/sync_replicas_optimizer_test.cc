@@ -186,9 +186,11 @@ TEST(SyncReplicasTest, TwoReplicasMatchOneProcessAtDoubleBatchAdam) {
 }
 
 // Three workers, two gradients per step: a worker slowed down does not slow
-// the steps, and its late gradients are dropped and counted.
+// the steps, and its late gradients are dropped and counted. The straggler's
+// first step waits until the others have moved the global step on (so that
+// gradient is stale whatever the machine's speed); later ones sleep first.
 TEST(SyncReplicasTest, BackupWorkersOutrunAStraggler) {
-  constexpr int kWorkers = 3, kSteps = 60, kBatch = 8;
+  constexpr int kWorkers = 3, kSteps = 60, kBatch = 8, kHeadStart = 5;
   const absl::Duration kSlow = absl::Milliseconds(200);
   auto data = MakeSyntheticDataset(kBatch * 4, 10, kInputDim, 5);
   ASSERT_TRUE(data.ok());
@@ -202,14 +204,21 @@ TEST(SyncReplicasTest, BackupWorkersOutrunAStraggler) {
   ASSERT_TRUE(workers[0]->sync->InitChief(*workers[0]->session).ok());
   auto loop = workers[0]->sync->StartChiefLoop(RunOn(workers[0]->session.get()), kSteps);
   auto [x, y] = Slice(*data, 0, kBatch);
-  std::vector<int> steps(kWorkers, 0);
+  std::vector<std::atomic<int>> steps(kWorkers);
   std::vector<absl::Status> status(kWorkers);
   const absl::Time start = absl::Now();
   std::vector<std::thread> threads;
   for (int i = 0; i < kWorkers; ++i) {
     threads.emplace_back([&, &x = x, &y = y, i] {
       for (int n = 0; n < 4 * kSteps; ++n) {  // Bounded; ends when the chief closes the queue.
-        if (i == kWorkers - 1) absl::SleepFor(kSlow);
+        if (i == kWorkers - 1 && n == 0) {
+          const absl::Time deadline = absl::Now() + absl::Seconds(10);
+          while (steps[0].load() < kHeadStart && absl::Now() < deadline) {
+            absl::SleepFor(absl::Milliseconds(1));
+          }
+        } else if (i == kWorkers - 1) {
+          absl::SleepFor(kSlow);
+        }
         std::vector<Tensor> out;
         absl::Status s = workers[i]->sync->RunTrainStep(
             *workers[i]->session, {{workers[i]->model.features, x}, {workers[i]->model.labels, y}},
@@ -219,7 +228,7 @@ TEST(SyncReplicasTest, BackupWorkersOutrunAStraggler) {
           status[i] = s;
           return;
         }
-        ++steps[i];
+        steps[i].fetch_add(1);
       }
     });
   }
@@ -229,11 +238,11 @@ TEST(SyncReplicasTest, BackupWorkersOutrunAStraggler) {
   for (const absl::Status& s : status) EXPECT_TRUE(s.ok()) << s;
   // Sixty steps at the straggler's pace would take 12 s.
   EXPECT_LT(took, kSlow * kSteps / 2) << "steps waited for the slow worker";
-  EXPECT_LT(steps[kWorkers - 1], steps[0]);
+  EXPECT_LT(steps[kWorkers - 1].load(), steps[0].load());
   EXPECT_GT(workers[kWorkers - 1]->sync->stale_gradients(), 0)
-      << "the straggler contributed " << steps[kWorkers - 1] << " gradients";
+      << "the straggler contributed " << steps[kWorkers - 1].load() << " gradients";
   std::printf("backup workers: %d steps in %.2fs; gradients per worker %d %d %d; stale %lld\n",
-              kSteps, absl::ToDoubleSeconds(took), steps[0], steps[1], steps[2],
+              kSteps, absl::ToDoubleSeconds(took), steps[0].load(), steps[1].load(), steps[2].load(),
               static_cast<long long>(workers[kWorkers - 1]->sync->stale_gradients()));
 }
 
