@@ -3,7 +3,10 @@
 #   1. the GPU unit tests, each GPU kernel against the CPU's (build/gpu_tests);
 #   2. `dflow train` (MLP, then CNN) on /device:GPU:0 and on the CPU
 #      (CUDA_VISIBLE_DEVICES=""), same seed: test accuracy and examples/s;
-#   3. bench/gpu/gpu_bench: MatMul 4096² through dflow against cuBLAS direct.
+#   3. bench/gpu/gpu_bench: MatMul 4096² through dflow against cuBLAS direct;
+#      the CNN step written directly (bench/gpu/cnn_direct_bench) and PyTorch's;
+#   4. where a GPU CNN step's time goes: three traced steps, summarised by
+#      scripts/trace_summary.py, as launched and with CUDA_LAUNCH_BLOCKING=1.
 # Figures go to $OUT_DIR/gpu_check.txt (default gpu_check_out/).
 #
 #   scripts/gpu_check.sh                       # builds here (scripts/build.sh) first
@@ -104,10 +107,21 @@ if python3 -c "import torch" 2> /dev/null; then
     timeout 120 python3 bench/gpu/torch_gpu_step.py --model "$model" 2>&1 | tail -1 | tee -a "$report"
   done
 fi
+
+say "== 4. where a GPU CNN step's time goes (steps 200-202; host spans, then kernel spans)"
+for mode in launch kernels; do
+  blocking=""
+  [[ $mode == kernels ]] && blocking="CUDA_LAUNCH_BLOCKING=1"
+  env $blocking timeout 90 "$dflow" train --model cnn --epochs 1 --max-steps 203 \
+    --trace-steps 200,201,202 --trace-dir "$out/trace_$mode" > "$out/trace_$mode.log" 2>&1
+  python3 scripts/trace_summary.py "$out/trace_$mode"/*.json --top 30 > "$out/trace_$mode.txt" 2>&1
+  say "-- $mode"
+  head -28 "$out/trace_$mode.txt" | tee -a "$report"
+done
 say "== gpu_check exit $status"
 # Few files: the report, crash traces, and every log in one archive.
 tar -C "$out" -czf "$out/logs.tar.gz" --exclude=logs.tar.gz --exclude=gpu_check.txt \
   --exclude=crashes.txt . 2>/dev/null
-find "$out" -maxdepth 1 -type f ! -name gpu_check.txt ! -name crashes.txt ! -name logs.tar.gz \
-  -delete
+find "$out" -mindepth 1 -maxdepth 1 ! -name gpu_check.txt ! -name crashes.txt ! -name logs.tar.gz \
+  -exec rm -rf {} +
 exit $status
