@@ -164,7 +164,39 @@ bool HaveClmul() {
 }
 #endif
 
+// Combine's arithmetic: a 32x32 matrix over GF(2) as 32 column vectors.
+using Gf2Matrix = std::array<uint32_t, 32>;
+
+uint32_t Times(const Gf2Matrix& m, uint32_t v) {
+  uint32_t sum = 0;
+  for (int i = 0; v != 0; ++i, v >>= 1) {
+    if (v & 1) sum ^= m[i];
+  }
+  return sum;
+}
+
+Gf2Matrix Square(const Gf2Matrix& m) {
+  Gf2Matrix sq;
+  for (int i = 0; i < 32; ++i) sq[i] = Times(m, m[i]);
+  return sq;
+}
+
 }  // namespace
+
+uint32_t Combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b) {
+  // The operator that appends one zero bit to a reflected CRC's register,
+  // squared up to one byte; then crc_a passes through len_b zero bytes by
+  // the squares matching len_b's set bits. The pre- and post-inversions of
+  // the two CRCs cancel in the XOR.
+  Gf2Matrix op;
+  op[0] = 0x82f63b78u;  // The reflected Castagnoli polynomial.
+  for (int i = 1; i < 32; ++i) op[i] = uint32_t{1} << (i - 1);
+  for (int bits = 1; bits < 8; bits *= 2) op = Square(op);  // 1 -> 2 -> 4 -> 8 zero bits.
+  for (; len_b != 0; len_b >>= 1, op = Square(op)) {
+    if (len_b & 1) crc_a = Times(op, crc_a);
+  }
+  return crc_a ^ crc_b;
+}
 
 uint32_t Extend(uint32_t crc, const char* data, size_t n) {
 #if defined(__x86_64__)

@@ -20,6 +20,12 @@ uint32_t ExtendPortable(uint32_t crc, const char* data, size_t n);
 
 inline uint32_t Value(const char* data, size_t n) { return Extend(0, data, n); }
 
+// The CRC of A followed by B from the CRCs of A and of B and B's length:
+// Combine(Value(a), Value(b), len_b) == Extend(Value(a), b, len_b). Lets two
+// threads checksum the halves of one buffer. O(log len_b) 32x32 bit-matrix
+// products (zlib's crc32_combine method, over the Castagnoli polynomial).
+uint32_t Combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
+
 // Stored CRCs are masked (rotated and offset) so that a CRC of data that
 // itself holds CRCs stays well mixed; the constant is TensorFlow's and LevelDB's.
 inline constexpr uint32_t kMaskDelta = 0xa282ead8u;

@@ -38,6 +38,20 @@ TEST(Crc32cTest, ExtendEqualsOneShotAndBothPathsAgree) {
   }
 }
 
+TEST(Crc32cTest, CombineEqualsTheCrcOfTheConcatenation) {
+  std::mt19937 rng(13);
+  std::string data(100000, '\0');
+  for (char& c : data) c = static_cast<char>(rng());
+  for (size_t n : {0, 1, 2, 63, 64, 1000, 65536, 100000}) {
+    const uint32_t whole = Value(data.data(), n);
+    for (size_t cut : {size_t{0}, size_t{1}, n / 2, n / 3, n - (n > 0), n}) {
+      if (cut > n) continue;
+      EXPECT_EQ(Combine(Value(data.data(), cut), Value(data.data() + cut, n - cut), n - cut), whole)
+          << "length " << n << " cut at " << cut;
+    }
+  }
+}
+
 // Every length and alignment of the folding path's edges, from any register.
 TEST(Crc32cTest, HardwareEqualsTableForEveryLengthAlignmentAndStart) {
   std::mt19937 rng(11);

@@ -1,5 +1,5 @@
 // Plain POSIX files with errors that name the path: the only file access of
-// checkpoints. Each object is used by one thread at a time.
+// checkpoints. A WritableFile is used by one thread at a time.
 #ifndef DFLOW_IO_FILE_H_
 #define DFLOW_IO_FILE_H_
 
@@ -41,7 +41,7 @@ class WritableFile {
   std::string buffer_;
 };
 
-// A file read at offsets (pread); thread-compatible.
+// A file read at offsets (pread); Read may run on several threads at once.
 class RandomAccessFile {
  public:
   // NOT_FOUND naming the path when it does not exist.

