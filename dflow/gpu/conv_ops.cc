@@ -441,51 +441,6 @@ class Conv2DGpuOp : public CudnnConvOp {
   }
 };
 
-// The shape a 1-D int32 `sizes` tensor (host memory) describes: 4 values,
-// or 2 spatial values completed with `batch` and `depth`.
-absl::StatusOr<TensorShape> ShapeFromSizes(const OpKernelContext& ctx, const char* what,
-                                           const Tensor& sizes, bool allow_two, int64_t batch,
-                                           int64_t depth) {
-  const int64_t n = sizes.dims() == 1 ? sizes.dim_size(0) : -1;
-  if (n != 4 && !(allow_two && n == 2)) {
-    return ctx.InvalidArgument(what, " must be a 1-D tensor of 4", allow_two ? " or 2" : "",
-                               " values, got shape ", sizes.shape().DebugString());
-  }
-  auto v = sizes.flat<int32_t>();
-  std::vector<int64_t> dims(v.begin(), v.end());
-  if (n == 2) dims = {batch, dims[0], dims[1], depth};
-  absl::StatusOr<TensorShape> shape = TensorShape::FromDims(dims);
-  if (!shape.ok() || std::any_of(dims.begin(), dims.end(), [](int64_t d) { return d < 0; })) {
-    return ctx.InvalidArgument(what, " must hold non-negative sizes, got ", DimsString(dims));
-  }
-  return *shape;
-}
-
-absl::Status CheckRank4(const OpKernelContext& ctx, const char* what, const TensorShape& s) {
-  if (s.dims() == 4) return absl::OkStatus();
-  return ctx.InvalidArgument(what, " must be 4-dimensional, got ", s.DebugString());
-}
-
-// The forward geometry, checked against out_backprop's shape (the CPU's text).
-absl::StatusOr<ConvGeometry> BackpropGeometry(const OpKernelContext& ctx, const Conv2DAttrs& attrs,
-                                              const TensorShape& input, const TensorShape& filter,
-                                              const TensorShape& out_backprop) {
-  RETURN_IF_ERROR(CheckRank4(ctx, "input", input));
-  RETURN_IF_ERROR(CheckRank4(ctx, "filter", filter));
-  RETURN_IF_ERROR(CheckRank4(ctx, "out_backprop", out_backprop));
-  absl::StatusOr<ConvGeometry> made = MakeConvGeometry(attrs, input, filter);
-  if (!made.ok()) return WithPrefix(made.status(), ctx.Prefix());
-  const ConvGeometry& g = *made;
-  const TensorShape expected({g.batch, g.out_rows, g.out_cols, g.out_depth});
-  if (out_backprop != expected) {
-    return ctx.InvalidArgument("out_backprop shape ", out_backprop.DebugString(),
-                               " does not match the convolution's output shape ",
-                               expected.DebugString(), " (input ", input.DebugString(), ", filter ",
-                               filter.DebugString(), ")");
-  }
-  return g;
-}
-
 class Conv2DBackpropInputGpuOp : public CudnnConvOp {
  public:
   explicit Conv2DBackpropInputGpuOp(OpKernelConstruction* c)
@@ -501,7 +456,7 @@ class Conv2DBackpropInputGpuOp : public CudnnConvOp {
                      ShapeFromSizes(*ctx, "input_sizes", ctx->input(0), /*allow_two=*/true,
                                     dy.dim_size(0), filter.dim_size(2)));
     ASSIGN_OR_RETURN(ConvGeometry g,
-                     BackpropGeometry(*ctx, attrs_, input_shape, filter.shape(), dy.shape()));
+                     MakeBackpropGeometry(*ctx, attrs_, input_shape, filter.shape(), dy.shape()));
     Tensor* dx = ctx->allocate_output(0, input_shape);  // Zeros when dy is empty.
     if (!dx->IsInitialized() || dx->NumElements() == 0 || dy.NumElements() == 0) {
       return absl::OkStatus();
@@ -537,7 +492,7 @@ class Conv2DBackpropFilterGpuOp : public CudnnConvOp {
     ASSIGN_OR_RETURN(TensorShape filter_shape, ShapeFromSizes(*ctx, "filter_sizes", ctx->input(1),
                                                               /*allow_two=*/false, 0, 0));
     ASSIGN_OR_RETURN(ConvGeometry g,
-                     BackpropGeometry(*ctx, attrs_, input.shape(), filter_shape, dy.shape()));
+                     MakeBackpropGeometry(*ctx, attrs_, input.shape(), filter_shape, dy.shape()));
     Tensor* dw = ctx->allocate_output(0, filter_shape);  // Zeros when dy is empty.
     if (!dw->IsInitialized() || dw->NumElements() == 0 || dy.NumElements() == 0) {
       return absl::OkStatus();

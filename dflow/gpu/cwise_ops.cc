@@ -419,21 +419,8 @@ class BiasAddGpuOp : public OpKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& value = ctx->input(0);
     const Tensor& bias = ctx->input(1);
-    if (value.dims() < 2) {
-      return ctx->InvalidArgument("Input tensor must be at least 2D: ",
-                                  value.shape().DebugString());
-    }
-    if (bias.dims() != 1) {
-      return ctx->InvalidArgument("Biases must be 1D: ", bias.shape().DebugString());
-    }
-    const int cd = BiasChannelDim(nchw_, value.dims());
+    ASSIGN_OR_RETURN(const int cd, CheckBiasAddShapes(*ctx, nchw_, value.shape(), bias.shape()));
     const int64_t channels = value.dim_size(cd);
-    if (bias.dim_size(0) != channels) {
-      return ctx->InvalidArgument("Must provide as many biases as dimension ", cd,
-                                  " of the input tensor (", nchw_ ? "NCHW" : "NHWC", "): bias ",
-                                  bias.shape().DebugString(), " vs. value ",
-                                  value.shape().DebugString());
-    }
     Tensor* out = OutputForOverwrite(ctx, 0, value.shape());
     if (out == nullptr || value.NumElements() == 0) return absl::OkStatus();
     int64_t inner = 1;  // value viewed as [outer, channels, inner]

@@ -13,6 +13,7 @@
 #include "dflow/gpu/gpu_device.h"
 #include "dflow/gpu/reduction_launch.h"
 #include "dflow/ops/conv_util.h"
+#include "dflow/ops/xent_util.h"
 
 namespace dflow {
 namespace gpu {
@@ -261,7 +262,7 @@ class SparseXentGpuOp : public OpKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& logits = ctx->input(0);
     const Tensor& labels = ctx->input(1);
-    RETURN_IF_ERROR(CheckShapes(ctx, logits, labels));
+    RETURN_IF_ERROR(CheckSparseXentShapes(*ctx, logits.shape(), labels.shape()));
     const int64_t batch = logits.dim_size(0), classes = logits.dim_size(1);
     Tensor* loss = OutputForOverwrite(ctx, 0, TensorShape({batch}));
     Tensor* backprop = OutputForOverwrite(ctx, 1, logits.shape());
@@ -270,29 +271,6 @@ class SparseXentGpuOp : public OpKernel {
                      labels.dtype() == DT_INT64, Out<float>(loss), Out<float>(backprop), batch,
                      classes);
     return LaunchStatus(ctx);
-  }
-
- private:
-  static absl::Status CheckShapes(OpKernelContext* ctx, const Tensor& logits,
-                                  const Tensor& labels) {
-    if (logits.dims() != 2) {
-      return ctx->InvalidArgument("logits must be 2-D, but got shape ",
-                                  logits.shape().DebugString());
-    }
-    if (labels.dims() != 1) {
-      return ctx->InvalidArgument("labels must be 1-D, but got shape ",
-                                  labels.shape().DebugString());
-    }
-    if (logits.dim_size(0) != labels.dim_size(0)) {
-      return ctx->InvalidArgument(
-          "logits and labels must have the same first dimension, got logits shape ",
-          logits.shape().DebugString(), " and labels shape ", labels.shape().DebugString());
-    }
-    if (logits.dim_size(1) == 0) {
-      return ctx->InvalidArgument("Must have at least one class, but got logits shape ",
-                                  logits.shape().DebugString());
-    }
-    return absl::OkStatus();
   }
 };
 REGISTER_KERNEL(KernelDefBuilder("SparseSoftmaxCrossEntropyWithLogits")
@@ -303,44 +281,16 @@ REGISTER_KERNEL(KernelDefBuilder("SparseSoftmaxCrossEntropyWithLogits")
 
 // --- SoftmaxCrossEntropyWithLogits ----------------------------------------------------------
 
-// The broadcast [rows, cols] of `a` and `b` and how each is read, or
-// InvalidArgument naming both (the CPU kernel's rule and messages).
-absl::Status BroadcastTo2D(OpKernelContext* ctx, const TensorShape& a, const TensorShape& b,
-                           int64_t* rows, int64_t* cols, Strides2D* sa, Strides2D* sb) {
-  const std::string sizes =
-      absl::StrCat("logits_size=", a.DebugString(), " labels_size=", b.DebugString());
-  if (std::max(a.dims(), b.dims()) != 2) {
-    return ctx->InvalidArgument(
-        "logits and labels must be either 2-dimensional, or broadcasted to be 2-dimensional: ",
-        sizes);
-  }
-  auto dim = [](const TensorShape& s, int d) {  // d in {0, 1}, counted in rank 2
-    const int i = s.dims() - 2 + d;
-    return i >= 0 ? s.dim_size(i) : int64_t{1};
-  };
-  int64_t out[2];
-  for (int d = 0; d < 2; ++d) {
-    const int64_t da = dim(a, d), db = dim(b, d);
-    if (da != db && da != 1 && db != 1) {
-      return ctx->InvalidArgument("logits and labels must be broadcastable: ", sizes);
-    }
-    out[d] = da == 1 ? db : da;
-  }
-  *rows = out[0], *cols = out[1];
-  *sa = {dim(a, 0) == 1 ? 0 : dim(a, 1), dim(a, 1) == 1 ? 0 : 1};
-  *sb = {dim(b, 0) == 1 ? 0 : dim(b, 1), dim(b, 1) == 1 ? 0 : 1};
-  return absl::OkStatus();
-}
-
 class XentGpuOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& logits = ctx->input(0);
     const Tensor& labels = ctx->input(1);
-    int64_t rows, cols;
-    Strides2D sl, sb;
-    RETURN_IF_ERROR(BroadcastTo2D(ctx, logits.shape(), labels.shape(), &rows, &cols, &sl, &sb));
+    int64_t rows = 0, cols = 0;
+    Broadcast2D bl, bb;
+    RETURN_IF_ERROR(BroadcastTo2D(*ctx, logits.shape(), labels.shape(), &rows, &cols, &bl, &bb));
+    const Strides2D sl{bl.row_stride, bl.col_stride}, sb{bb.row_stride, bb.col_stride};
     if (rows * cols == 0) {  // Zeros, as the CPU kernel's.
       ctx->allocate_output(0, TensorShape({rows}));
       ctx->allocate_output(1, TensorShape({rows, cols}));

@@ -63,32 +63,6 @@ void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
 
 // --- geometry ------------------------------------------------------------------
 
-absl::Status CheckRank4(const OpKernelContext& ctx, const char* what, const TensorShape& s) {
-  if (s.dims() == 4) return absl::OkStatus();
-  return ctx.InvalidArgument(what, " must be 4-dimensional, got ", s.DebugString());
-}
-
-// The forward convolution of an `input`-shaped image with a `filter`-shaped
-// filter; fails unless `out_backprop` has the shape of its output.
-absl::StatusOr<ConvGeometry> MakeGeometry(const OpKernelContext& ctx, const Conv2DAttrs& attrs,
-                                          const TensorShape& input, const TensorShape& filter,
-                                          const TensorShape& out_backprop) {
-  RETURN_IF_ERROR(CheckRank4(ctx, "input", input));
-  RETURN_IF_ERROR(CheckRank4(ctx, "filter", filter));
-  RETURN_IF_ERROR(CheckRank4(ctx, "out_backprop", out_backprop));
-  absl::StatusOr<ConvGeometry> made = MakeConvGeometry(attrs, input, filter);
-  if (!made.ok()) return WithPrefix(made.status(), ctx.Prefix());
-  const ConvGeometry& g = *made;
-  const TensorShape expected({g.batch, g.out_rows, g.out_cols, g.out_depth});
-  if (out_backprop != expected) {
-    return ctx.InvalidArgument("out_backprop shape ", out_backprop.DebugString(),
-                               " does not match the convolution's output shape ",
-                               expected.DebugString(), " (input ", input.DebugString(), ", filter ",
-                               filter.DebugString(), ")");
-  }
-  return g;
-}
-
 // Output pixels per block: enough rows that one GEMM is efficient, few
 // enough that the block's patches stay in (L2) cache.
 int64_t BlockRows(const ConvGeometry& g, int64_t elem_size, int64_t budget_bytes) {
@@ -259,26 +233,6 @@ void BackpropFilter(ThreadPool* pool, const ConvGeometry& g, const T* input, con
 
 // --- kernels ---------------------------------------------------------------------------
 
-// The shape a 1-D int32 `sizes` tensor describes: 4 values, or 2 spatial
-// values completed with `batch` and `depth`.
-absl::StatusOr<TensorShape> ShapeFromSizes(const OpKernelContext& ctx, const char* what,
-                                           const Tensor& sizes, bool allow_two, int64_t batch,
-                                           int64_t depth) {
-  const int64_t n = sizes.dims() == 1 ? sizes.dim_size(0) : -1;
-  if (n != 4 && !(allow_two && n == 2)) {
-    return ctx.InvalidArgument(what, " must be a 1-D tensor of 4", allow_two ? " or 2" : "",
-                               " values, got shape ", sizes.shape().DebugString());
-  }
-  auto v = sizes.flat<int32_t>();
-  std::vector<int64_t> dims(v.begin(), v.end());
-  if (n == 2) dims = {batch, dims[0], dims[1], depth};
-  absl::StatusOr<TensorShape> shape = TensorShape::FromDims(dims);
-  if (!shape.ok() || std::any_of(dims.begin(), dims.end(), [](int64_t d) { return d < 0; })) {
-    return ctx.InvalidArgument(what, " must hold non-negative sizes, got ", DimsString(dims));
-  }
-  return *shape;
-}
-
 // Reads the Conv2D attrs shared by both kernels; errors carry the op prefix.
 Conv2DAttrs ReadAttrsOrFail(OpKernelConstruction* c) {
   EnsureBlasSingleThreaded();
@@ -306,7 +260,7 @@ class Conv2DBackpropInputOp : public OpKernel {
                      ShapeFromSizes(*ctx, "input_sizes", ctx->input(0), /*allow_two=*/true,
                                     dy.dim_size(0), filter.dim_size(2)));
     ASSIGN_OR_RETURN(ConvGeometry g,
-                     MakeGeometry(*ctx, attrs_, input_shape, filter.shape(), dy.shape()));
+                     MakeBackpropGeometry(*ctx, attrs_, input_shape, filter.shape(), dy.shape()));
     Tensor* dx = ctx->allocate_output(0, input_shape);
     if (dx->NumElements() == 0 || dy.NumElements() == 0) return absl::OkStatus();
     BackpropInput<T>(ctx->intra_op_pool(), g, filter.flat<T>().data(), dy.flat<T>().data(),
@@ -331,7 +285,7 @@ class Conv2DBackpropFilterOp : public OpKernel {
     ASSIGN_OR_RETURN(TensorShape filter_shape, ShapeFromSizes(*ctx, "filter_sizes", ctx->input(1),
                                                               /*allow_two=*/false, 0, 0));
     ASSIGN_OR_RETURN(ConvGeometry g,
-                     MakeGeometry(*ctx, attrs_, input.shape(), filter_shape, dy.shape()));
+                     MakeBackpropGeometry(*ctx, attrs_, input.shape(), filter_shape, dy.shape()));
     Tensor* dw = ctx->allocate_output(0, filter_shape);
     if (dy.NumElements() == 0) return absl::OkStatus();
     BackpropFilter<T>(ctx->intra_op_pool(), g, input.flat<T>().data(), dy.flat<T>().data(),

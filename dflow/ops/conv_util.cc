@@ -290,4 +290,63 @@ absl::StatusOr<bool> ReadBiasNchw(const tensorflow::NodeDef& node) {
 
 int BiasChannelDim(bool nchw, int rank) { return nchw && rank >= 3 ? 1 : rank - 1; }
 
+absl::StatusOr<int> CheckBiasAddShapes(const OpKernelContext& ctx, bool nchw,
+                                       const TensorShape& value, const TensorShape& bias) {
+  if (value.dims() < 2) {
+    return ctx.InvalidArgument("Input tensor must be at least 2D: ", value.DebugString());
+  }
+  if (bias.dims() != 1) return ctx.InvalidArgument("Biases must be 1D: ", bias.DebugString());
+  const int cd = BiasChannelDim(nchw, value.dims());
+  if (bias.dim_size(0) != value.dim_size(cd)) {
+    return ctx.InvalidArgument("Must provide as many biases as dimension ", cd,
+                               " of the input tensor (", nchw ? "NCHW" : "NHWC", "): bias ",
+                               bias.DebugString(), " vs. value ", value.DebugString());
+  }
+  return cd;
+}
+
+absl::Status CheckRank4(const OpKernelContext& ctx, const char* what, const TensorShape& s) {
+  if (s.dims() == 4) return absl::OkStatus();
+  return ctx.InvalidArgument(what, " must be 4-dimensional, got ", s.DebugString());
+}
+
+absl::StatusOr<ConvGeometry> MakeBackpropGeometry(const OpKernelContext& ctx,
+                                                  const Conv2DAttrs& attrs,
+                                                  const TensorShape& input,
+                                                  const TensorShape& filter,
+                                                  const TensorShape& out_backprop) {
+  RETURN_IF_ERROR(CheckRank4(ctx, "input", input));
+  RETURN_IF_ERROR(CheckRank4(ctx, "filter", filter));
+  RETURN_IF_ERROR(CheckRank4(ctx, "out_backprop", out_backprop));
+  absl::StatusOr<ConvGeometry> made = MakeConvGeometry(attrs, input, filter);
+  if (!made.ok()) return WithPrefix(made.status(), ctx.Prefix());
+  const ConvGeometry& g = *made;
+  const TensorShape expected({g.batch, g.out_rows, g.out_cols, g.out_depth});
+  if (out_backprop != expected) {
+    return ctx.InvalidArgument("out_backprop shape ", out_backprop.DebugString(),
+                               " does not match the convolution's output shape ",
+                               expected.DebugString(), " (input ", input.DebugString(), ", filter ",
+                               filter.DebugString(), ")");
+  }
+  return g;
+}
+
+absl::StatusOr<TensorShape> ShapeFromSizes(const OpKernelContext& ctx, const char* what,
+                                           const Tensor& sizes, bool allow_two, int64_t batch,
+                                           int64_t depth) {
+  const int64_t n = sizes.dims() == 1 ? sizes.dim_size(0) : -1;
+  if (n != 4 && !(allow_two && n == 2)) {
+    return ctx.InvalidArgument(what, " must be a 1-D tensor of 4", allow_two ? " or 2" : "",
+                               " values, got shape ", sizes.shape().DebugString());
+  }
+  auto v = sizes.flat<int32_t>();
+  std::vector<int64_t> dims(v.begin(), v.end());
+  if (n == 2) dims = {batch, dims[0], dims[1], depth};
+  absl::StatusOr<TensorShape> shape = TensorShape::FromDims(dims);
+  if (!shape.ok() || std::any_of(dims.begin(), dims.end(), [](int64_t d) { return d < 0; })) {
+    return ctx.InvalidArgument(what, " must hold non-negative sizes, got ", DimsString(dims));
+  }
+  return *shape;
+}
+
 }  // namespace dflow

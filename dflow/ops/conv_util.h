@@ -113,6 +113,26 @@ struct ConvGeometry {
 absl::StatusOr<ConvGeometry> MakeConvGeometry(const Conv2DAttrs& attrs, const TensorShape& input,
                                               const TensorShape& filter);
 
+// For the kernels of Conv2D's gradients, one text on every device (these
+// errors carry the op prefix): InvalidArgument unless `s` has rank 4.
+absl::Status CheckRank4(const OpKernelContext& ctx, const char* what, const TensorShape& s);
+
+// The forward convolution of an `input`-shaped image with a `filter`-shaped
+// filter; fails unless all three are of rank 4 and `out_backprop` has the
+// shape of the forward output.
+absl::StatusOr<ConvGeometry> MakeBackpropGeometry(const OpKernelContext& ctx,
+                                                  const Conv2DAttrs& attrs,
+                                                  const TensorShape& input,
+                                                  const TensorShape& filter,
+                                                  const TensorShape& out_backprop);
+
+// The shape a 1-D int32 `sizes` tensor in host memory (input_sizes,
+// filter_sizes) describes: 4 values, or with `allow_two` 2 spatial values
+// completed with `batch` and `depth`.
+absl::StatusOr<TensorShape> ShapeFromSizes(const OpKernelContext& ctx, const char* what,
+                                           const Tensor& sizes, bool allow_two, int64_t batch,
+                                           int64_t depth);
+
 // The sizes of one MaxPool (or its gradient) over NHWC images.
 struct PoolGeometry {
   int64_t batch, in_rows, in_cols, depth;
@@ -132,6 +152,12 @@ absl::StatusOr<bool> ReadBiasNchw(const tensorflow::NodeDef& node);
 // The dimension of a rank-`rank` value that the bias runs along: 1 for NCHW
 // values of rank >= 3, else the last.
 int BiasChannelDim(bool nchw, int rank);
+
+// BiasAdd's kernel check, one text on every device (with the op prefix):
+// `value` of rank >= 2 and a 1-D `bias` as long as its channel dimension,
+// which is returned.
+absl::StatusOr<int> CheckBiasAddShapes(const OpKernelContext& ctx, bool nchw,
+                                       const TensorShape& value, const TensorShape& bias);
 
 // For kernel constructors: the value of `attrs`, or A() after recording its
 // error on `c` with the "[Op 'node'] " prefix.

@@ -20,6 +20,7 @@
 #include "dflow/framework/shape_inference.h"
 #include "dflow/ops/conv_util.h"
 #include "dflow/ops/cwise_ops.h"
+#include "dflow/ops/xent_util.h"
 
 namespace dflow {
 namespace {
@@ -339,21 +340,8 @@ class BiasAddOp : public OpKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& value = ctx->input(0);
     const Tensor& bias = ctx->input(1);
-    if (value.dims() < 2) {
-      return ctx->InvalidArgument("Input tensor must be at least 2D: ",
-                                  value.shape().DebugString());
-    }
-    if (bias.dims() != 1) {
-      return ctx->InvalidArgument("Biases must be 1D: ", bias.shape().DebugString());
-    }
-    const int cd = BiasChannelDim(nchw_, value.dims());
+    ASSIGN_OR_RETURN(const int cd, CheckBiasAddShapes(*ctx, nchw_, value.shape(), bias.shape()));
     const int64_t channels = value.dim_size(cd);
-    if (bias.dim_size(0) != channels) {
-      return ctx->InvalidArgument("Must provide as many biases as dimension ", cd,
-                                  " of the input tensor (", nchw_ ? "NCHW" : "NHWC", "): bias ",
-                                  bias.shape().DebugString(), " vs. value ",
-                                  value.shape().DebugString());
-    }
     Tensor* out = ctx->allocate_output_for_overwrite(0, value.shape());
     if (value.NumElements() == 0) return absl::OkStatus();
     // View the value as [outer, channels, inner] with the bias along the middle.
@@ -526,7 +514,7 @@ class SparseXentOp : public OpKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& logits = ctx->input(0);
     const Tensor& labels = ctx->input(1);
-    RETURN_IF_ERROR(CheckShapes(ctx, logits, labels));
+    RETURN_IF_ERROR(CheckSparseXentShapes(*ctx, logits.shape(), labels.shape()));
     const int64_t batch = logits.dim_size(0), classes = logits.dim_size(1);
     const Index* lab = labels.flat<Index>().data();
     RETURN_IF_ERROR(CheckLabels(ctx, lab, batch, classes));
@@ -544,28 +532,6 @@ class SparseXentOp : public OpKernel {
   }
 
  private:
-  static absl::Status CheckShapes(OpKernelContext* ctx, const Tensor& logits,
-                                  const Tensor& labels) {
-    if (logits.dims() != 2) {
-      return ctx->InvalidArgument("logits must be 2-D, but got shape ",
-                                  logits.shape().DebugString());
-    }
-    if (labels.dims() != 1) {
-      return ctx->InvalidArgument("labels must be 1-D, but got shape ",
-                                  labels.shape().DebugString());
-    }
-    if (logits.dim_size(0) != labels.dim_size(0)) {
-      return ctx->InvalidArgument(
-          "logits and labels must have the same first dimension, got logits shape ",
-          logits.shape().DebugString(), " and labels shape ", labels.shape().DebugString());
-    }
-    if (logits.dim_size(1) == 0) {
-      return ctx->InvalidArgument("Must have at least one class, but got logits shape ",
-                                  logits.shape().DebugString());
-    }
-    return absl::OkStatus();
-  }
-
   // InvalidArgument naming the first label outside [0, classes), as
   // TensorFlow's CPU kernel does.
   static absl::Status CheckLabels(OpKernelContext* ctx, const Index* lab, int64_t batch,
@@ -619,40 +585,6 @@ DFLOW_REGISTER_SPARSE_XENT(double, int32_t);
 DFLOW_REGISTER_SPARSE_XENT(double, int64_t);
 #undef DFLOW_REGISTER_SPARSE_XENT
 
-// How a rank <= 2 input is read once broadcast to [rows, cols]: element
-// (r, c) is at r * row_stride + c * col_stride.
-struct Broadcast2D {
-  int64_t row_stride = 0, col_stride = 0;
-};
-
-// The broadcast [rows, cols] of `a` and `b`, or InvalidArgument naming both.
-absl::Status BroadcastTo2D(OpKernelContext* ctx, const TensorShape& a, const TensorShape& b,
-                           int64_t* rows, int64_t* cols, Broadcast2D* ba, Broadcast2D* bb) {
-  const std::string sizes =
-      absl::StrCat("logits_size=", a.DebugString(), " labels_size=", b.DebugString());
-  if (std::max(a.dims(), b.dims()) != 2) {
-    return ctx->InvalidArgument(
-        "logits and labels must be either 2-dimensional, or broadcasted to be 2-dimensional: ",
-        sizes);
-  }
-  auto dim = [](const TensorShape& s, int d) {  // d in {0, 1}, counted in rank 2
-    const int i = s.dims() - 2 + d;
-    return i >= 0 ? s.dim_size(i) : int64_t{1};
-  };
-  int64_t out[2];
-  for (int d = 0; d < 2; ++d) {
-    const int64_t da = dim(a, d), db = dim(b, d);
-    if (da != db && da != 1 && db != 1) {
-      return ctx->InvalidArgument("logits and labels must be broadcastable: ", sizes);
-    }
-    out[d] = da == 1 ? db : da;
-  }
-  *rows = out[0], *cols = out[1];
-  *ba = {dim(a, 0) == 1 ? 0 : dim(a, 1), dim(a, 1) == 1 ? 0 : 1};
-  *bb = {dim(b, 0) == 1 ? 0 : dim(b, 1), dim(b, 1) == 1 ? 0 : 1};
-  return absl::OkStatus();
-}
-
 // Row r of a broadcast input: a pointer into `data` when the row is
 // contiguous, else a copy in `scratch`.
 template <typename T>
@@ -674,7 +606,7 @@ class XentOp : public OpKernel {
     const Tensor& labels = ctx->input(1);
     int64_t rows, cols;
     Broadcast2D bl, bb;
-    RETURN_IF_ERROR(BroadcastTo2D(ctx, logits.shape(), labels.shape(), &rows, &cols, &bl, &bb));
+    RETURN_IF_ERROR(BroadcastTo2D(*ctx, logits.shape(), labels.shape(), &rows, &cols, &bl, &bb));
     Tensor* loss = ctx->allocate_output(0, TensorShape({rows}));
     Tensor* backprop = ctx->allocate_output(1, TensorShape({rows, cols}));
     if (rows * cols == 0) return absl::OkStatus();
