@@ -430,7 +430,13 @@ class Drivers {
       RETURN_IF_ERROR(ms_->RunStep([&](const ClientSession& session) -> absl::StatusOr<StepResult> {
         return Step(session, group, feeds, &end_of_training, &loss, &step);
       }));
-      if (end_of_training) break;
+      if (end_of_training) {
+        // The chief closes the token queue once the global step reached the
+        // total: that is where training ended, whichever step this worker saw last.
+        absl::MutexLock l(&mu_);
+        if (total_steps > last_step_.load()) last_step_.store(total_steps);
+        break;
+      }
       stall_watch_->Stepped(step);
       absl::MutexLock l(&mu_);
       if (step > last_step_.load()) last_step_.store(step);
