@@ -155,6 +155,73 @@ __attribute__((target("sse4.2,pclmul"))) uint32_t ExtendClmul(uint32_t crc, cons
   return ~c32;
 }
 
+// The same folding four 64-byte vectors at a time with AVX-512's VPCLMULQDQ
+// (four 128-bit lanes a vector): 256 bytes an iteration, each lane folded
+// 2048 bits on, then the four vectors into one (512 bits apart) and its
+// four lanes into one as above. REQUIRES: n >= 256.
+__attribute__((target("avx512f,avx512vl,vpclmulqdq,sse4.2,pclmul"))) inline __m512i Fold512(
+    __m512i x, __m512i k, __m512i next) {
+  return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(x, k, 0x00),
+                                   _mm512_clmulepi64_epi128(x, k, 0x11), next, 0x96);  // a^b^c
+}
+
+__attribute__((target("avx512f,avx512vl,vpclmulqdq,sse4.2,pclmul"))) inline __m512i Load512(
+    const char* q) {
+  return _mm512_loadu_si512(q);
+}
+
+// Constants `f` in each 128-bit lane.
+__attribute__((target("avx512f,avx512vl,vpclmulqdq,sse4.2,pclmul"))) inline __m512i Broadcast(
+    FoldConstants f) {
+  const auto lo = static_cast<int64_t>(f.lo), hi = static_cast<int64_t>(f.hi);
+  return _mm512_set_epi64(hi, lo, hi, lo, hi, lo, hi, lo);
+}
+
+__attribute__((target("avx512f,avx512vl,vpclmulqdq,sse4.2,pclmul"))) uint32_t ExtendVpclmul(
+    uint32_t crc, const char* p, size_t n) {
+  const auto load = Load512;
+  __m512i x0 = _mm512_xor_si512(load(p), _mm512_set_epi64(0, 0, 0, 0, 0, 0, 0, ~crc));
+  __m512i x1 = load(p + 64), x2 = load(p + 128), x3 = load(p + 192);
+  p += 256;
+  n -= 256;
+  const __m512i k2048 = Broadcast(Fold(2048));
+  for (; n >= 256; n -= 256, p += 256) {
+    x0 = Fold512(x0, k2048, load(p));
+    x1 = Fold512(x1, k2048, load(p + 64));
+    x2 = Fold512(x2, k2048, load(p + 128));
+    x3 = Fold512(x3, k2048, load(p + 192));
+  }
+  const __m512i k512 = Broadcast(kFold512);
+  x1 = Fold512(x0, k512, x1);
+  x2 = Fold512(x1, k512, x2);
+  x3 = Fold512(x2, k512, x3);
+  for (; n >= 64; n -= 64, p += 64) x3 = Fold512(x3, k512, load(p));
+  const __m128i k128 = Constants(kFold128);
+  alignas(64) __m128i lane[4];
+  _mm512_store_si512(lane, x3);
+  __m128i x = FoldInto(lane[0], Constants(kFold384), lane[3]);
+  x = FoldInto(lane[1], Constants(kFold256), x);
+  x = FoldInto(lane[2], k128, x);
+  for (; n >= 16; n -= 16, p += 16) {
+    x = FoldInto(x, k128, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  uint64_t c = __builtin_ia32_crc32di(0, static_cast<uint64_t>(_mm_cvtsi128_si64(x)));
+  c = __builtin_ia32_crc32di(c, static_cast<uint64_t>(_mm_extract_epi64(x, 1)));
+  uint32_t c32 = static_cast<uint32_t>(c);
+  for (; n > 0; --n, ++p) c32 = __builtin_ia32_crc32qi(c32, static_cast<uint8_t>(*p));
+  return ~c32;
+}
+
+bool HaveVpclmul() {
+  static const bool have = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") != 0 && __builtin_cpu_supports("avx512vl") != 0 &&
+           __builtin_cpu_supports("vpclmulqdq") != 0 && __builtin_cpu_supports("sse4.2") != 0 &&
+           __builtin_cpu_supports("pclmul") != 0;
+  }();
+  return have;
+}
+
 bool HaveClmul() {
   static const bool have = [] {
     __builtin_cpu_init();
@@ -200,6 +267,7 @@ uint32_t Combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b) {
 
 uint32_t Extend(uint32_t crc, const char* data, size_t n) {
 #if defined(__x86_64__)
+  if (n >= 256 && HaveVpclmul()) return ExtendVpclmul(crc, data, n);
   if (n >= 64 && HaveClmul()) return ExtendClmul(crc, data, n);
   if (HaveSse42()) return ExtendSse42(crc, data, n);
 #endif

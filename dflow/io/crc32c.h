@@ -1,6 +1,7 @@
 // CRC-32C (Castagnoli), the checksum of TensorFlow's checkpoint data, its
-// index table blocks and TFRecord: computed with the SSE4.2 crc32
-// instruction where the CPU has it, else a table, with equal results.
+// index table blocks and TFRecord: computed by carry-less multiplication
+// (AVX-512 VPCLMULQDQ, else PCLMULQDQ) or the SSE4.2 crc32 instruction where
+// the CPU has them, else a table, with equal results.
 //
 //   uint32_t crc = crc32c::Value(data, n);
 //   entry.set_crc32c(crc32c::Mask(crc));

@@ -28,8 +28,10 @@ TEST(Crc32cTest, ExtendEqualsOneShotAndBothPathsAgree) {
   std::string data(200000, '\0');
   for (char& c : data) c = static_cast<char>(rng());
   // From 64 bytes the hardware path folds 64-byte blocks with carry-less
-  // multiplication, then 16-byte blocks, then the tail byte by byte.
-  for (size_t n : {0, 1, 7, 8, 9, 63, 64, 65, 79, 80, 127, 128, 1000, 9999, 24577, 199999}) {
+  // multiplication (from 256 bytes, 256-byte blocks where the CPU has AVX-512's
+  // VPCLMULQDQ), then 16-byte blocks, then the tail byte by byte.
+  for (size_t n : {0, 1, 7, 8, 9, 63, 64, 65, 79, 80, 127, 128, 255, 256, 257, 511, 512, 575, 1000,
+                   9999, 24577, 199999}) {
     const uint32_t whole = Value(data.data(), n);
     EXPECT_EQ(whole, ExtendPortable(0, data.data(), n)) << n;
     for (size_t cut : {size_t{0}, n / 3, n}) {
