@@ -428,7 +428,10 @@ std::string Tensor::ValueString(int64_t i) const {
 
 std::string Tensor::DebugString(int max_entries) const {
   std::string out = absl::StrCat("Tensor<", DataTypeString(dtype_), ", ",
-                                 shape_.DebugString(), ">: [");
+                                 shape_.DebugString(), ">: ");
+  // Device memory: the host cannot read the values.
+  if (memory_type() == MemoryType::kDevice) return out + "(in device memory)";
+  out += "[";
   const int64_t n = IsInitialized() ? NumElements() : 0;
   for (int64_t i = 0; i < n && i < max_entries; ++i) {
     if (i > 0) out += " ";

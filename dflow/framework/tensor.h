@@ -111,7 +111,7 @@ class Tensor {
   bool IsInitialized() const { return buf_ != nullptr || NumElements() == 0; }
   // kDevice when the bytes are in a device's memory: then only that device's
   // kernels and copies may touch raw_data(), never CPU code (flat(),
-  // DebugString, AsProto*, DeepCopy).
+  // AsProto*, DeepCopy); DebugString then shows no values.
   MemoryType memory_type() const {
     return buf_ != nullptr && buf_->allocator() != nullptr ? buf_->allocator()->memory_type()
                                                            : MemoryType::kHost;
@@ -150,7 +150,8 @@ class Tensor {
   // A fresh buffer holding a copy of the elements.
   Tensor DeepCopy() const;
 
-  // "Tensor<float, [2,3]>: [1 2 3 ...]" with at most `max_entries` values.
+  // "Tensor<float, [2,3]>: [1 2 3 ...]" with at most `max_entries` values;
+  // "Tensor<float, [2,3]>: (in device memory)" for a tensor in device memory.
   std::string DebugString(int max_entries = 6) const;
   // One value as text, e.g. for JSON output.
   std::string ValueString(int64_t i) const;

@@ -1,14 +1,14 @@
 // Variables on a GPU, so that a model's weights and optimizer slots stay in
-// device memory: VariableV2, Assign, AssignAdd, AssignSub,
-// IsVariableInitialized and Const (reference variables), AssignVariableOp,
-// AssignAddVariableOp and AssignSubVariableOp (resource variables). The
-// resource kernels that only pass handles, snapshots and shapes
-// (VarHandleOp, ReadVariableOp, VariableShape, VarIsInitializedOp,
+// device memory: Assign, AssignAdd, AssignSub and Const (reference
+// variables), AssignVariableOp, AssignAddVariableOp and AssignSubVariableOp
+// (resource variables). The kernels that only hold storage or pass handles,
+// refs, snapshots, flags and shapes (VariableV2, IsVariableInitialized,
+// VarHandleOp, ReadVariableOp, VariableShape, VarIsInitializedOp,
 // DestroyResourceOp, and an int32 Const in host memory) are the CPU's,
-// registered for GPU in dflow/ops. The semantics are the CPU kernels' (ops/state_ops.cc,
-// ops/variable_ops.cc); values live in device memory and every copy and
-// update is queued on the device's compute stream. Handles, resources and
-// the is_initialized flags are host memory.
+// registered for GPU in dflow/ops. The semantics are the CPU kernels'
+// (ops/state_ops.cc, ops/variable_ops.cc); values live in device memory and
+// every copy and update is queued on the device's compute stream. Handles,
+// resources and the is_initialized flags are host memory.
 //
 // A reference ref edge reaching a non-ref input (the variable's "read") is
 // resolved by the executor, so Identity needs no ref kernel here.
@@ -53,87 +53,11 @@ absl::StatusOr<Tensor*> MutableDeviceTensor(GpuDevice* gpu, Var* var)
 
 namespace {
 
-// The device-memory dtypes of GPU variables (TensorFlow's GPU set, less the
-// half types dflow does not compute with).
-const DataTypeVector kGpuVariableTypes = {DT_FLOAT, DT_DOUBLE, DT_INT64};
 
 // `s` with the node's prefix when it failed.
 absl::Status Prefixed(const OpKernelContext& ctx, const absl::Status& s) {
   return s.ok() ? s : WithPrefix(s, ctx.Prefix());
 }
-
-// --- VariableV2 -----------------------------------------------------------------
-
-// The storage of one VariableV2 on a GPU: a device tensor (uninitialized
-// until assigned) and the mutex that ref consumers lock.
-class GpuLegacyVar : public ResourceBase {
- public:
-  static constexpr char kTypeName[] = "LegacyVar";
-
-  explicit GpuLegacyVar(DataType dtype) : dtype_(dtype) {}
-  GpuLegacyVar(const GpuLegacyVar&) = delete;
-  GpuLegacyVar& operator=(const GpuLegacyVar&) = delete;
-
-  DataType dtype() const { return dtype_; }
-  absl::Mutex* mu() { return &mu_; }
-  // Guarded by mu(); the pointer is stable for the variable's lifetime.
-  Tensor* tensor() { return &tensor_; }
-  // Shape only: the value is in device memory, which CPU code cannot read.
-  std::string DebugString() const override {
-    absl::ReaderMutexLock l(&mu_);
-    if (!tensor_.IsInitialized()) {
-      return absl::StrCat("LegacyVar<", DataTypeString(dtype_), ", uninitialized>");
-    }
-    return absl::StrCat("LegacyVar<", DataTypeString(dtype_), ", ", tensor_.shape().DebugString(),
-                        ", device memory>");
-  }
-
- private:
-  const DataType dtype_;
-  mutable absl::Mutex mu_;
-  Tensor tensor_;  // Guarded by mu_ (accessed through ref edges).
-};
-
-class VariableV2GpuOp : public OpKernel {
- public:
-  explicit VariableV2GpuOp(OpKernelConstruction* c) : OpKernel(c) {
-    c->GetAttr("dtype", &dtype_).IgnoreError();
-    c->GetAttr("container", &container_).IgnoreError();
-    c->GetAttr("shared_name", &name_).IgnoreError();
-    if (name_.empty()) name_ = c->def().name();
-  }
-
-  absl::Status Compute(OpKernelContext* ctx) override {
-    ResourceMgr* rm = ctx->resource_manager();
-    const std::string& container = container_.empty() ? rm->default_container() : container_;
-    const DataType dtype = dtype_;
-    ASSIGN_OR_RETURN(
-        std::shared_ptr<GpuLegacyVar> var,
-        rm->LookupOrCreate<GpuLegacyVar>(
-            container, name_, [dtype]() -> absl::StatusOr<std::shared_ptr<GpuLegacyVar>> {
-              return std::make_shared<GpuLegacyVar>(dtype);
-            }));
-    if (var->dtype() != dtype_) {
-      return ctx->InvalidArgument("trying to share variable ", name_, " (container ", container,
-                                  ") of dtype ", DataTypeString(var->dtype()), " as ",
-                                  DataTypeString(dtype_));
-    }
-    {
-      absl::MutexLock l(&mu_);  // Keeps the storage alive for this step's consumers.
-      var_ = var;
-    }
-    ctx->set_output_ref(0, var->mu(), var->tensor());
-    return absl::OkStatus();
-  }
-  bool IsExpensive() const override { return false; }
-
- private:
-  DataType dtype_ = DT_INVALID;
-  std::string container_;
-  std::string name_;
-  absl::Mutex mu_;
-  std::shared_ptr<GpuLegacyVar> var_ ABSL_GUARDED_BY(mu_);
-};
 
 // --- Assign ---------------------------------------------------------------------
 
@@ -231,26 +155,6 @@ class AssignUpdateGpuOp : public OpKernel {
             absl::StrCat("unsupported dtype on the GPU: ", DataTypeString(delta.dtype())));
     }
   }
-};
-
-// --- IsVariableInitialized ------------------------------------------------------------
-
-class IsVariableInitializedGpuOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-
-  absl::Status Compute(OpKernelContext* ctx) override {
-    bool initialized = false;
-    if (ctx->input_is_ref(0)) {
-      absl::ReaderMutexLock l(ctx->input_ref_mutex(0));
-      initialized = ctx->mutable_input(0)->IsInitialized();
-    } else {
-      initialized = ctx->input(0).IsInitialized();
-    }
-    ctx->set_output(0, Tensor::Scalar<bool>(initialized));  // Host memory.
-    return absl::OkStatus();
-  }
-  bool IsExpensive() const override { return false; }
 };
 
 // --- Const --------------------------------------------------------------------------
@@ -370,20 +274,15 @@ class AssignUpdateVariableGpuOp : public OpKernel {
 
 KernelDefBuilder Gpu(const char* op) { return std::move(KernelDefBuilder(op).Device(kDeviceGPU)); }
 
-REGISTER_KERNEL(Gpu("VariableV2").TypeConstraint("dtype", kGpuVariableTypes), VariableV2GpuOp);
-REGISTER_KERNEL(Gpu("Assign").TypeConstraint("T", kGpuVariableTypes), AssignGpuOp);
-REGISTER_KERNEL(Gpu("AssignAdd").TypeConstraint("T", kGpuVariableTypes), AssignUpdateGpuOp<false>);
-REGISTER_KERNEL(Gpu("AssignSub").TypeConstraint("T", kGpuVariableTypes), AssignUpdateGpuOp<true>);
-REGISTER_KERNEL(Gpu("IsVariableInitialized")
-                    .TypeConstraint("dtype", kGpuVariableTypes)
-                    .HostMemory("is_initialized"),
-                IsVariableInitializedGpuOp);
-REGISTER_KERNEL(Gpu("Const").TypeConstraint("dtype", kGpuVariableTypes), ConstGpuOp);
-REGISTER_KERNEL(Gpu("AssignVariableOp").TypeConstraint("dtype", kGpuVariableTypes),
+REGISTER_KERNEL(Gpu("Assign").TypeConstraint("T", GpuVariableTypes()), AssignGpuOp);
+REGISTER_KERNEL(Gpu("AssignAdd").TypeConstraint("T", GpuVariableTypes()), AssignUpdateGpuOp<false>);
+REGISTER_KERNEL(Gpu("AssignSub").TypeConstraint("T", GpuVariableTypes()), AssignUpdateGpuOp<true>);
+REGISTER_KERNEL(Gpu("Const").TypeConstraint("dtype", GpuVariableTypes()), ConstGpuOp);
+REGISTER_KERNEL(Gpu("AssignVariableOp").TypeConstraint("dtype", GpuVariableTypes()),
                 AssignVariableGpuOp);
-REGISTER_KERNEL(Gpu("AssignAddVariableOp").TypeConstraint("dtype", kGpuVariableTypes),
+REGISTER_KERNEL(Gpu("AssignAddVariableOp").TypeConstraint("dtype", GpuVariableTypes()),
                 AssignUpdateVariableGpuOp<false>);
-REGISTER_KERNEL(Gpu("AssignSubVariableOp").TypeConstraint("dtype", kGpuVariableTypes),
+REGISTER_KERNEL(Gpu("AssignSubVariableOp").TypeConstraint("dtype", GpuVariableTypes()),
                 AssignUpdateVariableGpuOp<true>);
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "dflow/framework/resource_mgr.h"
 #include "dflow/framework/shape_inference.h"
 #include "dflow/ops/eigen_util.h"
+#include "dflow/ops/variable_ops.h"
 
 namespace dflow {
 
@@ -293,6 +294,9 @@ REGISTER_OP("VariableV2")
 REGISTER_KERNEL(
     KernelDefBuilder("VariableV2").Device(kDeviceCPU).TypeConstraint("dtype", kVariableTypes),
     VariableV2Op);
+REGISTER_KERNEL(
+    KernelDefBuilder("VariableV2").Device(kDeviceGPU).TypeConstraint("dtype", GpuVariableTypes()),
+    VariableV2Op);
 
 REGISTER_OP("Assign")
     .Input("ref: Ref(T)")
@@ -331,6 +335,14 @@ REGISTER_OP("IsVariableInitialized")
     .Attr("dtype: type")
     .SetShapeFn(ScalarShape);
 REGISTER_KERNEL(KernelDefBuilder("IsVariableInitialized").Device(kDeviceCPU),
+                IsVariableInitializedOp);
+// A GPU's reference variables: the storage, the ref and the flag are the
+// CPU's (only the tensor's bytes are in device memory; dflow/gpu has the
+// kernels that write them).
+REGISTER_KERNEL(KernelDefBuilder("IsVariableInitialized")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint("dtype", GpuVariableTypes())
+                    .HostMemory("is_initialized"),
                 IsVariableInitializedOp);
 
 // As in TensorFlow: no gradient flows through variable state.

@@ -110,6 +110,11 @@ absl::Status DtypeMismatch(const OpKernelContext& ctx, const char* action, DataT
                              DataTypeString(expected), ", got ", DataTypeString(got));
 }
 
+const DataTypeVector& GpuVariableTypes() {
+  static const DataTypeVector* types = new DataTypeVector{DT_FLOAT, DT_DOUBLE, DT_INT64};
+  return *types;
+}
+
 namespace {
 
 // --- VarHandleOp ---------------------------------------------------------------
@@ -320,9 +325,7 @@ const DataTypeVector kAssignTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64,
 const DataTypeVector kUpdateTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_UINT8};
 // The kernels below that only handle handles, snapshots and shapes serve a GPU
 // as they are (its variables' values live in device memory; dflow/gpu has
-// the kernels that write them). int32 variables stay on the CPU, as in
-// TensorFlow.
-const DataTypeVector kGpuVariableTypes = {DT_FLOAT, DT_DOUBLE, DT_INT64};
+// the kernels that write them).
 
 REGISTER_OP("VarHandleOp")
     .Output("resource: resource")
@@ -337,7 +340,7 @@ REGISTER_OP("VarHandleOp")
 REGISTER_KERNEL(KernelDefBuilder("VarHandleOp").Device(kDeviceCPU), VarHandleOp);
 REGISTER_KERNEL(KernelDefBuilder("VarHandleOp")
                     .Device(kDeviceGPU)
-                    .TypeConstraint("dtype", kGpuVariableTypes),
+                    .TypeConstraint("dtype", GpuVariableTypes()),
                 VarHandleOp);
 
 REGISTER_OP("ReadVariableOp")
@@ -352,7 +355,7 @@ REGISTER_KERNEL(KernelDefBuilder("ReadVariableOp")
                 ReadVariableOp);
 REGISTER_KERNEL(KernelDefBuilder("ReadVariableOp")  // A snapshot sharing the device buffer.
                     .Device(kDeviceGPU)
-                    .TypeConstraint("dtype", kGpuVariableTypes),
+                    .TypeConstraint("dtype", GpuVariableTypes()),
                 ReadVariableOp);
 
 REGISTER_OP("VariableShape")

@@ -61,6 +61,11 @@ class Var : public ResourceBase {
   bool initialized_ ABSL_GUARDED_BY(mu_) = false;
 };
 
+// The dtypes a variable can have on a GPU (TensorFlow's GPU set, less the
+// half types dflow does not compute with): int32 variables stay on the CPU,
+// as in TensorFlow.
+const DataTypeVector& GpuVariableTypes();
+
 // The handle held by input `i`, a scalar DT_RESOURCE tensor; InvalidArgument
 // otherwise, or when it names another device or a resource other than a Var.
 absl::StatusOr<ResourceHandle> VarHandleFromInput(const OpKernelContext& ctx, int i);

@@ -270,6 +270,16 @@ TEST_F(DeviceMemoryTest, AnOutputTheDeviceCannotHoldIsResourceExhaustedAndTheSes
   EXPECT_EQ(out[0].flat<float>()[0], -9.0f);
 }
 
+// A device tensor's bytes are not the host's to read: its DebugString (in
+// variables' DebugString, logs and errors) shows the shape only.
+TEST(DeviceTensorTest, DebugStringShowsNoValuesOfDeviceMemory) {
+  FakeDeviceAllocator device;
+  absl::StatusOr<Tensor> t = Tensor::Allocate(&device, DT_FLOAT, TensorShape({2, 3}));
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->DebugString(), "Tensor<float, [2,3]>: (in device memory)");
+  EXPECT_EQ(Tensor::Vec<float>({1, 2}).DebugString(), "Tensor<float, [2]>: [1 2]");
+}
+
 TEST(DeviceFactoryTest, DeviceCountZeroCreatesNoneOfThatType) {
   g_fake_gpus_on = true;
   tensorflow::ConfigProto config;
