@@ -67,21 +67,10 @@ class MatMulGpuOp : public OpKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& a = ctx->input(0);
     const Tensor& b = ctx->input(1);
-    if (a.dims() != 2 || b.dims() != 2) {
-      return ctx->InvalidArgument("inputs must be matrices: a=", a.shape().DebugString(),
-                                  " b=", b.shape().DebugString());
-    }
-    const int64_t m = a.dim_size(transpose_a_ ? 1 : 0), k = a.dim_size(transpose_a_ ? 0 : 1);
-    const int64_t kb = b.dim_size(transpose_b_ ? 1 : 0), n = b.dim_size(transpose_b_ ? 0 : 1);
-    if (k != kb) {
-      return ctx->InvalidArgument("inner dimensions differ: a=", a.shape().DebugString(),
-                                  " b=", b.shape().DebugString());
-    }
-    constexpr int64_t kMaxDim = std::numeric_limits<int>::max();
-    if (m > kMaxDim || n > kMaxDim || k > kMaxDim) {
-      return ctx->InvalidArgument("dimensions exceed cuBLAS's int range: a=",
-                                  a.shape().DebugString(), " b=", b.shape().DebugString());
-    }
+    absl::StatusOr<MatMulSizes> sizes =
+        MakeMatMulSizes(a.shape(), b.shape(), transpose_a_, transpose_b_);
+    if (!sizes.ok()) return WithPrefix(sizes.status(), ctx->Prefix());
+    const int64_t m = sizes->m, n = sizes->n, k = sizes->k;
     if (k == 0) {  // An empty sum: zeros (allocate_output fills).
       ctx->allocate_output(0, TensorShape({m, n}));
       return absl::OkStatus();

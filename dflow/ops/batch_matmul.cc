@@ -1,10 +1,42 @@
 #include "dflow/ops/batch_matmul.h"
 
+#include <limits>
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "dflow/framework/status.h"
 #include "dflow/ops/broadcast.h"
 
 namespace dflow {
+
+std::string TransposeNote(bool transpose_a, bool transpose_b) {
+  auto str = [](bool v) { return v ? "true" : "false"; };
+  return absl::StrCat(" (transpose_a=", str(transpose_a), ", transpose_b=", str(transpose_b), ")");
+}
+
+absl::StatusOr<MatMulSizes> MakeMatMulSizes(const TensorShape& a, const TensorShape& b,
+                                            bool transpose_a, bool transpose_b) {
+  if (a.dims() != 2 || b.dims() != 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("inputs must be matrices: a=", a.DebugString(), " b=", b.DebugString()));
+  }
+  MatMulSizes s;
+  s.m = a.dim_size(transpose_a ? 1 : 0);
+  s.k = a.dim_size(transpose_a ? 0 : 1);
+  s.n = b.dim_size(transpose_b ? 0 : 1);
+  if (s.k != b.dim_size(transpose_b ? 1 : 0)) {
+    const std::string note =
+        transpose_a || transpose_b ? TransposeNote(transpose_a, transpose_b) : "";
+    return absl::InvalidArgumentError(absl::StrCat(
+        "inner dimensions differ: a=", a.DebugString(), " b=", b.DebugString(), note));
+  }
+  constexpr int64_t kMaxDim = std::numeric_limits<int>::max();
+  if (s.m > kMaxDim || s.n > kMaxDim || s.k > kMaxDim) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dimensions exceed BLAS's int range: a=", a.DebugString(), " b=", b.DebugString()));
+  }
+  return s;
+}
 
 absl::StatusOr<BatchMatMulPlan> BatchMatMulPlan::Make(const TensorShape& x, const TensorShape& y,
                                                       bool adj_x, bool adj_y, bool broadcast) {

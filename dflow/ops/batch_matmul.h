@@ -1,6 +1,6 @@
-// BatchMatMul / BatchMatMulV2: which matrices of x and y each output matrix
-// multiplies. Shared by the CPU kernel (matmul_op.cc) and the GPU's
-// (dflow/gpu/matmul_ops.cc).
+// MatMul's sizes, and BatchMatMul / BatchMatMulV2's: which matrices of x and
+// y each output matrix multiplies. Shared by the CPU kernels (matmul_op.cc)
+// and the GPU's (dflow/gpu/matmul_ops.cc), so that both give one error text.
 //
 //   ASSIGN_OR_RETURN(BatchMatMulPlan p, BatchMatMulPlan::Make(x.shape(), y.shape(),
 //                                                             adj_x, adj_y, /*broadcast=*/true));
@@ -17,6 +17,18 @@
 #include "dflow/framework/tensor_shape.h"
 
 namespace dflow {
+
+// MatMul: op(a) is m×k and op(b) k×n. InvalidArgument naming both shapes
+// (and the transposes, when set) unless both are matrices with equal inner
+// dimensions and every size fits BLAS's int.
+struct MatMulSizes {
+  int64_t m = 0, n = 0, k = 0;
+};
+absl::StatusOr<MatMulSizes> MakeMatMulSizes(const TensorShape& a, const TensorShape& b,
+                                            bool transpose_a, bool transpose_b);
+
+// " (transpose_a=true, transpose_b=false)" for error messages.
+std::string TransposeNote(bool transpose_a, bool transpose_b);
 
 struct BatchMatMulPlan {
   // x is [..., r, c] (op(x) = x, or its transpose with adj_x); likewise y.

@@ -115,11 +115,6 @@ void RunGemm(ThreadPool* pool, const Gemm<T>& g) {
   });
 }
 
-std::string TransposeNote(bool transpose_a, bool transpose_b) {
-  auto str = [](bool v) { return v ? "true" : "false"; };
-  return absl::StrCat(" (transpose_a=", str(transpose_a), ", transpose_b=", str(transpose_b), ")");
-}
-
 template <typename T>
 class MatMulOp : public OpKernel {
  public:
@@ -132,21 +127,10 @@ class MatMulOp : public OpKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& a = ctx->input(0);
     const Tensor& b = ctx->input(1);
-    if (a.dims() != 2 || b.dims() != 2) {
-      return ctx->InvalidArgument("inputs must be matrices: a=", a.shape().DebugString(),
-                                  " b=", b.shape().DebugString());
-    }
-    const int64_t m = a.dim_size(transpose_a_ ? 1 : 0), k = a.dim_size(transpose_a_ ? 0 : 1);
-    const int64_t kb = b.dim_size(transpose_b_ ? 1 : 0), n = b.dim_size(transpose_b_ ? 0 : 1);
-    if (k != kb) {
-      return ctx->InvalidArgument("inner dimensions differ: a=", a.shape().DebugString(),
-                                  " b=", b.shape().DebugString(), Transposes());
-    }
-    constexpr int64_t kMaxDim = std::numeric_limits<int>::max();
-    if (m > kMaxDim || n > kMaxDim || k > kMaxDim) {
-      return ctx->InvalidArgument("dimensions exceed BLAS's int range: a=", a.shape().DebugString(),
-                                  " b=", b.shape().DebugString());
-    }
+    absl::StatusOr<MatMulSizes> sizes =
+        MakeMatMulSizes(a.shape(), b.shape(), transpose_a_, transpose_b_);
+    if (!sizes.ok()) return WithPrefix(sizes.status(), ctx->Prefix());
+    const int64_t m = sizes->m, n = sizes->n, k = sizes->k;
     if (k == 0) {  // An empty sum: zeros.
       ctx->allocate_output(0, TensorShape({m, n}));
       return absl::OkStatus();
@@ -169,11 +153,6 @@ class MatMulOp : public OpKernel {
   }
 
  private:
-  std::string Transposes() const {
-    if (!transpose_a_ && !transpose_b_) return "";
-    return TransposeNote(transpose_a_, transpose_b_);
-  }
-
   bool transpose_a_ = false;
   bool transpose_b_ = false;
 };
