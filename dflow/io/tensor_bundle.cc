@@ -49,10 +49,10 @@ absl::Status ReadAndChecksum(const RandomAccessFile& file, uint64_t offset, uint
 
 // The same for a whole tensor. From kSplitBytes on, a second thread reads
 // and checksums the second half while this one does the first, and the two
-// CRCs are combined: the checksum then costs no time beside a one-thread
-// read (measured: a read of 256 MiB from the page cache into 16 MiB tensors,
-// checksummed this way, ran at 1.06-1.23x a plain pread's speed; read and
-// then checksummed on one thread, 0.65-0.71x).
+// CRCs are combined (bench/checkpoint_bench on a 2-core Zen 4, 256 MiB from
+// the page cache: restore 1.04-1.20x one thread's plain pread; 0.64x with
+// the 64-byte crc32c path, where reading on one thread beside a checksum
+// thread gave 0.55x).
 absl::Status ReadChecked(const RandomAccessFile& file, uint64_t offset, uint64_t size, char* dst,
                          uint32_t* crc) {
   constexpr uint64_t kSplitBytes = uint64_t{8} << 20;
