@@ -1,10 +1,7 @@
-// Shape ops on a GPU, so graphs need not cross devices for them every step:
-// Shape, ShapeN, Size, Rank (outputs in host memory); Reshape, ExpandDims,
-// Squeeze (share the device buffer; sizes in host memory);
-// BroadcastGradientArgs (all host memory); and the copying Tile and
-// BroadcastTo (the gradients of Sum and Mean tile). Checks and messages are
-// the CPU kernels' (shape_ops.cc, math_grad_ops.cc, transpose_ops.cc,
-// layout_ops.cc).
+// Tile and BroadcastTo on a GPU (the gradients of Sum and Mean tile), with
+// the CPU kernels' checks and messages (transpose_ops.cc, layout_ops.cc). The
+// shape-only kernels (Shape, ShapeN, Size, Rank, Reshape, ExpandDims, Squeeze,
+// BroadcastGradientArgs) are the CPU's, registered for GPU in dflow/ops.
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -19,262 +16,6 @@
 namespace dflow {
 namespace gpu {
 namespace {
-
-constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
-
-// The types whose tensors the kernels here take in device memory. int32
-// tensors stay in host memory (they are shapes and indices, computed by the
-// CPU), as in TensorFlow: the int32 kernels name every tensor arg HostMemory.
-const DataTypeVector& CopyTypes() {
-  static const DataTypeVector kTypes = {DT_FLOAT, DT_DOUBLE, DT_INT64, DT_BOOL};
-  return kTypes;
-}
-
-// Registers `builder` for CopyTypes() and, with `int32_args` in host
-// memory too, for int32.
-#define DFLOW_GPU_SHAPE_KERNEL(builder, int32_args, ...)                                     \
-  REGISTER_KERNEL(builder.TypeConstraint("T", CopyTypes()), __VA_ARGS__);                   \
-  REGISTER_KERNEL(int32_args(builder.TypeConstraint("T", {DT_INT32})), __VA_ARGS__)
-
-// --- Shape, ShapeN, Size, Rank ----------------------------------------------------
-
-class ShapeGpuOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  absl::Status Compute(OpKernelContext* ctx) override {
-    for (int i = 0; i < ctx->num_inputs(); ++i) {
-      const TensorShape& shape = ctx->input(i).shape();
-      Tensor* out = ctx->allocate_output(i, TensorShape({shape.dims()}));
-      for (int d = 0; d < shape.dims(); ++d) {
-        const int64_t size = shape.dim_size(d);
-        if (out->dtype() == DT_INT32) {
-          if (size > kInt32Max) {
-            return ctx->InvalidArgument("Shape output type is 32-bit but dim ", d, " is ", size);
-          }
-          out->flat<int32_t>()[d] = static_cast<int32_t>(size);
-        } else {
-          out->flat<int64_t>()[d] = size;
-        }
-      }
-    }
-    return absl::OkStatus();
-  }
-  bool IsExpensive() const override { return false; }
-};
-KernelDefBuilder& HostInput(KernelDefBuilder& b) { return b.HostMemory("input"); }
-KernelDefBuilder& HostTensorAndOutput(KernelDefBuilder& b) {
-  return b.HostMemory("tensor").HostMemory("output");
-}
-KernelDefBuilder& HostInputAndOutput(KernelDefBuilder& b) {
-  return b.HostMemory("input").HostMemory("output");
-}
-
-DFLOW_GPU_SHAPE_KERNEL(KernelDefBuilder("Shape")
-                           .Device(kDeviceGPU)
-                           .TypeConstraint("out_type", IndexTypes())
-                           .HostMemory("output"),
-                       HostInput, ShapeGpuOp);
-DFLOW_GPU_SHAPE_KERNEL(KernelDefBuilder("ShapeN")
-                           .Device(kDeviceGPU)
-                           .TypeConstraint("out_type", IndexTypes())
-                           .HostMemory("output"),
-                       HostInput, ShapeGpuOp);
-
-class SizeGpuOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  absl::Status Compute(OpKernelContext* ctx) override {
-    const int64_t n = ctx->input(0).NumElements();
-    Tensor* out = ctx->allocate_output(0, TensorShape());
-    if (out->dtype() == DT_INT32) {
-      if (n > kInt32Max) {
-        return ctx->InvalidArgument(
-            "Number of elements was larger than representable by 32-bit output type: ", n);
-      }
-      out->scalar<int32_t>() = static_cast<int32_t>(n);
-    } else {
-      out->scalar<int64_t>() = n;
-    }
-    return absl::OkStatus();
-  }
-  bool IsExpensive() const override { return false; }
-};
-DFLOW_GPU_SHAPE_KERNEL(KernelDefBuilder("Size")
-                           .Device(kDeviceGPU)
-                           .TypeConstraint("out_type", IndexTypes())
-                           .HostMemory("output"),
-                       HostInput, SizeGpuOp);
-
-class RankGpuOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  absl::Status Compute(OpKernelContext* ctx) override {
-    ctx->allocate_output(0, TensorShape())->scalar<int32_t>() = ctx->input(0).dims();
-    return absl::OkStatus();
-  }
-  bool IsExpensive() const override { return false; }
-};
-DFLOW_GPU_SHAPE_KERNEL(KernelDefBuilder("Rank").Device(kDeviceGPU).HostMemory("output"), HostInput,
-                       RankGpuOp);
-
-// --- Reshape ------------------------------------------------------------------------
-
-
-class ReshapeGpuOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  absl::Status Compute(OpKernelContext* ctx) override {
-    const Tensor& x = ctx->input(0);
-    const Tensor& sizes = ctx->input(1);
-    if (sizes.dims() > 1) {
-      return ctx->InvalidArgument("sizes input must be 1-D, not ", sizes.shape().DebugString());
-    }
-    ASSIGN_OR_RETURN(std::vector<int64_t> requested, IndexValues(sizes, "shape"));
-    absl::StatusOr<std::vector<int64_t>> dims =
-        ReshapeDims(x.shape().dim_sizes(), std::move(requested));
-    if (!dims.ok()) return ctx->InvalidArgument(dims.status().message());
-    ASSIGN_OR_RETURN(Tensor y, x.Reshaped(TensorShape(*dims)));
-    ctx->set_output(0, std::move(y));
-    return absl::OkStatus();
-  }
-  bool IsExpensive() const override { return false; }
-};
-DFLOW_GPU_SHAPE_KERNEL(KernelDefBuilder("Reshape")
-                           .Device(kDeviceGPU)
-                           .TypeConstraint("Tshape", IndexTypes())
-                           .HostMemory("shape"),
-                       HostTensorAndOutput, ReshapeGpuOp);
-
-// --- ExpandDims, Squeeze ------------------------------------------------------------------
-
-class ExpandDimsGpuOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  absl::Status Compute(OpKernelContext* ctx) override {
-    const Tensor& x = ctx->input(0);
-    const Tensor& dim = ctx->input(1);
-    if (dim.NumElements() != 1) {
-      return ctx->InvalidArgument("'dim' must be a tensor with a single value, got shape ",
-                                  dim.shape().DebugString());
-    }
-    ASSIGN_OR_RETURN(int64_t axis, IndexScalar(dim, "'dim'"));
-    const int rank = x.dims();
-    if (axis < -rank - 1 || axis > rank) {
-      return ctx->InvalidArgument("Tried to expand dim index ", axis, " for tensor with ", rank,
-                                  " dimensions.");
-    }
-    TensorShape shape = x.shape();
-    shape.InsertDim(static_cast<int>(axis < 0 ? axis + rank + 1 : axis), 1);
-    ASSIGN_OR_RETURN(Tensor y, x.Reshaped(shape));
-    ctx->set_output(0, std::move(y));
-    return absl::OkStatus();
-  }
-  bool IsExpensive() const override { return false; }
-};
-DFLOW_GPU_SHAPE_KERNEL(KernelDefBuilder("ExpandDims")
-                           .Device(kDeviceGPU)
-                           .TypeConstraint("Tdim", IndexTypes())
-                           .HostMemory("dim"),
-                       HostInputAndOutput, ExpandDimsGpuOp);
-
-class SqueezeGpuOp : public OpKernel {
- public:
-  explicit SqueezeGpuOp(OpKernelConstruction* c) : OpKernel(c) {
-    c->GetAttr("squeeze_dims", &squeeze_dims_).IgnoreError();  // Recorded on c.
-  }
-  absl::Status Compute(OpKernelContext* ctx) override {
-    const Tensor& x = ctx->input(0);
-    std::vector<bool> mask(x.dims(), false);
-    for (int64_t d : squeeze_dims_) {
-      int64_t axis;
-      if (!CanonicalAxis(d, x.dims(), &axis)) {
-        return ctx->InvalidArgument("Tried to squeeze dim index ", d, " for tensor with ",
-                                    x.dims(), " dimensions.");
-      }
-      mask[axis] = true;
-    }
-    TensorShape shape;
-    for (int d = 0; d < x.dims(); ++d) {
-      const int64_t size = x.dim_size(d);
-      if (mask[d] && size != 1) {
-        return ctx->InvalidArgument("Can not squeeze dim[", d,
-                                    "], expected a dimension of 1, got ", size);
-      }
-      const bool squeeze = mask[d] || (squeeze_dims_.empty() && size == 1);
-      if (!squeeze) shape.AddDim(size);
-    }
-    ASSIGN_OR_RETURN(Tensor y, x.Reshaped(shape));
-    ctx->set_output(0, std::move(y));
-    return absl::OkStatus();
-  }
-  bool IsExpensive() const override { return false; }
-
- private:
-  std::vector<int64_t> squeeze_dims_;
-};
-DFLOW_GPU_SHAPE_KERNEL(KernelDefBuilder("Squeeze").Device(kDeviceGPU), HostInputAndOutput,
-                       SqueezeGpuOp);
-
-// --- BroadcastGradientArgs ----------------------------------------------------------------
-
-// The axes over which each of two shapes was broadcast, as TensorFlow's BCast
-// computes them (ops/math_grad_ops.cc); all in host memory.
-class BroadcastGradientArgsGpuOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  bool IsExpensive() const override { return false; }
-
-  absl::Status Compute(OpKernelContext* ctx) override {
-    const Tensor& t0 = ctx->input(0);
-    const Tensor& t1 = ctx->input(1);
-    if (t0.dims() != 1 || t1.dims() != 1) {
-      return ctx->InvalidArgument("s0 and s1 must be vectors, got shapes ",
-                                  t0.shape().DebugString(), " and ", t1.shape().DebugString());
-    }
-    auto s0 = IndexValues(t0, "s0");
-    if (!s0.ok()) return ctx->InvalidArgument(s0.status().message());
-    auto s1 = IndexValues(t1, "s1");
-    if (!s1.ok()) return ctx->InvalidArgument(s1.status().message());
-    std::vector<int64_t> r0, r1;
-    if (*s0 != *s1) {
-      const size_t rank = std::max(s0->size(), s1->size());
-      const size_t pad0 = rank - s0->size(), pad1 = rank - s1->size();
-      for (size_t i = 0; i < rank; ++i) {
-        const int64_t a = i < pad0 ? 1 : (*s0)[i - pad0];
-        const int64_t b = i < pad1 ? 1 : (*s1)[i - pad1];
-        if (a < 0 || b < 0 || (a != b && a != 1 && b != 1)) {
-          return ctx->InvalidArgument("Incompatible shapes: ", DimsString(*s0), " vs. ",
-                                      DimsString(*s1));
-        }
-        if (a == 1) r0.push_back(static_cast<int64_t>(i));
-        if (b == 1) r1.push_back(static_cast<int64_t>(i));
-      }
-    }
-    SetOutput(ctx, 0, r0);
-    SetOutput(ctx, 1, r1);
-    return absl::OkStatus();
-  }
-
- private:
-  void SetOutput(OpKernelContext* ctx, int i, const std::vector<int64_t>& v) {
-    Tensor* out = ctx->allocate_output(i, TensorShape({static_cast<int64_t>(v.size())}));
-    for (size_t k = 0; k < v.size(); ++k) {
-      if (output_type(i) == DT_INT32) {
-        out->flat<int32_t>()[k] = static_cast<int32_t>(v[k]);
-      } else {
-        out->flat<int64_t>()[k] = v[k];
-      }
-    }
-  }
-};
-REGISTER_KERNEL(KernelDefBuilder("BroadcastGradientArgs")
-                    .Device(kDeviceGPU)
-                    .TypeConstraint("T", {DT_INT32, DT_INT64})
-                    .HostMemory("s0")
-                    .HostMemory("s1")
-                    .HostMemory("r0")
-                    .HostMemory("r1"),
-                BroadcastGradientArgsGpuOp);
 
 // --- Tile, BroadcastTo --------------------------------------------------------------------
 
@@ -346,7 +87,7 @@ class TileGpuOp : public OpKernel {
 };
 REGISTER_KERNEL(KernelDefBuilder("Tile")
                     .Device(kDeviceGPU)
-                    .TypeConstraint("T", CopyTypes())
+                    .TypeConstraint("T", GpuTensorTypes())
                     .TypeConstraint("Tmultiples", IndexTypes())
                     .HostMemory("multiples"),
                 TileGpuOp);
@@ -393,7 +134,7 @@ class BroadcastToGpuOp : public OpKernel {
 };
 REGISTER_KERNEL(KernelDefBuilder("BroadcastTo")
                     .Device(kDeviceGPU)
-                    .TypeConstraint("T", CopyTypes())
+                    .TypeConstraint("T", GpuTensorTypes())
                     .TypeConstraint("Tidx", IndexTypes())
                     .HostMemory("shape"),
                 BroadcastToGpuOp);

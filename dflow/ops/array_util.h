@@ -32,6 +32,14 @@ inline const DataTypeVector& IndexTypes() {
   return kTypes;
 }
 
+// The dtypes shape and layout kernels take in a GPU's memory. int32 tensors
+// stay in host memory (they are shapes and indices, computed by the CPU), as
+// in TensorFlow: int32 registrations name every tensor arg HostMemory.
+inline const DataTypeVector& GpuTensorTypes() {
+  static const DataTypeVector kTypes = {DT_FLOAT, DT_DOUBLE, DT_INT64, DT_BOOL};
+  return kTypes;
+}
+
 // The values of an int32/int64 tensor of any shape, in row-major order.
 // `what` names the input in the error for any other dtype.
 absl::StatusOr<std::vector<int64_t>> IndexValues(const Tensor& t, absl::string_view what);

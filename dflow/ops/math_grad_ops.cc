@@ -102,6 +102,15 @@ REGISTER_KERNEL(KernelDefBuilder("BroadcastGradientArgs")
                     .HostMemory("r0")
                     .HostMemory("r1"),
                 BroadcastGradientArgsOp);
+// All of it is host memory: a GPU runs the same kernel.
+REGISTER_KERNEL(KernelDefBuilder("BroadcastGradientArgs")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint("T", {DT_INT32, DT_INT64})
+                    .HostMemory("s0")
+                    .HostMemory("s1")
+                    .HostMemory("r0")
+                    .HostMemory("r1"),
+                BroadcastGradientArgsOp);
 
 // --- elementwise backprops: z = F(y, dy) -------------------------------------
 

@@ -350,5 +350,56 @@ REGISTER_OP("Squeeze")
     .SetShapeFn(SqueezeShape);
 REGISTER_KERNEL(KernelDefBuilder("Squeeze").Device(kDeviceCPU), SqueezeOp);
 
+// --- on a GPU -----------------------------------------------------------------------
+// The kernels above read only shapes and host-memory sizes, and Reshape,
+// ExpandDims and Squeeze share their input's buffer: they serve a GPU as they
+// are, so graphs need not cross devices for them every step. Outputs of
+// Shape/ShapeN/Size/Rank are host memory.
+
+// Registers `builder` for GpuTensorTypes() and, with `int32_args` in host
+// memory too, for int32.
+#define DFLOW_GPU_SHAPE_KERNEL(builder, int32_args, ...)                     \
+  REGISTER_KERNEL(builder.TypeConstraint("T", GpuTensorTypes()), __VA_ARGS__); \
+  REGISTER_KERNEL(int32_args(builder.TypeConstraint("T", {DT_INT32})), __VA_ARGS__)
+
+KernelDefBuilder& HostInput(KernelDefBuilder& b) { return b.HostMemory("input"); }
+KernelDefBuilder& HostTensorAndOutput(KernelDefBuilder& b) {
+  return b.HostMemory("tensor").HostMemory("output");
+}
+KernelDefBuilder& HostInputAndOutput(KernelDefBuilder& b) {
+  return b.HostMemory("input").HostMemory("output");
+}
+
+DFLOW_GPU_SHAPE_KERNEL(KernelDefBuilder("Shape")
+                           .Device(kDeviceGPU)
+                           .TypeConstraint("out_type", IndexTypes())
+                           .HostMemory("output"),
+                       HostInput, ShapeOp);
+DFLOW_GPU_SHAPE_KERNEL(KernelDefBuilder("ShapeN")
+                           .Device(kDeviceGPU)
+                           .TypeConstraint("out_type", IndexTypes())
+                           .HostMemory("output"),
+                       HostInput, ShapeOp);
+DFLOW_GPU_SHAPE_KERNEL(KernelDefBuilder("Size")
+                           .Device(kDeviceGPU)
+                           .TypeConstraint("out_type", IndexTypes())
+                           .HostMemory("output"),
+                       HostInput, SizeOp);
+DFLOW_GPU_SHAPE_KERNEL(KernelDefBuilder("Rank").Device(kDeviceGPU).HostMemory("output"), HostInput,
+                       RankOp);
+DFLOW_GPU_SHAPE_KERNEL(KernelDefBuilder("Reshape")
+                           .Device(kDeviceGPU)
+                           .TypeConstraint("Tshape", IndexTypes())
+                           .HostMemory("shape"),
+                       HostTensorAndOutput, ReshapeOp);
+DFLOW_GPU_SHAPE_KERNEL(KernelDefBuilder("ExpandDims")
+                           .Device(kDeviceGPU)
+                           .TypeConstraint("Tdim", IndexTypes())
+                           .HostMemory("dim"),
+                       HostInputAndOutput, ExpandDimsOp);
+DFLOW_GPU_SHAPE_KERNEL(KernelDefBuilder("Squeeze").Device(kDeviceGPU), HostInputAndOutput,
+                       SqueezeOp);
+#undef DFLOW_GPU_SHAPE_KERNEL
+
 }  // namespace
 }  // namespace dflow
