@@ -17,22 +17,6 @@ namespace dflow {
 namespace gpu {
 namespace {
 
-template <typename T>
-const T* In(const Tensor& t) {
-  return static_cast<const T*>(t.raw_data());
-}
-template <typename T>
-T* Out(Tensor* t) {
-  return static_cast<T*>(t->raw_data());
-}
-
-// Output i for kernels that write all of it; null when device memory ran
-// out (the executor then fails the node with RESOURCE_EXHAUSTED).
-Tensor* OutputForOverwrite(OpKernelContext* ctx, int i, const TensorShape& shape) {
-  Tensor* t = ctx->allocate_output_for_overwrite(i, shape);
-  return ctx->allocation_status().ok() ? t : nullptr;
-}
-
 absl::StatusOr<Elem> ElemOf(DataType dtype) {
   switch (dtype) {
     case DT_FLOAT: return Elem::kFloat;

@@ -141,6 +141,23 @@ GpuDevice* GpuOf(OpKernelContext* ctx);
 // After launching kernels: OK, or the launch error prefixed with the node.
 absl::Status LaunchStatus(OpKernelContext* ctx);
 
+// A kernel's view of a tensor's device memory as T.
+template <typename T>
+const T* In(const Tensor& t) {
+  return static_cast<const T*>(t.raw_data());
+}
+template <typename T>
+T* Out(Tensor* t) {
+  return static_cast<T*>(t->raw_data());
+}
+
+// Output i for kernels that write all of it; null when device memory ran
+// out (the executor then fails the node with RESOURCE_EXHAUSTED).
+inline Tensor* OutputForOverwrite(OpKernelContext* ctx, int i, const TensorShape& shape) {
+  Tensor* t = ctx->allocate_output_for_overwrite(i, shape);
+  return ctx->allocation_status().ok() ? t : nullptr;
+}
+
 // C = op(A)·op(B) for row-major float matrices (MatMul's arithmetic), queued
 // on the device's stream. op(A) is m×k, op(B) k×n; ld* are row lengths.
 absl::Status RowMajorGemm(GpuDevice* gpu, bool transpose_a, bool transpose_b, int64_t m,
