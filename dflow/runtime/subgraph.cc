@@ -1,9 +1,11 @@
 #include "dflow/runtime/subgraph.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "dflow/framework/attr_util.h"
 #include "dflow/framework/rendezvous.h"
@@ -88,7 +90,84 @@ void Reroute(Graph* g, const TensorId& t, Node* arg) {
   }
 }
 
+// Ops that must run even when nothing reads their outputs: they check
+// values (CheckNumerics), steer control flow, or call functions whose
+// bodies may have effects their op does not declare.
+bool MustCompute(const Node& n) {
+  static const auto* kOps = new absl::flat_hash_set<std::string>{
+      "CheckNumerics", "ControlTrigger", "Switch", "RefSwitch", "Merge", "RefMerge",
+      "Enter", "RefEnter", "Exit", "RefExit", "NextIteration", "RefNextIteration",
+      "LoopCond", "PartitionedCall", "If", "StatelessIf", "While", "StatelessWhile",
+      "Case", "StatelessCase", "SymbolicGradient"};
+  return n.IsStateful() || kOps->contains(n.type_string());
+}
+
+bool IsSwitch(const Node& n) {
+  return n.type_string() == "Switch" || n.type_string() == "RefSwitch" ||
+         n.type_string() == "_SwitchN";
+}
+
+// Whether `n` computes outputs that nothing reads as data: every edge out
+// of it is a control edge.
+bool OnlyOrdersOthers(const Node& n) {
+  if (n.num_outputs() == 0 || n.num_inputs() == 0 || n.out_edges().empty()) return false;
+  for (const Edge* e : n.out_edges()) {
+    if (!e->IsControlEdge()) return false;
+  }
+  for (DataType t : n.input_types()) {
+    if (IsRefType(t)) return false;
+  }
+  // A Switch's outputs differ in deadness, which a control edge from it
+  // cannot carry: the Identity reading one (a branch's pivot) must stay.
+  for (const Edge* e : n.in_edges()) {
+    if (!e->IsControlEdge() && IsSwitch(*e->src)) return false;
+  }
+  return !MustCompute(n);
+}
+
+// Replaces `n` by a NoOp of the same name, device and colocation that waits
+// for what `n` waited for and is waited for by what waited for `n`.
+// Returns the sources of `n`'s former data inputs.
+absl::StatusOr<std::vector<Node*>> ReplaceWithNoOp(Graph* g, Node* n) {
+  tensorflow::NodeDef def;
+  def.set_name(n->name());
+  def.set_op("NoOp");
+  def.set_device(n->requested_device());
+  if (auto it = n->def().attr().find("_class"); it != n->def().attr().end()) {
+    (*def.mutable_attr())["_class"] = it->second;
+  }
+  std::vector<Node*> sources, data_sources, sinks;
+  for (const Edge* e : n->in_edges()) {
+    if (std::find(sources.begin(), sources.end(), e->src) == sources.end()) {
+      sources.push_back(e->src);
+    }
+    if (!e->IsControlEdge()) data_sources.push_back(e->src);
+  }
+  for (const Edge* e : n->out_edges()) sinks.push_back(e->dst);
+  const std::string assigned = n->assigned_device_name();
+  g->RemoveNode(n);
+  ASSIGN_OR_RETURN(Node * noop, g->AddNode(std::move(def)));
+  noop->set_assigned_device_name(assigned);
+  for (Node* src : sources) g->AddControlEdge(src, noop);
+  for (Node* dst : sinks) g->AddControlEdge(noop, dst);
+  return data_sources;
+}
+
 }  // namespace
+
+absl::Status ReplaceUnreadComputationsWithNoOps(Graph* g, const std::vector<Node*>& keep) {
+  const absl::flat_hash_set<const Node*> kept(keep.begin(), keep.end());
+  std::vector<int> stack;  // Node ids; a replaced node's id then names nothing.
+  for (const Node* n : g->nodes()) stack.push_back(n->id());
+  while (!stack.empty()) {
+    Node* n = g->node(stack.back());
+    stack.pop_back();
+    if (n == nullptr || kept.contains(n) || !OnlyOrdersOthers(*n)) continue;
+    ASSIGN_OR_RETURN(std::vector<Node*> inputs, ReplaceWithNoOp(g, n));
+    for (const Node* in : inputs) stack.push_back(in->id());  // Maybe read by nothing now.
+  }
+  return absl::OkStatus();
+}
 
 void PruneForReverseReachability(Graph* g, const std::vector<Node*>& roots) {
   std::vector<bool> needed(g->num_node_ids(), false);
@@ -177,9 +256,9 @@ absl::Status Rewrite(Graph* g, const std::vector<std::string>& feeds,
     g->AddEdge(src.node, src.index, ret, 0);
     roots.push_back(ret);
   }
-  // 4. Keep only what the fetches and targets need.
+  // 4. Keep only what the fetches and targets need, and compute only what is read.
   PruneForReverseReachability(g, roots);
-  return absl::OkStatus();
+  return ReplaceUnreadComputationsWithNoOps(g, roots);
 }
 
 // A client-terminated `_Send` or `_Recv` of tensor `t` called `name`, on `client`.

@@ -44,6 +44,18 @@ absl::Status RewriteGraphForRendezvous(Graph* g, const std::vector<std::string>&
 // The rendezvous key of a client-terminated feed or fetch `tensor_name`.
 std::string ClientTerminatedKey(const Device& client_device, const std::string& tensor_name);
 
+// Replaces each node whose outputs nothing reads as data, only waits for
+// over control edges, by a NoOp of the same name, device and colocation with
+// the same inputs as control inputs, repeating for the inputs it frees. Kept:
+// the nodes in `keep`, stateful ops, ops that check values or steer control
+// flow or call functions, nodes taking references, and nodes reading a
+// Switch (whose outputs differ in deadness; a control edge cannot say which). Grappler's dependency
+// optimizer does the same in TensorFlow; the common case is the gradient of
+// a MatMul with respect to a fed input, built and then grouped by an
+// optimizer's `gate_gradients`: one matmul a training step computed for
+// nothing. Both Rewrite functions above end with it.
+absl::Status ReplaceUnreadComputationsWithNoOps(Graph* g, const std::vector<Node*>& keep);
+
 // Removes every node from which none of `roots` can be reached over data
 // and control edges (the roots stay).
 void PruneForReverseReachability(Graph* g, const std::vector<Node*>& roots);

@@ -153,6 +153,62 @@ TEST_F(SubgraphTest, IndicesFollowPositions) {
   EXPECT_TRUE(Graph::FromGraphDef(out).ok());
 }
 
+// Node `name`'s control inputs, by name.
+std::set<std::string> ControlInputs(const Graph& g, const std::string& name) {
+  std::set<std::string> out;
+  for (const Edge* e : g.FindNode(name)->in_edges()) {
+    if (e->IsControlEdge()) out.insert(e->src->name());
+  }
+  return out;
+}
+
+TEST_F(SubgraphTest, WhatOnlyOrdersATargetBecomesANoOp) {
+  // n waits for d = Identity(c), c = a + b: neither value is read, so neither is
+  // computed; n still runs after both, and they after a and b.
+  ASSERT_TRUE(Rewrite({}, {}, {"n"}).ok());
+  EXPECT_THAT(Names(), UnorderedElementsAre("a", "b", "c", "d", "n"));
+  EXPECT_EQ(graph_->FindNode("d")->type_string(), "NoOp");
+  EXPECT_EQ(graph_->FindNode("c")->type_string(), "NoOp");
+  EXPECT_EQ(graph_->FindNode("a")->type_string(), "Const");  // No inputs: nothing saved.
+  EXPECT_EQ(graph_->FindNode("a")->requested_device(), LocalCpu(1));
+  EXPECT_THAT(ControlInputs(*graph_, "n"), ElementsAre("d"));
+  EXPECT_THAT(ControlInputs(*graph_, "d"), ElementsAre("c"));
+  EXPECT_THAT(ControlInputs(*graph_, "c"), ElementsAre("a", "b"));
+  tensorflow::GraphDef out;
+  graph_->ToGraphDef(&out);
+  EXPECT_TRUE(Graph::FromGraphDef(out).ok());
+}
+
+TEST_F(SubgraphTest, ReadValuesAndTargetsAreComputed) {
+  // d is waited for by n but also fetched; c is read by d.
+  ASSERT_TRUE(Rewrite({}, {"d"}, {"n"}).ok());
+  EXPECT_EQ(graph_->FindNode("d")->type_string(), "Identity");
+  EXPECT_EQ(graph_->FindNode("c")->type_string(), "RtTestAdd");
+  // A target is run as itself even when nothing reads it.
+  SetUp();
+  ASSERT_TRUE(Rewrite({}, {}, {"d"}).ok());
+  EXPECT_EQ(graph_->FindNode("d")->type_string(), "Identity");
+}
+
+TEST(SubgraphNoOpTest, StatefulReferenceTakingAndPivotNodesAreComputed) {
+  GraphBuilder b;
+  SetAttr(b.Node("v", "RtTestRefVar", {}), "dtype", DT_FLOAT);
+  SetAttr(b.Node("assign", "RtTestAssign", {"v", "c"}), "T", DT_FLOAT);
+  b.Const("c");
+  b.Node("h", "RtTestVarHandle", {"^c"});
+  // A branch's pivot: live only when the Switch's output 1 is.
+  b.Const("pred", "", DT_BOOL);
+  SetAttr(b.Node("sw", "Switch", {"c", "pred"}), "T", DT_FLOAT);
+  b.Identity("pivot", "sw:1");
+  b.NoOp("n", {"^assign", "^h", "^pivot"});
+  std::unique_ptr<Graph> g = b.Build();
+  ASSERT_NE(g, nullptr);
+  ASSERT_TRUE(ReplaceUnreadComputationsWithNoOps(g.get(), {g->FindNode("n")}).ok());
+  EXPECT_EQ(g->FindNode("assign")->type_string(), "RtTestAssign");
+  EXPECT_EQ(g->FindNode("h")->type_string(), "RtTestVarHandle");
+  EXPECT_EQ(g->FindNode("pivot")->type_string(), "Identity");
+}
+
 TEST_F(SubgraphTest, UnusedFeedIsPruned) {
   ASSERT_TRUE(Rewrite({"e:0"}, {"d"}, {}).ok());
   EXPECT_TRUE(NodesOf("_Arg").empty());
