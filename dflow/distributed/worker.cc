@@ -1,9 +1,5 @@
 #include "dflow/distributed/worker.h"
 
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
-
 #include <algorithm>
 #include <map>
 #include <thread>
@@ -16,6 +12,7 @@
 #include "dflow/distributed/error_body.h"
 #include "dflow/distributed/step_rendezvous.h"
 #include "dflow/framework/cancellation.h"
+#include "dflow/framework/host_memory.h"
 #include "dflow/framework/status.h"
 #include "dflow/framework/variant.h"
 #include "dflow/runtime/executor.h"
@@ -72,19 +69,6 @@ Device* OnlyDevice(const Graph& g, const DeviceMgr& devices) {
   }
   absl::StatusOr<Device*> device = devices.LookupDevice(first);
   return device.ok() ? *device : nullptr;
-}
-
-// After graphs of `freed_nodes` nodes in all were freed: glibc keeps freed
-// memory in its arenas (one per thread that allocated), so a server that
-// ran one large graph would keep its peak RSS, and the next large graph,
-// built on other threads, would add to it; giving the free pages back costs
-// a walk of the heap, done only after a large graph (~1 KB a node).
-void ReleaseFreedMemory(int64_t freed_nodes) {
-  constexpr int64_t kTrimAfterNodes = 10000;
-  if (freed_nodes < kTrimAfterNodes) return;
-#ifdef __GLIBC__
-  malloc_trim(0);
-#endif
 }
 
 // "[Worker <method>] " before a failure's message; payloads kept, so the
@@ -177,7 +161,7 @@ void Worker::DeleteWorkerSessionAsync(const CallOptions&,
     for (const auto& [handle, graph] : gone->graphs) nodes += graph->num_nodes;
   }
   gone.reset();
-  ReleaseFreedMemory(nodes);
+  ReleaseFreedHostMemory(nodes);
 }
 
 absl::StatusOr<std::shared_ptr<Worker::Session>> Worker::FindSession(const std::string& handle,
@@ -310,7 +294,7 @@ void Worker::DeregisterGraphAsync(const CallOptions&, const tensorflow::Deregist
   done(absl::OkStatus());
   const int64_t nodes = gone->num_nodes;
   gone.reset();
-  ReleaseFreedMemory(nodes);
+  ReleaseFreedHostMemory(nodes);
 }
 
 // --- steps -------------------------------------------------------------------------------

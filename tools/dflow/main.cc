@@ -5,6 +5,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/synchronization/mutex.h"
+#include "dflow/framework/host_memory.h"
 #include "dflow/train/cluster_trainer.h"
 #include "dflow/train/step_trace.h"
 #include "dflow/train/train_mode.h"
@@ -53,6 +54,7 @@ int main(int argc, char** argv) {
   // records its order in a global graph (GraphCycles was ~1.5% of a cluster
   // worker's profile). The tests keep it; the program does not pay for it.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  dflow::RetainFreedHostMemory();
   CLI::App app{"dflow: train and run TensorFlow-format dataflow graphs"};
   app.failure_message(FailureMessage);  // Before the subcommands: they copy it.
   app.set_version_flag("--version", dflow::cli::VersionText());
