@@ -171,7 +171,7 @@ absl::Status MasterSession::Close(absl::Time deadline) {
     absl::MutexLock l(&mu_);
     if (closed_) return absl::OkStatus();
     closed_ = true;
-    plans_.clear();
+    plans_.Close(Closed());
     graph_def_.reset();
     for (const auto& [id, weak] : in_flight_) {
       if (std::shared_ptr<Step> step = weak.lock()) running.push_back(std::move(step));
@@ -226,10 +226,7 @@ void MasterSession::ListDevices(tensorflow::ListDevicesResponse* resp) const {
   AddDevices(devices_, env_->task_name, resp);
 }
 
-int MasterSession::num_plans() const {
-  absl::ReaderMutexLock l(&mu_);
-  return static_cast<int>(plans_.size());
-}
+int MasterSession::num_plans() const { return plans_.size(); }
 
 absl::Time MasterSession::StepDeadline(absl::Time call_deadline,
                                        const tensorflow::RunOptions& options) const {
@@ -241,24 +238,8 @@ absl::Time MasterSession::StepDeadline(absl::Time call_deadline,
 absl::StatusOr<std::shared_ptr<const MasterSession::Plan>> MasterSession::GetOrCreatePlan(
     const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
     const std::vector<std::string>& targets, absl::Time deadline) {
-  const std::string key = SignatureKey(feeds, fetches, targets);
-  {
-    absl::ReaderMutexLock l(&mu_);
-    if (closed_) return Closed();
-    auto it = plans_.find(key);
-    if (it != plans_.end()) return it->second;
-  }
-  absl::MutexLock build(&build_mu_);
-  {
-    absl::ReaderMutexLock l(&mu_);  // Another step may have built it meanwhile.
-    auto it = plans_.find(key);
-    if (it != plans_.end()) return it->second;
-  }
-  ASSIGN_OR_RETURN(std::shared_ptr<const Plan> plan, BuildPlan(feeds, fetches, targets, deadline));
-  absl::MutexLock l(&mu_);
-  if (closed_) return Closed();
-  plans_[key] = plan;
-  return plan;
+  return plans_.GetOrBuild(SignatureKey(feeds, fetches, targets),
+                           [&] { return BuildPlan(feeds, fetches, targets, deadline); });
 }
 
 absl::StatusOr<std::unique_ptr<Graph>> MasterSession::PlaceForPlan(

@@ -29,6 +29,7 @@
 #include "dflow/framework/device.h"
 #include "dflow/proto/master.pb.h"
 #include "dflow/runtime/graph.h"
+#include "dflow/runtime/session_util.h"
 
 namespace dflow {
 
@@ -125,7 +126,7 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
   const std::vector<std::unique_ptr<Device>> devices_;
   Device* client_device_ = nullptr;  // The master task's host CPU, in devices_.
 
-  absl::Mutex build_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // Serializes BuildPlan.
+  SignatureCache<Plan> plans_;  // Builds one plan at a time.
   mutable absl::Mutex mu_;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   int64_t graph_version_ ABSL_GUARDED_BY(mu_) = 0;
@@ -136,7 +137,6 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
   // signature: bench/graph_memory_bench).
   std::shared_ptr<const tensorflow::GraphDef> graph_def_ ABSL_GUARDED_BY(mu_) =
       std::make_shared<const tensorflow::GraphDef>();
-  absl::flat_hash_map<std::string, std::shared_ptr<const Plan>> plans_ ABSL_GUARDED_BY(mu_);
   // Steps running now, which Close aborts (a step may wait on a queue for
   // ever; TensorFlow's master cancels them too).
   absl::flat_hash_map<int64_t, std::weak_ptr<Step>> in_flight_ ABSL_GUARDED_BY(mu_);

@@ -125,24 +125,8 @@ absl::Status DirectSession::ExtendLocked(const tensorflow::GraphDef& graph) {
 absl::StatusOr<std::shared_ptr<const DirectSession::Signature>> DirectSession::GetOrCreateSignature(
     const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
     const std::vector<std::string>& targets) {
-  const std::string key = SignatureKey(feeds, fetches, targets);
-  {
-    absl::ReaderMutexLock l(&mu_);
-    if (closed_) return Closed();
-    auto it = signatures_.find(key);
-    if (it != signatures_.end()) return it->second;
-  }
-  absl::MutexLock build(&build_mu_);
-  {
-    absl::ReaderMutexLock l(&mu_);  // Another thread may have built it meanwhile.
-    auto it = signatures_.find(key);
-    if (it != signatures_.end()) return it->second;
-  }
-  ASSIGN_OR_RETURN(std::shared_ptr<const Signature> sig, BuildSignature(feeds, fetches, targets));
-  absl::MutexLock l(&mu_);
-  if (closed_) return Closed();
-  signatures_[key] = sig;
-  return sig;
+  return signatures_.GetOrBuild(SignatureKey(feeds, fetches, targets),
+                                [&] { return BuildSignature(feeds, fetches, targets); });
 }
 
 absl::StatusOr<std::unique_ptr<Graph>> DirectSession::PlaceForSignature(
@@ -162,8 +146,14 @@ absl::StatusOr<std::unique_ptr<Graph>> DirectSession::PlaceForSignature(
   PlacerOptions opts;
   opts.allow_soft_placement = options_.config.allow_soft_placement();
   opts.log_device_placement = options_.config.log_device_placement();
-  RETURN_IF_ERROR(
-      PlacePinningState(g.get(), device_mgr_->ListDevices(), client, opts, &stateful_placements_));
+  absl::flat_hash_map<std::string, std::string> pinned;
+  {
+    absl::ReaderMutexLock l(&mu_);
+    pinned = stateful_placements_;
+  }
+  RETURN_IF_ERROR(PlacePinningState(g.get(), device_mgr_->ListDevices(), client, opts, &pinned));
+  absl::MutexLock l(&mu_);
+  stateful_placements_ = std::move(pinned);
   return g;
 }
 
@@ -324,16 +314,13 @@ absl::Status DirectSession::Close() {
     absl::MutexLock l(&mu_);
     if (closed_) return absl::OkStatus();
     closed_ = true;
-    signatures_.clear();
+    signatures_.Close(Closed());
     graph_.reset();
   }
   for (Device* d : device_mgr_->ListDevices()) d->resource_manager()->CleanupAll();
   return absl::OkStatus();
 }
 
-int DirectSession::num_cached_signatures() const {
-  absl::ReaderMutexLock l(&mu_);
-  return static_cast<int>(signatures_.size());
-}
+int DirectSession::num_cached_signatures() const { return signatures_.size(); }
 
 }  // namespace dflow

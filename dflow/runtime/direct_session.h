@@ -24,6 +24,7 @@
 #include "dflow/runtime/executor.h"
 #include "dflow/runtime/graph.h"
 #include "dflow/runtime/session.h"
+#include "dflow/runtime/session_util.h"
 
 namespace dflow {
 
@@ -66,8 +67,7 @@ class DirectSession : public Session {
       const std::vector<std::string>& targets);
   absl::StatusOr<std::unique_ptr<Graph>> PlaceForSignature(const std::vector<std::string>& feeds,
                                                            const std::vector<std::string>& fetches,
-                                                           const std::vector<std::string>& targets)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(build_mu_);
+                                                           const std::vector<std::string>& targets);
   // With `step_stats` the step is traced: one DeviceStepStats per device
   // is added to it.
   absl::Status RunSignature(const Signature& sig, std::vector<Tensor> args, absl::Time deadline,
@@ -80,16 +80,14 @@ class DirectSession : public Session {
   ThreadPool* inter_op_pool_;             // null: run inline
   std::atomic<int64_t> next_step_id_{1};
 
-  // Serializes building signatures, so stateful placements stay consistent.
-  absl::Mutex build_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  // Builds one signature at a time, so stateful placements stay consistent.
+  SignatureCache<Signature> signatures_;
   mutable absl::Mutex mu_;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   tensorflow::GraphDef graph_def_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<const Graph> graph_ ABSL_GUARDED_BY(mu_);  // null before Create
-  absl::flat_hash_map<std::string, std::shared_ptr<const Signature>> signatures_
-      ABSL_GUARDED_BY(mu_);
   // Stateful node name -> device it was first placed on.
-  absl::flat_hash_map<std::string, std::string> stateful_placements_ ABSL_GUARDED_BY(build_mu_);
+  absl::flat_hash_map<std::string, std::string> stateful_placements_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace dflow
