@@ -87,6 +87,19 @@ def load_data(spec):
             img("t10k-images-idx3-ubyte.gz"), lab("t10k-labels-idx1-ubyte.gz"))
 
 
+def mlp_logits(tf1, tf, images):
+    """dflow trainer's MLP on `images`: Glorot-uniform weights (seed 1), zero biases."""
+    init = tf1.glorot_uniform_initializer(seed=1)
+    h = images
+    for i, (n_in, n_out) in enumerate([(IN, HIDDEN), (HIDDEN, HIDDEN), (HIDDEN, CLASSES)]):
+        w = tf1.get_variable(f"w{i}", [n_in, n_out], initializer=init)
+        b = tf1.get_variable(f"b{i}", [n_out], initializer=tf1.zeros_initializer())
+        h = tf.matmul(h, w) + b
+        if i < 2:
+            h = tf.nn.relu(h)
+    return h
+
+
 def run_client(spec):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import numpy as np
@@ -102,14 +115,7 @@ def run_client(spec):
     with tf1.device(device):
         images = tf1.placeholder(tf.float32, [None, IN])
         labels = tf1.placeholder(tf.int64, [None])
-        init = tf1.glorot_uniform_initializer(seed=1)
-        h = images
-        for i, (n_in, n_out) in enumerate([(IN, HIDDEN), (HIDDEN, HIDDEN), (HIDDEN, CLASSES)]):
-            w = tf1.get_variable(f"w{i}", [n_in, n_out], initializer=init)
-            b = tf1.get_variable(f"b{i}", [n_out], initializer=tf1.zeros_initializer())
-            h = tf.matmul(h, w) + b
-            if i < 2:
-                h = tf.nn.relu(h)
+        h = mlp_logits(tf1, tf, images)
         loss = tf.reduce_mean(
             tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=h))
         correct = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(h, 1), labels), tf.float32))

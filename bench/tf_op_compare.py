@@ -26,8 +26,7 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, "tests"))
 from dflow_cluster import Server, TfServer, free_port  # noqa: E402
-
-IN, HIDDEN, CLASSES, BATCH = 784, 256, 10, 128
+from tf_cluster_bench import BATCH, CLASSES, IN, mlp_logits  # noqa: E402
 
 
 def build(tf1, tf):
@@ -36,14 +35,7 @@ def build(tf1, tf):
     with g.as_default(), tf1.device("/job:worker/task:0"):
         images = tf1.placeholder(tf.float32, [None, IN])
         labels = tf1.placeholder(tf.int64, [None])
-        init = tf1.glorot_uniform_initializer(seed=1)
-        h = images
-        for i, (n_in, n_out) in enumerate([(IN, HIDDEN), (HIDDEN, HIDDEN), (HIDDEN, CLASSES)]):
-            w = tf1.get_variable(f"w{i}", [n_in, n_out], initializer=init)
-            b = tf1.get_variable(f"b{i}", [n_out], initializer=tf1.zeros_initializer())
-            h = tf.matmul(h, w) + b
-            if i < 2:
-                h = tf.nn.relu(h)
+        h = mlp_logits(tf1, tf, images)
         loss = tf.reduce_mean(
             tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=h))
         step = tf1.train.get_or_create_global_step()
