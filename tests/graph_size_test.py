@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""Large graphs on a real `dflow server`: the size cap and the memory a graph costs.
+"""Large graphs and requests on a real `dflow server`: the size caps and the memory a graph costs.
 
 Cases (each starts its own one-task server on 127.0.0.1):
   tf_graph_cap    `dflow server --max_graph_nodes 50`: TensorFlow's client running a
                   60-node graph gets tf.errors.ResourceExhaustedError naming the size
                   and the limit; the same server then runs a 20-node graph right.
+  tf_request_cap  `dflow server --max_request_bytes 65536`: TensorFlow's client feeding
+                  1 MiB gets tf.errors.ResourceExhaustedError before the server parses
+                  it; the same session then runs a small feed right.
   chain_memory    a 50,000-node Identity chain run twice with `dflow run-graph`: the
                   server's peak RSS grows by under PEAK_BOUND bytes a node in each run
                   (before the per-node work of issue 14: ~7.7 KB in the first run; now
@@ -79,6 +82,31 @@ def tf_graph_cap(dflow, tmp, checks):
         server.stop()
 
 
+def tf_request_cap(dflow, tmp, checks):
+    if tf is None:
+        checks.info(f"TensorFlow cannot be imported ({TF_MISSING}); nothing checked")
+        return
+    import numpy as np
+    server, target = one_task(dflow, tmp, ["--max_request_bytes", "65536"])
+    config = tf1.ConfigProto(operation_timeout_in_ms=20000)
+    try:
+        g = tf.Graph()
+        with g.as_default():
+            x = tf1.placeholder(tf.float32, [None])
+            total = tf.reduce_sum(x)
+        with tf1.Session(target, graph=g, config=config) as s:
+            try:
+                s.run(total, {x: np.ones(262144, np.float32)})
+                checks.check(False, "a 1 MiB feed is refused")
+            except tf.errors.ResourceExhaustedError as e:
+                checks.check("larger than max" in e.message,
+                             f"RESOURCE_EXHAUSTED says the request is too large: {e.message}")
+            checks.check(s.run(total, {x: np.ones(1000, np.float32)}) == 1000.0,
+                         "then a 4 KB feed runs in the same session")
+    finally:
+        server.stop()
+
+
 def write_chain(path, nodes):
     with open(path, "wb") as f:
         f.write(chain_graph(nodes).SerializeToString())
@@ -119,7 +147,8 @@ def chain_memory(dflow, tmp, checks):
         server.stop()
 
 
-CASES = {"tf_graph_cap": tf_graph_cap, "chain_memory": chain_memory}
+CASES = {"tf_graph_cap": tf_graph_cap, "tf_request_cap": tf_request_cap,
+         "chain_memory": chain_memory}
 
 if __name__ == "__main__":
     sys.exit(run_cases(CASES, __doc__.split("\n")[0], "dflow_graph_size"))

@@ -48,7 +48,8 @@ struct ServerFlags {
   int cpus = 1;                       // CPU devices of the task
   double session_gc_seconds = 86400;  // <= 0: sessions are never collected
   int max_sessions = 1024;
-  int64_t max_graph_nodes = 0;  // 0: no limit
+  int64_t max_graph_nodes = 0;    // 0: no limit
+  int64_t max_request_bytes = 0;  // 0: no limit
   SecurityFlags security;  // Empty fields: TF_CONFIG's keys of the same names.
 };
 

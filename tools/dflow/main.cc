@@ -213,6 +213,10 @@ int main(int argc, char** argv) {
                          "Nodes a session's graph may have at most (0: no limit), a graph "
                          "registered on this task's worker twice that; more is RESOURCE_EXHAUSTED")
       ->check(AtLeast(0))->capture_default_str();
+  server_cmd->add_option("--max_request_bytes,--max-request-bytes", server.max_request_bytes,
+                         "Bytes a MasterService/WorkerService request may have at most (0: no "
+                         "limit); more is RESOURCE_EXHAUSTED before it is parsed")
+      ->check(AtLeast(0))->capture_default_str();
   add_security(server_cmd, &server.security);
 
   dflow::cli::ClusterFlags cluster;

@@ -99,6 +99,7 @@ absl::Status ServerCommand(const ServerFlags& flags) {
       flags.session_gc_seconds > 0 ? absl::Seconds(flags.session_gc_seconds) : absl::ZeroDuration();
   options.max_sessions = flags.max_sessions;
   options.max_graph_nodes = flags.max_graph_nodes;
+  options.max_request_bytes = flags.max_request_bytes;
   ASSIGN_OR_RETURN(
       std::unique_ptr<GrpcServer> server,
       StartTaskServer(task.cluster, task.task.job, task.task.index, flags.cpus, options));

@@ -53,6 +53,7 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(const tensorflow:
   }
   auto server = std::unique_ptr<GrpcServer>(new GrpcServer(def, std::move(cluster)));
   server->security_ = options.security;
+  server->max_request_bytes_ = options.max_request_bytes;
   SplitAddress(*address, &server->host_, &server->port_);
   if (def.port() != 0) server->port_ = def.port();
   ASSIGN_OR_RETURN(auto devices, CreateLocalDevices(def.default_session_config(), def.job_name(),
@@ -107,7 +108,7 @@ absl::Status GrpcServer::Start() {
   }
   const std::string bind = absl::StrCat(IsLoopback(host_) ? "127.0.0.1" : "0.0.0.0", ":", port_);
   grpc::ServerBuilder builder;
-  ConfigureServerBuilder(&builder);
+  ConfigureServerBuilder(&builder, max_request_bytes_);
   int bound = 0;
   builder.AddListeningPort(bind, ServerCredentialsFor(security_), &bound);
   builder.RegisterService(worker_service_.get());

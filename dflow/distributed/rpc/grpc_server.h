@@ -49,6 +49,12 @@ class GrpcServer {
     // twice as many (WorkerOptions::max_graph_nodes: partitions add
     // _Send/_Recv nodes). Zero: no limit.
     int64_t max_graph_nodes = 0;
+    // A MasterService or WorkerService request of more bytes (a graph, a
+    // RunStep's feeds, a RunGraph's sends) is RESOURCE_EXHAUSTED before it is
+    // parsed, so no request can make the server hold more than this for it.
+    // Zero: no limit (TensorFlow's servers take up to 2 GiB). The tensor data
+    // plane's requests have their own, fixed caps (64 KiB, RunGraph 1 MiB).
+    int64_t max_request_bytes = 0;
     // Off by default. A token: every MasterService/WorkerService call and
     // every data-plane connection must carry it, and this task's own calls to
     // other tasks present it. TLS: the port requires client certificates
@@ -114,6 +120,7 @@ class GrpcServer {
 
   const tensorflow::ServerDef def_;
   SecurityOptions security_;  // Set by Create, then read-only.
+  int64_t max_request_bytes_ = 0;  // Likewise.
   std::string task_name_;
   std::string host_;
   int port_ = 0;

@@ -223,6 +223,52 @@ TEST(GrpcServerTest, GraphsOverMaxGraphNodesAreResourceExhaustedOverGrpc) {
   EXPECT_EQ(Floats(out[0]), (std::vector<float>{6}));
 }
 
+TEST(GrpcServerTest, RequestsOverMaxRequestBytesAreRefusedAndTheServerGoesOn) {
+  ClusterSpec spec;
+  ASSERT_TRUE(spec.AddTask("worker", 0, "127.0.0.1:0").ok());
+  GrpcServer::Options options;
+  options.max_request_bytes = 64 << 10;
+  auto server = GrpcServer::Create(ServerDefFor(spec, "worker", 0), options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_TRUE((*server)->Start().ok());
+  const std::string address = absl::StrCat("127.0.0.1:", (*server)->bound_port());
+  const CallOptions opts = CallOptions::WithTimeout(absl::Seconds(10));
+  std::unique_ptr<MasterInterface> master = NewGrpcRemoteMaster(address);
+  Builder small;
+  small.Const("a", Tensor::Scalar(2.0f), "");
+  small.Const("b", Tensor::Scalar(3.0f), "");
+  small.Binary("c", "Mul", "a", "b", "");
+  tensorflow::CreateSessionRequest create;
+  *create.mutable_graph_def() = small.def();
+  tensorflow::CreateSessionResponse created;
+  ASSERT_TRUE(master->CreateSession(create, &created, opts).ok());
+  // A 256 KiB feed: refused whole by gRPC, before the master parses it.
+  tensorflow::RunStepRequest run;
+  run.set_session_handle(created.session_handle());
+  *run.add_feed() = worker_test::Named("a:0", Tensor(DT_FLOAT, TensorShape({65536})));
+  run.add_fetch("c:0");
+  tensorflow::RunStepResponse ran;
+  absl::Status s = master->RunStep(run, &ran, opts);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_THAT(Msg(s), HasSubstr("larger than max")) << s;
+  // So is a graph over the cap, on the worker service too.
+  std::unique_ptr<WorkerInterface> worker =
+      NewGrpcRemoteWorker(address, "/job:worker/replica:0/task:0");
+  Builder big;
+  big.Const("w", Tensor(DT_FLOAT, TensorShape({32768})), "");
+  tensorflow::RegisterGraphRequest reg;
+  *reg.mutable_graph_def() = big.def();
+  tensorflow::RegisterGraphResponse registered;
+  s = worker->RegisterGraph(reg, &registered, opts);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  // Requests under the cap still run, in the same session.
+  run.clear_feed();
+  *run.add_feed() = worker_test::Named("a:0", Tensor::Scalar(5.0f));
+  ASSERT_TRUE(master->RunStep(run, &ran, opts).ok());
+  ASSERT_EQ(ran.tensor_size(), 1);
+  EXPECT_EQ(Floats(ran.tensor(0).tensor()), (std::vector<float>{15}));
+}
+
 TEST(GrpcServerTest, GarbageToEveryMasterMethodIsInvalidArgumentNamingTheMethod) {
   PsAndTwoWorkers cluster;
   grpc::GenericStub stub(NewGrpcChannel(cluster.worker0_target()));

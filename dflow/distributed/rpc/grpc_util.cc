@@ -1,5 +1,8 @@
 #include "dflow/distributed/rpc/grpc_util.h"
 
+#include <algorithm>
+#include <limits>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -90,8 +93,11 @@ absl::Status CheckCallAuth(const std::string& token, const grpc::CallbackServerC
   return CheckAuthToken(token, &presented, call);
 }
 
-void ConfigureServerBuilder(grpc::ServerBuilder* builder) {
-  builder->SetMaxReceiveMessageSize(-1);
+void ConfigureServerBuilder(grpc::ServerBuilder* builder, int64_t max_request_bytes) {
+  builder->SetMaxReceiveMessageSize(
+      max_request_bytes > 0
+          ? static_cast<int>(std::min<int64_t>(max_request_bytes, std::numeric_limits<int>::max()))
+          : -1);
   builder->SetMaxSendMessageSize(-1);
   // A taken port is an error, not a second server sharing it (SO_REUSEPORT).
   builder->AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);

@@ -46,8 +46,11 @@ grpc::ChannelArguments DefaultChannelArguments();
 // security.tls(), else insecure. (The token goes on each call: AttachAuthToken.)
 std::shared_ptr<grpc::Channel> NewGrpcChannel(absl::string_view target,
                                               const SecurityOptions& security = {});
-// Unlimited message sizes on the server side too.
-void ConfigureServerBuilder(grpc::ServerBuilder* builder);
+// Unlimited message sizes on the server side too, unless
+// `max_request_bytes` > 0: then a request of more bytes is refused
+// RESOURCE_EXHAUSTED by gRPC before any of it is parsed (capped at 2 GiB - 1,
+// gRPC's most).
+void ConfigureServerBuilder(grpc::ServerBuilder* builder, int64_t max_request_bytes = 0);
 // Mutual TLS (client certificates required and verified against
 // security.tls_ca) when security.tls(), else insecure.
 std::shared_ptr<grpc::ServerCredentials> ServerCredentialsFor(const SecurityOptions& security);
