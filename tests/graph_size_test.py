@@ -52,12 +52,21 @@ def one_task(dflow, tmp, extra_args=()):
     return server, f"grpc://127.0.0.1:{port}"
 
 
-def tf_graph_cap(dflow, tmp, checks):
+def tf_task(dflow, tmp, checks, flags):
+    """(server, target, config) of a one-task server started with `flags` for TensorFlow's
+    client; None (said in `checks`) where TensorFlow cannot be imported."""
     if tf is None:
         checks.info(f"TensorFlow cannot be imported ({TF_MISSING}); nothing checked")
+        return None
+    server, target = one_task(dflow, tmp, flags)
+    return server, target, tf1.ConfigProto(operation_timeout_in_ms=20000)
+
+
+def tf_graph_cap(dflow, tmp, checks):
+    task = tf_task(dflow, tmp, checks, ["--max_graph_nodes", "50"])
+    if task is None:
         return
-    server, target = one_task(dflow, tmp, ["--max_graph_nodes", "50"])
-    config = tf1.ConfigProto(operation_timeout_in_ms=20000)
+    server, target, config = task
     try:
         big = tf.Graph()
         with big.as_default():
@@ -83,12 +92,11 @@ def tf_graph_cap(dflow, tmp, checks):
 
 
 def tf_request_cap(dflow, tmp, checks):
-    if tf is None:
-        checks.info(f"TensorFlow cannot be imported ({TF_MISSING}); nothing checked")
+    task = tf_task(dflow, tmp, checks, ["--max_request_bytes", "65536"])
+    if task is None:
         return
     import numpy as np
-    server, target = one_task(dflow, tmp, ["--max_request_bytes", "65536"])
-    config = tf1.ConfigProto(operation_timeout_in_ms=20000)
+    server, target, config = task
     try:
         g = tf.Graph()
         with g.as_default():
