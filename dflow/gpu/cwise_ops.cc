@@ -82,7 +82,7 @@ class BinaryGpuOp : public OpKernel {
     if (!index.ok()) return ctx->InvalidArgument(index.status().message());
     Tensor* z = OutputForOverwrite(ctx, 0, plan->output_shape());
     if (z == nullptr) return absl::OkStatus();
-    LaunchBinary(GpuOf(ctx)->stream(), kOp, In<float>(x), In<float>(y), z->raw_data(),
+    LaunchBinary(GpuOf(ctx)->stream(), kOp, ElementsOf<float>(x), ElementsOf<float>(y), z->raw_data(),
                  plan->num_elements(), *index);
     return LaunchStatus(ctx);
   }
@@ -134,7 +134,7 @@ class FeatureGradGpuOp : public OpKernel {
   static absl::Status Run(OpKernelContext* ctx, const Tensor& a, const Tensor& b) {
     Tensor* z = OutputForOverwrite(ctx, 0, a.shape());
     if (z == nullptr) return absl::OkStatus();
-    LaunchBinary(GpuOf(ctx)->stream(), kOp, In<float>(a), In<float>(b), z->raw_data(),
+    LaunchBinary(GpuOf(ctx)->stream(), kOp, ElementsOf<float>(a), ElementsOf<float>(b), z->raw_data(),
                  a.NumElements(), BroadcastIndex());
     return LaunchStatus(ctx);
   }
@@ -178,7 +178,7 @@ class UnaryGpuOp : public OpKernel {
     const Tensor& x = ctx->input(0);
     Tensor* y = OutputForOverwrite(ctx, 0, x.shape());
     if (y == nullptr) return absl::OkStatus();
-    LaunchUnary(GpuOf(ctx)->stream(), kOp, In<float>(x), Out<float>(y), x.NumElements());
+    LaunchUnary(GpuOf(ctx)->stream(), kOp, ElementsOf<float>(x), MutableElementsOf<float>(y), x.NumElements());
     return LaunchStatus(ctx);
   }
   bool IsExpensive() const override { return false; }
@@ -227,7 +227,7 @@ class SelectV2GpuOp : public OpKernel {
     if (!index.ok()) return ctx->InvalidArgument(index.status().message());
     Tensor* out = OutputForOverwrite(ctx, 0, plan->output_shape());
     if (out == nullptr) return absl::OkStatus();
-    LaunchSelect(GpuOf(ctx)->stream(), In<bool>(cond), t.raw_data(), e.raw_data(), out->raw_data(),
+    LaunchSelect(GpuOf(ctx)->stream(), ElementsOf<bool>(cond), t.raw_data(), e.raw_data(), out->raw_data(),
                  static_cast<int>(DataTypeSize(t.dtype())), plan->num_elements(), *index);
     return LaunchStatus(ctx);
   }
@@ -259,10 +259,10 @@ class AddNGpuOp : public OpKernel {
     // written by the same thread, so out may be an operand.
     cudaStream_t s = GpuOf(ctx)->stream();
     const int64_t n = first.NumElements();
-    LaunchBinary(s, Binary::kAdd, In<float>(first), In<float>(ctx->input(1)), out->raw_data(), n,
+    LaunchBinary(s, Binary::kAdd, ElementsOf<float>(first), ElementsOf<float>(ctx->input(1)), out->raw_data(), n,
                  BroadcastIndex());
     for (int i = 2; i < ctx->num_inputs(); ++i) {
-      LaunchBinary(s, Binary::kAdd, Out<float>(out), In<float>(ctx->input(i)), out->raw_data(), n,
+      LaunchBinary(s, Binary::kAdd, MutableElementsOf<float>(out), ElementsOf<float>(ctx->input(i)), out->raw_data(), n,
                    BroadcastIndex());
     }
     return LaunchStatus(ctx);
@@ -409,7 +409,7 @@ class BiasAddGpuOp : public OpKernel {
     if (out == nullptr || value.NumElements() == 0) return absl::OkStatus();
     int64_t inner = 1;  // value viewed as [outer, channels, inner]
     for (int d = cd + 1; d < value.dims(); ++d) inner *= value.dim_size(d);
-    LaunchBiasAdd(GpuOf(ctx)->stream(), In<float>(value), In<float>(bias), Out<float>(out),
+    LaunchBiasAdd(GpuOf(ctx)->stream(), ElementsOf<float>(value), ElementsOf<float>(bias), MutableElementsOf<float>(out),
                   value.NumElements(), channels, inner);
     return LaunchStatus(ctx);
   }

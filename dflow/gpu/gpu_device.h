@@ -141,16 +141,6 @@ GpuDevice* GpuOf(OpKernelContext* ctx);
 // After launching kernels: OK, or the launch error prefixed with the node.
 absl::Status LaunchStatus(OpKernelContext* ctx);
 
-// A kernel's view of a tensor's device memory as T.
-template <typename T>
-const T* In(const Tensor& t) {
-  return static_cast<const T*>(t.raw_data());
-}
-template <typename T>
-T* Out(Tensor* t) {
-  return static_cast<T*>(t->raw_data());
-}
-
 // Output i for kernels that write all of it; null when device memory ran
 // out (the executor then fails the node with RESOURCE_EXHAUSTED).
 inline Tensor* OutputForOverwrite(OpKernelContext* ctx, int i, const TensorShape& shape) {

@@ -12,6 +12,7 @@
 #include "dflow/gpu/cwise_launch.h"
 #include "dflow/gpu/gpu_device.h"
 #include "dflow/gpu/reduction_launch.h"
+#include "dflow/ops/array_util.h"
 #include "dflow/ops/conv_util.h"
 #include "dflow/ops/xent_util.h"
 
@@ -102,7 +103,7 @@ absl::Status RunReduce(OpKernelContext* ctx, Reduce op, const Tensor& in, Tensor
   GpuDevice* gpu = GpuOf(ctx);
   const int64_t num_out = out->NumElements();
   if (count == 0) {
-    LaunchFillFloat(gpu->stream(), EmptyValue(op), Out<float>(out), num_out);
+    LaunchFillFloat(gpu->stream(), EmptyValue(op), MutableElementsOf<float>(out), num_out);
     return LaunchStatus(ctx);
   }
   Tensor scratch;
@@ -110,7 +111,7 @@ absl::Status RunReduce(OpKernelContext* ctx, Reduce op, const Tensor& in, Tensor
   if (scratch_elements > 0) {
     ASSIGN_OR_RETURN(scratch, gpu->AllocateTemp(DT_FLOAT, TensorShape({scratch_elements})));
   }
-  LaunchReduce(gpu->stream(), op, In<float>(in), Out<float>(out), num_out, count, x,
+  LaunchReduce(gpu->stream(), op, ElementsOf<float>(in), MutableElementsOf<float>(out), num_out, count, x,
                static_cast<float*>(scratch.raw_data()));
   return LaunchStatus(ctx);
 }
@@ -225,7 +226,7 @@ class SoftmaxGpuOp : public OpKernel {
     Tensor* out = OutputForOverwrite(ctx, 0, logits.shape());
     if (out == nullptr || logits.NumElements() == 0) return absl::OkStatus();
     const int64_t cols = logits.dim_size(logits.dims() - 1);
-    LaunchSoftmax(GpuOf(ctx)->stream(), In<float>(logits), Out<float>(out),
+    LaunchSoftmax(GpuOf(ctx)->stream(), ElementsOf<float>(logits), MutableElementsOf<float>(out),
                   logits.NumElements() / cols, cols, kLog);
     return LaunchStatus(ctx);
   }
@@ -251,8 +252,8 @@ class SparseXentGpuOp : public OpKernel {
     Tensor* loss = OutputForOverwrite(ctx, 0, TensorShape({batch}));
     Tensor* backprop = OutputForOverwrite(ctx, 1, logits.shape());
     if (loss == nullptr || backprop == nullptr) return absl::OkStatus();
-    LaunchSparseXent(GpuOf(ctx)->stream(), In<float>(logits), labels.raw_data(),
-                     labels.dtype() == DT_INT64, Out<float>(loss), Out<float>(backprop), batch,
+    LaunchSparseXent(GpuOf(ctx)->stream(), ElementsOf<float>(logits), labels.raw_data(),
+                     labels.dtype() == DT_INT64, MutableElementsOf<float>(loss), MutableElementsOf<float>(backprop), batch,
                      classes);
     return LaunchStatus(ctx);
   }
@@ -283,8 +284,8 @@ class XentGpuOp : public OpKernel {
     Tensor* loss = OutputForOverwrite(ctx, 0, TensorShape({rows}));
     Tensor* backprop = OutputForOverwrite(ctx, 1, TensorShape({rows, cols}));
     if (loss == nullptr || backprop == nullptr) return absl::OkStatus();
-    LaunchXent(GpuOf(ctx)->stream(), In<float>(logits), sl, In<float>(labels), sb,
-               Out<float>(loss), Out<float>(backprop), rows, cols);
+    LaunchXent(GpuOf(ctx)->stream(), ElementsOf<float>(logits), sl, ElementsOf<float>(labels), sb,
+               MutableElementsOf<float>(loss), MutableElementsOf<float>(backprop), rows, cols);
     return LaunchStatus(ctx);
   }
 };

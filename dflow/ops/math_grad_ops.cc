@@ -94,23 +94,18 @@ REGISTER_OP("BroadcastGradientArgs")
     .Output("r1: T")
     .Attr("T: {int32, int64} = DT_INT32")
     .SetShapeFn(BroadcastGradientArgsShape);
-REGISTER_KERNEL(KernelDefBuilder("BroadcastGradientArgs")
-                    .Device(kDeviceCPU)
-                    .TypeConstraint("T", {DT_INT32, DT_INT64})
-                    .HostMemory("s0")
-                    .HostMemory("s1")
-                    .HostMemory("r0")
-                    .HostMemory("r1"),
-                BroadcastGradientArgsOp);
 // All of it is host memory: a GPU runs the same kernel.
-REGISTER_KERNEL(KernelDefBuilder("BroadcastGradientArgs")
-                    .Device(kDeviceGPU)
-                    .TypeConstraint("T", {DT_INT32, DT_INT64})
-                    .HostMemory("s0")
-                    .HostMemory("s1")
-                    .HostMemory("r0")
-                    .HostMemory("r1"),
-                BroadcastGradientArgsOp);
+KernelDefBuilder BroadcastGradientArgsKernel(const char* device) {
+  return KernelDefBuilder("BroadcastGradientArgs")
+      .Device(device)
+      .TypeConstraint("T", {DT_INT32, DT_INT64})
+      .HostMemory("s0")
+      .HostMemory("s1")
+      .HostMemory("r0")
+      .HostMemory("r1");
+}
+REGISTER_KERNEL(BroadcastGradientArgsKernel(kDeviceCPU), BroadcastGradientArgsOp);
+REGISTER_KERNEL(BroadcastGradientArgsKernel(kDeviceGPU), BroadcastGradientArgsOp);
 
 // --- elementwise backprops: z = F(y, dy) -------------------------------------
 

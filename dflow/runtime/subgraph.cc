@@ -90,21 +90,20 @@ void Reroute(Graph* g, const TensorId& t, Node* arg) {
   }
 }
 
+bool IsSwitch(const Node& n) {
+  return n.type_string() == "Switch" || n.type_string() == "RefSwitch";
+}
+
 // Ops that must run even when nothing reads their outputs: they check
 // values (CheckNumerics), steer control flow, or call functions whose
 // bodies may have effects their op does not declare.
 bool MustCompute(const Node& n) {
   static const auto* kOps = new absl::flat_hash_set<std::string>{
-      "CheckNumerics", "ControlTrigger", "Switch", "RefSwitch", "Merge", "RefMerge",
-      "Enter", "RefEnter", "Exit", "RefExit", "NextIteration", "RefNextIteration",
-      "LoopCond", "PartitionedCall", "If", "StatelessIf", "While", "StatelessWhile",
-      "Case", "StatelessCase", "SymbolicGradient"};
-  return n.IsStateful() || kOps->contains(n.type_string());
-}
-
-bool IsSwitch(const Node& n) {
-  return n.type_string() == "Switch" || n.type_string() == "RefSwitch" ||
-         n.type_string() == "_SwitchN";
+      "CheckNumerics", "ControlTrigger", "Merge", "RefMerge", "LoopCond", "PartitionedCall",
+      "If", "StatelessIf", "While", "StatelessWhile", "Case", "StatelessCase",
+      "SymbolicGradient"};
+  return n.IsStateful() || IsSwitch(n) || n.IsEnter() || n.IsExit() || n.IsNextIteration() ||
+         kOps->contains(n.type_string());
 }
 
 // Whether `n` computes outputs that nothing reads as data: every edge out
