@@ -487,6 +487,9 @@ def kill_case(name, tasks, clients, checkpoint_dir, checks, figures):
     for i in victims[1]:
         clients[i].kill()
     figures["t_kill"] = t_kill
+    # A killed client may still log a step between t_kill and its death: its return is
+    # the first step logged after it was reaped.
+    figures["t_reaped"] = time.time()
     # Nothing can save a checkpoint once the ps or the chief is dead (a save in flight may
     # still rename its files: read the state after the victims are reaped).
     path = tf.train.latest_checkpoint(checkpoint_dir)
@@ -580,7 +583,7 @@ def analyse_recovery(name, records, figures, checks, clients):
     if name in ("kill_worker", "kill_chief"):
         victim = 1 if name == "kill_worker" else 0
         other = 1 - victim
-        back = first_step_after(records[victim], t_kill)
+        back = first_step_after(records[victim], figures["t_reaped"])
         t_back = back["t"] if back else float("inf")
         during = [r for r in records[other] if "event" not in r and t_kill < r["t"] < t_back]
         figures["survivor_steps_in_outage"] = len(during)
