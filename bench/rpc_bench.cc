@@ -140,7 +140,7 @@ void ServeRaw(int listen_fd) {
   GrpcWorkerService service(&worker);
   grpc::ServerBuilder builder;
   ConfigureServerBuilder(&builder);
-  int ports[3] = {0, 0, 0};
+  int ports[5] = {0, 0, 0, 0, 0};
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &ports[0]);
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
@@ -165,6 +165,26 @@ void ServeRaw(int listen_fd) {
   DataPlaneServer tls_data_plane(&worker, tls_options);
   if (!tls_data_plane.Start("127.0.0.1").ok()) Die("TLS data plane");
   tls_service.set_data_plane(tls_data_plane.offer());
+  // Two more ports whose data planes serve local receivers over the abstract
+  // AF_UNIX socket: one answering through the receiver's shared region, one
+  // always through the socket.
+  std::vector<std::unique_ptr<GrpcWorkerService>> local_services;
+  std::vector<std::unique_ptr<grpc::Server>> local_servers;
+  std::vector<std::unique_ptr<DataPlaneServer>> local_planes;
+  for (int k = 0; k < 2; ++k) {
+    local_services.push_back(std::make_unique<GrpcWorkerService>(&worker));
+    grpc::ServerBuilder local_builder;
+    ConfigureServerBuilder(&local_builder);
+    local_builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                                   &ports[3 + k]);
+    local_builder.RegisterService(local_services.back().get());
+    local_servers.push_back(local_builder.BuildAndStart());
+    DataPlaneServer::Options local_options;
+    local_options.shared_memory = k == 1;
+    local_planes.push_back(std::make_unique<DataPlaneServer>(&worker, local_options));
+    if (!local_planes.back()->Start("127.0.0.1").ok()) Die("local data plane");
+    local_services.back()->set_data_plane(local_planes.back()->offer());
+  }
   int raw_fd = Listen(&ports[1]);
   if (::write(report_fd, ports, sizeof(ports)) != sizeof(ports)) Die("report ports");
   ::close(report_fd);
@@ -177,6 +197,8 @@ struct Remote {
   std::unique_ptr<GrpcRemoteWorker> data_plane;  // RecvTensor over the data plane.
   std::unique_ptr<GrpcRemoteWorker> tls;         // RecvTensor over gRPC with mutual TLS.
   std::unique_ptr<GrpcRemoteWorker> tls_dp;      // RecvTensor over the TLS data plane.
+  std::unique_ptr<GrpcRemoteWorker> local;       // Over the local socket, inline.
+  std::unique_ptr<GrpcRemoteWorker> shared;      // Over the local socket and shared region.
   std::string src;                               // The child's CPU:0.
   uint64_t incarnation = 0;
 };
@@ -281,8 +303,9 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-int RunParent(int grpc_port, int raw_port, int tls_port, const SecurityOptions& tls, bool quick,
-              size_t min_bytes, pid_t child) {
+int RunParent(const int ports[5], const SecurityOptions& tls, bool quick, size_t min_bytes,
+              pid_t child) {
+  const int grpc_port = ports[0], raw_port = ports[1], tls_port = ports[2];
   Remote r;
   const std::string address = "127.0.0.1:" + std::to_string(grpc_port);
   std::shared_ptr<grpc::Channel> channel = GrpcChannelCache::Global().FindOrCreate(address);
@@ -297,6 +320,11 @@ int RunParent(int grpc_port, int raw_port, int tls_port, const SecurityOptions& 
   r.tls_dp = std::make_unique<GrpcRemoteWorker>(
       GrpcChannelCache::Global().FindOrCreate(tls_address, tls), name, /*use_data_plane=*/true,
       "", *client_tls);
+  for (auto [k, remote] : {std::pair{3, &r.local}, std::pair{4, &r.shared}}) {
+    const std::string local_address = "127.0.0.1:" + std::to_string(ports[k]);
+    *remote = std::make_unique<GrpcRemoteWorker>(
+        GrpcChannelCache::Global().FindOrCreate(local_address), name, /*use_data_plane=*/true);
+  }
   tensorflow::GetStatusResponse status;
   if (!r.worker->GetStatus({}, &status, CallOptions::WithTimeout(absl::Seconds(30))).ok() ||
       status.device_attributes_size() == 0) {
@@ -318,11 +346,12 @@ int RunParent(int grpc_port, int raw_port, int tls_port, const SecurityOptions& 
   double loadavg[3] = {0, 0, 0};
   getloadavg(loadavg, 3);
   std::printf("RecvTensor vs raw TCP, two processes on 127.0.0.1, load average %.2f\n", loadavg[0]);
-  std::printf("%10s %8s %13s %13s %7s %13s %7s %13s %7s %9s %9s %13s %11s %13s %9s\n", "bytes",
-              "samples", "raw TCP GB/s", "gRPC GB/s", "ratio", "data pl. GB/s", "ratio",
+  std::printf("%10s %8s %13s %13s %7s %13s %7s %13s %7s %9s %9s %13s %11s %13s %9s %11s %11s "
+              "%13s\n",
+              "bytes", "samples", "raw TCP GB/s", "gRPC GB/s", "ratio", "data pl. GB/s", "ratio",
               "TLS gRPC GB/s", "ratio", "TLS/gRPC", "TLS/d.pl.", "TLS d.pl GB/s", "TLSdp/d.pl",
-              "CPU ns/B d.pl", "TLS d.pl");
-  const size_t sizes[] = {4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20, 256 << 20};
+              "CPU ns/B d.pl", "TLS d.pl", "local GB/s", "shared GB/s", "shared/local");
+  const size_t sizes[] = {4 << 10, 64 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20};
   int64_t step = 1;
   for (size_t bytes : sizes) {
     if (bytes < min_bytes) continue;
@@ -330,7 +359,7 @@ int RunParent(int grpc_port, int raw_port, int tls_port, const SecurityOptions& 
     const size_t budget = (quick ? size_t{64} : size_t{768}) << 20;
     const int samples =
         static_cast<int>(std::clamp<size_t>(budget / bytes, quick ? 5 : 11, quick ? 50 : 300));
-    std::vector<double> raw_s, rpc_s, dp_s, tls_s, tls_dp_s;
+    std::vector<double> raw_s, rpc_s, dp_s, tls_s, tls_dp_s, local_s, shared_s;
     double dp_cpu = 0, tls_dp_cpu = 0;  // Both processes, the timed samples' steps.
     for (int i = -1; i < samples; ++i) {  // Sample -1 warms the paths up (and negotiates).
       const double a = TimedRaw(raw, &buf, bytes);
@@ -342,15 +371,18 @@ int RunParent(int grpc_port, int raw_port, int tls_port, const SecurityOptions& 
       const double cpu2 = CpuSeconds(child);
       const double e = TimedRecvTensor(r, r.tls_dp.get(), handle, bytes, step++);
       const double cpu3 = CpuSeconds(child);
-      if (a < 0 || b < 0 || c < 0 || d < 0 || e < 0) return 1;
+      const double f = TimedRecvTensor(r, r.local.get(), handle, bytes, step++);
+      const double g = TimedRecvTensor(r, r.shared.get(), handle, bytes, step++);
+      if (a < 0 || b < 0 || c < 0 || d < 0 || e < 0 || f < 0 || g < 0) return 1;
       if (i >= 0) {
         raw_s.push_back(a), rpc_s.push_back(b), dp_s.push_back(c), tls_s.push_back(d);
-        tls_dp_s.push_back(e);
+        tls_dp_s.push_back(e), local_s.push_back(f), shared_s.push_back(g);
         dp_cpu += cpu1 - cpu0;
         tls_dp_cpu += cpu3 - cpu2;
       }
     }
-    if (!r.data_plane->data_plane_ready() || !r.tls_dp->data_plane_ready()) {
+    if (!r.data_plane->data_plane_ready() || !r.tls_dp->data_plane_ready() ||
+        !r.local->data_plane_ready() || !r.shared->data_plane_ready()) {
       std::fprintf(stderr, "a data plane was not negotiated; its column is gRPC\n");
     }
     const double raw_gbs = bytes / Median(raw_s) / 1e9;
@@ -359,7 +391,9 @@ int RunParent(int grpc_port, int raw_port, int tls_port, const SecurityOptions& 
     const double tls_gbs = bytes / Median(tls_s) / 1e9;
     const double tls_dp_gbs = bytes / Median(tls_dp_s) / 1e9;
     std::vector<double> rpc_ratio, dp_ratio, tls_ratio, tls_to_rpc, tls_to_dp, tls_dp_to_dp;
+    std::vector<double> shared_to_local;
     for (size_t i = 0; i < raw_s.size(); ++i) {
+      shared_to_local.push_back(local_s[i] / shared_s[i]);
       rpc_ratio.push_back(raw_s[i] / rpc_s[i]);
       dp_ratio.push_back(raw_s[i] / dp_s[i]);
       tls_ratio.push_back(raw_s[i] / tls_s[i]);
@@ -369,10 +403,12 @@ int RunParent(int grpc_port, int raw_port, int tls_port, const SecurityOptions& 
     }
     const double total = static_cast<double>(bytes) * samples;
     std::printf("%10zu %8d %13.3f %13.3f %7.2f %13.3f %7.2f %13.3f %7.2f %9.2f %9.2f %13.3f %11.2f "
-                "%13.2f %9.2f\n",
+                "%13.2f %9.2f %11.3f %11.3f %13.2f\n",
                 bytes, samples, raw_gbs, rpc_gbs, Median(rpc_ratio), dp_gbs, Median(dp_ratio),
                 tls_gbs, Median(tls_ratio), Median(tls_to_rpc), Median(tls_to_dp), tls_dp_gbs,
-                Median(tls_dp_to_dp), dp_cpu / total * 1e9, tls_dp_cpu / total * 1e9);
+                Median(tls_dp_to_dp), dp_cpu / total * 1e9, tls_dp_cpu / total * 1e9,
+                bytes / Median(local_s) / 1e9, bytes / Median(shared_s) / 1e9,
+                Median(shared_to_local));
     std::fflush(stdout);
     tensorflow::DeregisterGraphRequest dereg;
     dereg.set_graph_handle(handle);
@@ -419,13 +455,13 @@ int main(int argc, char** argv) {
     dflow::RunChild(report[1], tls);
   }
   ::close(report[1]);
-  int ports[3] = {0, 0, 0};
+  int ports[5] = {0, 0, 0, 0, 0};
   if (!dflow::ReadAll(report[0], reinterpret_cast<char*>(ports), sizeof(ports))) {
     std::fprintf(stderr, "child did not report its ports\n");
     ::kill(child, SIGKILL);
     return 1;
   }
-  const int rc = dflow::RunParent(ports[0], ports[1], ports[2], tls, quick, min_bytes, child);
+  const int rc = dflow::RunParent(ports, tls, quick, min_bytes, child);
   ::kill(child, SIGKILL);
   ::waitpid(child, nullptr, 0);
   return rc;

@@ -6,8 +6,11 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <netinet/in.h>
+#include <fcntl.h>
 #include <netinet/tcp.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -265,6 +268,62 @@ DataConnection::DataConnection(int fd, std::shared_ptr<const DataPlaneTls> tls)
 DataConnection::~DataConnection() {
   if (ssl_ != nullptr) SSL_free(ssl_);  // No close_notify: the socket just closes.
   if (fd_ >= 0) ::close(fd_);
+  if (received_fd_ >= 0) ::close(received_fd_);
+}
+
+int DataConnection::TakeReceivedFd() {
+  const int fd = received_fd_;
+  received_fd_ = -1;
+  return fd;
+}
+
+// --- SharedRegion -------------------------------------------------------------------------
+
+namespace {
+constexpr int kRegionSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SharedRegion>> SharedRegion::Create(size_t bytes) {
+  if (bytes < kMinBytes || bytes > kMaxBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("a shared region of ", bytes, " bytes"));
+  }
+  const int fd = ::memfd_create("dflow-data-plane", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) return absl::UnavailableError(absl::StrCat("memfd_create: ", std::strerror(errno)));
+  void* p = MAP_FAILED;
+  if (::ftruncate(fd, static_cast<off_t>(bytes)) == 0 &&
+      ::fcntl(fd, F_ADD_SEALS, kRegionSeals) == 0) {
+    p = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
+  }
+  if (p == MAP_FAILED) {
+    const int e = errno;
+    ::close(fd);
+    return absl::UnavailableError(absl::StrCat("a shared region: ", std::strerror(e)));
+  }
+  return std::unique_ptr<SharedRegion>(new SharedRegion(static_cast<char*>(p), bytes, fd));
+}
+
+absl::StatusOr<std::unique_ptr<SharedRegion>> SharedRegion::Adopt(int fd) {
+  struct stat st {};
+  const int seals = ::fcntl(fd, F_GET_SEALS);
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || seals < 0 ||
+      (seals & kRegionSeals) != kRegionSeals || st.st_size < static_cast<off_t>(kMinBytes) ||
+      st.st_size > static_cast<off_t>(kMaxBytes)) {
+    ::close(fd);
+    return absl::InvalidArgumentError(
+        "the passed descriptor is not a sealed memory region of 1 to 64 MiB");
+  }
+  const size_t bytes = static_cast<size_t>(st.st_size);
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (p == MAP_FAILED) {
+    return absl::UnavailableError(absl::StrCat("mapping a shared region: ", std::strerror(errno)));
+  }
+  return std::unique_ptr<SharedRegion>(new SharedRegion(static_cast<char*>(p), bytes, -1));
+}
+
+SharedRegion::~SharedRegion() {
+  ::munmap(data_, size_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 DataConnection::Io DataConnection::SslResult(int ret, const char* what) {
@@ -314,7 +373,30 @@ DataConnection::Io DataConnection::StepHandshake() {
 DataConnection::Io DataConnection::Read(void* buf, size_t n, size_t* got) {
   *got = 0;
   if (tls_ == nullptr) {
-    const ssize_t r = ::recv(fd_, buf, n, 0);
+    // recvmsg, to take a descriptor the peer may pass (SharedRegion).
+    iovec iov{buf, n};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    const ssize_t r = ::recvmsg(fd_, &msg, MSG_CMSG_CLOEXEC);
+    // Descriptors come with bytes only. A failed call leaves msg_controllen
+    // as it was, so its control block must not be read: it would hand over
+    // whatever number was there (once, a descriptor since closed and reused
+    // for another connection, which its later close then cut).
+    for (cmsghdr* c = r > 0 ? CMSG_FIRSTHDR(&msg) : nullptr; c != nullptr;
+         c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+      const size_t fds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (size_t i = 0; i < fds; ++i) {
+        int fd;
+        std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+        if (received_fd_ >= 0) ::close(received_fd_);  // Only the latest is kept.
+        received_fd_ = fd;
+      }
+    }
     if (r > 0) {
       *got = static_cast<size_t>(r);
       return Io::kDone;
@@ -424,6 +506,30 @@ absl::Status DataConnection::Handshake(absl::Time deadline) {
     return absl::UnavailableError(error_);
   }
   return absl::OkStatus();
+}
+
+absl::Status DataConnection::SendWithFd(const void* buf, size_t n, int fd, absl::Time deadline) {
+  if (tls_ != nullptr || n == 0) {
+    return absl::InvalidArgumentError("a descriptor goes with plaintext bytes only");
+  }
+  iovec iov{const_cast<void*>(buf), 1};  // The descriptor rides on the first byte.
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
+  if (absl::Status s = SetDeadline(deadline); !s.ok()) return s;
+  if (::sendmsg(fd_, &msg, MSG_NOSIGNAL) != 1) {
+    error_ = std::strerror(errno);
+    return absl::UnavailableError(absl::StrCat("passing a descriptor: ", error_));
+  }
+  return Send(static_cast<const char*>(buf) + 1, n - 1, deadline);
 }
 
 absl::Status DataConnection::Send(const void* buf, size_t n, absl::Time deadline) {

@@ -64,6 +64,42 @@ class DataPlaneTls {
   SSL_CTX* const ctx_;  // Owned.
 };
 
+// Memory shared by the two ends of a local (AF_UNIX) data-plane connection,
+// so that a tensor crosses as two memcpys instead of a socket's copies and
+// wake-ups. The receiver makes it (a memfd sealed against shrinking, which
+// the sender could otherwise use to make the receiver fault, and vice
+// versa) and passes its descriptor once, with the connection's first bytes;
+// the sender writes each answered tensor of a request at increasing
+// offsets, from 0 again at the next request (the receiver has copied out
+// everything before it sends one), and sends the offset in place of the
+// bytes (tensor_data_plane.h, kTensorShared).
+class SharedRegion {
+ public:
+  static constexpr size_t kMinBytes = 1 << 20;
+  static constexpr size_t kMaxBytes = 64 << 20;
+
+  // The receiver's region of `bytes` (within [kMinBytes, kMaxBytes]),
+  // mapped read-only; fd() is for the peer.
+  static absl::StatusOr<std::unique_ptr<SharedRegion>> Create(size_t bytes);
+  // The sender's mapping (read-write) of a descriptor a peer passed; takes
+  // `fd` (closed here). InvalidArgument unless it is sealed against
+  // shrinking, growing and further sealing and its size is within bounds.
+  static absl::StatusOr<std::unique_ptr<SharedRegion>> Adopt(int fd);
+  ~SharedRegion();
+  SharedRegion(const SharedRegion&) = delete;
+  SharedRegion& operator=(const SharedRegion&) = delete;
+
+  char* data() const { return data_; }
+  size_t size() const { return size_; }
+  int fd() const { return fd_; }  // The receiver's; -1 at the sender.
+
+ private:
+  SharedRegion(char* data, size_t size, int fd) : data_(data), size_(size), fd_(fd) {}
+  char* const data_;
+  const size_t size_;
+  const int fd_;
+};
+
 // A connected socket, owned (closed by the destructor), plaintext or TLS.
 // Not thread-safe: one thread uses it at a time.
 class DataConnection {
@@ -96,6 +132,10 @@ class DataConnection {
   bool HasBuffered() const;
   // Why the last call failed: OpenSSL's reason or errno's text.
   const std::string& error() const { return error_; }
+  // A descriptor the peer passed (SCM_RIGHTS, plaintext only) with bytes
+  // Read returned, now owned by the caller; -1 when none came. Descriptors
+  // not taken before the next one arrives, or before destruction, are closed.
+  int TakeReceivedFd();
 
   // --- blocking use with a deadline (the receiver) -----------------------------------------
   // The socket must be blocking; every wait ends at `deadline`
@@ -104,6 +144,8 @@ class DataConnection {
   // Unavailable "TLS handshake failed: <OpenSSL's reason>" when refused.
   absl::Status Handshake(absl::Time deadline);
   absl::Status Send(const void* buf, size_t n, absl::Time deadline);
+  // Send, passing descriptor `fd` with the bytes (plaintext local sockets).
+  absl::Status SendWithFd(const void* buf, size_t n, int fd, absl::Time deadline);
   absl::Status Recv(void* buf, size_t n, absl::Time deadline);
   // Bounds the socket's blocking calls by `deadline` (SO_RCVTIMEO /
   // SO_SNDTIMEO); DeadlineExceeded when it has passed.
@@ -112,6 +154,10 @@ class DataConnection {
   bool peer_alert() const { return peer_alert_; }
   // Whether the last failure was the peer closing (or resetting) the socket.
   bool closed() const { return closed_; }
+
+  // The region shared with the peer over this connection, or nullptr.
+  SharedRegion* shared() const { return shared_.get(); }
+  void set_shared(std::unique_ptr<SharedRegion> region) { shared_ = std::move(region); }
 
  private:
   Io SslResult(int ret, const char* what);
@@ -125,6 +171,8 @@ class DataConnection {
   bool peer_alert_ = false;
   bool closed_ = false;
   bool ticket_ = false;  // The sender's session ticket arrived (receiver).
+  int received_fd_ = -1;
+  std::unique_ptr<SharedRegion> shared_;
 };
 
 }  // namespace dflow

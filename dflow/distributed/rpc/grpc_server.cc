@@ -140,6 +140,7 @@ absl::Status GrpcServer::Start() {
     dp_options.tls = std::move(dp_tls);
     // The local socket has no TLS: only where the TCP port has none either.
     dp_options.local_socket = LocalDataPlaneEnabledByEnv() && dp_options.tls == nullptr;
+    dp_options.shared_memory = SharedDataPlaneEnabledByEnv();
     auto data_plane = std::make_unique<DataPlaneServer>(worker_.get(), dp_options);
     if (data_plane->Start(IsLoopback(host_) ? "127.0.0.1" : "0.0.0.0").ok()) {
       worker_service_->set_data_plane(data_plane->offer());

@@ -54,6 +54,8 @@ bool DataPlaneEnabledByEnv() { return NotOffInEnv("DFLOW_DATA_PLANE"); }
 
 bool LocalDataPlaneEnabledByEnv() { return NotOffInEnv("DFLOW_DATA_PLANE_LOCAL"); }
 
+bool SharedDataPlaneEnabledByEnv() { return NotOffInEnv("DFLOW_DATA_PLANE_SHARED"); }
+
 namespace data_plane {
 
 namespace {
@@ -419,6 +421,7 @@ struct DataPlaneClient::State {
         return absl::OkStatus();
       }
       case data_plane::kTensor:
+      case data_plane::kTensorShared:
         break;
       default:
         return absl::InvalidArgumentError(
@@ -456,7 +459,20 @@ struct DataPlaneClient::State {
                        " needs ", elements * elem));
     }
     Tensor t = Tensor::ForOverwrite(dtype, TensorShape(absl::MakeConstSpan(dims)));
-    RETURN_IF_ERROR(conn.Recv(t.raw_data(), h.bytes, deadline));
+    if (h.kind == data_plane::kTensorShared) {
+      uint64_t offset = 0;
+      RETURN_IF_ERROR(conn.Recv(&offset, sizeof(offset), deadline));
+      const SharedRegion* region = conn.shared();
+      if (region == nullptr || offset > region->size() || h.bytes > region->size() - offset) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "[RecvTensor] data plane header places ", h.bytes, " bytes at offset ", offset,
+            region == nullptr ? " of a shared region this connection does not have"
+                              : absl::StrCat(" of a shared region of ", region->size(), " bytes")));
+      }
+      std::memcpy(t.raw_data(), region->data() + offset, h.bytes);
+    } else {
+      RETURN_IF_ERROR(conn.Recv(t.raw_data(), h.bytes, deadline));
+    }
     if (dtype == DT_BOOL) {  // Any nonzero byte is true; other bool bytes are UB.
       auto* b = static_cast<uint8_t*>(t.raw_data());
       for (uint64_t i = 0; i < elements; ++i) b[i] = b[i] != 0;
@@ -702,6 +718,24 @@ std::string RequestFrame(const std::vector<DataPlaneClient::Pending>& calls, abs
 
 }  // namespace
 
+namespace {
+
+// Opens a fresh local connection: the hello (with a token) and the offer of a
+// shared region, whose descriptor rides on the first byte. False when they
+// could not be sent; a region that cannot be made is not offered.
+bool OpenLocal(DataConnection& conn, const std::string& hello, absl::Time deadline) {
+  absl::StatusOr<std::unique_ptr<SharedRegion>> region =
+      SharedRegion::Create(data_plane::kSharedRegionBytes);
+  if (!region.ok()) return hello.empty() || conn.Send(hello.data(), hello.size(), deadline).ok();
+  const RequestHeader offer{data_plane::kSharedMagic, 0, 0};
+  const std::string bytes = hello + std::string(reinterpret_cast<const char*>(&offer), sizeof(offer));
+  if (!conn.SendWithFd(bytes.data(), bytes.size(), (*region)->fd(), deadline).ok()) return false;
+  conn.set_shared(*std::move(region));
+  return true;
+}
+
+}  // namespace
+
 void DataPlaneClient::Exchange(const std::shared_ptr<State>& state, const Endpoint& peer,
                                std::vector<Pending>& calls) {
   absl::Time deadline = absl::InfinitePast();
@@ -754,10 +788,12 @@ void DataPlaneClient::Exchange(const std::shared_ptr<State>& state, const Endpoi
   // offers a local socket this process can reach (never under TLS: the
   // socket has none).
   if (!peer.local_name.empty() && state->tls == nullptr) {
-    if (const int fd = ConnectLocal(peer.local_name);
-        fd >= 0 && attempt(std::make_unique<DataConnection>(fd, nullptr), true)) {
-      state->Connected();
-      return;
+    if (const int fd = ConnectLocal(peer.local_name); fd >= 0) {
+      auto conn = std::make_unique<DataConnection>(fd, nullptr);
+      if (OpenLocal(*conn, state->hello, deadline) && attempt(std::move(conn), false)) {
+        state->Connected();
+        return;
+      }
     }
     state->LocalFailed(peer.local_name);  // Refused or unreachable: TCP.
   }

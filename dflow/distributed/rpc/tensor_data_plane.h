@@ -43,6 +43,13 @@
 //             The receiver sends the calls waiting for a peer together (what a
 //             step's executor asks for in one burst: a step's parameters, its
 //             gradients), so a step makes one exchange per peer, not one per tensor.
+//   shared:   u32 magic 'DFSM' | u32 0 | u64 0, passing a memfd (SCM_RIGHTS) with its
+//             first byte: on a local socket without TLS, sent by the receiver right
+//             after its hello (SharedRegion, data_plane_connection.h); no response.
+//             The sender then may answer a tensor of 64 KiB or more with kind 6,
+//             writing it into the region instead of the socket, at offsets that start
+//             from 0 again at each request. A region it cannot take (not sealed, out of
+//             bounds) is ignored: the tensors come inline.
 //   run graph: u32 magic 'DFRG' | u32 request_bytes (<= 1 MiB) | u64 timeout_us |
 //             RunGraphRequest bytes. Answered by a status frame or a kind 5 frame. A
 //             master reaches a dflow peer whose data plane it knows this way (larger
@@ -59,6 +66,9 @@
 //                            (refused at accept, idle, or a request too slow to
 //                            arrive): the receiver sends its call elsewhere.
 //             kind 5 run graph: `bytes` of RunGraphResponse (the answer to a 'DFRG')
+//             kind 6 shared tensor: as kind 1, but for the raw content a u64 offset:
+//                            the content is in the shared region at [offset, offset +
+//                            bytes), which the receiver checks against its size
 // A request the sender cannot frame (bad magic, oversized) closes the
 // connection; one that does not parse gets a status frame. The sender waits
 // for the tensor until the frame's timeout, the receiver closing the
@@ -116,6 +126,9 @@ bool DataPlaneEnabledByEnv();
 // False when the environment sets DFLOW_DATA_PLANE_LOCAL=0: a sender offers no
 // local socket (TCP only).
 bool LocalDataPlaneEnabledByEnv();
+// False when the environment sets DFLOW_DATA_PLANE_SHARED=0: a sender answers
+// local receivers through the socket only, never their shared regions.
+bool SharedDataPlaneEnabledByEnv();
 
 // Negotiation helpers on gRPC's raw bytes.
 // The RecvTensorResponse field transport_options = Any{kDataPlanePortTypeUrl,
@@ -138,6 +151,13 @@ inline constexpr uint32_t kBatchMagic = 0x42524644;     // "DFRB"
 inline constexpr uint32_t kBatchItemMagic = 0x49524644;  // "DFRI"
 inline constexpr size_t kMaxBatchCalls = 64;
 inline constexpr uint32_t kRunGraphMagic = 0x47524644;  // "DFRG"
+inline constexpr uint32_t kSharedMagic = 0x4d534644;    // "DFSM"
+// Tensors from 64 KiB to 4 MiB go through a shared region: smaller ones cost
+// more to place than to send, and for larger ones the socket wins by
+// overlapping the two ends' copies (the region's are one after the other).
+inline constexpr uint64_t kMinSharedTensorBytes = 64 << 10;
+inline constexpr uint64_t kMaxSharedTensorBytes = 4 << 20;
+inline constexpr size_t kSharedRegionBytes = 8 << 20;  // A receiver's, per connection.
 inline constexpr uint32_t kMaxRunGraphRequestBytes = 1 << 20;
 inline constexpr uint32_t kMaxTokenBytes = 4 << 10;
 inline constexpr uint32_t kMaxRequestBytes = 64 << 10;
@@ -149,7 +169,8 @@ enum Kind : uint32_t {
   kDead = 2,
   kProto = 3,
   kNotServed = 4,
-  kRunGraph = 5
+  kRunGraph = 5,
+  kTensorShared = 6
 };
 struct RequestHeader {
   uint32_t magic;
@@ -196,6 +217,9 @@ class DataPlaneServer {
     // local process may connect; the token is the check), so it is never
     // opened when `tls` is set.
     bool local_socket = true;
+    // Answer tensors of 64 KiB and more through the shared region a local
+    // receiver offers (kind 6); false: always inline.
+    bool shared_memory = true;
   };
 
   explicit DataPlaneServer(WorkerInterface* worker) : DataPlaneServer(worker, Options()) {}
@@ -224,6 +248,8 @@ class DataPlaneServer {
   int64_t num_unauthenticated() const { return num_unauthenticated_.load(); }
   // Connections accepted on the local socket so far.
   int64_t num_local_accepted() const { return num_local_accepted_.load(); }
+  // Tensor bytes answered through receivers' shared regions (kind 6).
+  int64_t num_shared_bytes() const { return num_shared_bytes_.load(); }
   // TLS handshakes that failed (a refused certificate, not TLS, a peer gone).
   int64_t num_handshake_failures() const { return num_handshake_failures_.load(); }
   // Requests (single, batch or RunGraph frames) handed to the worker so far.
@@ -238,6 +264,7 @@ class DataPlaneServer {
   std::string local_name_;
   std::atomic<int> num_connections_{0};
   std::atomic<int64_t> num_local_accepted_{0};
+  std::atomic<int64_t> num_shared_bytes_{0};
   std::atomic<int64_t> num_refused_{0};
   std::atomic<int64_t> num_timed_out_{0};
   std::atomic<int64_t> num_unauthenticated_{0};

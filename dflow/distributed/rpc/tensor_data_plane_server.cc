@@ -179,6 +179,8 @@ class DataPlaneServer::Loop {
     std::vector<int64_t> dims;
     std::string payload;
     Tensor tensor;
+    uint64_t shared_offset = 0;  // Of a kTensorShared answer.
+    uint64_t shared_used = 0;    // Bytes of the shared region this request's answers took.
     iovec iov[4] = {};
     int iov_next = 0;
     int iov_count = 0;
@@ -390,7 +392,8 @@ class DataPlaneServer::Loop {
             Unauthenticated(c);
             return;
           }
-        } else if (c->header.magic == data_plane::kRunGraphMagic
+        } else if (c->header.magic == data_plane::kSharedMagic ? c->header.request_bytes != 0
+                   : c->header.magic == data_plane::kRunGraphMagic
                        ? c->header.request_bytes > data_plane::kMaxRunGraphRequestBytes
                        : (c->header.magic != data_plane::kRequestMagic &&
                           c->header.magic != data_plane::kBatchMagic) ||
@@ -412,6 +415,10 @@ class DataPlaneServer::Loop {
           DispatchBatch(c, now);
           return;
         }
+        if (c->header.magic == data_plane::kSharedMagic) {
+          OnShared(c);
+          continue;
+        }
         if (!OnHello(c)) return;
       }
     }
@@ -429,6 +436,23 @@ class DataPlaneServer::Loop {
     c->header_got = 0;
     std::string().swap(c->body);
     return true;
+  }
+
+  // A receiver's shared region, its descriptor passed with the frame's first
+  // byte: this connection's later tensors may go through it. A descriptor
+  // that is missing or not a sealed region of the allowed size is ignored
+  // (the tensors come inline).
+  void OnShared(Connection* c) {
+    c->header_got = 0;
+    std::string().swap(c->body);
+    const int fd = c->io->TakeReceivedFd();
+    if (fd < 0) return;
+    if (!server_->options_.shared_memory) {
+      ::close(fd);
+      return;
+    }
+    absl::StatusOr<std::unique_ptr<SharedRegion>> region = SharedRegion::Adopt(fd);
+    if (region.ok()) c->io->set_shared(*std::move(region));
   }
 
   // Closes `c` answering "not served": it sent no token, or a wrong one.
@@ -459,6 +483,7 @@ class DataPlaneServer::Loop {
     const uint64_t timeout_us = c->header.timeout_us;
     c->header_got = 0;
     std::string().swap(c->body);
+    c->shared_used = 0;  // The receiver has copied out every earlier answer.
     if (!parsed) {
       Respond(c,
               absl::InvalidArgumentError(absl::StrCat(
@@ -504,6 +529,7 @@ class DataPlaneServer::Loop {
     const uint64_t timeout_us = c->header.timeout_us;
     c->header_got = 0;
     std::string().swap(c->body);
+    c->shared_used = 0;  // The receiver has copied out every earlier answer.
     if (!bad.ok()) {
       Respond(c, bad, nullptr, now);  // One status frame for the whole batch.
       return;
@@ -635,19 +661,41 @@ class DataPlaneServer::Loop {
     } else {
       c->dims.resize(t.dims());
       for (int d = 0; d < t.dims(); ++d) c->dims[d] = t.dim_size(d);
-      c->tensor = t;  // Keeps the buffer alive while it is written from.
       h.kind = data_plane::kTensor;
       h.send_start_micros = result->send_start_micros;
       h.a = static_cast<uint32_t>(t.dtype());
       h.b = static_cast<uint32_t>(c->dims.size());
       h.bytes = t.TotalBytes();
       c->iov[c->iov_count++] = {c->dims.data(), c->dims.size() * sizeof(int64_t)};
-      c->iov[c->iov_count++] = {c->tensor.raw_data(), h.bytes};
+      if (WriteShared(c, t)) {
+        h.kind = data_plane::kTensorShared;
+        c->iov[c->iov_count++] = {&c->shared_offset, sizeof(c->shared_offset)};
+      } else {
+        c->tensor = t;  // Keeps the buffer alive while it is written from.
+        c->iov[c->iov_count++] = {c->tensor.raw_data(), h.bytes};
+      }
     }
     c->iov_next = 0;
     c->state = State::kWriting;
     c->last_progress = now;
     Flush(c, now);
+  }
+
+  // Copies `t` into `c`'s shared region after this request's earlier answers
+  // (64-byte aligned), setting c->shared_offset; false when there is no
+  // region, `t` is small, or it does not fit in what is left.
+  bool WriteShared(Connection* c, const Tensor& t) {
+    const SharedRegion* region = c->io->shared();
+    const uint64_t bytes = t.TotalBytes();
+    if (region == nullptr || bytes < data_plane::kMinSharedTensorBytes ||
+        bytes > data_plane::kMaxSharedTensorBytes || bytes > region->size() - c->shared_used) {
+      return false;
+    }
+    std::memcpy(region->data() + c->shared_used, t.raw_data(), bytes);
+    c->shared_offset = c->shared_used;
+    c->shared_used = std::min<uint64_t>(region->size(), (c->shared_used + bytes + 63) & ~uint64_t{63});
+    server_->num_shared_bytes_.fetch_add(static_cast<int64_t>(bytes));
+    return true;
   }
 
   // Writes what the socket takes (at most kWriteQuantum a turn); back to

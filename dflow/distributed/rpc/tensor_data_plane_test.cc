@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -332,6 +333,20 @@ std::string TensorReply(uint32_t dtype, std::vector<int64_t> dims, uint64_t byte
   return out;
 }
 
+// A kind 6 answer: `bytes` of `dims` at `offset` of the receiver's shared region.
+std::string SharedReply(std::vector<int64_t> dims, uint64_t bytes, uint64_t offset) {
+  data_plane::ResponseHeader h{data_plane::kResponseMagic,
+                               data_plane::kTensorShared,
+                               1,
+                               DT_FLOAT,
+                               static_cast<uint32_t>(dims.size()),
+                               bytes};
+  std::string out(reinterpret_cast<const char*>(&h), sizeof(h));
+  out.append(reinterpret_cast<const char*>(dims.data()), dims.size() * sizeof(int64_t));
+  out.append(reinterpret_cast<const char*>(&offset), sizeof(offset));
+  return out;
+}
+
 TEST(TensorDataPlaneTest, LyingHeadersAreInvalidArgument) {
   struct Case {
     const char* what;
@@ -346,6 +361,8 @@ TEST(TensorDataPlaneTest, LyingHeadersAreInvalidArgument) {
       {"string dtype raw", TensorReply(DT_STRING, {1}, 32, 32)},
       {"too many dims", TensorReply(DT_FLOAT, std::vector<int64_t>(65, 1), 4, 4)},
       {"bad magic", std::string(64, 'q')},
+      // Over TCP a connection has no shared region to point into.
+      {"shared tensor without a region", SharedReply({1 << 16}, 1 << 18, 0)},
   };
   for (const Case& c : cases) {
     FakeSender fake(c.reply);
@@ -1252,6 +1269,142 @@ TEST(TensorDataPlaneLocalTest, AReceiverOnThisHostUsesTheLocalSocket) {
   const int64_t local_before = t.server.num_local_accepted();
   ExpectRecvsArrive(t, &t.client, 20, 2);
   EXPECT_EQ(t.server.num_local_accepted(), local_before);
+}
+
+TEST(TensorDataPlaneLocalTest, LargeTensorsCrossThroughTheSharedRegion) {
+  DataPlaneTask t;
+  DataPlaneClient local(kPeer, true);
+  local.OnNegotiated("127.0.0.1", t.server.port(), t.server.local_name());
+  auto recv = [&](int64_t step, size_t bytes) {
+    const Tensor value = RandomBits(bytes / sizeof(float), step);
+    ASSERT_TRUE(t.Feed(step, value).ok());
+    PendingRecv r(&local, t.Request(step), Timeout(absl::Seconds(30)));
+    ASSERT_TRUE(r.Wait());
+    ASSERT_FALSE(r.fell_back) << step;
+    ASSERT_TRUE(r.status.ok()) << step << ": " << r.status;
+    EXPECT_TRUE(SameBytes(r.result.tensor, value)) << step;
+  };
+  recv(1, 3 << 20);  // Through the region.
+  EXPECT_EQ(t.server.num_shared_bytes(), 3 << 20);
+  recv(2, 1000);     // Small: inline.
+  recv(3, 5 << 20);  // Over 4 MiB: inline (the socket overlaps the two ends' copies).
+  EXPECT_EQ(t.server.num_shared_bytes(), 3 << 20);
+  recv(4, 4 << 20);
+  EXPECT_EQ(t.server.num_shared_bytes(), 7 << 20);
+}
+
+TEST(TensorDataPlaneLocalTest, ABatchFillsTheSharedRegionFromItsStartEachRequest) {
+  DataPlaneTask t;
+  const int fd = RawLocalConnect(t.server.local_name());
+  ASSERT_GE(fd, 0);
+  DataConnection conn(fd, nullptr);
+  absl::StatusOr<std::unique_ptr<SharedRegion>> region =
+      SharedRegion::Create(data_plane::kSharedRegionBytes);
+  ASSERT_TRUE(region.ok()) << region.status();
+  const data_plane::RequestHeader offer{data_plane::kSharedMagic, 0, 0};
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  ASSERT_TRUE(conn.SendWithFd(&offer, sizeof(offer), (*region)->fd(), deadline).ok());
+  const size_t floats = (3 << 20) / sizeof(float);
+  for (int round = 0; round < 2; ++round) {
+    // Three 3 MiB answers: two fit in the 8 MiB region, the third comes inline;
+    // the second round's start again at offset 0.
+    std::vector<std::string> items;
+    for (int64_t i = 0; i < 3; ++i) {
+      const int64_t step = 10 * round + i + 1;
+      ASSERT_TRUE(t.Feed(step, RandomBits(floats, step)).ok());
+      items.push_back(t.Request(step).SerializeAsString());
+    }
+    const std::string frame = BatchFrame(items);
+    ASSERT_TRUE(conn.Send(frame.data(), frame.size(), deadline).ok());
+    std::vector<uint32_t> kinds(3, 99);
+    for (int got = 0; got < 3; ++got) {
+      uint32_t prefix[2];
+      data_plane::ResponseHeader h{};
+      ASSERT_TRUE(conn.Recv(prefix, sizeof(prefix), deadline).ok());
+      ASSERT_EQ(prefix[0], data_plane::kBatchItemMagic);
+      ASSERT_LT(prefix[1], 3u);
+      ASSERT_TRUE(conn.Recv(&h, sizeof(h), deadline).ok());
+      std::vector<int64_t> dims(h.b);
+      ASSERT_TRUE(conn.Recv(dims.data(), dims.size() * sizeof(int64_t), deadline).ok());
+      std::string bytes(h.bytes, '\0');
+      if (h.kind == data_plane::kTensorShared) {
+        uint64_t offset = 0;
+        ASSERT_TRUE(conn.Recv(&offset, sizeof(offset), deadline).ok());
+        ASSERT_LE(offset + h.bytes, (*region)->size());
+        EXPECT_EQ(offset % 64, 0u);
+        std::memcpy(bytes.data(), (*region)->data() + offset, h.bytes);
+      } else {
+        ASSERT_EQ(h.kind, data_plane::kTensor);
+        ASSERT_TRUE(conn.Recv(bytes.data(), bytes.size(), deadline).ok());
+      }
+      const Tensor want = RandomBits(floats, 10 * round + prefix[1] + 1);
+      EXPECT_EQ(bytes, std::string(static_cast<const char*>(want.raw_data()), want.TotalBytes()));
+      kinds[prefix[1]] = h.kind;
+    }
+    EXPECT_EQ(std::count(kinds.begin(), kinds.end(), data_plane::kTensorShared), 2) << round;
+    EXPECT_EQ(std::count(kinds.begin(), kinds.end(), data_plane::kTensor), 1) << round;
+  }
+  EXPECT_EQ(t.server.num_shared_bytes(), 4 * (3 << 20));
+}
+
+TEST(TensorDataPlaneLocalTest, ADescriptorThatIsNoSealedRegionIsIgnored) {
+  DataPlaneTask t;
+  const Tensor value = RandomBits(1 << 18, 4);  // 1 MiB.
+  ASSERT_TRUE(t.Feed(1, value).ok());
+  ASSERT_TRUE(t.Feed(2, value).ok());
+  // An unsealed memfd (which the receiver could shrink under the sender), and
+  // then no descriptor at all: both ignored, the tensor comes inline.
+  const int unsealed = ::memfd_create("not-sealed", MFD_CLOEXEC);
+  ASSERT_GE(unsealed, 0);
+  ASSERT_EQ(::ftruncate(unsealed, 16 << 20), 0);
+  for (int64_t step : {1, 2}) {
+    const int fd = RawLocalConnect(t.server.local_name());
+    ASSERT_GE(fd, 0);
+    DataConnection conn(fd, nullptr);
+    const data_plane::RequestHeader offer{data_plane::kSharedMagic, 0, 0};
+    const std::string frame =
+        std::string(reinterpret_cast<const char*>(&offer), sizeof(offer)) + RequestFrame(t.Request(step));
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    ASSERT_TRUE((step == 1 ? conn.SendWithFd(frame.data(), frame.size(), unsealed, deadline)
+                           : conn.Send(frame.data(), frame.size(), deadline))
+                    .ok());
+    data_plane::ResponseHeader h{};
+    ASSERT_TRUE(conn.Recv(&h, sizeof(h), deadline).ok());
+    EXPECT_EQ(h.kind, data_plane::kTensor) << step;
+    std::vector<int64_t> dims(h.b);
+    ASSERT_TRUE(conn.Recv(dims.data(), dims.size() * sizeof(int64_t), deadline).ok());
+    std::string bytes(h.bytes, '\0');
+    ASSERT_TRUE(conn.Recv(bytes.data(), bytes.size(), deadline).ok());
+    EXPECT_EQ(bytes, std::string(static_cast<const char*>(value.raw_data()), value.TotalBytes()));
+  }
+  ::close(unsealed);
+  EXPECT_EQ(t.server.num_shared_bytes(), 0);
+}
+
+// A read that finds no bytes hands over no descriptor. The control block of
+// a failed recvmsg still held the last one passed, long closed; taking it
+// again closed whatever connection had reused its number since.
+TEST(TensorDataPlaneLocalTest, AReadWithoutBytesPassesNoDescriptor) {
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, pair), 0);
+  DataConnection sender(pair[0], nullptr), receiver(pair[1], nullptr);
+  const int passed = ::memfd_create("passed", MFD_CLOEXEC);
+  ASSERT_GE(passed, 0);
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  ASSERT_TRUE(sender.SendWithFd("ab", 2, passed, deadline).ok());
+  ::close(passed);
+  char buf[4];
+  size_t got = 0;
+  for (size_t total = 0; total < 2; total += got) {
+    ASSERT_EQ(receiver.Read(buf, sizeof(buf), &got), DataConnection::Io::kDone);
+  }
+  const int taken = receiver.TakeReceivedFd();
+  ASSERT_GE(taken, 0);
+  ::close(taken);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(receiver.Read(buf, sizeof(buf), &got), DataConnection::Io::kWantRead);
+    EXPECT_EQ(receiver.TakeReceivedFd(), -1) << i;
+  }
 }
 
 TEST(TensorDataPlaneLocalTest, AnUnreachableLocalSocketFallsBackToTcp) {
