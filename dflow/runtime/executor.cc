@@ -980,8 +980,8 @@ absl::Status Executor::InitializeNode(const Node* node, NodeItem* item) {
   item->async = item->kernel->AsAsync();
   item->expensive = item->kernel->IsExpensive();
   item->is_send = node->IsSend();
-  item->is_switch = node->type_string() == "Switch" || node->type_string() == "RefSwitch";
-  item->is_merge = node->type_string() == "Merge" || node->type_string() == "RefMerge";
+  item->is_switch = node->IsSwitch();
+  item->is_merge = node->IsMerge();
   item->is_control_trigger = node->type_string() == "ControlTrigger";
   item->is_enter = node->IsEnter();
   item->is_exit = node->IsExit();

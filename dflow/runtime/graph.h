@@ -61,7 +61,9 @@ class Node {
   bool IsSend() const { return type_string() == "_Send" || type_string() == "_HostSend"; }
   bool IsRecv() const { return type_string() == "_Recv" || type_string() == "_HostRecv"; }
   bool IsConstant() const { return type_string() == "Const"; }
-  // Loop nodes (TensorFlow 1.x while loops; see control_flow.h).
+  // Control flow (TensorFlow 1.x conds and while loops; see control_flow.h).
+  bool IsSwitch() const { return type_string() == "Switch" || type_string() == "RefSwitch"; }
+  bool IsMerge() const { return type_string() == "Merge" || type_string() == "RefMerge"; }
   bool IsEnter() const { return type_string() == "Enter" || type_string() == "RefEnter"; }
   bool IsExit() const { return type_string() == "Exit" || type_string() == "RefExit"; }
   bool IsNextIteration() const {

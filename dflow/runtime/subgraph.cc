@@ -90,20 +90,16 @@ void Reroute(Graph* g, const TensorId& t, Node* arg) {
   }
 }
 
-bool IsSwitch(const Node& n) {
-  return n.type_string() == "Switch" || n.type_string() == "RefSwitch";
-}
-
 // Ops that must run even when nothing reads their outputs: they check
 // values (CheckNumerics), steer control flow, or call functions whose
 // bodies may have effects their op does not declare.
 bool MustCompute(const Node& n) {
   static const auto* kOps = new absl::flat_hash_set<std::string>{
-      "CheckNumerics", "ControlTrigger", "Merge", "RefMerge", "LoopCond", "PartitionedCall",
+      "CheckNumerics", "ControlTrigger", "LoopCond", "PartitionedCall",
       "If", "StatelessIf", "While", "StatelessWhile", "Case", "StatelessCase",
       "SymbolicGradient"};
-  return n.IsStateful() || IsSwitch(n) || n.IsEnter() || n.IsExit() || n.IsNextIteration() ||
-         kOps->contains(n.type_string());
+  return n.IsStateful() || n.IsSwitch() || n.IsMerge() || n.IsEnter() || n.IsExit() ||
+         n.IsNextIteration() || kOps->contains(n.type_string());
 }
 
 // Whether `n` computes outputs that nothing reads as data: every edge out
@@ -119,7 +115,7 @@ bool OnlyOrdersOthers(const Node& n) {
   // A Switch's outputs differ in deadness, which a control edge from it
   // cannot carry: the Identity reading one (a branch's pivot) must stay.
   for (const Edge* e : n.in_edges()) {
-    if (!e->IsControlEdge() && IsSwitch(*e->src)) return false;
+    if (!e->IsControlEdge() && e->src->IsSwitch()) return false;
   }
   return !MustCompute(n);
 }
