@@ -61,8 +61,6 @@ struct DataConnectionBio {
 
 namespace {
 
-int FdOf(BIO* b) { return static_cast<DataConnectionBio*>(BIO_get_data(b))->fd; }
-
 bool Retryable(int err) { return err == EAGAIN || err == EWOULDBLOCK || err == EINTR; }
 
 int BioWrite(BIO* b, const char* data, int n) {
@@ -280,7 +278,25 @@ int DataConnection::TakeReceivedFd() {
 // --- SharedRegion -------------------------------------------------------------------------
 
 namespace {
+
 constexpr int kRegionSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+
+// A message of `n` bytes at `buf` with room for one descriptor (zeroed).
+struct OneFdMessage {
+  OneFdMessage(void* buf, size_t n) : iov{buf, n} {
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+  }
+  OneFdMessage(const OneFdMessage&) = delete;
+  OneFdMessage& operator=(const OneFdMessage&) = delete;
+
+  iovec iov;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+};
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SharedRegion>> SharedRegion::Create(size_t bytes) {
@@ -374,13 +390,8 @@ DataConnection::Io DataConnection::Read(void* buf, size_t n, size_t* got) {
   *got = 0;
   if (tls_ == nullptr) {
     // recvmsg, to take a descriptor the peer may pass (SharedRegion).
-    iovec iov{buf, n};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
+    OneFdMessage m(buf, n);
+    msghdr& msg = m.msg;
     const ssize_t r = ::recvmsg(fd_, &msg, MSG_CMSG_CLOEXEC);
     // Descriptors come with bytes only. A failed call leaves msg_controllen
     // as it was, so its control block must not be read: it would hand over
@@ -512,13 +523,8 @@ absl::Status DataConnection::SendWithFd(const void* buf, size_t n, int fd, absl:
   if (tls_ != nullptr || n == 0) {
     return absl::InvalidArgumentError("a descriptor goes with plaintext bytes only");
   }
-  iovec iov{const_cast<void*>(buf), 1};  // The descriptor rides on the first byte.
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
+  OneFdMessage m(const_cast<void*>(buf), 1);  // The descriptor rides on the first byte.
+  msghdr& msg = m.msg;
   cmsghdr* c = CMSG_FIRSTHDR(&msg);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;
