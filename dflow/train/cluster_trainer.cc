@@ -93,8 +93,10 @@ class ShardedBatches {
   ShardedBatches(std::unique_ptr<BatchIterator> inner, int64_t batch_size, int first, int count)
       : input_(std::move(inner)), batch_size_(batch_size), first_(first), count_(count) {}
 
-  // Rows [slice * batch_size, (slice + 1) * batch_size) of `t`.
+  // Rows [slice * batch_size, (slice + 1) * batch_size) of `t`: `t` itself
+  // when that is all of it (one worker), a copy otherwise.
   Tensor Rows(const Tensor& t, int slice) const {
+    if (t.dim_size(0) == batch_size_) return t;
     TensorShape shape = t.shape();
     shape.set_dim(0, batch_size_);
     Tensor out = Tensor::ForOverwrite(t.dtype(), shape);
