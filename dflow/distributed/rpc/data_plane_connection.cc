@@ -339,7 +339,12 @@ absl::StatusOr<std::unique_ptr<SharedRegion>> SharedRegion::Adopt(int fd) {
 
 SharedRegion::~SharedRegion() {
   ::munmap(data_, size_);
+  CloseFd();
+}
+
+void SharedRegion::CloseFd() {
   if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
 }
 
 DataConnection::Io DataConnection::SslResult(int ret, const char* what) {

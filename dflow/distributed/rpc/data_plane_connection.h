@@ -91,13 +91,17 @@ class SharedRegion {
 
   char* data() const { return data_; }
   size_t size() const { return size_; }
-  int fd() const { return fd_; }  // The receiver's; -1 at the sender.
+  // The receiver's descriptor, for the peer, until CloseFd; -1 at the sender.
+  int fd() const { return fd_; }
+  // Closes the receiver's descriptor once it went to the peer: the mapping
+  // stays, and a pooled connection holds no descriptor for it.
+  void CloseFd();
 
  private:
   SharedRegion(char* data, size_t size, int fd) : data_(data), size_(size), fd_(fd) {}
   char* const data_;
   const size_t size_;
-  const int fd_;
+  int fd_;
 };
 
 // A connected socket, owned (closed by the destructor), plaintext or TLS.

@@ -730,6 +730,7 @@ bool OpenLocal(DataConnection& conn, const std::string& hello, absl::Time deadli
   const RequestHeader offer{data_plane::kSharedMagic, 0, 0};
   const std::string bytes = hello + std::string(reinterpret_cast<const char*>(&offer), sizeof(offer));
   if (!conn.SendWithFd(bytes.data(), bytes.size(), (*region)->fd(), deadline).ok()) return false;
+  (*region)->CloseFd();  // The peer has its own copy now.
   conn.set_shared(*std::move(region));
   return true;
 }

@@ -187,6 +187,11 @@ class DataPlaneServer::Loop {
     absl::Time last_progress;
 
     bool mid_frame() const { return header_got > 0; }
+    // The frame read so far is consumed: the next one starts.
+    void NextFrame() {
+      header_got = 0;
+      std::string().swap(body);
+    }
   };
 
   bool Watch(int fd, uint64_t id, uint32_t events) {
@@ -433,8 +438,7 @@ class DataPlaneServer::Loop {
       return false;
     }
     c->authenticated = true;
-    c->header_got = 0;
-    std::string().swap(c->body);
+    c->NextFrame();
     return true;
   }
 
@@ -443,8 +447,7 @@ class DataPlaneServer::Loop {
   // that is missing or not a sealed region of the allowed size is ignored
   // (the tensors come inline).
   void OnShared(Connection* c) {
-    c->header_got = 0;
-    std::string().swap(c->body);
+    c->NextFrame();
     const int fd = c->io->TakeReceivedFd();
     if (fd < 0) return;
     if (!server_->options_.shared_memory) {
@@ -481,8 +484,7 @@ class DataPlaneServer::Loop {
     const bool parsed = req.ParseFromString(c->body);
     const size_t request_bytes = c->body.size();
     const uint64_t timeout_us = c->header.timeout_us;
-    c->header_got = 0;
-    std::string().swap(c->body);
+    c->NextFrame();
     c->shared_used = 0;  // The receiver has copied out every earlier answer.
     if (!parsed) {
       Respond(c,
@@ -527,8 +529,7 @@ class DataPlaneServer::Loop {
                                                     data_plane::kMaxBatchCalls, " allowed)"));
     }
     const uint64_t timeout_us = c->header.timeout_us;
-    c->header_got = 0;
-    std::string().swap(c->body);
+    c->NextFrame();
     c->shared_used = 0;  // The receiver has copied out every earlier answer.
     if (!bad.ok()) {
       Respond(c, bad, nullptr, now);  // One status frame for the whole batch.

@@ -319,32 +319,29 @@ class FakeSender {
   std::thread thread_;
 };
 
-std::string TensorReply(uint32_t dtype, std::vector<int64_t> dims, uint64_t bytes,
-                        size_t body_bytes) {
+// A raw tensor answer's header and dims, of kind `kind`.
+std::string TensorReplyHead(uint32_t kind, uint32_t dtype, const std::vector<int64_t>& dims,
+                            uint64_t bytes) {
   data_plane::ResponseHeader h{data_plane::kResponseMagic,
-                               data_plane::kTensor,
+                               kind,
                                1,
                                dtype,
                                static_cast<uint32_t>(dims.size()),
                                bytes};
   std::string out(reinterpret_cast<const char*>(&h), sizeof(h));
   out.append(reinterpret_cast<const char*>(dims.data()), dims.size() * sizeof(int64_t));
-  out.append(body_bytes, 'z');
   return out;
+}
+
+std::string TensorReply(uint32_t dtype, std::vector<int64_t> dims, uint64_t bytes,
+                        size_t body_bytes) {
+  return TensorReplyHead(data_plane::kTensor, dtype, dims, bytes) + std::string(body_bytes, 'z');
 }
 
 // A kind 6 answer: `bytes` of `dims` at `offset` of the receiver's shared region.
 std::string SharedReply(std::vector<int64_t> dims, uint64_t bytes, uint64_t offset) {
-  data_plane::ResponseHeader h{data_plane::kResponseMagic,
-                               data_plane::kTensorShared,
-                               1,
-                               DT_FLOAT,
-                               static_cast<uint32_t>(dims.size()),
-                               bytes};
-  std::string out(reinterpret_cast<const char*>(&h), sizeof(h));
-  out.append(reinterpret_cast<const char*>(dims.data()), dims.size() * sizeof(int64_t));
-  out.append(reinterpret_cast<const char*>(&offset), sizeof(offset));
-  return out;
+  return TensorReplyHead(data_plane::kTensorShared, DT_FLOAT, dims, bytes) +
+         std::string(reinterpret_cast<const char*>(&offset), sizeof(offset));
 }
 
 TEST(TensorDataPlaneTest, LyingHeadersAreInvalidArgument) {
