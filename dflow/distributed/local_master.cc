@@ -98,4 +98,12 @@ DFLOW_LOCAL_MASTER_METHOD(ReleaseCallable, ReleaseCallableRequest, ReleaseCallab
 
 #undef DFLOW_LOCAL_MASTER_METHOD
 
+void LocalMaster::RunStepWithTensorsAsync(const CallOptions& opts, tensorflow::RunStepRequest* req,
+                                          std::vector<Tensor> feed_values,
+                                          tensorflow::RunStepResponse* resp, StatusCallback done) {
+  Dispatch("RunStep", done, [&](MasterInterface* m) {
+    m->RunStepWithTensorsAsync(opts, req, std::move(feed_values), resp, std::move(done));
+  });
+}
+
 }  // namespace dflow

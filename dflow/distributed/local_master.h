@@ -56,6 +56,9 @@ class LocalMaster final : public MasterInterface {
                             StatusCallback done) override;
   void RunStepAsync(const CallOptions& opts, const tensorflow::RunStepRequest* req,
                     tensorflow::RunStepResponse* resp, StatusCallback done) override;
+  void RunStepWithTensorsAsync(const CallOptions& opts, tensorflow::RunStepRequest* req,
+                               std::vector<Tensor> feed_values, tensorflow::RunStepResponse* resp,
+                               StatusCallback done) override;
   void CloseSessionAsync(const CallOptions& opts, const tensorflow::CloseSessionRequest* req,
                          tensorflow::CloseSessionResponse* resp, StatusCallback done) override;
   void ListDevicesAsync(const CallOptions& opts, const tensorflow::ListDevicesRequest* req,

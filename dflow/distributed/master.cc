@@ -238,15 +238,33 @@ void Master::PartialRunSetupAsync(const CallOptions&, const tensorflow::PartialR
 
 void Master::RunStepAsync(const CallOptions& opts, const tensorflow::RunStepRequest* req,
                           tensorflow::RunStepResponse* resp, StatusCallback done) {
+  StartStep(opts, req, {}, resp, std::move(done), /*on_caller_thread=*/false);
+}
+
+void Master::RunStepWithTensorsAsync(const CallOptions& opts, tensorflow::RunStepRequest* req,
+                                     std::vector<Tensor> feed_values,
+                                     tensorflow::RunStepResponse* resp, StatusCallback done) {
+  StartStep(opts, req, std::move(feed_values), resp, std::move(done), /*on_caller_thread=*/true);
+}
+
+void Master::StartStep(const CallOptions& opts, const tensorflow::RunStepRequest* req,
+                       std::vector<Tensor> feed_values, tensorflow::RunStepResponse* resp,
+                       StatusCallback done, bool on_caller_thread) {
   // Errors go into the body when the client asks for it (TensorFlow's clients do).
   StatusCallback finish = [req, resp, done = std::move(done)](const absl::Status& s) {
     done(StoreErrorInBody(req->store_errors_in_response_body(), Prefixed("RunStep", s), resp));
   };
   absl::StatusOr<std::shared_ptr<MasterSession>> session = FindSession(req->session_handle());
   if (!session.ok()) return finish(session.status());
+  if (on_caller_thread) {
+    (*session)->RunStepAsync(opts.deadline, req, std::move(feed_values), resp, std::move(finish));
+    return;
+  }
   RunOn(pool_.get(), std::move(finish),
-        [session = *std::move(session), opts, req, resp](StatusCallback done) {
-          session->RunStepAsync(opts.deadline, req, resp, std::move(done));
+        [session = *std::move(session), opts, req, feed_values = std::move(feed_values),
+         resp](StatusCallback done) mutable {
+          session->RunStepAsync(opts.deadline, req, std::move(feed_values), resp,
+                                std::move(done));
         });
 }
 

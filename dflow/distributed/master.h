@@ -57,6 +57,9 @@ class Master : public MasterInterface {
   // response and the call itself succeeds.
   void RunStepAsync(const CallOptions& opts, const tensorflow::RunStepRequest* req,
                     tensorflow::RunStepResponse* resp, StatusCallback done) override;
+  void RunStepWithTensorsAsync(const CallOptions& opts, tensorflow::RunStepRequest* req,
+                               std::vector<Tensor> feed_values, tensorflow::RunStepResponse* resp,
+                               StatusCallback done) override;
   void CloseSessionAsync(const CallOptions& opts, const tensorflow::CloseSessionRequest* req,
                          tensorflow::CloseSessionResponse* resp, StatusCallback done) override;
   // With a session handle: the session's devices; without: every device of
@@ -76,6 +79,13 @@ class Master : public MasterInterface {
   int NumSessions() const;
 
  private:
+  // Starts the step on the master's thread pool, or, for a caller in this
+  // process that waits anyway, on its own thread (one wake-up less a step).
+  // `feed_values` is empty or has one value per feed of `req` (whose feeds
+  // then carry names only).
+  void StartStep(const CallOptions& opts, const tensorflow::RunStepRequest* req,
+                 std::vector<Tensor> feed_values, tensorflow::RunStepResponse* resp,
+                 StatusCallback done, bool on_caller_thread);
   // The devices of every task that `filters` allow (this task always),
   // asked concurrently with GetStatus.
   absl::StatusOr<std::vector<std::unique_ptr<Device>>> DiscoverDevices(

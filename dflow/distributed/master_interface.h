@@ -12,7 +12,10 @@
 #ifndef DFLOW_DISTRIBUTED_MASTER_INTERFACE_H_
 #define DFLOW_DISTRIBUTED_MASTER_INTERFACE_H_
 
+#include <vector>
+
 #include "dflow/distributed/call_options.h"
+#include "dflow/framework/tensor.h"
 #include "dflow/proto/master.pb.h"
 
 namespace dflow {
@@ -33,6 +36,16 @@ class MasterInterface {
                                     StatusCallback done) = 0;
   virtual void RunStepAsync(const CallOptions& opts, const tensorflow::RunStepRequest* req,
                             tensorflow::RunStepResponse* resp, StatusCallback done) = 0;
+  // RunStep with feeds that are tensors of this process: `req`'s feeds carry
+  // their names only and `feed_values[i]` is the value of feed i. The
+  // in-process Master hands the buffers to its own task as they are, with no
+  // encoding and no copy (how a trainer in a server's process feeds its
+  // batches), and may start the step on the calling thread, which is then
+  // busy until the step's partitions are sent; any other master gets them
+  // encoded into `req` (this default).
+  virtual void RunStepWithTensorsAsync(const CallOptions& opts, tensorflow::RunStepRequest* req,
+                                       std::vector<Tensor> feed_values,
+                                       tensorflow::RunStepResponse* resp, StatusCallback done);
   virtual void CloseSessionAsync(const CallOptions& opts,
                                  const tensorflow::CloseSessionRequest* req,
                                  tensorflow::CloseSessionResponse* resp, StatusCallback done) = 0;
@@ -67,6 +80,12 @@ class MasterInterface {
   absl::Status RunStep(const tensorflow::RunStepRequest& req, tensorflow::RunStepResponse* resp,
                        const CallOptions& opts = {}) {
     return WaitForCall([&](StatusCallback d) { RunStepAsync(opts, &req, resp, std::move(d)); });
+  }
+  absl::Status RunStepWithTensors(tensorflow::RunStepRequest* req, std::vector<Tensor> feed_values,
+                                  tensorflow::RunStepResponse* resp, const CallOptions& opts = {}) {
+    return WaitForCall([&](StatusCallback d) {
+      RunStepWithTensorsAsync(opts, req, std::move(feed_values), resp, std::move(d));
+    });
   }
   absl::Status CloseSession(const tensorflow::CloseSessionRequest& req,
                             tensorflow::CloseSessionResponse* resp, const CallOptions& opts = {}) {

@@ -28,6 +28,8 @@ struct MasterSession::Plan {
     std::string task;
     WorkerInterface* worker;  // Not owned.
     std::string graph_handle;
+    // A dflow worker: a finished step's cleanup may wait for its next RunGraph.
+    bool cleanup_with_run_graph = false;
   };
   std::vector<Part> parts;
   int client_part = -1;                                // The part on the master's task.
@@ -47,6 +49,8 @@ struct MasterSession::Step {
   std::vector<int> outputs;
   std::vector<tensorflow::TensorProto> fed_values;
   std::vector<tensorflow::RunGraphRequest> reqs;
+  // The fed values, handed as they are to the client part's RunGraph.
+  WorkerInterface::TensorSends client_sends;
   std::vector<tensorflow::RunGraphResponse> resps;
   StepDone done;
   // Traced steps only: where the merged stats go (not owned), and each
@@ -64,6 +68,19 @@ struct MasterSession::Step {
 namespace {
 
 absl::Status Closed() { return absl::CancelledError("[Master] the session is closed"); }
+
+// A fed value sent encoded, decoded (its bytes checked against the memory
+// limit); any failure is the request's fault, as a worker reports its sends.
+absl::StatusOr<Tensor> DecodeFeed(const std::string& name, const tensorflow::TensorProto& proto,
+                                  absl::string_view method) {
+  absl::StatusOr<Tensor> value = Tensor::FromProto(proto);
+  if (!value.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("[Master ", method, "] feed '", name,
+                                                   "' cannot be decoded: ",
+                                                   value.status().message()));
+  }
+  return value;
+}
 
 int64_t NewStepId() {
   thread_local absl::BitGen gen;
@@ -167,12 +184,14 @@ absl::Status MasterSession::Extend(const tensorflow::ExtendSessionRequest& req,
 
 absl::Status MasterSession::Close(absl::Time deadline) {
   std::vector<std::shared_ptr<Step>> running;
+  absl::flat_hash_map<std::string, std::vector<int64_t>> deferred;
   {
     absl::MutexLock l(&mu_);
     if (closed_) return absl::OkStatus();
     closed_ = true;
     plans_.Close(Closed());
     graph_def_.reset();
+    deferred.swap(deferred_cleanups_);
     for (const auto& [id, weak] : in_flight_) {
       if (std::shared_ptr<Step> step = weak.lock()) running.push_back(std::move(step));
     }
@@ -188,6 +207,12 @@ absl::Status MasterSession::Close(absl::Time deadline) {
       }
     }
     if (abort) CleanupStep(*step->plan, step->step_id);
+  }
+  // Finished steps whose cleanup waited for a next RunGraph that will not come.
+  for (const auto& [task, steps] : deferred) {
+    WorkerInterface* worker = WorkerFor(task);
+    if (worker == nullptr) continue;
+    for (int64_t over : steps) CleanupGraphOn(*worker, over);
   }
   // Every task's worker session, deleted at once and at best effort, as
   // TensorFlow's master does: a task that died has nothing left to delete
@@ -322,7 +347,7 @@ absl::Status MasterSession::RegisterPartitions(std::unique_ptr<Graph> placed, ab
       return WithContext(s, absl::StrCat("[Master] registering the partition for ", task));
     }
     if (task == env_->task_name) plan->client_part = static_cast<int>(plan->parts.size());
-    plan->parts.push_back({task, worker, resp.graph_handle()});
+    plan->parts.push_back({task, worker, resp.graph_handle(), resp.dflow_cleanup_with_run_graph()});
   }
   if (plan->client_part < 0 && plan->keys.size() > plan->feeds.size()) {
     return absl::InternalError("[Master] the feeds and fetches have no partition on the master");
@@ -333,13 +358,15 @@ absl::Status MasterSession::RegisterPartitions(std::unique_ptr<Graph> placed, ab
 // --- steps -------------------------------------------------------------------------------
 
 void MasterSession::CleanupStep(const Plan& plan, int64_t step_id) {
-  for (const auto& part : plan.parts) {
-    auto req = std::make_shared<tensorflow::CleanupGraphRequest>();
-    auto resp = std::make_shared<tensorflow::CleanupGraphResponse>();
-    req->set_step_id(step_id);
-    part.worker->CleanupGraphAsync(CallOptions::WithTimeout(absl::Seconds(10)), req.get(),
-                                   resp.get(), [req, resp](const absl::Status&) {});
-  }
+  for (const auto& part : plan.parts) CleanupGraphOn(*part.worker, step_id);
+}
+
+void MasterSession::CleanupGraphOn(WorkerInterface& worker, int64_t step_id) {
+  auto req = std::make_shared<tensorflow::CleanupGraphRequest>();
+  auto resp = std::make_shared<tensorflow::CleanupGraphResponse>();
+  req->set_step_id(step_id);
+  worker.CleanupGraphAsync(CallOptions::WithTimeout(absl::Seconds(10)), req.get(), resp.get(),
+                           [req, resp](const absl::Status&) {});
 }
 
 // A step's names in canonical form ("x" -> "x:0") and what the graph must
@@ -406,6 +433,14 @@ void MasterSession::RunAsync(absl::Time deadline, const Feeds& feeds,
       return;
     }
     in_flight_[step->step_id] = step;
+    // Finished steps' cleanups ride on this step's RunGraph calls.
+    const Plan& p = *step->plan;
+    for (size_t i = 0; i < p.parts.size(); ++i) {
+      auto it = deferred_cleanups_.find(p.parts[i].task);
+      if (it == deferred_cleanups_.end()) continue;
+      for (int64_t over : it->second) step->reqs[i].add_dflow_cleanup_step_id(over);
+      deferred_cleanups_.erase(it);
+    }
   }
   FanOut(step);
 }
@@ -427,19 +462,11 @@ absl::Status MasterSession::BuildRequests(const Feeds& feeds, const Signature& s
   if (p.client_part >= 0) {
     tensorflow::RunGraphRequest& req = step->reqs[p.client_part];
     for (size_t i = 0; i < feeds.size(); ++i) {
-      const tensorflow::TensorProto& value = *feeds[i].second;
+      const auto& [name, value] = feeds[i];
       const size_t k =
           std::lower_bound(p.feeds.begin(), p.feeds.end(), sig.feed_names[i]) - p.feeds.begin();
-      absl::StatusOr<TensorShape> shape = TensorShape::FromProto(value.tensor_shape());
-      if (!shape.ok()) {
-        return WithContext(shape.status(),
-                           absl::StrCat("[Master RunStep] feed '", feeds[i].first, "'"));
-      }
-      RETURN_IF_ERROR(
-          CheckFeed(feeds[i].first, static_cast<DataType>(value.dtype()), *shape, p.feed_specs[k]));
-      tensorflow::NamedTensorProto* send = req.add_send();
-      send->set_name(p.keys.at(sig.feed_names[i]));
-      *send->mutable_tensor() = value;
+      RETURN_IF_ERROR(CheckFeed(name, value.dtype(), value.shape(), p.feed_specs[k]));
+      step->client_sends.emplace_back(p.keys.at(sig.feed_names[i]), value);
     }
     for (const std::string& name : sig.graph_fetches) req.add_recv_key(p.keys.at(name));
   }
@@ -447,7 +474,7 @@ absl::Status MasterSession::BuildRequests(const Feeds& feeds, const Signature& s
     auto it = sig.fed.find(name);
     if (it != sig.fed.end()) {
       step->outputs.push_back(-1 - static_cast<int>(step->fed_values.size()));
-      step->fed_values.push_back(*feeds[it->second].second);
+      feeds[it->second].second.AsProtoTensorContent(&step->fed_values.emplace_back());
     } else {
       step->outputs.push_back(static_cast<int>(step->fetch_keys.size()));
       step->fetch_keys.push_back(p.keys.at(name));
@@ -483,17 +510,19 @@ void MasterSession::FanOut(const std::shared_ptr<Step>& step) {
     if (last) FinishStep(step);
   };
   for (size_t i = 0; i < p.parts.size(); ++i) {
-    if (step->step_stats == nullptr) {
-      p.parts[i].worker->RunGraphAsync(opts, &step->reqs[i], &step->resps[i], part_done);
-      continue;
+    WorkerInterface::TensorSends sends;
+    if (static_cast<int>(i) == p.client_part) sends = std::move(step->client_sends);
+    StatusCallback on_done = part_done;
+    if (step->step_stats != nullptr) {
+      step->rpcs[i].set_all_start_micros(StepStatsCollector::NowMicros());
+      on_done = [step, i, part_done](const absl::Status& s) {
+        step->rpcs[i].set_all_end_rel_micros(StepStatsCollector::NowMicros() -
+                                             step->rpcs[i].all_start_micros());
+        part_done(s);
+      };
     }
-    step->rpcs[i].set_all_start_micros(StepStatsCollector::NowMicros());
-    p.parts[i].worker->RunGraphAsync(
-        opts, &step->reqs[i], &step->resps[i], [step, i, part_done](const absl::Status& s) {
-          step->rpcs[i].set_all_end_rel_micros(StepStatsCollector::NowMicros() -
-                                               step->rpcs[i].all_start_micros());
-          part_done(s);
-        });
+    p.parts[i].worker->RunGraphWithTensorsAsync(opts, &step->reqs[i], std::move(sends),
+                                                &step->resps[i], std::move(on_done));
   }
   bool abort, last;
   {
@@ -507,16 +536,30 @@ void MasterSession::FanOut(const std::shared_ptr<Step>& step) {
 }
 
 void MasterSession::FinishStep(const std::shared_ptr<Step>& step) {
-  CleanupStep(*step->plan, step->step_id);
-  {
-    absl::MutexLock l(&mu_);
-    in_flight_.erase(step->step_id);
-  }
   absl::Status status;
   {
     absl::MutexLock l(&step->mu);
     status = step->status;
   }
+  // A step that succeeded is cleaned up by the next RunGraph to each task
+  // whose worker takes that (one call less per task and step), any other
+  // with a CleanupGraph call now.
+  std::vector<const Plan::Part*> now;
+  {
+    absl::MutexLock l(&mu_);
+    in_flight_.erase(step->step_id);
+    for (const Plan::Part& part : step->plan->parts) {
+      if (status.ok() && !closed_ && part.cleanup_with_run_graph) {
+        std::vector<int64_t>& later = deferred_cleanups_[part.task];
+        if (later.size() < kMaxDeferredCleanups) {
+          later.push_back(step->step_id);
+          continue;
+        }
+      }
+      now.push_back(&part);
+    }
+  }
+  for (const Plan::Part* part : now) CleanupGraphOn(*part->worker, step->step_id);
   std::vector<tensorflow::TensorProto*> computed, fetched;
   if (status.ok() && !step->fetch_keys.empty()) {
     tensorflow::RunGraphResponse& resp = step->resps[step->plan->client_part];
@@ -566,14 +609,29 @@ void MasterSession::MergeStepStats(Step* step) const {
 }
 
 void MasterSession::RunStepAsync(absl::Time deadline, const tensorflow::RunStepRequest* req,
+                                 std::vector<Tensor> feed_values,
                                  tensorflow::RunStepResponse* resp, StatusCallback done) {
   if (!req->partial_run_handle().empty()) {
     done(absl::UnimplementedError("[Master RunStep] partial runs are not supported"));
     return;
   }
+  if (!feed_values.empty() && feed_values.size() != static_cast<size_t>(req->feed_size())) {
+    done(absl::InvalidArgumentError(absl::StrCat("[Master RunStep] ", req->feed_size(),
+                                                 " feeds named, ", feed_values.size(),
+                                                 " values given")));
+    return;
+  }
   Feeds feeds;
-  for (const tensorflow::NamedTensorProto& f : req->feed())
-    feeds.emplace_back(f.name(), &f.tensor());
+  for (int i = 0; i < req->feed_size(); ++i) {
+    const tensorflow::NamedTensorProto& f = req->feed(i);
+    if (!feed_values.empty()) {
+      feeds.emplace_back(f.name(), std::move(feed_values[i]));
+      continue;
+    }
+    absl::StatusOr<Tensor> value = DecodeFeed(f.name(), f.tensor(), "RunStep");
+    if (!value.ok()) return done(value.status());
+    feeds.emplace_back(f.name(), *std::move(value));
+  }
   std::vector<std::string> fetches(req->fetch().begin(), req->fetch().end());
   std::vector<std::string> targets(req->target().begin(), req->target().end());
   RunAsync(StepDeadline(deadline, req->options()), feeds, fetches, targets,
@@ -619,7 +677,11 @@ void MasterSession::RunCallableAsync(absl::Time deadline, const tensorflow::RunC
     return;
   }
   Feeds feeds;
-  for (int i = 0; i < req->feed_size(); ++i) feeds.emplace_back(callable.feed(i), &req->feed(i));
+  for (int i = 0; i < req->feed_size(); ++i) {
+    absl::StatusOr<Tensor> value = DecodeFeed(callable.feed(i), req->feed(i), "RunCallable");
+    if (!value.ok()) return done(value.status());
+    feeds.emplace_back(callable.feed(i), *std::move(value));
+  }
   std::vector<std::string> fetches(callable.fetch().begin(), callable.fetch().end());
   std::vector<std::string> targets(callable.target().begin(), callable.target().end());
   RunAsync(StepDeadline(deadline, callable.run_options()), feeds, fetches, targets,

@@ -52,8 +52,11 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
   // InvalidArgument for a node name already in the graph.
   absl::Status Extend(const tensorflow::ExtendSessionRequest& req,
                       tensorflow::ExtendSessionResponse* resp);
+  // `feed_values` is empty (the values are in `req`) or holds one value per
+  // feed of `req` (whose feeds then carry names only).
   void RunStepAsync(absl::Time deadline, const tensorflow::RunStepRequest* req,
-                    tensorflow::RunStepResponse* resp, StatusCallback done);
+                    std::vector<Tensor> feed_values, tensorflow::RunStepResponse* resp,
+                    StatusCallback done);
   absl::Status MakeCallable(const tensorflow::MakeCallableRequest& req,
                             tensorflow::MakeCallableResponse* resp);
   void RunCallableAsync(absl::Time deadline, const tensorflow::RunCallableRequest* req,
@@ -77,7 +80,7 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
  private:
   struct Plan;  // The registered partitions of one signature.
   struct Step;  // One step in flight.
-  using Feeds = std::vector<std::pair<std::string, const tensorflow::TensorProto*>>;
+  using Feeds = std::vector<std::pair<std::string, Tensor>>;  // Decoded, in the caller's order.
   // Called with the fetched tensors in fetch order (owned by the step).
   using StepDone =
       std::function<void(const absl::Status&, std::vector<tensorflow::TensorProto*>& fetches)>;
@@ -116,6 +119,7 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
   void FinishStep(const std::shared_ptr<Step>& step);
   // Sends CleanupGraph for `step_id` to every part, without waiting.
   static void CleanupStep(const Plan& plan, int64_t step_id);
+  static void CleanupGraphOn(WorkerInterface& worker, int64_t step_id);
   // The tasks this session spans, with their workers.
   std::vector<std::string> Tasks() const;
   WorkerInterface* WorkerFor(const std::string& task) const;
@@ -140,6 +144,11 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
   // Steps running now, which Close aborts (a step may wait on a queue for
   // ever; TensorFlow's master cancels them too).
   absl::flat_hash_map<int64_t, std::weak_ptr<Step>> in_flight_ ABSL_GUARDED_BY(mu_);
+  // Per task: finished steps to clean up with the task's next RunGraph (a
+  // dflow worker's: RegisterGraphResponse.dflow_cleanup_with_run_graph), at most
+  // kMaxDeferredCleanups; Close sends what is left as CleanupGraph calls.
+  static constexpr size_t kMaxDeferredCleanups = 64;
+  absl::flat_hash_map<std::string, std::vector<int64_t>> deferred_cleanups_ ABSL_GUARDED_BY(mu_);
   // Stateful node name -> the device it was first placed on.
   absl::flat_hash_map<std::string, std::string> stateful_placements_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int64_t, tensorflow::CallableOptions> callables_ ABSL_GUARDED_BY(mu_);

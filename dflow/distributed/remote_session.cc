@@ -74,11 +74,14 @@ absl::Status RemoteSession::Run(const tensorflow::RunOptions& options,
     }
     req.set_session_handle(handle_);
   }
+  // The values travel as tensors: a master in this process takes their
+  // buffers, a remote one gets them encoded.
+  std::vector<Tensor> feed_values;
+  feed_values.reserve(feeds.size());
   for (const auto& [name, value] : feeds) {
     RETURN_IF_ERROR(CheckEncodable(value, absl::StrCat("[Session] feed '", name, "'")));
-    tensorflow::NamedTensorProto* f = req.add_feed();
-    f->set_name(name);
-    value.AsProtoTensorContent(f->mutable_tensor());
+    req.add_feed()->set_name(name);
+    feed_values.push_back(value);
   }
   for (const std::string& f : fetches) req.add_fetch(f);
   for (const std::string& t : targets) req.add_target(t);
@@ -88,7 +91,7 @@ absl::Status RemoteSession::Run(const tensorflow::RunOptions& options,
   if (opts.deadline != absl::InfiniteFuture())
     opts.deadline += absl::Seconds(1);  // The master's own deadline reports first.
   tensorflow::RunStepResponse resp;
-  RETURN_IF_ERROR(master_->RunStep(req, &resp, opts));
+  RETURN_IF_ERROR(master_->RunStepWithTensors(&req, std::move(feed_values), &resp, opts));
   if (resp.status_code() != 0) {
     return absl::Status(static_cast<absl::StatusCode>(resp.status_code()),
                         resp.status_error_message());

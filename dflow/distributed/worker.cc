@@ -262,6 +262,7 @@ void Worker::RegisterGraphAsync(const CallOptions&, const tensorflow::RegisterGr
   (*item)->handle = absl::StrCat("graph_", next_graph_id_.fetch_add(1));
   (*item)->num_nodes = GraphNodeCount(req->graph_def());
   resp->set_graph_handle((*item)->handle);
+  resp->set_dflow_cleanup_with_run_graph(true);
   {
     absl::MutexLock l(&(*session)->mu);
     (*session)->graphs[(*item)->handle] = *std::move(item);
@@ -336,7 +337,8 @@ void Worker::RecvEnded(int64_t step_id, const StepRendezvous* rendez) {
       absl::StrCat("[Worker] step ", step_id, " never ran on ", task_name_)));
 }
 
-absl::Status Worker::FeedSends(const tensorflow::RunGraphRequest& req, StepRendezvous* rendez) {
+absl::Status Worker::FeedSends(const tensorflow::RunGraphRequest& req, const TensorSends& sends,
+                               StepRendezvous* rendez) {
   for (const tensorflow::NamedTensorProto& send : req.send()) {
     ASSIGN_OR_RETURN(Rendezvous::ParsedKey key, Rendezvous::ParseKey(send.name()));
     absl::StatusOr<Tensor> value = Tensor::FromProto(send.tensor());
@@ -345,6 +347,10 @@ absl::Status Worker::FeedSends(const tensorflow::RunGraphRequest& req, StepRende
           "the tensor sent for '", send.name(), "' cannot be decoded: ", value.status().message()));
     }
     RETURN_IF_ERROR(rendez->Send(key, *value, /*is_dead=*/false));
+  }
+  for (const auto& [name, value] : sends) {
+    ASSIGN_OR_RETURN(Rendezvous::ParsedKey key, Rendezvous::ParseKey(name));
+    RETURN_IF_ERROR(rendez->Send(key, value, /*is_dead=*/false));
   }
   return absl::OkStatus();
 }
@@ -386,6 +392,13 @@ absl::Status Worker::CollectRecvs(const tensorflow::RunGraphRequest& req, StepRe
 
 void Worker::RunGraphAsync(const CallOptions& opts, const tensorflow::RunGraphRequest* req,
                            tensorflow::RunGraphResponse* resp, StatusCallback done) {
+  RunGraphWithTensorsAsync(opts, req, {}, resp, std::move(done));
+}
+
+void Worker::RunGraphWithTensorsAsync(const CallOptions& opts,
+                                      const tensorflow::RunGraphRequest* req, TensorSends sends,
+                                      tensorflow::RunGraphResponse* resp, StatusCallback done) {
+  for (int64_t over : req->dflow_cleanup_step_id()) CleanupStep(over);
   auto fail = [&](const absl::Status& s) {
     done(StoreErrorInBody(req->store_errors_in_response_body(), s, resp));
   };
@@ -408,7 +421,7 @@ void Worker::RunGraphAsync(const CallOptions& opts, const tensorflow::RunGraphRe
                                   ? opts.deadline
                                   : absl::Now() + options_.default_timeout;
   rendez->SetDeadline(deadline);
-  if (absl::Status s = FeedSends(*req, rendez.get()); !s.ok()) {
+  if (absl::Status s = FeedSends(*req, sends, rendez.get()); !s.ok()) {
     rendez->StartAbort(MarkDerived(s));
     fail(Prefixed("RunGraph", s));
     return;
@@ -428,8 +441,13 @@ void Worker::RunGraphAsync(const CallOptions& opts, const tensorflow::RunGraphRe
     absl::MutexLock l(&run->mu);
     run->pending = n;
   }
+  ScheduleStepTimeout(run, deadline);
+  StartExecutors(run, deadline);
+}
+
+void Worker::ScheduleStepTimeout(const std::shared_ptr<RunState>& run, absl::Time deadline) {
   std::weak_ptr<RunState> weak = run;
-  run->timer = timer_->Schedule(deadline, [weak, step = req->step_id()] {
+  run->timer = timer_->Schedule(deadline, [weak, step = run->req->step_id()] {
     std::shared_ptr<RunState> r = weak.lock();
     if (r == nullptr) return;
     const std::vector<std::string> waiting = r->rendez->PendingRecvKeys();
@@ -443,14 +461,18 @@ void Worker::RunGraphAsync(const CallOptions& opts, const tensorflow::RunGraphRe
     }
     r->rendez->StartAbort(MarkDerived(timeout));
   });
+}
+
+void Worker::StartExecutors(const std::shared_ptr<RunState>& run, absl::Time deadline) {
+  const tensorflow::RunGraphRequest& req = *run->req;
   Executor::Args args;
-  args.step_id = req->step_id();
+  args.step_id = req.step_id();
   args.rendezvous = run->rendez.get();
   args.cancellation_manager = run->rendez->cancellation();
   args.deadline = deadline;
   ThreadPool* pool = pool_;
   args.runner = [pool](std::function<void()> fn) { pool->Schedule(std::move(fn)); };
-  const bool traced = req->exec_opts().record_timeline() || req->exec_opts().record_costs();
+  const bool traced = req.exec_opts().record_timeline() || req.exec_opts().record_costs();
   for (const auto& exec : run->graph->executors) {
     if (traced) {
       run->stats.push_back(std::make_unique<StepStatsCollector>(exec->device()->name()));
@@ -484,16 +506,21 @@ void Worker::FinishRun(const std::shared_ptr<RunState>& run) {
 
 void Worker::CleanupGraphAsync(const CallOptions&, const tensorflow::CleanupGraphRequest* req,
                                tensorflow::CleanupGraphResponse*, StatusCallback done) {
+  CleanupStep(req->step_id());
+  done(absl::OkStatus());
+}
+
+void Worker::CleanupStep(int64_t step_id) {
   std::shared_ptr<StepRendezvous> gone;
   {
     absl::MutexLock l(&mu_);
-    auto it = steps_.find(req->step_id());
+    auto it = steps_.find(step_id);
     if (it != steps_.end()) {
       gone = std::move(it->second.rendez);
       steps_.erase(it);
     }
-    if (cleaned_steps_.insert(req->step_id()).second) {
-      cleaned_order_.push_back(req->step_id());
+    if (cleaned_steps_.insert(step_id).second) {
+      cleaned_order_.push_back(step_id);
       if (cleaned_order_.size() > kRememberedSteps) {
         cleaned_steps_.erase(cleaned_order_.front());
         cleaned_order_.pop_front();
@@ -502,9 +529,8 @@ void Worker::CleanupGraphAsync(const CallOptions&, const tensorflow::CleanupGrap
   }
   if (gone != nullptr) {
     gone->StartAbort(absl::CancelledError(
-        absl::StrCat("[Worker] step ", req->step_id(), " was cleaned up on ", task_name_)));
+        absl::StrCat("[Worker] step ", step_id, " was cleaned up on ", task_name_)));
   }
-  done(absl::OkStatus());
 }
 
 void Worker::CleanupAllAsync(const CallOptions&, const tensorflow::CleanupAllRequest* req,

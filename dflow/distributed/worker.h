@@ -108,6 +108,9 @@ class Worker : public WorkerInterface {
   // store_errors_in_response_body the error goes into the response instead.
   void RunGraphAsync(const CallOptions& opts, const tensorflow::RunGraphRequest* req,
                      tensorflow::RunGraphResponse* resp, StatusCallback done) override;
+  void RunGraphWithTensorsAsync(const CallOptions& opts, const tensorflow::RunGraphRequest* req,
+                                TensorSends sends, tensorflow::RunGraphResponse* resp,
+                                StatusCallback done) override;
   // Drops the step's rendezvous (parked RecvTensor calls fail with Cancelled).
   void CleanupGraphAsync(const CallOptions& opts, const tensorflow::CleanupGraphRequest* req,
                          tensorflow::CleanupGraphResponse* resp, StatusCallback done) override;
@@ -149,12 +152,21 @@ class Worker : public WorkerInterface {
                                                              const std::string& graph) const;
   absl::StatusOr<std::shared_ptr<GraphItem>> BuildGraph(const tensorflow::GraphDef& def);
   std::shared_ptr<StepRendezvous> FindOrCreateStep(int64_t step_id, StepUse use);
+  // Forgets the step (CleanupGraph): its rendezvous is aborted and later
+  // calls for it fail at once.
+  void CleanupStep(int64_t step_id);
   // A RecvTensor of `step_id` on `rendez` was answered: forgets a step that
   // never ran once none waits on it.
   void RecvEnded(int64_t step_id, const StepRendezvous* rendez);
-  absl::Status FeedSends(const tensorflow::RunGraphRequest& req, StepRendezvous* rendez);
+  // Puts the request's sends and then `sends` into the step.
+  absl::Status FeedSends(const tensorflow::RunGraphRequest& req, const TensorSends& sends,
+                         StepRendezvous* rendez);
   absl::Status CollectRecvs(const tensorflow::RunGraphRequest& req, StepRendezvous* rendez,
                             tensorflow::RunGraphResponse* resp);
+  // A running step's deadline: on it the step fails, naming what it waits for.
+  void ScheduleStepTimeout(const std::shared_ptr<RunState>& run, absl::Time deadline);
+  // Runs every executor of the step's graph; the last one done finishes it.
+  void StartExecutors(const std::shared_ptr<RunState>& run, absl::Time deadline);
   void FinishRun(const std::shared_ptr<RunState>& run);
 
   DeviceMgr* const devices_;

@@ -11,6 +11,10 @@
 #ifndef DFLOW_DISTRIBUTED_WORKER_INTERFACE_H_
 #define DFLOW_DISTRIBUTED_WORKER_INTERFACE_H_
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "absl/status/status.h"
 #include "dflow/distributed/call_options.h"
 #include "dflow/framework/tensor.h"
@@ -51,6 +55,16 @@ class WorkerInterface {
                                     StatusCallback done) = 0;
   virtual void RunGraphAsync(const CallOptions& opts, const tensorflow::RunGraphRequest* req,
                              tensorflow::RunGraphResponse* resp, StatusCallback done) = 0;
+  // RunGraph with more sends: tensors of this process, each under its
+  // rendezvous key. The in-process Worker hands their buffers to the step as
+  // they are, with no encoding and no copy (how a master passes its client's
+  // feeds to its own task); any other worker gets them encoded into a copy of
+  // the request (this default).
+  using TensorSends = std::vector<std::pair<std::string, Tensor>>;
+  virtual void RunGraphWithTensorsAsync(const CallOptions& opts,
+                                        const tensorflow::RunGraphRequest* req,
+                                        TensorSends sends, tensorflow::RunGraphResponse* resp,
+                                        StatusCallback done);
   virtual void CleanupGraphAsync(const CallOptions& opts,
                                  const tensorflow::CleanupGraphRequest* req,
                                  tensorflow::CleanupGraphResponse* resp, StatusCallback done) = 0;

@@ -79,6 +79,75 @@ TEST(WorkerTest, RegisterAndRunWithFeedsAndFetches) {
   EXPECT_EQ(t.worker->NumLiveSteps(), 2);
 }
 
+// A dflow master cleans finished steps up with its next RunGraph instead of
+// a CleanupGraph call each: the steps it names are gone before it runs, and
+// a straggler for one of them fails at once.
+TEST(WorkerTest, RunGraphCleansUpTheStepsItNames) {
+  Task t("worker", 0, 2);
+  FeedFetchGraph g(t);
+  tensorflow::RegisterGraphRequest reg;
+  *reg.mutable_graph_def() = g.b.def();
+  tensorflow::RegisterGraphResponse registered;
+  ASSERT_TRUE(t.worker->RegisterGraph(reg, &registered).ok());
+  EXPECT_TRUE(registered.dflow_cleanup_with_run_graph());  // What a master asks first.
+  absl::StatusOr<std::string> handle = registered.graph_handle();
+  auto run = [&](int64_t step, std::vector<int64_t> cleanups) {
+    tensorflow::RunGraphRequest req;
+    req.set_graph_handle(*handle);
+    req.set_step_id(step);
+    for (int64_t over : cleanups) req.add_dflow_cleanup_step_id(over);
+    *req.add_send() = Named(g.feed_key, Tensor::Vec<float>({1.0f}));
+    req.add_recv_key(g.fetch_key);
+    tensorflow::RunGraphResponse resp;
+    return t.worker->RunGraph(req, &resp);
+  };
+  ASSERT_TRUE(run(101, {}).ok());
+  ASSERT_TRUE(run(102, {}).ok());
+  EXPECT_EQ(t.worker->NumLiveSteps(), 2);
+  ASSERT_TRUE(run(103, {101, 102}).ok());
+  EXPECT_EQ(t.worker->NumLiveSteps(), 1);  // Only 103.
+  absl::Status late = run(101, {});
+  EXPECT_EQ(late.code(), absl::StatusCode::kAborted) << late;
+  EXPECT_THAT(Msg(late), HasSubstr("step 101 was already cleaned up"));
+  EXPECT_EQ(t.worker->NumLiveSteps(), 1);
+}
+
+// Sends handed over as tensors (a master's feeds to its own task) are fed
+// like the request's encoded ones, together with them.
+TEST(WorkerTest, TensorSendsFeedTheGraphBesideEncodedOnes) {
+  Task t("worker", 0, 2);
+  Builder b;
+  const std::string x = t.Key(0, t.Cpu(0), "x"), z = t.Key(0, t.Cpu(0), "z");
+  const std::string y = t.Key(0, t.Cpu(0), "y");
+  b.Recv("x", "x", t.Cpu(0), t.Incarnation(0), t.Cpu(0), true, t.Cpu(0));
+  b.Recv("z", "z", t.Cpu(0), t.Incarnation(0), t.Cpu(0), true, t.Cpu(0));
+  b.Binary("mul", "Mul", "x", "z", t.Cpu(1));
+  b.Send("y", "mul", "y", t.Cpu(0), t.Incarnation(0), t.Cpu(0), true, t.Cpu(0));
+  absl::StatusOr<std::string> handle = Register(t.worker.get(), b.def());
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  tensorflow::RunGraphRequest req;
+  req.set_graph_handle(*handle);
+  req.set_step_id(7);
+  *req.add_send() = Named(x, Tensor::Vec<float>({1.0f, 2.0f}));
+  req.add_recv_key(y);
+  tensorflow::RunGraphResponse resp;
+  absl::Status s = WaitForCall([&](StatusCallback done) {
+    t.worker->RunGraphWithTensorsAsync({}, &req, {{z, Tensor::Vec<float>({5.0f, 7.0f})}}, &resp,
+                                       std::move(done));
+  });
+  ASSERT_TRUE(s.ok()) << s;
+  ASSERT_EQ(resp.recv_size(), 1);
+  EXPECT_EQ(Floats(resp.recv(0).tensor()), (std::vector<float>{5.0f, 14.0f}));
+  // A bad key among them fails the step like a bad encoded send.
+  tensorflow::RunGraphResponse bad;
+  req.set_step_id(8);
+  s = WaitForCall([&](StatusCallback done) {
+    t.worker->RunGraphWithTensorsAsync({}, &req, {{"no key", Tensor::Scalar(1.0f)}}, &bad,
+                                       std::move(done));
+  });
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+}
+
 // A graph over WorkerOptions::max_graph_nodes is refused, naming its size
 // and the limit; the worker registers and runs the next graph that fits.
 TEST(WorkerTest, RegisterRefusesGraphsOverMaxGraphNodes) {

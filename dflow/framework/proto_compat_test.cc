@@ -11,7 +11,11 @@
 //     differently) itself follows these rules against TensorFlow's type;
 //   - every enum value we declare has TensorFlow's number;
 //   - services have TensorFlow's full names (the gRPC path is
-//     "/<service full name>/<method>"), all of its methods, same messages.
+//     "/<service full name>/<method>"), all of its methods, same messages;
+//   - the one exception: dflow's own fields, named dflow_* with a number of
+//     1000 or more that TensorFlow's message does not use. dflow sets them
+//     only between dflow tasks; TensorFlow's parsers keep them as unknown
+//     fields.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -169,6 +173,8 @@ std::string LabelName(FieldDescriptor::Label label) {
 // collects every difference as "<our message>.<field>: <what differs>".
 class MessageChecker {
  public:
+  static constexpr int kFirstDflowField = 1000;
+
   explicit MessageChecker(const json& tf_messages) : tf_(tf_messages) {}
 
   // Checks `ours` against TensorFlow's message named `tf_name`.
@@ -190,6 +196,15 @@ class MessageChecker {
  private:
   void CheckField(const FieldDescriptor* f, const json& tf_fields) {
     const std::string where = f->full_name();
+    if (absl::StartsWith(f->name(), "dflow_") && f->number() >= kFirstDflowField) {
+      for (const auto& [name, tf] : tf_fields.items()) {
+        if (tf["number"] == f->number()) {
+          problems_.push_back(absl::StrCat(where, ": number ", f->number(),
+                                           " is TensorFlow's field ", name));
+        }
+      }
+      return;
+    }
     if (!tf_fields.contains(f->name())) {
       problems_.push_back(where + ": TensorFlow has no such field");
       return;
@@ -275,13 +290,18 @@ TEST(ProtoCompat, CheckerReportsWrongNumbersTypesAndNames) {
   tf["tensorflow.RunGraphRequest"]["recv_key"]["label"] = "LABEL_OPTIONAL";
   tf["tensorflow.RunGraphRequest"]["is_partial"]["type"] = "TYPE_INT32";
   tf["tensorflow.RunGraphRequest"].erase("request_id");
+  // A dflow_ field is ours unless TensorFlow takes its number.
+  tf["tensorflow.RunGraphRequest"]["future_field"] = tf["tensorflow.RunGraphRequest"]["step_id"];
+  tf["tensorflow.RunGraphRequest"]["future_field"]["number"] = 1001;
   MessageChecker checker(tf);
   checker.Check(RunGraphRequest::descriptor(), "tensorflow.RunGraphRequest");
   EXPECT_THAT(checker.problems(),
               ElementsAre(HasSubstr("step_id: number 2, TensorFlow's 99"),
                           HasSubstr("recv_key: label LABEL_REPEATED"),
                           HasSubstr("is_partial: type TYPE_BOOL"),
-                          HasSubstr("request_id: TensorFlow has no such field")));
+                          HasSubstr("request_id: TensorFlow has no such field"),
+                          HasSubstr("dflow_cleanup_step_id: number 1001 is TensorFlow's field "
+                                    "future_field")));
 }
 
 TEST(ProtoCompat, EnumsMatchTensorFlow) {

@@ -73,6 +73,35 @@ TEST(GrpcServerTest, SessionsOfThisProcessCallItsServersMasterDirectlyUntilItSto
   EXPECT_THAT(Msg(s), HasSubstr("in this process has stopped"));
 }
 
+// Between dflow tasks a finished step is cleaned up by the next step's
+// RunGraph, not by a CleanupGraph call per task and step: each task holds
+// the last step only, and nothing once the session is closed.
+TEST(GrpcServerTest, FinishedStepsAreCleanedUpByTheNextStep) {
+  PsAndTwoWorkers cluster;
+  SessionOptions options;
+  options.target = cluster.worker0_target();
+  auto session = dflow::NewSession(options);  // Through LocalMaster.
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_TRUE((*session)->Create(PsWorkerGraph()).ok());
+  ASSERT_TRUE((*session)->Run({}, {}, {"init", "assign_r"}, nullptr).ok());
+  Worker* ps = cluster.server(kPs).worker();
+  Worker* worker0 = cluster.server("/job:worker/replica:0/task:0").worker();
+  Worker* worker1 = cluster.server("/job:worker/replica:0/task:1").worker();
+  for (int step = 0; step < 20; ++step) {
+    std::vector<Tensor> out;
+    absl::Status s = (*session)->Run({{"two", Tensor::Scalar(float(step))}}, {"y"}, {}, &out);
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_EQ(Floats(out[0]), (std::vector<float>{1.0f * step, 2.0f * step, 3.0f * step}));
+  }
+  EXPECT_EQ(worker0->NumLiveSteps(), 1);
+  EXPECT_EQ(worker1->NumLiveSteps(), 1);
+  EXPECT_EQ(ps->NumLiveSteps(), 1);
+  ASSERT_TRUE((*session)->Close().ok());
+  auto live = [&] { return ps->NumLiveSteps() + worker0->NumLiveSteps() + worker1->NumLiveSteps(); };
+  for (int i = 0; i < 500 && live() > 0; ++i) absl::SleepFor(absl::Milliseconds(10));
+  EXPECT_EQ(live(), 0);
+}
+
 TEST(GrpcServerTest, SessionOverGrpcRunsOpsWhereTheyArePinned) {
   PsAndTwoWorkers cluster;
   EXPECT_THAT(cluster.worker0_target(), ::testing::StartsWith("grpc://127.0.0.1:"));

@@ -128,10 +128,19 @@ TEST(GrpcWorkerTest, RegisterAndRunWithFeedAndFetch) {
     tensorflow::RunGraphRequest req;
     req.set_graph_handle(*h);
     req.set_step_id(step);
-    *req.add_send() = Named(feed, Tensor::Vec<float>({1.0f, float(step)}));
+    const Tensor value = Tensor::Vec<float>({1.0f, float(step)});
     req.add_recv_key(fetch);
     tensorflow::RunGraphResponse resp;
-    absl::Status s = t.remote->RunGraph(req, &resp, Timeout(30));
+    absl::Status s;
+    if (step == 2) {  // Tensors handed over in process travel encoded.
+      s = WaitForCall([&](StatusCallback done) {
+        t.remote->RunGraphWithTensorsAsync(Timeout(30), &req, {{feed, value}}, &resp,
+                                           std::move(done));
+      });
+    } else {
+      *req.add_send() = Named(feed, value);
+      s = t.remote->RunGraph(req, &resp, Timeout(30));
+    }
     ASSERT_TRUE(s.ok()) << s;
     ASSERT_EQ(resp.recv_size(), 1);
     EXPECT_EQ(resp.recv(0).name(), fetch);
