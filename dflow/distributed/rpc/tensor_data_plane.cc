@@ -253,6 +253,134 @@ class CallThreads {
 
 }  // namespace
 
+namespace {
+
+// The bodies of the data plane's response kinds (the header `h` has
+// arrived). Each sets *reusable once the body is read whole, and checks
+// every size a header announces before allocating it.
+
+absl::Status ReadRunGraphResponse(DataConnection& conn, absl::Time deadline,
+                                  const ResponseHeader& h, tensorflow::RunGraphResponse* resp,
+                                  bool* reusable) {
+  if (h.bytes > kMaxTensorContentBytes || h.bytes > MaxTensorBytes()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "[RunGraph] data plane header claims a RunGraphResponse of ", h.bytes, " bytes"));
+  }
+  std::string bytes(h.bytes, '\0');
+  RETURN_IF_ERROR(conn.Recv(bytes.data(), bytes.size(), deadline));
+  *reusable = true;
+  if (!resp->ParseFromString(bytes)) {
+    return absl::InvalidArgumentError("[RunGraph] data plane RunGraphResponse does not parse");
+  }
+  return absl::OkStatus();
+}
+
+// The sender's status, returned.
+absl::Status ReadStatus(DataConnection& conn, absl::Time deadline, const ResponseHeader& h,
+                        bool* reusable) {
+  if (h.bytes > data_plane::kMaxMessageBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "[RecvTensor] data plane status message of ", h.bytes, " bytes is too long"));
+  }
+  std::string msg(h.bytes, '\0');
+  RETURN_IF_ERROR(conn.Recv(msg.data(), msg.size(), deadline));
+  *reusable = true;
+  const absl::StatusCode code =
+      h.a >= 1 && h.a <= 16 ? static_cast<absl::StatusCode>(h.a) : absl::StatusCode::kUnknown;
+  return absl::Status(code, msg);
+}
+
+// Kind 3: a TensorProto (string and resource tensors).
+absl::Status ReadProtoTensor(DataConnection& conn, absl::Time deadline, const ResponseHeader& h,
+                             RecvTensorResult* resp, bool* reusable) {
+  if (h.bytes > kMaxTensorContentBytes || h.bytes > MaxTensorBytes()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "[RecvTensor] data plane header claims a TensorProto of ", h.bytes, " bytes"));
+  }
+  std::string bytes(h.bytes, '\0');
+  RETURN_IF_ERROR(conn.Recv(bytes.data(), bytes.size(), deadline));
+  *reusable = true;
+  tensorflow::TensorProto proto;
+  if (!proto.ParseFromString(bytes)) {
+    return absl::InvalidArgumentError("[RecvTensor] data plane TensorProto does not parse");
+  }
+  absl::StatusOr<Tensor> t = Tensor::FromProto(proto);
+  if (!t.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("[RecvTensor] ", t.status().message()));
+  }
+  resp->tensor = *std::move(t);
+  resp->is_dead = false;
+  resp->send_start_micros = h.send_start_micros;
+  return absl::OkStatus();
+}
+
+// Kinds 1 and 6: reads the dimensions and allocates the tensor the header
+// announces, once its dtype, rank, shape and byte count agree.
+absl::StatusOr<Tensor> AllocateAnnouncedTensor(DataConnection& conn, absl::Time deadline,
+                                               const ResponseHeader& h) {
+  const DataType dtype = static_cast<DataType>(h.a);
+  if (h.a > static_cast<uint32_t>(std::numeric_limits<int32_t>::max()) ||
+      !tensorflow::DataType_IsValid(static_cast<int>(h.a)) || !IsSupportedDataType(dtype) ||
+      IsRefType(dtype) || dtype == DT_STRING || dtype == DT_RESOURCE) {
+    return absl::InvalidArgumentError(absl::StrCat("[RecvTensor] data plane header has dtype ",
+                                                   h.a,
+                                                   ", not a fixed-size DataType dflow supports"));
+  }
+  if (h.b > data_plane::kMaxDims) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("[RecvTensor] data plane header claims ", h.b, " dimensions"));
+  }
+  std::vector<int64_t> dims(h.b);
+  RETURN_IF_ERROR(conn.Recv(dims.data(), dims.size() * sizeof(int64_t), deadline));
+  const uint64_t elem = static_cast<uint64_t>(DataTypeSize(dtype));
+  const uint64_t limit = std::min(MaxTensorBytes(), uint64_t{1} << 62);
+  uint64_t elements = 1;
+  for (int64_t d : dims) {
+    if (d < 0 || (d != 0 && elements > limit / static_cast<uint64_t>(d))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("[RecvTensor] data plane header has an absurd shape (dimension ", d, ")"));
+    }
+    elements *= static_cast<uint64_t>(d);
+  }
+  if (elem == 0 || elements > limit / elem || elements * elem != h.bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("[RecvTensor] data plane header announces ", h.bytes, " bytes but ",
+                     DataTypeString(dtype), TensorShape(absl::MakeConstSpan(dims)).DebugString(),
+                     " needs ", elements * elem));
+  }
+  return Tensor::ForOverwrite(dtype, TensorShape(absl::MakeConstSpan(dims)));
+}
+
+absl::Status ReadRawTensor(DataConnection& conn, absl::Time deadline, const ResponseHeader& h,
+                           RecvTensorResult* resp, bool* reusable) {
+  ASSIGN_OR_RETURN(Tensor t, AllocateAnnouncedTensor(conn, deadline, h));
+  if (h.kind == data_plane::kTensorShared) {
+    uint64_t offset = 0;
+    RETURN_IF_ERROR(conn.Recv(&offset, sizeof(offset), deadline));
+    const SharedRegion* region = conn.shared();
+    if (region == nullptr || offset > region->size() || h.bytes > region->size() - offset) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "[RecvTensor] data plane header places ", h.bytes, " bytes at offset ", offset,
+          region == nullptr ? " of a shared region this connection does not have"
+                            : absl::StrCat(" of a shared region of ", region->size(), " bytes")));
+    }
+    std::memcpy(t.raw_data(), region->data() + offset, h.bytes);
+  } else {
+    RETURN_IF_ERROR(conn.Recv(t.raw_data(), h.bytes, deadline));
+  }
+  if (t.dtype() == DT_BOOL) {  // Any nonzero byte is true; other bool bytes are UB.
+    auto* b = static_cast<uint8_t*>(t.raw_data());
+    for (int64_t i = 0; i < t.NumElements(); ++i) b[i] = b[i] != 0;
+  }
+  resp->tensor = std::move(t);
+  resp->is_dead = false;
+  resp->send_start_micros = h.send_start_micros;
+  *reusable = true;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 // --- Receiver ---------------------------------------------------------------------------
 
 struct DataPlaneClient::State {
@@ -357,8 +485,8 @@ struct DataPlaneClient::State {
   // The rest of a response whose header `h` has arrived: a status (returned,
   // *reusable set), or the result into `call`'s. Any other error leaves the
   // connection unusable.
-  absl::Status ReadBody(DataConnection& conn, absl::Time deadline, const ResponseHeader& h, const Pending& call,
-                        bool* reusable) {
+  static absl::Status ReadBody(DataConnection& conn, absl::Time deadline, const ResponseHeader& h,
+                               const Pending& call, bool* reusable) {
     *reusable = false;
     if (h.kind != data_plane::kStatus &&
         (call.run_graph != nullptr) != (h.kind == data_plane::kRunGraph)) {
@@ -366,122 +494,26 @@ struct DataPlaneClient::State {
           "[", call.run_graph != nullptr ? "RunGraph" : "RecvTensor",
           "] data plane response of kind ", h.kind, " does not answer the call"));
     }
-    if (h.kind == data_plane::kRunGraph) {
-      if (h.bytes > kMaxTensorContentBytes || h.bytes > MaxTensorBytes()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "[RunGraph] data plane header claims a RunGraphResponse of ", h.bytes, " bytes"));
-      }
-      std::string bytes(h.bytes, '\0');
-      RETURN_IF_ERROR(conn.Recv(bytes.data(), bytes.size(), deadline));
-      *reusable = true;
-      if (!call.run_graph->ParseFromString(bytes)) {
-        return absl::InvalidArgumentError("[RunGraph] data plane RunGraphResponse does not parse");
-      }
-      return absl::OkStatus();
-    }
-    RecvTensorResult* resp = call.resp;
     switch (h.kind) {
-      case data_plane::kStatus: {
-        if (h.bytes > data_plane::kMaxMessageBytes) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "[RecvTensor] data plane status message of ", h.bytes, " bytes is too long"));
-        }
-        std::string msg(h.bytes, '\0');
-        RETURN_IF_ERROR(conn.Recv(msg.data(), msg.size(), deadline));
-        *reusable = true;
-        const absl::StatusCode code =
-            h.a >= 1 && h.a <= 16 ? static_cast<absl::StatusCode>(h.a) : absl::StatusCode::kUnknown;
-        return absl::Status(code, msg);
-      }
+      case data_plane::kRunGraph:
+        return ReadRunGraphResponse(conn, deadline, h, call.run_graph, reusable);
+      case data_plane::kStatus:
+        return ReadStatus(conn, deadline, h, reusable);
       case data_plane::kDead:
-        resp->is_dead = true;
-        resp->tensor = Tensor();
-        resp->send_start_micros = h.send_start_micros;
+        call.resp->is_dead = true;
+        call.resp->tensor = Tensor();
+        call.resp->send_start_micros = h.send_start_micros;
         *reusable = true;
         return absl::OkStatus();
-      case data_plane::kProto: {
-        if (h.bytes > kMaxTensorContentBytes || h.bytes > MaxTensorBytes()) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "[RecvTensor] data plane header claims a TensorProto of ", h.bytes, " bytes"));
-        }
-        std::string bytes(h.bytes, '\0');
-        RETURN_IF_ERROR(conn.Recv(bytes.data(), bytes.size(), deadline));
-        *reusable = true;
-        tensorflow::TensorProto proto;
-        if (!proto.ParseFromString(bytes)) {
-          return absl::InvalidArgumentError("[RecvTensor] data plane TensorProto does not parse");
-        }
-        absl::StatusOr<Tensor> t = Tensor::FromProto(proto);
-        if (!t.ok()) {
-          return absl::InvalidArgumentError(absl::StrCat("[RecvTensor] ", t.status().message()));
-        }
-        resp->tensor = *std::move(t);
-        resp->is_dead = false;
-        resp->send_start_micros = h.send_start_micros;
-        return absl::OkStatus();
-      }
+      case data_plane::kProto:
+        return ReadProtoTensor(conn, deadline, h, call.resp, reusable);
       case data_plane::kTensor:
       case data_plane::kTensorShared:
-        break;
+        return ReadRawTensor(conn, deadline, h, call.resp, reusable);
       default:
         return absl::InvalidArgumentError(
             absl::StrCat("[RecvTensor] data plane response of unknown kind ", h.kind));
     }
-    // A raw tensor: check the header before allocating anything.
-    const DataType dtype = static_cast<DataType>(h.a);
-    if (h.a > static_cast<uint32_t>(std::numeric_limits<int32_t>::max()) ||
-        !tensorflow::DataType_IsValid(static_cast<int>(h.a)) || !IsSupportedDataType(dtype) ||
-        IsRefType(dtype) || dtype == DT_STRING || dtype == DT_RESOURCE) {
-      return absl::InvalidArgumentError(absl::StrCat("[RecvTensor] data plane header has dtype ",
-                                                     h.a,
-                                                     ", not a fixed-size DataType dflow supports"));
-    }
-    if (h.b > data_plane::kMaxDims) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("[RecvTensor] data plane header claims ", h.b, " dimensions"));
-    }
-    std::vector<int64_t> dims(h.b);
-    RETURN_IF_ERROR(conn.Recv(dims.data(), dims.size() * sizeof(int64_t), deadline));
-    const uint64_t elem = static_cast<uint64_t>(DataTypeSize(dtype));
-    const uint64_t limit = std::min(MaxTensorBytes(), uint64_t{1} << 62);
-    uint64_t elements = 1;
-    for (int64_t d : dims) {
-      if (d < 0 || (d != 0 && elements > limit / static_cast<uint64_t>(d))) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("[RecvTensor] data plane header has an absurd shape (dimension ", d, ")"));
-      }
-      elements *= static_cast<uint64_t>(d);
-    }
-    if (elem == 0 || elements > limit / elem || elements * elem != h.bytes) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("[RecvTensor] data plane header announces ", h.bytes, " bytes but ",
-                       DataTypeString(dtype), TensorShape(absl::MakeConstSpan(dims)).DebugString(),
-                       " needs ", elements * elem));
-    }
-    Tensor t = Tensor::ForOverwrite(dtype, TensorShape(absl::MakeConstSpan(dims)));
-    if (h.kind == data_plane::kTensorShared) {
-      uint64_t offset = 0;
-      RETURN_IF_ERROR(conn.Recv(&offset, sizeof(offset), deadline));
-      const SharedRegion* region = conn.shared();
-      if (region == nullptr || offset > region->size() || h.bytes > region->size() - offset) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "[RecvTensor] data plane header places ", h.bytes, " bytes at offset ", offset,
-            region == nullptr ? " of a shared region this connection does not have"
-                              : absl::StrCat(" of a shared region of ", region->size(), " bytes")));
-      }
-      std::memcpy(t.raw_data(), region->data() + offset, h.bytes);
-    } else {
-      RETURN_IF_ERROR(conn.Recv(t.raw_data(), h.bytes, deadline));
-    }
-    if (dtype == DT_BOOL) {  // Any nonzero byte is true; other bool bytes are UB.
-      auto* b = static_cast<uint8_t*>(t.raw_data());
-      for (uint64_t i = 0; i < elements; ++i) b[i] = b[i] != 0;
-    }
-    resp->tensor = std::move(t);
-    resp->is_dead = false;
-    resp->send_start_micros = h.send_start_micros;
-    *reusable = true;
-    return absl::OkStatus();
   }
 
   // Sends `frame` (a batch of `calls`) on `fd` and reads one item per call,
