@@ -48,15 +48,19 @@ class PsAndTwoWorkers : public LocalCluster {
     options.config = std::move(config);
     return std::make_unique<RemoteSession>(NewGrpcRemoteMaster(options.target), options);
   }
+  // What a trainer in worker 0's process gets: its master, called directly.
+  absl::StatusOr<std::unique_ptr<Session>> NewInProcessSession() {
+    SessionOptions options;
+    options.target = worker0_target();
+    return dflow::NewSession(options);
+  }
 };
 
 TEST(GrpcServerTest, SessionsOfThisProcessCallItsServersMasterDirectlyUntilItStops) {
   PsAndTwoWorkers cluster;
   ASSERT_NE(LocalMaster::Lookup(cluster.worker0_target()), nullptr);
   EXPECT_EQ(LocalMaster::Lookup("grpc://127.0.0.1:1"), nullptr);
-  SessionOptions options;
-  options.target = cluster.worker0_target();
-  auto session = dflow::NewSession(options);  // Through LocalMaster.
+  auto session = cluster.NewInProcessSession();  // Through LocalMaster.
   ASSERT_TRUE(session.ok()) << session.status();
   ASSERT_TRUE((*session)->Create(PsWorkerGraph()).ok());
   ASSERT_TRUE((*session)->Run({}, {}, {"init", "assign_r"}, nullptr).ok());
@@ -78,9 +82,7 @@ TEST(GrpcServerTest, SessionsOfThisProcessCallItsServersMasterDirectlyUntilItSto
 // the last step only, and nothing once the session is closed.
 TEST(GrpcServerTest, FinishedStepsAreCleanedUpByTheNextStep) {
   PsAndTwoWorkers cluster;
-  SessionOptions options;
-  options.target = cluster.worker0_target();
-  auto session = dflow::NewSession(options);  // Through LocalMaster.
+  auto session = cluster.NewInProcessSession();  // Through LocalMaster.
   ASSERT_TRUE(session.ok()) << session.status();
   ASSERT_TRUE((*session)->Create(PsWorkerGraph()).ok());
   ASSERT_TRUE((*session)->Run({}, {}, {"init", "assign_r"}, nullptr).ok());
