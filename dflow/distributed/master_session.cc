@@ -208,32 +208,41 @@ absl::Status MasterSession::Close(absl::Time deadline) {
     }
     if (abort) CleanupStep(*step->plan, step->step_id);
   }
-  // Finished steps whose cleanup waited for a next RunGraph that will not come.
-  for (const auto& [task, steps] : deferred) {
-    WorkerInterface* worker = WorkerFor(task);
-    if (worker == nullptr) continue;
-    for (int64_t over : steps) CleanupGraphOn(*worker, over);
-  }
   // Every task's worker session, deleted at once and at best effort, as
   // TensorFlow's master does: a task that died has nothing left to delete
   // (and a restarted one never had it), so its error is no error of Close's,
   // and a host that no longer answers holds Close for kCleanupTimeout at most.
+  // With them go the cleanups of finished steps that waited for a next
+  // RunGraph that will not come.
   constexpr absl::Duration kCleanupTimeout = absl::Seconds(2);
+  CallOptions opts;
+  opts.deadline = std::min(deadline, absl::Now() + kCleanupTimeout);
+  std::vector<std::pair<WorkerInterface*, tensorflow::CleanupGraphRequest>> cleanups;
+  for (const auto& [task, steps] : deferred) {
+    WorkerInterface* worker = WorkerFor(task);
+    if (worker == nullptr) continue;
+    for (int64_t over : steps) {
+      cleanups.emplace_back(worker, tensorflow::CleanupGraphRequest());
+      cleanups.back().second.set_step_id(over);
+    }
+  }
   const std::vector<std::string> tasks = Tasks();
   tensorflow::DeleteWorkerSessionRequest req;
   req.set_session_handle(handle_);
   std::vector<tensorflow::DeleteWorkerSessionResponse> resps(tasks.size());
-  absl::BlockingCounter pending(static_cast<int>(tasks.size()));
-  CallOptions opts;
-  opts.deadline = std::min(deadline, absl::Now() + kCleanupTimeout);
+  std::vector<tensorflow::CleanupGraphResponse> cleaned(cleanups.size());
+  absl::BlockingCounter pending(static_cast<int>(cleanups.size() + tasks.size()));
+  auto one_done = [&pending](const absl::Status&) { pending.DecrementCount(); };
+  for (size_t i = 0; i < cleanups.size(); ++i) {
+    cleanups[i].first->CleanupGraphAsync(opts, &cleanups[i].second, &cleaned[i], one_done);
+  }
   for (size_t i = 0; i < tasks.size(); ++i) {
     WorkerInterface* worker = WorkerFor(tasks[i]);
     if (worker == nullptr) {
       pending.DecrementCount();
       continue;
     }
-    worker->DeleteWorkerSessionAsync(opts, &req, &resps[i],
-                                     [&pending](const absl::Status&) { pending.DecrementCount(); });
+    worker->DeleteWorkerSessionAsync(opts, &req, &resps[i], one_done);
   }
   pending.Wait();
   return absl::OkStatus();

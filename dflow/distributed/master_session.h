@@ -65,8 +65,9 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
   absl::Status ReleaseCallable(const tensorflow::ReleaseCallableRequest& req);
   // The session's devices: those of the master's task as local_device.
   void ListDevices(tensorflow::ListDevicesResponse* resp) const;
-  // Deletes the worker sessions (and with them every registered graph), at
-  // best effort: OK even when a task is gone or does not answer within 2 s
+  // Deletes the worker sessions (and with them every registered graph) and
+  // cleans up the finished steps still waiting for a RunGraph to carry their
+  // cleanup, at best effort: OK even when a task is gone or does not answer within 2 s
   // (a dead task holds no session). Later calls fail with Cancelled.
   // Idempotent.
   absl::Status Close(absl::Time deadline);
