@@ -6,16 +6,18 @@
 
 namespace dflow {
 
+absl::Status CheckFeedValues(const tensorflow::RunStepRequest& req, size_t num_values) {
+  if (num_values == static_cast<size_t>(req.feed_size())) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("[Master RunStep] ", req.feed_size(),
+                                                 " feeds named, ", num_values, " values given"));
+}
+
 void MasterInterface::RunStepWithTensorsAsync(const CallOptions& opts,
                                               tensorflow::RunStepRequest* req,
                                               std::vector<Tensor> feed_values,
                                               tensorflow::RunStepResponse* resp,
                                               StatusCallback done) {
-  if (feed_values.size() != static_cast<size_t>(req->feed_size())) {
-    return done(absl::InvalidArgumentError(
-        absl::StrCat("[MasterService.RunStep] ", req->feed_size(), " feeds named, ",
-                     feed_values.size(), " values given")));
-  }
+  if (absl::Status s = CheckFeedValues(*req, feed_values.size()); !s.ok()) return done(s);
   for (size_t i = 0; i < feed_values.size(); ++i) {
     feed_values[i].AsProtoTensorContent(req->mutable_feed(static_cast<int>(i))->mutable_tensor());
   }

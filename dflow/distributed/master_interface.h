@@ -20,6 +20,10 @@
 
 namespace dflow {
 
+// OK when `num_values` gives one value per feed that `req` names (what
+// RunStepWithTensorsAsync takes); InvalidArgument naming both counts else.
+absl::Status CheckFeedValues(const tensorflow::RunStepRequest& req, size_t num_values);
+
 class MasterInterface {
  public:
   virtual ~MasterInterface() = default;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/blocking_counter.h"
 #include "absl/time/clock.h"
+#include "dflow/distributed/master_interface.h"
 #include "dflow/framework/status.h"
 #include "dflow/framework/tensor.h"
 #include "dflow/runtime/executor.h"
@@ -624,11 +625,8 @@ void MasterSession::RunStepAsync(absl::Time deadline, const tensorflow::RunStepR
     done(absl::UnimplementedError("[Master RunStep] partial runs are not supported"));
     return;
   }
-  if (!feed_values.empty() && feed_values.size() != static_cast<size_t>(req->feed_size())) {
-    done(absl::InvalidArgumentError(absl::StrCat("[Master RunStep] ", req->feed_size(),
-                                                 " feeds named, ", feed_values.size(),
-                                                 " values given")));
-    return;
+  if (!feed_values.empty()) {
+    if (absl::Status s = CheckFeedValues(*req, feed_values.size()); !s.ok()) return done(s);
   }
   Feeds feeds;
   for (int i = 0; i < req->feed_size(); ++i) {

@@ -104,6 +104,30 @@ TEST(GrpcServerTest, FinishedStepsAreCleanedUpByTheNextStep) {
   EXPECT_EQ(ps->NumLiveSteps(), 0);
 }
 
+// Feeds given as tensors must match the feeds the request names, whether
+// the master is in this process or reached over gRPC (which encodes them).
+TEST(GrpcServerTest, FeedTensorsMustMatchTheNamedFeeds) {
+  PsAndTwoWorkers cluster;
+  auto session = cluster.NewSession();
+  ASSERT_TRUE(session->Create(PsWorkerGraph()).ok());
+  std::vector<std::unique_ptr<MasterInterface>> masters;
+  masters.push_back(LocalMaster::Lookup(cluster.worker0_target()));
+  masters.push_back(NewGrpcRemoteMaster(cluster.worker0_target()));
+  for (const std::unique_ptr<MasterInterface>& master : masters) {
+    ASSERT_NE(master, nullptr);
+    tensorflow::RunStepRequest run;
+    run.set_session_handle(dynamic_cast<RemoteSession*>(session.get())->handle());
+    run.add_feed()->set_name("two:0");
+    run.add_feed()->set_name("three:0");
+    run.add_fetch("y:0");
+    tensorflow::RunStepResponse ran;
+    absl::Status s = master->RunStepWithTensors(&run, {Tensor::Scalar(2.0f)}, &ran,
+                                                CallOptions::WithTimeout(absl::Seconds(10)));
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_THAT(Msg(s), HasSubstr("2 feeds named, 1 values given"));
+  }
+}
+
 TEST(GrpcServerTest, SessionOverGrpcRunsOpsWhereTheyArePinned) {
   PsAndTwoWorkers cluster;
   EXPECT_THAT(cluster.worker0_target(), ::testing::StartsWith("grpc://127.0.0.1:"));
