@@ -56,6 +56,12 @@ absl::StatusOr<std::unique_ptr<BatchIterator>> BatchIterator::Create(Dataset dat
         absl::StrFormat("[BatchIterator] need batch_size >= 1 and num_epochs >= 0, got %d and %d",
                         options.batch_size, options.num_epochs));
   }
+  if (options.slice_begin < 0 || options.slice_size < 0 ||
+      options.slice_begin + options.slice_size > options.batch_size) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "[BatchIterator] slice [%d, %d + %d) is not within a batch of %d", options.slice_begin,
+        options.slice_begin, options.slice_size, options.batch_size));
+  }
   RETURN_IF_ERROR(CheckBatchable(data.size(), options));
   return std::unique_ptr<BatchIterator>(new BatchIterator(std::move(data), options));
 }
@@ -115,7 +121,10 @@ absl::StatusOr<int64_t> BatchIterator::Advance() {
 absl::StatusOr<Batch> BatchIterator::Next() {
   ASSIGN_OR_RETURN(const int64_t b, Advance());
   Batch batch;
-  batch.indices.assign(order_.begin() + position_ - b, order_.begin() + position_);
+  const int64_t begin = std::min(options_.slice_begin, b);
+  const int64_t size = options_.slice_size > 0 ? options_.slice_size : b;
+  const auto first = order_.begin() + position_ - b;
+  batch.indices.assign(first + begin, first + std::min(begin + size, b));
   data_.Gather(batch.indices, &batch.features, &batch.labels);
   batch.epoch = epoch_;
   batch.step = step_ - 1;

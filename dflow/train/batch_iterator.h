@@ -47,6 +47,12 @@ struct BatchOptions {
   bool drop_remainder = false;
   // Next() returns OutOfRange after this many epochs; 0 repeats forever.
   int64_t num_epochs = 0;
+  // Build only positions [slice_begin, slice_begin + slice_size) of each
+  // batch (one worker's share of a global batch): its features, labels and
+  // indices; the order and the batches' count are those of the whole batches.
+  // 0: all positions.
+  int64_t slice_begin = 0;
+  int64_t slice_size = 0;
 };
 
 // Anything that yields batches; the training loop reads one of these.

@@ -63,6 +63,7 @@ absl::Status CheckClusterOptions(const TrainOptions& o, TrainMode mode,
 // Slices of a seeded sequence of global batches of `global_batch` rows,
 // from global batch `skip` on: Next() returns, for the next global batch,
 // `count` consecutive slices of `batch_size` rows starting at slice `first`.
+// Only those slices' rows are gathered from the dataset.
 class ShardedBatches {
  public:
   static absl::StatusOr<std::unique_ptr<ShardedBatches>> Create(const Dataset& train,
@@ -73,28 +74,30 @@ class ShardedBatches {
                      BatchIterator::Create(train, {.batch_size = global_batch,
                                                    .seed = static_cast<uint64_t>(o.seed),
                                                    .drop_remainder = true,
-                                                   .num_epochs = 0}));
+                                                   .num_epochs = 0,
+                                                   .slice_begin = first * o.batch_size,
+                                                   .slice_size = count * o.batch_size}));
     RETURN_IF_ERROR(inner->Skip(skip));
     return std::unique_ptr<ShardedBatches>(
-        new ShardedBatches(std::move(inner), o.batch_size, first, count));
+        new ShardedBatches(std::move(inner), o.batch_size, count));
   }
 
   // One (features, labels) per slice.
   absl::StatusOr<std::vector<std::pair<Tensor, Tensor>>> Next() {
-    ASSIGN_OR_RETURN(Batch global, input_.Next());
+    ASSIGN_OR_RETURN(Batch rows, input_.Next());
     std::vector<std::pair<Tensor, Tensor>> slices;
-    for (int i = first_; i < first_ + count_; ++i) {
-      slices.emplace_back(Rows(global.features, i), Rows(global.labels, i));
+    for (int i = 0; i < count_; ++i) {
+      slices.emplace_back(Rows(rows.features, i), Rows(rows.labels, i));
     }
     return slices;
   }
 
  private:
-  ShardedBatches(std::unique_ptr<BatchIterator> inner, int64_t batch_size, int first, int count)
-      : input_(std::move(inner)), batch_size_(batch_size), first_(first), count_(count) {}
+  ShardedBatches(std::unique_ptr<BatchIterator> inner, int64_t batch_size, int count)
+      : input_(std::move(inner)), batch_size_(batch_size), count_(count) {}
 
-  // Rows [slice * batch_size, (slice + 1) * batch_size) of `t`: `t` itself
-  // when that is all of it (one worker), a copy otherwise.
+  // Rows [slice * batch_size, (slice + 1) * batch_size) of `t` (the gathered
+  // slices): `t` itself when that is all of it (one slice), a copy otherwise.
   Tensor Rows(const Tensor& t, int slice) const {
     if (t.dim_size(0) == batch_size_) return t;
     TensorShape shape = t.shape();
@@ -107,7 +110,6 @@ class ShardedBatches {
 
   PrefetchingIterator input_;
   const int64_t batch_size_;
-  const int first_;
   const int count_;
 };
 

@@ -451,12 +451,43 @@ TEST(DataBatch, DropRemainder) {
   EXPECT_EQ(it->Next().status().code(), absl::StatusCode::kOutOfRange);
 }
 
+TEST(DataBatch, SliceBuildsOnlyItsPositionsOfEachBatch) {
+  // Two workers' shares of global batches of 4: the same order and batch
+  // count as the whole batches, each share with its own rows only.
+  Dataset data = Synthetic(10);
+  auto whole = MakeIterator(data, {.batch_size = 4, .seed = 3, .num_epochs = 2});
+  auto first = MakeIterator(data, {.batch_size = 4, .seed = 3, .num_epochs = 2, .slice_size = 2});
+  auto second = MakeIterator(
+      data, {.batch_size = 4, .seed = 3, .num_epochs = 2, .slice_begin = 2, .slice_size = 2});
+  for (int step = 0; step < 6; ++step) {
+    auto w = whole->Next();
+    auto a = first->Next();
+    auto b = second->Next();
+    ASSERT_TRUE(w.ok() && a.ok() && b.ok()) << step;
+    const int64_t n = w->indices.size();  // 4, 4, 2 in each epoch.
+    const int64_t b_rows = std::max<int64_t>(0, n - 2);
+    EXPECT_EQ(a->indices, std::vector<int64_t>(w->indices.begin(), w->indices.begin() + 2));
+    EXPECT_EQ(b->indices, std::vector<int64_t>(w->indices.begin() + 2, w->indices.end()));
+    ASSERT_EQ(b->features.shape(), TensorShape({b_rows, 4}));
+    for (int64_t r = 0; r < b_rows; ++r) {
+      EXPECT_EQ(b->labels.flat<int32_t>()[r], w->labels.flat<int32_t>()[r + 2]);
+      EXPECT_EQ(b->features.flat<float>()[r * 4 + 1], w->features.flat<float>()[(r + 2) * 4 + 1]);
+    }
+    EXPECT_EQ(a->step, w->step);
+    EXPECT_EQ(b->epoch, w->epoch);
+  }
+  EXPECT_EQ(second->Next().status().code(), absl::StatusCode::kOutOfRange);
+}
+
 TEST(DataBatch, RejectsBadOptions) {
   Dataset data = Synthetic(10);
   EXPECT_EQ(BatchIterator::Create(data, {.batch_size = 0}).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(BatchIterator::Create(data, {.num_epochs = -1}).status().code(),
             absl::StatusCode::kInvalidArgument);
+  auto outside = BatchIterator::Create(data, {.batch_size = 4, .slice_begin = 3, .slice_size = 2});
+  ASSERT_EQ(outside.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Msg(outside.status()), HasSubstr("slice [3, 3 + 2) is not within a batch of 4"));
   auto none = BatchIterator::Create(data, {.batch_size = 11, .drop_remainder = true});
   ASSERT_EQ(none.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(Msg(none.status()), HasSubstr("batch_size 11 > 10 rows"));

@@ -39,8 +39,8 @@ absl::StatusOr<Dataset> Dataset::Create(Tensor features, Tensor labels, int num_
 
 void Dataset::Gather(absl::Span<const int64_t> indices, Tensor* features, Tensor* labels) const {
   const int64_t b = indices.size(), d = dim();
-  *features = Tensor(DT_FLOAT, TensorShape({b, d}));
-  *labels = Tensor(DT_INT32, TensorShape({b}));
+  *features = Tensor::ForOverwrite(DT_FLOAT, TensorShape({b, d}));
+  *labels = Tensor::ForOverwrite(DT_INT32, TensorShape({b}));
   const float* src = features_.flat<float>().data();
   float* dst = features->flat<float>().data();
   auto src_labels = labels_.flat<int32_t>();
