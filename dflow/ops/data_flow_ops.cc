@@ -24,6 +24,7 @@
 #include "dflow/framework/kernel.h"
 #include "dflow/framework/op_def.h"
 #include "dflow/framework/resource_handle.h"
+#include "dflow/ops/eigen_util.h"
 #include "dflow/ops/resource_lookup.h"
 
 namespace dflow {
@@ -597,9 +598,7 @@ absl::Status ConditionalAccumulator::ApplyGradient(int64_t local_step, const Ten
     } else {
       RETURN_IF_ERROR(SwitchSummable(dtype_, [&](auto tag) -> absl::Status {
         using T = typename decltype(tag)::type;
-        auto sum = sum_.flat<T>();
-        auto g = grad.flat<T>();
-        for (size_t i = 0; i < sum.size(); ++i) sum[i] += g[i];
+        EigenFlat<T>(sum_) += EigenFlat<T>(grad);  // Eigen's packets: GCC's -O2 left this scalar.
         return absl::OkStatus();
       }));
     }
@@ -664,7 +663,8 @@ ConditionalAccumulator::RunLocked() {
       const int64_t n = counter_;
       SwitchSummable(dtype_, [&](auto tag) -> absl::Status {
         using T = typename decltype(tag)::type;
-        for (T& v : result.flat<T>()) v = static_cast<T>(v / static_cast<T>(n));
+        auto v = EigenFlat<T>(result);
+        v = v / v.constant(static_cast<T>(n));  // A division, as TensorFlow's: not a reciprocal.
         return absl::OkStatus();
       }).IgnoreError();  // dtype_ was checked on every apply.
     }

@@ -493,17 +493,19 @@ class AccumulatorTest : public DataFlowOpsTest, public ::testing::WithParamInter
  protected:
   std::string Op(const std::string& name) const { return (GetParam() ? "Resource" : "") + name; }
   TensorValue Accumulator(const std::string& node, const std::string& reduction = "MEAN",
-                          const std::string& shared_name = "") {
-    absl::StatusOr<TensorValue> h = TryAccumulator(node, DT_FLOAT, reduction, shared_name);
+                          const std::string& shared_name = "",
+                          const TensorShape& shape = TensorShape({2})) {
+    absl::StatusOr<TensorValue> h = TryAccumulator(node, DT_FLOAT, reduction, shared_name, shape);
     EXPECT_TRUE(h.ok()) << h.status();
     return h.ok() ? *h : TensorValue{};
   }
   absl::StatusOr<TensorValue> TryAccumulator(const std::string& node, DataType dtype,
                                              const std::string& reduction,
-                                             const std::string& shared_name) {
+                                             const std::string& shared_name,
+                                             const TensorShape& shape = TensorShape({2})) {
     NodeDef n = Node(Op("ConditionalAccumulator"), node, 0);
     SetAttr(&n, "dtype", dtype);
-    SetAttr(&n, "shape", TensorShape({2}));
+    SetAttr(&n, "shape", shape);
     SetAttr(&n, "reduction_type", reduction);
     SetAttr(&n, "shared_name", shared_name);
     OpKernel* k = Kernel(n);
@@ -564,6 +566,27 @@ TEST_P(AccumulatorTest, TakeReturnsTheMeanResetsAndAdvancesTheStep) {
   ExpectTensorEq<float>(take->output(0), {3, 5}, TensorShape({2}));
   EXPECT_EQ(NumAccumulated(acc), 0);
   EXPECT_EQ(Resource("acc")->global_step(), 1);
+}
+
+TEST_P(AccumulatorTest, MeanOfLongGradientsDividesEachSumLikeTensorFlow) {
+  // 37 elements: whole vector packets and a tail. Sums 2i + 1 divided by 3,
+  // which a multiplication by 1/3 would round differently (5/3, 7/3, ...).
+  constexpr int kN = 37;
+  std::vector<float> a(kN), b(kN), c(kN), mean(kN);
+  for (int i = 0; i < kN; ++i) {
+    a[i] = static_cast<float>(i);
+    b[i] = static_cast<float>(2 * i + 1);
+    c[i] = -static_cast<float>(i);
+    mean[i] = (a[i] + b[i] + c[i]) / 3.0f;
+  }
+  TensorValue acc = Accumulator("acc", "MEAN", "", TensorShape({kN}));
+  ApplyOk(acc, 0, a);
+  ApplyOk(acc, 0, b);
+  ApplyOk(acc, 0, c);
+  std::unique_ptr<KernelRun> take = Take(acc, 3);
+  ASSERT_TRUE(take->Wait().ok()) << take->status;
+  ExpectTensorEq<float>(take->output(0), mean, TensorShape({kN}), /*tol=*/0);
+  EXPECT_NE(mean[2], 5.0f * (1.0f / 3.0f));
 }
 
 TEST_P(AccumulatorTest, SumReduction) {
