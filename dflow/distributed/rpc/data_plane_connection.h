@@ -131,6 +131,13 @@ class DataConnection {
   // set (may be 0 with kWantWrite). After kWantWrite, call again with the
   // same remaining bytes.
   Io Write(const iovec* iov, int count, size_t* wrote);
+  // TLS: Write counts plaintext as written once it is sealed into records,
+  // which may still wait for the socket; they go before anything else, and a
+  // response is out only when none are left. FlushPendingWrite sends what
+  // the socket takes now, adding its bytes to *sent (kDone: none left;
+  // kWantWrite: some).
+  bool HasPendingWrite() const;
+  Io FlushPendingWrite(size_t* sent);
   // Bytes already received and decrypted (or not yet processed) that a
   // readable socket would not announce.
   bool HasBuffered() const;
@@ -166,6 +173,9 @@ class DataConnection {
  private:
   Io SslResult(int ret, const char* what);
   Io SslResultOf(int ret, const char* what);
+  // Sends the records gathered by Write/Send, adding to *sent when given;
+  // `wait`: a blocking send.
+  Io SendGathered(bool wait, size_t* sent = nullptr);
 
   const int fd_;
   std::shared_ptr<const DataPlaneTls> tls_;

@@ -730,7 +730,16 @@ class DataPlaneServer::Loop {
         v.iov_len -= left;
       }
     }
-    if (c->iov_next < c->iov_count) {
+    if (c->iov_next == c->iov_count && c->io->HasPendingWrite()) {  // TLS records queued.
+      size_t sent = 0;
+      const DataConnection::Io io = c->io->FlushPendingWrite(&sent);
+      if (io != DataConnection::Io::kDone && io != DataConnection::Io::kWantWrite) {
+        Close(c);
+        return;
+      }
+      if (sent > 0) c->last_progress = now;
+    }
+    if (c->iov_next < c->iov_count || c->io->HasPendingWrite()) {
       SetEvents(c, EPOLLOUT);
       return;
     }

@@ -1,6 +1,7 @@
 #include "dflow/distributed/rpc/tensor_data_plane.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/mman.h>
@@ -1502,9 +1503,10 @@ TEST(TensorDataPlaneTlsTest, TensorsCrossOverMutualTlsBitExact) {
   ASSERT_TRUE(tls.ok()) << tls.status();
   TlsTask task(*tls);
   DataPlaneTask& t = task.t;
-  // Small, several MiB (many TLS records) and empty tensors; pooled connections after the first.
-  const int64_t sizes[] = {1, 3 << 20, 0, 1 << 16};
-  for (int64_t step = 1; step <= 4; ++step) {
+  // Small, several MiB (many TLS records), empty, and 24 MiB (records queued
+  // until the socket takes them) tensors; pooled connections after the first.
+  const int64_t sizes[] = {1, 3 << 20, 0, 1 << 16, 6 << 20};
+  for (int64_t step = 1; step <= 5; ++step) {
     const Tensor value = RandomBits(sizes[step - 1], static_cast<uint32_t>(step));
     ASSERT_TRUE(t.Feed(step, value).ok());
     PendingRecv r(&t.client, t.Request(step), Timeout(absl::Seconds(30)));
@@ -1513,10 +1515,97 @@ TEST(TensorDataPlaneTlsTest, TensorsCrossOverMutualTlsBitExact) {
     ASSERT_TRUE(r.status.ok()) << r.status;
     EXPECT_TRUE(SameBytes(r.result.tensor, value)) << step;
   }
-  EXPECT_EQ(t.server.num_requests(), 4);
+  // A RunGraph near the 1 MiB limit goes out as several gathered writes of records.
+  const Tensor fed = RandomBits(250000, 6);
+  const tensorflow::RunGraphRequest run = FeedRequest(t, 6, fed);
+  tensorflow::RunGraphResponse ran;
+  absl::Notification done;
+  absl::Status run_status;
+  ASSERT_TRUE(t.client.TryRunGraphAsync(
+      Timeout(absl::Seconds(30)), &run, &ran,
+      [&](const absl::Status& st) {
+        run_status = st;
+        done.Notify();
+      },
+      [] {}));
+  ASSERT_TRUE(done.WaitForNotificationWithTimeout(absl::Seconds(60)));
+  ASSERT_TRUE(run_status.ok()) << run_status;
+  PendingRecv back(&t.client, t.Request(6), Timeout(absl::Seconds(30)));
+  ASSERT_TRUE(back.Wait());
+  ASSERT_TRUE(back.status.ok()) << back.status;
+  EXPECT_TRUE(SameBytes(back.result.tensor, fed));
+  EXPECT_EQ(t.server.num_requests(), 7);
   EXPECT_EQ(t.server.num_handshake_failures(), 0);
   EXPECT_EQ(t.server.num_connections(), 1);  // One pooled connection served them all.
   EXPECT_EQ(t.client.last_handshake_error(), "");
+}
+
+// A TLS Write counts plaintext as written once sealed into records; records
+// the socket cannot take yet stay queued, go before anything else, and arrive
+// whole once the receiver reads.
+TEST(TensorDataPlaneTlsTest, RecordsTheSocketCannotTakeStayQueuedUntilFlushed) {
+  absl::StatusOr<ThrowawayTls> tls = MakeThrowawayTls();
+  ASSERT_TRUE(tls.ok()) << tls.status();
+  const SecurityOptions security = TlsOptions(*tls);
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+  const int small = 32 << 10;
+  ASSERT_EQ(::setsockopt(pair[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+  ASSERT_EQ(::fcntl(pair[0], F_SETFL, ::fcntl(pair[0], F_GETFL) | O_NONBLOCK), 0);
+  DataConnection sender(pair[0], TlsContext(security, DataPlaneTls::kServer));
+  DataConnection receiver(pair[1], TlsContext(security, DataPlaneTls::kClient));
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  absl::Status handshake;
+  std::thread receiving([&] { handshake = receiver.Handshake(deadline); });
+  DataConnection::Io io;
+  while ((io = sender.StepHandshake()) != DataConnection::Io::kDone && absl::Now() < deadline) {
+    ASSERT_TRUE(io == DataConnection::Io::kWantRead || io == DataConnection::Io::kWantWrite);
+    pollfd p{pair[0], static_cast<short>(io == DataConnection::Io::kWantRead ? POLLIN : POLLOUT), 0};
+    ::poll(&p, 1, 100);
+  }
+  receiving.join();
+  ASSERT_EQ(io, DataConnection::Io::kDone);
+  ASSERT_TRUE(handshake.ok()) << handshake;
+
+  const Tensor value = RandomBits(1 << 18, 9);  // 1 MiB, far over the socket's buffer.
+  const char* bytes = static_cast<const char*>(value.raw_data());
+  const size_t n = value.TotalBytes();
+  size_t total = 0;
+  for (int i = 0; i < 100 && total < n; ++i) {  // Nobody reads yet.
+    iovec v{const_cast<char*>(bytes + total), n - total};
+    size_t wrote = 0;
+    io = sender.Write(&v, 1, &wrote);
+    ASSERT_TRUE(io == DataConnection::Io::kDone || io == DataConnection::Io::kWantWrite);
+    if (wrote == 0) break;
+    total += wrote;
+  }
+  ASSERT_GT(total, 0u);
+  ASSERT_LT(total, n);
+  EXPECT_TRUE(sender.HasPendingWrite());
+  size_t sent = 0;
+  EXPECT_EQ(sender.FlushPendingWrite(&sent), DataConnection::Io::kWantWrite);
+
+  std::string got(n, '\0');
+  absl::Status received;
+  std::thread reading([&] { received = receiver.Recv(got.data(), n, deadline); });
+  while ((total < n || sender.HasPendingWrite()) && absl::Now() < deadline) {
+    size_t wrote = 0;
+    if (total < n) {
+      iovec v{const_cast<char*>(bytes + total), n - total};
+      io = sender.Write(&v, 1, &wrote);
+    } else {
+      io = sender.FlushPendingWrite(&sent);
+    }
+    ASSERT_TRUE(io == DataConnection::Io::kDone || io == DataConnection::Io::kWantWrite);
+    total += wrote;
+    pollfd p{pair[0], POLLOUT, 0};
+    ::poll(&p, 1, 100);
+  }
+  reading.join();
+  ASSERT_TRUE(received.ok()) << received;
+  EXPECT_FALSE(sender.HasPendingWrite());
+  EXPECT_GT(sent, 0u);
+  EXPECT_EQ(std::memcmp(got.data(), bytes, n), 0);
 }
 
 TEST(TensorDataPlaneTlsTest, ARawPlaintextClientGetsNoTensorByte) {
