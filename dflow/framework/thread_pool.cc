@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <string>
 #include <thread>
 #include <unsupported/Eigen/CXX11/Tensor>
 #include <unsupported/Eigen/CXX11/ThreadPool>
@@ -49,7 +51,9 @@ struct ForState {
 
 struct ThreadPool::Impl {
   Impl(std::string name, int num_threads)
-      : name(std::move(name)), pool(num_threads), device(&pool, num_threads) {}
+      : name(std::move(name)),
+        pool(num_threads, PoolSpinning()),
+        device(&pool, num_threads) {}
   const std::string name;
   Eigen::ThreadPool pool;
   Eigen::ThreadPoolDevice device;
@@ -125,6 +129,14 @@ ThreadPool* InterOpPool() {
   static ThreadPool* pool = new ThreadPool(
       "inter_op", std::max(2, static_cast<int>(std::thread::hardware_concurrency())));
   return pool;
+}
+
+bool PoolSpinning() {
+  static const bool spin = [] {
+    const char* v = std::getenv("DFLOW_POOL_SPIN");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return spin;
 }
 
 void SetIntraOpThreads(int num_threads) {
