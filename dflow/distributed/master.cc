@@ -256,7 +256,10 @@ void Master::StartStep(const CallOptions& opts, const tensorflow::RunStepRequest
   };
   absl::StatusOr<std::shared_ptr<MasterSession>> session = FindSession(req->session_handle());
   if (!session.ok()) return finish(session.status());
-  if (on_caller_thread) {
+  // A prepared signature waits on no worker: its step starts on the calling
+  // (gRPC) thread, a thread hop less; a new one registers its partitions on
+  // the master's pool.
+  if (on_caller_thread || (*session)->HasPlanFor(*req)) {
     (*session)->RunStepAsync(opts.deadline, req, std::move(feed_values), resp, std::move(finish));
     return;
   }

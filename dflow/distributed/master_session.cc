@@ -411,6 +411,18 @@ absl::StatusOr<MasterSession::Signature> MasterSession::Canonicalize(
   return sig;
 }
 
+bool MasterSession::HasPlanFor(const tensorflow::RunStepRequest& req) const {
+  Feeds named;  // Canonicalize reads the names only.
+  for (const tensorflow::NamedTensorProto& f : req.feed()) named.emplace_back(f.name(), Tensor());
+  absl::StatusOr<Signature> sig =
+      Canonicalize(named, std::vector<std::string>(req.fetch().begin(), req.fetch().end()));
+  if (!sig.ok()) return false;
+  absl::StatusOr<std::shared_ptr<const Plan>> plan = plans_.Find(SignatureKey(
+      SortedUnique(sig->feed_names), SortedUnique(sig->graph_fetches),
+      SortedUnique(std::vector<std::string>(req.target().begin(), req.target().end()))));
+  return plan.ok() && *plan != nullptr;
+}
+
 void MasterSession::RunAsync(absl::Time deadline, const Feeds& feeds,
                              const std::vector<std::string>& fetches,
                              const std::vector<std::string>& targets,

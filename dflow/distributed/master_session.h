@@ -77,6 +77,10 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
   absl::Time StepDeadline(absl::Time call_deadline, const tensorflow::RunOptions& options) const;
   // Number of signatures prepared so far.
   int num_plans() const;
+  // Whether `req`'s signature is prepared: then RunStepAsync waits on no
+  // worker before it returns (its RunGraph calls are asynchronous), where a
+  // new signature registers its partitions first.
+  bool HasPlanFor(const tensorflow::RunStepRequest& req) const;
 
  private:
   struct Plan;  // The registered partitions of one signature.

@@ -106,7 +106,6 @@ class SignatureCache {
     return static_cast<int>(entries_.size());
   }
 
- private:
   // The entry, null when there is none, or the status Close was given.
   absl::StatusOr<std::shared_ptr<const T>> Find(const std::string& key) const {
     absl::ReaderMutexLock l(&mu_);
@@ -114,6 +113,8 @@ class SignatureCache {
     auto it = entries_.find(key);
     return it == entries_.end() ? nullptr : it->second;
   }
+
+ private:
 
   absl::Mutex build_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   mutable absl::Mutex mu_;
