@@ -115,7 +115,6 @@ class SignatureCache {
   }
 
  private:
-
   absl::Mutex build_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   mutable absl::Mutex mu_;
   absl::Status closed_ ABSL_GUARDED_BY(mu_);

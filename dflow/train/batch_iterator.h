@@ -50,7 +50,7 @@ struct BatchOptions {
   // Build only positions [slice_begin, slice_begin + slice_size) of each
   // batch (one worker's share of a global batch): its features, labels and
   // indices; the order and the batches' count are those of the whole batches.
-  // 0: all positions.
+  // slice_size 0: to the batch's end.
   int64_t slice_begin = 0;
   int64_t slice_size = 0;
 };
