@@ -271,10 +271,10 @@ absl::Time MasterSession::StepDeadline(absl::Time call_deadline,
 // --- plans -------------------------------------------------------------------------------
 
 absl::StatusOr<std::shared_ptr<const MasterSession::Plan>> MasterSession::GetOrCreatePlan(
-    const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
-    const std::vector<std::string>& targets, absl::Time deadline) {
-  return plans_.GetOrBuild(SignatureKey(feeds, fetches, targets),
-                           [&] { return BuildPlan(feeds, fetches, targets, deadline); });
+    const PlanNames& names, absl::Time deadline) {
+  return plans_.GetOrBuild(names.key, [&] {
+    return BuildPlan(names.feeds, names.fetches, names.targets, deadline);
+  });
 }
 
 absl::StatusOr<std::unique_ptr<Graph>> MasterSession::PlaceForPlan(
@@ -417,10 +417,17 @@ bool MasterSession::HasPlanFor(const tensorflow::RunStepRequest& req) const {
   absl::StatusOr<Signature> sig =
       Canonicalize(named, std::vector<std::string>(req.fetch().begin(), req.fetch().end()));
   if (!sig.ok()) return false;
-  absl::StatusOr<std::shared_ptr<const Plan>> plan = plans_.Find(SignatureKey(
-      SortedUnique(sig->feed_names), SortedUnique(sig->graph_fetches),
-      SortedUnique(std::vector<std::string>(req.target().begin(), req.target().end()))));
+  absl::StatusOr<std::shared_ptr<const Plan>> plan = plans_.Find(
+      NamesOfPlan(*sig, std::vector<std::string>(req.target().begin(), req.target().end())).key);
   return plan.ok() && *plan != nullptr;
+}
+
+MasterSession::PlanNames MasterSession::NamesOfPlan(const Signature& sig,
+                                                    const std::vector<std::string>& targets) {
+  PlanNames names{SortedUnique(sig.feed_names), SortedUnique(sig.graph_fetches),
+                  SortedUnique(targets), ""};
+  names.key = SignatureKey(names.feeds, names.fetches, names.targets);
+  return names;
 }
 
 void MasterSession::RunAsync(absl::Time deadline, const Feeds& feeds,
@@ -436,8 +443,7 @@ void MasterSession::RunAsync(absl::Time deadline, const Feeds& feeds,
   absl::StatusOr<Signature> sig = Canonicalize(feeds, fetches);
   if (!sig.ok()) return fail(sig.status());
   absl::StatusOr<std::shared_ptr<const Plan>> plan =
-      GetOrCreatePlan(SortedUnique(sig->feed_names), SortedUnique(sig->graph_fetches),
-                      SortedUnique(targets), deadline);
+      GetOrCreatePlan(NamesOfPlan(*sig, targets), deadline);
   if (!plan.ok()) return fail(plan.status());
   auto step = std::make_shared<Step>();
   step->plan = *std::move(plan);

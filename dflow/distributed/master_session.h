@@ -107,9 +107,14 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
   void MergeStepStats(Step* step) const;
   // Appends `graph`'s nodes to the session's graph.
   absl::Status MergeGraph(const tensorflow::GraphDef& graph) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<std::shared_ptr<const Plan>> GetOrCreatePlan(
-      const std::vector<std::string>& feeds, const std::vector<std::string>& fetches,
-      const std::vector<std::string>& targets, absl::Time deadline);
+  // What a plan is built for (sorted, unique names) and its key in plans_.
+  struct PlanNames {
+    std::vector<std::string> feeds, fetches, targets;
+    std::string key;
+  };
+  static PlanNames NamesOfPlan(const Signature& sig, const std::vector<std::string>& targets);
+  absl::StatusOr<std::shared_ptr<const Plan>> GetOrCreatePlan(const PlanNames& names,
+                                                              absl::Time deadline);
   absl::StatusOr<std::shared_ptr<const Plan>> BuildPlan(const std::vector<std::string>& feeds,
                                                         const std::vector<std::string>& fetches,
                                                         const std::vector<std::string>& targets,

@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
-#include <string>
 #include <thread>
 #include <unsupported/Eigen/CXX11/Tensor>
 #include <unsupported/Eigen/CXX11/ThreadPool>
@@ -13,6 +11,7 @@
 
 #include "absl/synchronization/blocking_counter.h"
 #include "absl/synchronization/mutex.h"
+#include "dflow/framework/env_flag.h"
 
 namespace dflow {
 namespace {
@@ -132,10 +131,7 @@ ThreadPool* InterOpPool() {
 }
 
 bool PoolSpinning() {
-  static const bool spin = [] {
-    const char* v = std::getenv("DFLOW_POOL_SPIN");
-    return v == nullptr || std::string(v) != "0";
-  }();
+  static const bool spin = NotOffInEnv("DFLOW_POOL_SPIN");
   return spin;
 }
 

@@ -31,6 +31,7 @@
 #include "dflow/distributed/rpc/data_plane_connection.h"
 #include "dflow/distributed/rpc/grpc_util.h"
 #include "dflow/distributed/rpc/tensor_coding.h"
+#include "dflow/framework/env_flag.h"
 #include "dflow/distributed/rpc/wire_format.h"
 #include "dflow/framework/status.h"
 #include "google/protobuf/any.pb.h"
@@ -39,16 +40,6 @@
 namespace dflow {
 
 static_assert(std::endian::native == std::endian::little, "the data plane writes host order");
-
-namespace {
-
-// True unless the environment sets `name` to "0".
-bool NotOffInEnv(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr || std::string(v) != "0";
-}
-
-}  // namespace
 
 bool DataPlaneEnabledByEnv() { return NotOffInEnv("DFLOW_DATA_PLANE"); }
 
