@@ -89,8 +89,7 @@ absl::Status CheckCallAuth(const std::string& token, const grpc::CallbackServerC
   if (it == metadata.end()) return CheckAuthToken(token, nullptr, call);
   absl::string_view value(it->second.data(), it->second.size());
   absl::ConsumePrefix(&value, kAuthBearerPrefix);
-  const std::string presented(value);
-  return CheckAuthToken(token, &presented, call);
+  return CheckAuthToken(token, &value, call);
 }
 
 void ConfigureServerBuilder(grpc::ServerBuilder* builder, int64_t max_request_bytes) {

@@ -1,7 +1,5 @@
 #include "dflow/distributed/rpc/security.h"
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <sys/stat.h>
 
 #include <fstream>
@@ -68,18 +66,19 @@ absl::StatusOr<SecurityOptions> LoadSecurityOptions(const SecurityFiles& files) 
   return out;
 }
 
-bool TokensEqual(absl::string_view a, absl::string_view b) {
-  // Equal-length digests, so the comparison's time says nothing about either.
-  unsigned char da[EVP_MAX_MD_SIZE], db[EVP_MAX_MD_SIZE];
-  unsigned int na = 0, nb = 0;
-  if (EVP_Digest(a.data(), a.size(), da, &na, EVP_sha256(), nullptr) != 1 ||
-      EVP_Digest(b.data(), b.size(), db, &nb, EVP_sha256(), nullptr) != 1 || na != nb) {
-    return false;
+bool TokensEqual(absl::string_view expected, absl::string_view presented) {
+  // Every presented byte is compared, against the expected bytes cycled, and the
+  // lengths' mismatch is folded in: no early exit, no secret-dependent index.
+  // (Hashing both with SHA-256 first did the same, at ~7 us a call in a server.)
+  unsigned char diff = expected.size() != presented.size() ? 1 : 0;
+  if (expected.empty()) return presented.empty();
+  for (size_t i = 0; i < presented.size(); ++i) {
+    diff |= static_cast<unsigned char>(presented[i] ^ expected[i % expected.size()]);
   }
-  return CRYPTO_memcmp(da, db, na) == 0;
+  return diff == 0;
 }
 
-absl::Status CheckAuthToken(absl::string_view expected, const std::string* presented,
+absl::Status CheckAuthToken(absl::string_view expected, const absl::string_view* presented,
                             absl::string_view call) {
   if (expected.empty()) return absl::OkStatus();
   if (presented == nullptr) {

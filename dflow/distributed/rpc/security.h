@@ -52,14 +52,15 @@ struct SecurityFiles {
 // needs all of cert, key and CA (InvalidArgument naming the missing one).
 absl::StatusOr<SecurityOptions> LoadSecurityOptions(const SecurityFiles& files);
 
-// Whether `a` equals `b`, in time that does not depend on where they differ
-// (nor on their lengths beyond hashing them).
-bool TokensEqual(absl::string_view a, absl::string_view b);
+// Whether `presented` equals `expected`, in time that depends only on the
+// presented token's length: not on where they differ, nor on the expected
+// token's length or bytes.
+bool TokensEqual(absl::string_view expected, absl::string_view presented);
 
 // Checks a presented token against `expected` ("" = no token required).
 // `presented` is nullptr when the caller sent none. Unauthenticated
 // "<call> missing auth token ..." / "<call> wrong auth token" otherwise.
-absl::Status CheckAuthToken(absl::string_view expected, const std::string* presented,
+absl::Status CheckAuthToken(absl::string_view expected, const absl::string_view* presented,
                             absl::string_view call);
 
 // The credentials dflow's clients in this process present when nothing else

@@ -95,6 +95,10 @@ TEST(SecurityOptionsTest, TokensEqualOnlyWhenEqual) {
   EXPECT_FALSE(TokensEqual("abc", "abd"));
   EXPECT_FALSE(TokensEqual("abc", "abcd"));
   EXPECT_FALSE(TokensEqual("abc", ""));
+  EXPECT_FALSE(TokensEqual("abc", "abcabc"));  // The expected bytes are cycled, not repeated.
+  EXPECT_FALSE(TokensEqual("abc", "ab"));
+  EXPECT_FALSE(TokensEqual("", "abc"));
+  EXPECT_TRUE(TokensEqual("", ""));
   EXPECT_TRUE(CheckAuthToken("", nullptr, "[X]").ok());  // No token required.
 }
 
