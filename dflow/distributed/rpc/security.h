@@ -5,8 +5,8 @@
 //
 // The token travels as gRPC metadata `authorization: Bearer <token>` (the
 // HTTP convention gRPC's own token credentials use) and in the first frame of
-// a data-plane connection (tensor_data_plane.h). Servers compare it in
-// constant time (SHA-256 of both sides, then CRYPTO_memcmp).
+// a data-plane connection (tensor_data_plane.h). Servers compare it in time
+// that depends only on the presented token's length (TokensEqual).
 //
 //   SecurityFiles files{.auth_token_file = "/etc/dflow/token"};
 //   ASSIGN_OR_RETURN(SecurityOptions security, LoadSecurityOptions(files));
