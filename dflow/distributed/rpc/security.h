@@ -52,9 +52,9 @@ struct SecurityFiles {
 // needs all of cert, key and CA (InvalidArgument naming the missing one).
 absl::StatusOr<SecurityOptions> LoadSecurityOptions(const SecurityFiles& files);
 
-// Whether `presented` equals `expected`, in time that depends only on the
-// presented token's length: not on where they differ, nor on the expected
-// token's length or bytes.
+// Whether `presented` equals `expected`, in time that depends on the
+// presented token's length, not on where the two differ or on the expected
+// token's bytes.
 bool TokensEqual(absl::string_view expected, absl::string_view presented);
 
 // Checks a presented token against `expected` ("" = no token required).
