@@ -254,6 +254,9 @@ class DataPlaneServer {
   int64_t num_handshake_failures() const { return num_handshake_failures_.load(); }
   // Requests (single, batch or RunGraph frames) handed to the worker so far.
   int64_t num_requests() const { return num_requests_.load(); }
+  // Answers taken up by the thread that finished the call, the loop being
+  // idle, rather than by the loop's thread (plaintext connections only).
+  int64_t num_answered_inline() const { return num_answered_inline_.load(); }
 
  private:
   class Loop;
@@ -270,6 +273,7 @@ class DataPlaneServer {
   std::atomic<int64_t> num_unauthenticated_{0};
   std::atomic<int64_t> num_handshake_failures_{0};
   std::atomic<int64_t> num_requests_{0};
+  std::atomic<int64_t> num_answered_inline_{0};
   absl::Mutex mu_;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;

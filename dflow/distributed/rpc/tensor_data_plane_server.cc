@@ -11,8 +11,10 @@
 //   writing  the response goes out as the socket takes it (EPOLLOUT), straight
 //            from the tensor's buffer; then reading again (a batch: the next
 //            answered item, or waiting again until all are written).
-// The worker's answer comes on its own thread: it is queued and the loop woken
-// through an eventfd. Every state has a deadline (Options), checked each turn.
+// The worker's answer comes on its own thread: when the loop is idle, waiting
+// for events, that thread writes it (Completions::Post); else it is queued and
+// the loop woken through an eventfd. Either way one thread at a time touches
+// the connections. Every state has a deadline (Options), checked each turn.
 // Connections come from the TCP listener and, when Options::local_socket, from
 // an abstract AF_UNIX listener for receivers on this host; both are served the
 // same way.
@@ -29,6 +31,7 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <string_view>
 #include <thread>
@@ -83,11 +86,27 @@ struct Completions {
   ~Completions() {
     if (efd >= 0) ::close(efd);
   }
+  // Queues `call`'s answer. When the loop's state is free (its thread waits
+  // for events), the thread that finished the call writes the answer itself
+  // (`drain`): waking the loop would cost a wake-up and two context switches
+  // on the step's path (a ps's parameters, a worker's gradient, a RunGraph's
+  // end). Else the loop is woken, or will find it: whoever holds `loop_mu`
+  // takes the whole queue after this push.
   void Post(std::shared_ptr<ServerCall> call) {
-    absl::MutexLock l(&mu);
-    if (closed) return;
-    done.push_back(std::move(call));
-    if (done.size() == 1) Wake();
+    const bool drain_here = loop_mu.TryLock();  // Never waits: the loop may be busy.
+    {
+      absl::MutexLock l(&mu);
+      if (closed) {  // Set under loop_mu: the loop is gone, and with it `drain`'s target.
+        if (drain_here) loop_mu.Unlock();
+        return;
+      }
+      done.push_back(std::move(call));
+      if (!drain_here && done.size() == 1) Wake();
+    }
+    if (drain_here) {
+      drain();
+      loop_mu.Unlock();
+    }
   }
   void Wake() {
     const uint64_t one = 1;
@@ -95,6 +114,12 @@ struct Completions {
   }
 
   int efd = -1;
+  // The loop's state (its connections): held by the loop's thread except
+  // while it waits in epoll_wait, or by a thread answering in Post. Taken
+  // before `mu`, never after.
+  absl::Mutex loop_mu;
+  // Writes the queued answers; with loop_mu held. Set before the loop starts.
+  std::function<void()> drain;
   absl::Mutex mu;
   bool closed ABSL_GUARDED_BY(mu) = false;
   bool stop ABSL_GUARDED_BY(mu) = false;
@@ -124,6 +149,9 @@ class DataPlaneServer::Loop {
   absl::Status Start() {
     epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
     completions_->efd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    completions_->drain = [this] {
+      TakeCompletions(absl::Now(), /*on_loop=*/false);  // A stop is the loop thread's to act on.
+    };
     if (epoll_fd_ < 0 || completions_->efd < 0 || !Watch(listen_fd_, kListenId, EPOLLIN) ||
         (local_fd_ >= 0 && !Watch(local_fd_, kLocalListenId, EPOLLIN)) ||
         !Watch(completions_->efd, kWakeId, EPOLLIN)) {
@@ -222,9 +250,13 @@ class DataPlaneServer::Loop {
   void Run() {
     std::vector<epoll_event> events(256);
     absl::Time next = absl::InfiniteFuture();
+    absl::Mutex& state = completions_->loop_mu;
+    state.Lock();
     for (;;) {
+      state.Unlock();  // Answers may be written meanwhile (Completions::Post).
       const int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()),
                                  EpollTimeoutMs(absl::Now(), next));
+      state.Lock();
       const absl::Time now = absl::Now();
       for (int i = 0; i < n; ++i) {
         const uint64_t id = events[i].data.u64;
@@ -240,9 +272,12 @@ class DataPlaneServer::Loop {
       if (TakeCompletions(now)) break;
       next = Expire(now);
     }
-    absl::MutexLock l(&completions_->mu);
-    completions_->closed = true;  // Later answers from the worker are dropped.
-    completions_->done.clear();
+    {
+      absl::MutexLock l(&completions_->mu);
+      completions_->closed = true;  // Later answers from the worker are dropped.
+      completions_->done.clear();
+    }
+    state.Unlock();
   }
 
   // --- accepting ---------------------------------------------------------------------------
@@ -578,8 +613,12 @@ class DataPlaneServer::Loop {
   }
 
   // Whether the loop should end.
-  bool TakeCompletions(absl::Time now) {
-    std::vector<std::shared_ptr<ServerCall>> done;
+  // Off the loop's thread (`on_loop` false: Completions::drain), answers on
+  // TLS connections are left to the loop: after them, bytes TLS already read
+  // may hold the next request, which would call the worker from inside the
+  // worker's callback.
+  bool TakeCompletions(absl::Time now, bool on_loop = true) {
+    std::vector<std::shared_ptr<ServerCall>> done, left;
     {
       absl::MutexLock l(&completions_->mu);
       if (completions_->stop) return true;
@@ -589,6 +628,11 @@ class DataPlaneServer::Loop {
       auto it = connections_.find(call->connection_id);
       if (it == connections_.end()) continue;  // Abandoned.
       Connection* c = it->second.get();
+      if (!on_loop && c->io->tls()) {
+        left.push_back(call);
+        continue;
+      }
+      if (!on_loop) server_->num_answered_inline_.fetch_add(1);
       if (call->batch_id != 0) {
         if (c->batch == nullptr || c->batch->id != call->batch_id) continue;  // Abandoned.
         c->batch->ready.push_back(call);
@@ -602,6 +646,11 @@ class DataPlaneServer::Loop {
         continue;
       }
       Respond(c, call->status, &call->result, now);
+    }
+    if (!left.empty()) {
+      absl::MutexLock l(&completions_->mu);
+      completions_->done.insert(completions_->done.begin(), left.begin(), left.end());
+      completions_->Wake();
     }
     return false;
   }

@@ -182,6 +182,40 @@ TEST(TensorDataPlaneTest, ARecvParksUntilTheSendHappens) {
   EXPECT_TRUE(SameBytes(r.result.tensor, value));
 }
 
+// A call parked at the sender is answered by the thread whose send finishes
+// it while the loop waits for events; one the worker answers at once (inside
+// the loop's own request handling) is the loop's to write.
+TEST(TensorDataPlaneTest, AParkedCallIsAnsweredByTheThreadThatFinishesIt) {
+  DataPlaneTask t;
+  const Tensor early = RandomBits(1000, 1);
+  ASSERT_TRUE(t.Feed(1, early).ok());
+  {
+    PendingRecv r(&t.client, t.Request(1), Timeout(absl::Seconds(30)));
+    ASSERT_TRUE(r.Wait());
+    ASSERT_TRUE(r.status.ok()) << r.status;
+    EXPECT_TRUE(SameBytes(r.result.tensor, early));
+  }
+  EXPECT_EQ(t.server.num_answered_inline(), 0);
+  for (int64_t step = 2; step <= 4; ++step) {  // Parked, single and then in a batch.
+    std::vector<std::unique_ptr<PendingRecv>> parked;
+    for (int64_t k = 0; k < (step == 2 ? 1 : 3); ++k) {
+      parked.push_back(std::make_unique<PendingRecv>(&t.client, t.Request(10 * step + k),
+                                                     Timeout(absl::Seconds(30))));
+    }
+    EXPECT_FALSE(parked[0]->Wait(absl::Milliseconds(100)));
+    for (int64_t k = 0; k < static_cast<int64_t>(parked.size()); ++k) {
+      ASSERT_TRUE(t.Feed(10 * step + k, RandomBits(3000 + k, step + k)).ok());
+    }
+    for (int64_t k = 0; k < static_cast<int64_t>(parked.size()); ++k) {
+      ASSERT_TRUE(parked[k]->Wait());
+      ASSERT_TRUE(parked[k]->status.ok()) << parked[k]->status;
+      EXPECT_TRUE(SameBytes(parked[k]->result.tensor, RandomBits(3000 + k, step + k)));
+    }
+  }
+  EXPECT_GE(t.server.num_answered_inline(), 1);
+  EXPECT_LE(t.server.num_answered_inline(), 7);
+}
+
 TEST(TensorDataPlaneTest, APassedDeadlineEndsTheCallQuickly) {
   DataPlaneTask t;
   const absl::Time start = absl::Now();
