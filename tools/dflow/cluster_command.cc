@@ -109,7 +109,11 @@ absl::Status Spawn(const std::vector<std::string>& args, Child* child) {
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   const pid_t pid = fork();
-  if (pid < 0) return absl::InternalError("fork failed");
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return absl::InternalError("fork failed");
+  }
   if (pid == 0) {
     dup2(fds[1], STDOUT_FILENO);
     dup2(fds[1], STDERR_FILENO);
@@ -200,6 +204,107 @@ class ThrowawayDir {
   SecurityFiles files_;
 };
 
+// The cluster spec of `ps` + `workers` tasks on free ports of 127.0.0.1, as
+// JSON. Each port is held until every one is picked, so no two collide.
+absl::StatusOr<std::string> LocalClusterSpec(int num_ps, int num_workers) {
+  std::vector<std::pair<int, int>> held;
+  std::vector<std::string> ps, workers;
+  absl::Status status;
+  for (int i = 0; i < num_ps + num_workers; ++i) {
+    absl::StatusOr<std::pair<int, int>> port = HoldFreePort();
+    if (!port.ok()) {
+      status = port.status();
+      break;
+    }
+    held.push_back(*port);
+    (i < num_ps ? ps : workers).push_back(absl::StrCat("\"127.0.0.1:", port->second, "\""));
+  }
+  for (const auto& [fd, port] : held) close(fd);
+  RETURN_IF_ERROR(status);
+  return absl::StrCat("{\"ps\":[", absl::StrJoin(ps, ","), "],\"worker\":[",
+                      absl::StrJoin(workers, ","), "]}");
+}
+
+// Starts every task: `dflow train` with its job and index, the security
+// flags and the user's train flags. On failure the started ones are stopped.
+absl::Status SpawnTasks(const ClusterFlags& flags, TrainMode mode, const std::string& cluster,
+                        const SecurityFlags& security, std::vector<Child>& children) {
+  // Each reader thread holds its Child's address: no reallocation. Only
+  // started tasks are in `children` (StopAll signals each one's pid).
+  children.reserve(flags.ps + flags.workers);
+  const std::vector<std::string> security_args = SecurityArgs(security);
+  for (int i = 0; i < flags.ps + flags.workers; ++i) {
+    Child& c = children.emplace_back();
+    const bool worker = i >= flags.ps;
+    const int task = worker ? i - flags.ps : i;
+    c.trains = worker && (task == 0 || !IsInGraph(mode));
+    c.name = absl::StrCat(worker ? "worker" : "ps", task);
+    c.args = {"dflow",     "train",
+              "--cluster", cluster,
+              "--job",     worker ? "worker" : "ps",
+              "--task",    std::to_string(task),
+              "--mode",    flags.mode};
+    c.args.insert(c.args.end(), security_args.begin(), security_args.end());
+    c.args.insert(c.args.end(), flags.train_args.begin(), flags.train_args.end());
+    if (absl::Status s = Spawn(c.args, &c); !s.ok()) {
+      children.pop_back();
+      StopAll(children, std::chrono::seconds(5));
+      for (Child& started : children) started.reader.join();
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Starts again, on its address, each task a signal killed that has restarts
+// left; returns the first failure to start one.
+absl::Status RestartKilled(std::vector<Child>& children, int max_restarts) {
+  absl::Status status;
+  for (Child& c : children) {
+    if (c.exit_code < 0 || c.term_signal == 0 || c.restarts >= max_restarts) continue;
+    {
+      std::lock_guard<std::mutex> l(print_mu);
+      std::cout << "dflow cluster: " << c.name << " was killed by " << SignalName(c.term_signal)
+                << "; restarting it on the same address (" << c.restarts + 1 << "/"
+                << max_restarts << ")" << std::endl;
+    }
+    c.reader.join();
+    if (absl::Status s = Spawn(c.args, &c); !s.ok()) {
+      if (status.ok()) status = s;
+      continue;  // It keeps its exit code: the run ends.
+    }
+    ++c.restarts;
+    c.exit_code = -1;
+    c.term_signal = 0;
+  }
+  return status;
+}
+
+// Watches the tasks until the workers are done, one fails, or a shutdown
+// signal arrives on `signal_fd`; the run's outcome.
+absl::Status Supervise(std::vector<Child>& children, int max_restarts, int signal_fd) {
+  absl::Status status;
+  for (;;) {
+    Reap(children);
+    if (absl::Status s = RestartKilled(children, max_restarts); !s.ok() && status.ok()) status = s;
+    bool training = false;
+    for (const Child& c : children) {
+      // A trainer that fails, or a server that exits at all, ends the run.
+      if ((c.trains ? c.exit_code > 0 : c.exit_code >= 0) && status.ok()) {
+        status = absl::AbortedError(
+            absl::StrCat(c.name, " exited with status ", c.exit_code, "; stopping the cluster"));
+      }
+      training |= c.trains && c.exit_code < 0;
+    }
+    if (!training || !status.ok()) return status;
+    pollfd p{signal_fd, POLLIN, 0};
+    if (poll(&p, 1, 100) > 0) {
+      const int sig = WaitForShutdownSignal(signal_fd);
+      return absl::CancelledError(absl::StrCat(SignalName(sig), "; stopping the cluster"));
+    }
+  }
+}
+
 }  // namespace
 
 absl::Status ClusterCommand(const ClusterFlags& flags) {
@@ -220,83 +325,19 @@ absl::Status ClusterCommand(const ClusterFlags& flags) {
   // Fail here, not in every task, when a file is missing or unfit.
   RETURN_IF_ERROR(LoadSecurityOptions(security).status());
   ASSIGN_OR_RETURN(int signal_fd, ShutdownSignalFd());
-  // Ports, held until the tasks start so that no two picks collide.
-  std::vector<std::pair<int, int>> held;
-  std::vector<std::string> ps, workers;
-  for (int i = 0; i < flags.ps + flags.workers; ++i) {
-    ASSIGN_OR_RETURN(auto port, HoldFreePort());
-    held.push_back(port);
-    (i < flags.ps ? ps : workers).push_back(absl::StrCat("\"127.0.0.1:", port.second, "\""));
-  }
-  const std::string cluster = absl::StrCat("{\"ps\":[", absl::StrJoin(ps, ","), "],\"worker\":[",
-                                           absl::StrJoin(workers, ","), "]}");
+  ASSIGN_OR_RETURN(const std::string cluster, LocalClusterSpec(flags.ps, flags.workers));
   std::cout << "dflow cluster: " << cluster << ", mode " << flags.mode
             << (security.tls_cert.empty() ? "" : ", mutual TLS")
             << (security.auth_token_file.empty() ? "" : ", auth token") << std::endl;
-  for (const auto& [fd, port] : held) close(fd);
   // More tasks than cores: a pool thread spinning for work in one task takes
   // the core another task needs (1 ps + 2 workers on 2 cores: ~10% more CPU a
   // step, PoolSpinning). An explicit DFLOW_POOL_SPIN stays as it is.
   if (flags.ps + flags.workers > static_cast<int>(std::thread::hardware_concurrency())) {
     setenv("DFLOW_POOL_SPIN", "0", /*overwrite=*/0);
   }
-
-  std::vector<Child> children(flags.ps + flags.workers);
-  for (int i = 0; i < flags.ps + flags.workers; ++i) {
-    Child& c = children[i];
-    const bool worker = i >= flags.ps;
-    const int task = worker ? i - flags.ps : i;
-    c.trains = worker && (task == 0 || !IsInGraph(mode));
-    c.name = absl::StrCat(worker ? "worker" : "ps", task);
-    c.args = {"dflow",     "train",
-              "--cluster", cluster,
-              "--job",     worker ? "worker" : "ps",
-              "--task",    std::to_string(task),
-              "--mode",    flags.mode};
-    const std::vector<std::string> security_args = SecurityArgs(security);
-    c.args.insert(c.args.end(), security_args.begin(), security_args.end());
-    c.args.insert(c.args.end(), flags.train_args.begin(), flags.train_args.end());
-    if (absl::Status s = Spawn(c.args, &c); !s.ok()) {
-      StopAll(children, std::chrono::seconds(5));
-      return s;
-    }
-  }
-
-  // Until the workers are done, one fails, or we are told to stop.
-  absl::Status status;
-  for (;;) {
-    Reap(children);
-    for (Child& c : children) {
-      if (c.exit_code < 0 || c.term_signal == 0 || c.restarts >= flags.max_restarts) continue;
-      {
-        std::lock_guard<std::mutex> l(print_mu);
-        std::cout << "dflow cluster: " << c.name << " was killed by " << SignalName(c.term_signal)
-                  << "; restarting it on the same address (" << c.restarts + 1 << "/"
-                  << flags.max_restarts << ")" << std::endl;
-      }
-      c.reader.join();
-      ++c.restarts;
-      c.exit_code = -1;
-      c.term_signal = 0;
-      if (absl::Status s = Spawn(c.args, &c); !s.ok() && status.ok()) status = s;
-    }
-    bool training = false;
-    for (const Child& c : children) {
-      // A trainer that fails, or a server that exits at all, ends the run.
-      if ((c.trains ? c.exit_code > 0 : c.exit_code >= 0) && status.ok()) {
-        status = absl::AbortedError(
-            absl::StrCat(c.name, " exited with status ", c.exit_code, "; stopping the cluster"));
-      }
-      training |= c.trains && c.exit_code < 0;
-    }
-    if (!training || !status.ok()) break;
-    pollfd p{signal_fd, POLLIN, 0};
-    if (poll(&p, 1, 100) > 0) {
-      const int sig = WaitForShutdownSignal(signal_fd);
-      status = absl::CancelledError(absl::StrCat(SignalName(sig), "; stopping the cluster"));
-      break;
-    }
-  }
+  std::vector<Child> children;
+  RETURN_IF_ERROR(SpawnTasks(flags, mode, cluster, security, children));
+  const absl::Status status = Supervise(children, flags.max_restarts, signal_fd);
   StopAll(children, std::chrono::seconds(10));
   for (Child& c : children) c.reader.join();
   return status;
