@@ -202,6 +202,18 @@ class Lowering {
     return absl::OkStatus();
   }
 
+  // A function body being inlined for one call: where each signature
+  // argument's tensors are in the call's `args`, and the body's nodes by
+  // their names in the function.
+  struct Body {
+    const Node& call;
+    const tensorflow::NameAttrList& fn;
+    const std::vector<Endpoint>& args;
+    const tensorflow::FunctionDef* f = nullptr;
+    std::map<std::string, std::pair<int, int>> arg_range;  // name -> (first, count)
+    absl::flat_hash_map<std::string, Node*> nodes;
+  };
+
   // Inlines function `fn` called by `call`: body nodes are named under
   // `prefix`, default to the call's device, read `args` for the signature's
   // inputs and wait on `pivot` (when set). Returns the tensors of its
@@ -209,113 +221,139 @@ class Lowering {
   absl::Status InlineBody(const Node& call, const tensorflow::NameAttrList& fn,
                           const std::string& prefix, const std::vector<Endpoint>& args, Node* pivot,
                           std::vector<Endpoint>* rets, std::vector<Node*>* control_rets) {
-    ASSIGN_OR_RETURN(const tensorflow::FunctionDef* f, Find(call, fn));
-    const tensorflow::OpDef& sig = f->signature();
-    std::map<std::string, std::pair<int, int>> arg_range;  // name -> (first, count)
+    Body body{call, fn, args};
+    ASSIGN_OR_RETURN(body.f, Find(call, fn));
+    RETURN_IF_ERROR(MapArguments(body));
+    RETURN_IF_ERROR(AddBodyNodes(prefix, body));
+    for (const tensorflow::NodeDef& nd : body.f->node_def()) {
+      RETURN_IF_ERROR(ConnectBodyNode(nd, body));
+    }
+    if (pivot != nullptr) {
+      for (const auto& [name, node] : body.nodes) graph_->AddControlEdge(pivot, node);
+    }
+    return CollectReturns(body, rets, control_rets);
+  }
+
+  // Fills `body.arg_range`; the call must pass as many tensors as the
+  // signature takes.
+  absl::Status MapArguments(Body& body) {
     int num_args = 0;
-    for (const tensorflow::OpDef::ArgDef& a : sig.input_arg()) {
-      ASSIGN_OR_RETURN(int count, ArgCount(call, fn, a));
-      arg_range[a.name()] = {num_args, count};
+    for (const tensorflow::OpDef::ArgDef& a : body.f->signature().input_arg()) {
+      ASSIGN_OR_RETURN(int count, ArgCount(body.call, body.fn, a));
+      body.arg_range[a.name()] = {num_args, count};
       num_args += count;
     }
-    if (num_args != static_cast<int>(args.size())) {
-      return Error(call, absl::StrCat("function '", fn.name(), "' takes ", num_args,
-                                      " argument(s) but the call passes ", args.size()));
+    if (num_args != static_cast<int>(body.args.size())) {
+      return Error(body.call, absl::StrCat("function '", body.fn.name(), "' takes ", num_args,
+                                           " argument(s) but the call passes ", body.args.size()));
     }
+    return absl::OkStatus();
+  }
 
-    absl::flat_hash_map<std::string, Node*> body;
-    for (const tensorflow::NodeDef& nd : f->node_def()) {
+  // Adds the body's nodes, unconnected, named under `prefix`.
+  absl::Status AddBodyNodes(const std::string& prefix, Body& body) {
+    const std::string& fn = body.fn.name();
+    for (const tensorflow::NodeDef& nd : body.f->node_def()) {
       tensorflow::NodeDef def = nd;
       def.clear_input();
       def.set_name(UniqueName(prefix + nd.name()));
-      if (def.device().empty()) def.set_device(call.requested_device());
-      RETURN_IF_ERROR(Substitute(call, fn, &def));
+      if (def.device().empty()) def.set_device(body.call.requested_device());
+      RETURN_IF_ERROR(Substitute(body.call, body.fn, &def));
       absl::StatusOr<Node*> node = graph_->AddNode(std::move(def));
       if (!node.ok()) {
-        return Error(call,
-                     absl::StrCat("in function '", fn.name(), "': ", node.status().message()));
+        return Error(body.call, absl::StrCat("in function '", fn, "': ", node.status().message()));
       }
-      if (!body.emplace(nd.name(), *node).second) {
-        return Error(
-            call, absl::StrCat("function '", fn.name(), "' has two nodes named '", nd.name(), "'"));
+      if (!body.nodes.emplace(nd.name(), *node).second) {
+        return Error(body.call,
+                     absl::StrCat("function '", fn, "' has two nodes named '", nd.name(), "'"));
       }
     }
+    return absl::OkStatus();
+  }
 
-    // "arg", "arg:i" (element i of a list argument) or "node:output_arg:i".
-    auto resolve = [&](const std::string& ref) -> absl::StatusOr<Endpoint> {
-      std::vector<std::string> parts = absl::StrSplit(ref, ':');
-      int i = 0;
-      if (parts.size() > 1 && !absl::SimpleAtoi(parts.back(), &i)) i = -1;
-      if (parts.size() <= 2) {
-        auto it = arg_range.find(parts[0]);
-        if (it != arg_range.end() && i >= 0 && i < it->second.second) {
-          return args[it->second.first + i];
-        }
-      } else if (parts.size() == 3 && body.contains(parts[0]) && i >= 0) {
-        Node* src = body[parts[0]];
-        int start = 0, stop = 0;
-        if (OutputRange(src->def(), src->op_def(), parts[1], &start, &stop).ok() &&
-            start + i < stop) {
-          return Endpoint{src, start + i};
-        }
+  // The tensor a body reference names: "arg", "arg:i" (element i of a list
+  // argument) or "node:output_arg:i".
+  absl::StatusOr<Endpoint> Resolve(const Body& body, const std::string& ref) {
+    std::vector<std::string> parts = absl::StrSplit(ref, ':');
+    int i = 0;
+    if (parts.size() > 1 && !absl::SimpleAtoi(parts.back(), &i)) i = -1;
+    if (parts.size() <= 2) {
+      auto it = body.arg_range.find(parts[0]);
+      if (it != body.arg_range.end() && i >= 0 && i < it->second.second) {
+        return body.args[it->second.first + i];
       }
-      return Error(call, absl::StrCat("function '", fn.name(), "' refers to '", ref,
-                                      "', which is neither an argument nor a node output"));
-    };
+    } else if (auto src = body.nodes.find(parts[0]); src != body.nodes.end() && i >= 0) {
+      int start = 0, stop = 0;
+      if (parts.size() == 3 &&
+          OutputRange(src->second->def(), src->second->op_def(), parts[1], &start, &stop).ok() &&
+          start + i < stop) {
+        return Endpoint{src->second, start + i};
+      }
+    }
+    return Error(body.call, absl::StrCat("function '", body.fn.name(), "' refers to '", ref,
+                                         "', which is neither an argument nor a node output"));
+  }
 
-    for (const tensorflow::NodeDef& nd : f->node_def()) {
-      Node* dst = body[nd.name()];
-      int slot = 0;
-      for (const std::string& input : nd.input()) {
-        if (!input.empty() && input[0] == '^') {
-          auto it = body.find(input.substr(1));
-          if (it != body.end()) {
-            graph_->AddControlEdge(it->second, dst);
-            continue;
-          }
-          ASSIGN_OR_RETURN(Endpoint src, resolve(input.substr(1)));
-          graph_->AddControlEdge(src.node, dst);
+  // Connects the inputs of body node `nd`, and points its colocation with
+  // another body node at that node's new name.
+  absl::Status ConnectBodyNode(const tensorflow::NodeDef& nd, Body& body) {
+    Node* dst = body.nodes[nd.name()];
+    int slot = 0;
+    for (const std::string& input : nd.input()) {
+      if (!input.empty() && input[0] == '^') {
+        auto it = body.nodes.find(input.substr(1));
+        if (it != body.nodes.end()) {
+          graph_->AddControlEdge(it->second, dst);
           continue;
         }
-        ASSIGN_OR_RETURN(Endpoint src, resolve(input));
-        RETURN_IF_ERROR(Connect(call, src, dst, slot++));
+        ASSIGN_OR_RETURN(Endpoint src, Resolve(body, input.substr(1)));
+        graph_->AddControlEdge(src.node, dst);
+        continue;
       }
-      if (slot != dst->num_inputs()) {
-        return Error(call, absl::StrCat("node '", nd.name(), "' of function '", fn.name(), "' has ",
-                                        slot, " data input(s), its op takes ", dst->num_inputs()));
-      }
-      // Colocation with another body node follows that node's new name.
-      auto cls = dst->mutable_def()->mutable_attr()->find("_class");
-      if (cls != dst->mutable_def()->mutable_attr()->end()) {
-        for (std::string& s : *cls->second.mutable_list()->mutable_s()) {
-          if (s.rfind(kColocationPrefix, 0) != 0) continue;
-          auto target = body.find(s.substr(sizeof(kColocationPrefix) - 1));
-          if (target != body.end()) s = kColocationPrefix + target->second->name();
-        }
+      ASSIGN_OR_RETURN(Endpoint src, Resolve(body, input));
+      RETURN_IF_ERROR(Connect(body.call, src, dst, slot++));
+    }
+    if (slot != dst->num_inputs()) {
+      return Error(body.call, absl::StrCat("node '", nd.name(), "' of function '", body.fn.name(),
+                                           "' has ", slot, " data input(s), its op takes ",
+                                           dst->num_inputs()));
+    }
+    auto cls = dst->mutable_def()->mutable_attr()->find("_class");
+    if (cls != dst->mutable_def()->mutable_attr()->end()) {
+      for (std::string& s : *cls->second.mutable_list()->mutable_s()) {
+        if (s.rfind(kColocationPrefix, 0) != 0) continue;
+        auto target = body.nodes.find(s.substr(sizeof(kColocationPrefix) - 1));
+        if (target != body.nodes.end()) s = kColocationPrefix + target->second->name();
       }
     }
-    if (pivot != nullptr) {
-      for (const auto& [name, node] : body) graph_->AddControlEdge(pivot, node);
-    }
+    return absl::OkStatus();
+  }
 
-    for (const tensorflow::OpDef::ArgDef& out : sig.output_arg()) {
-      auto it = f->ret().find(out.name());
-      ASSIGN_OR_RETURN(int count, ArgCount(call, fn, out));
-      if (it == f->ret().end() || count != 1) {
-        return Error(call, absl::StrCat("function '", fn.name(), "' output '", out.name(),
-                                        it == f->ret().end() ? "' has no return value"
-                                                             : "' is a list; not supported"));
+  // The tensors of the signature's outputs and the nodes of its control
+  // outputs.
+  absl::Status CollectReturns(const Body& body, std::vector<Endpoint>* rets,
+                              std::vector<Node*>* control_rets) {
+    const std::string& fn = body.fn.name();
+    for (const tensorflow::OpDef::ArgDef& out : body.f->signature().output_arg()) {
+      auto it = body.f->ret().find(out.name());
+      ASSIGN_OR_RETURN(int count, ArgCount(body.call, body.fn, out));
+      if (it == body.f->ret().end() || count != 1) {
+        return Error(body.call, absl::StrCat("function '", fn, "' output '", out.name(),
+                                             it == body.f->ret().end()
+                                                 ? "' has no return value"
+                                                 : "' is a list; not supported"));
       }
-      ASSIGN_OR_RETURN(Endpoint src, resolve(it->second));
+      ASSIGN_OR_RETURN(Endpoint src, Resolve(body, it->second));
       rets->push_back(src);
     }
-    for (const std::string& name : sig.control_output()) {
-      auto it = f->control_ret().find(name);
-      if (it == f->control_ret().end() || !body.contains(it->second)) {
-        return Error(call, absl::StrCat("function '", fn.name(), "' control output '", name,
-                                        "' names no node"));
+    for (const std::string& name : body.f->signature().control_output()) {
+      auto it = body.f->control_ret().find(name);
+      auto node = it == body.f->control_ret().end() ? body.nodes.end() : body.nodes.find(it->second);
+      if (node == body.nodes.end()) {
+        return Error(body.call, absl::StrCat("function '", fn, "' control output '", name,
+                                             "' names no node"));
       }
-      control_rets->push_back(body[it->second]);
+      control_rets->push_back(node->second);
     }
     return absl::OkStatus();
   }
@@ -473,95 +511,134 @@ class Lowering {
   absl::Status LowerWhile(Node* n) {
     ASSIGN_OR_RETURN(tensorflow::NameAttrList cond_fn, FuncAttr(*n, "cond"));
     ASSIGN_OR_RETURN(tensorflow::NameAttrList body_fn, FuncAttr(*n, "body"));
-    int64_t parallel = 10;
-    RETURN_IF_ERROR(GetNodeAttr(n->def(), "parallel_iterations", &parallel));
-    if (parallel < 1) return Error(*n, "parallel_iterations must be at least 1");
+    Loop loop{*n, n->name() + "/", n->requested_device()};
+    RETURN_IF_ERROR(GetNodeAttr(n->def(), "parallel_iterations", &loop.parallel));
+    if (loop.parallel < 1) return Error(*n, "parallel_iterations must be at least 1");
     if (n->num_inputs() == 0) return Error(*n, "has no loop variables");
-    ASSIGN_OR_RETURN(std::vector<bool> invariant, LoopInvariants(*n, body_fn));
+    ASSIGN_OR_RETURN(loop.invariant, LoopInvariants(*n, body_fn));
     // A varying variable's Merge and body input pivot the cond and the body.
     const int pivot = static_cast<int>(
-        std::find(invariant.begin(), invariant.end(), false) - invariant.begin());
+        std::find(loop.invariant.begin(), loop.invariant.end(), false) - loop.invariant.begin());
     std::vector<Endpoint> inputs;
     std::vector<Node*> control_inputs;
     CallInputs(*n, &inputs, &control_inputs);
-    const std::string prefix = n->name() + "/";
-    const std::string& device = n->requested_device();
-    const std::string frame = n->name();
-
-    std::vector<Node*> merges(n->num_inputs(), nullptr);
-    std::vector<Endpoint> merged;
-    for (int i = 0; i < n->num_inputs(); ++i) {
-      const DataType t = n->input_type(i);
-      ASSIGN_OR_RETURN(Node * enter, NewNode(absl::StrCat(prefix, "enter_", i), "Enter", device,
-                                             [&](tensorflow::NodeDef* d) {
-                                               SetAttr(d, "T", t);
-                                               SetAttr(d, "frame_name", frame);
-                                               SetAttr(d, "is_constant", invariant[i]);
-                                               SetAttr(d, "parallel_iterations", parallel);
-                                             }));
-      RETURN_IF_ERROR(Connect(*n, inputs[i], enter, 0));
-      for (Node* c : control_inputs) graph_->AddControlEdge(c, enter);
-      if (invariant[i]) {
-        merged.push_back({enter, 0});
-        continue;
-      }
-      ASSIGN_OR_RETURN(merges[i], NewNode(absl::StrCat(prefix, "merge_", i), "Merge", device,
-                                          [t](tensorflow::NodeDef* d) {
-                                            SetAttr(d, "T", t);
-                                            SetAttr(d, "N", 2);
-                                          }));
-      RETURN_IF_ERROR(Connect(*n, {enter, 0}, merges[i], 0));
-      merged.push_back({merges[i], 0});
-    }
-    std::vector<Endpoint> cond_rets;
-    std::vector<Node*> cond_control;
-    RETURN_IF_ERROR(InlineBody(*n, cond_fn, prefix + "cond/", merged, merges[pivot], &cond_rets,
-                               &cond_control));
-    if (cond_rets.size() != 1 ||
-        BaseType(cond_rets[0].node->output_type(cond_rets[0].index)) != DT_BOOL) {
-      return Error(*n, absl::StrCat("cond function '", cond_fn.name(),
-                                    "' must return one bool; it returns ", cond_rets.size(),
-                                    " value(s)"));
-    }
-    ASSIGN_OR_RETURN(Node * loop_cond, NewNode(prefix + "loop_cond", "LoopCond", device,
-                                               [](tensorflow::NodeDef*) {}));
-    RETURN_IF_ERROR(Connect(*n, cond_rets[0], loop_cond, 0));
-    for (Node* c : cond_control) graph_->AddControlEdge(c, loop_cond);
-
+    RETURN_IF_ERROR(EnterFrame(inputs, control_inputs, loop));
+    ASSIGN_OR_RETURN(Node * loop_cond, LoopCondition(cond_fn, loop.merges[pivot], loop));
     std::vector<Endpoint> results, body_args;
-    for (int i = 0; i < n->num_inputs(); ++i) {
-      if (invariant[i]) {
-        results.push_back(inputs[i]);
-        body_args.push_back(merged[i]);
-        continue;
-      }
-      const DataType t = n->input_type(i);
-      ASSIGN_OR_RETURN(Node * sw, NewTyped(absl::StrCat(prefix, "switch_", i), "Switch", device, t));
-      RETURN_IF_ERROR(Connect(*n, merged[i], sw, 0));
-      RETURN_IF_ERROR(Connect(*n, {loop_cond, 0}, sw, 1));
-      ASSIGN_OR_RETURN(Node * exit, NewTyped(absl::StrCat(prefix, "exit_", i), "Exit", device, t));
-      RETURN_IF_ERROR(Connect(*n, {sw, 0}, exit, 0));
-      ASSIGN_OR_RETURN(Node * arg,
-                       NewTyped(absl::StrCat(prefix, "body_input_", i), "Identity", device, t));
-      RETURN_IF_ERROR(Connect(*n, {sw, 1}, arg, 0));
-      results.push_back({exit, 0});
-      body_args.push_back({arg, 0});
-    }
+    RETURN_IF_ERROR(SwitchOnCondition(loop_cond, inputs, loop, &results, &body_args));
     std::vector<Endpoint> body_rets;
     std::vector<Node*> body_control;
-    RETURN_IF_ERROR(InlineBody(*n, body_fn, prefix + "body/", body_args, body_args[pivot].node,
-                               &body_rets, &body_control));
+    RETURN_IF_ERROR(InlineBody(*n, body_fn, loop.prefix + "body/", body_args,
+                               body_args[pivot].node, &body_rets, &body_control));
     RETURN_IF_ERROR(CheckResults(*n, "body", body_rets));
     for (int i = 0; i < n->num_inputs(); ++i) {
-      if (invariant[i]) continue;
-      ASSIGN_OR_RETURN(Node * next, NewTyped(absl::StrCat(prefix, "next_iteration_", i),
-                                             "NextIteration", device, n->input_type(i)));
+      if (loop.invariant[i]) continue;
+      ASSIGN_OR_RETURN(Node * next, NewTyped(absl::StrCat(loop.prefix, "next_iteration_", i),
+                                             "NextIteration", loop.device, n->input_type(i)));
       RETURN_IF_ERROR(Connect(*n, body_rets[i], next, 0));
       // The body's side effects finish before the next iteration starts.
       for (Node* c : body_control) graph_->AddControlEdge(c, next);
-      RETURN_IF_ERROR(Connect(*n, {next, 0}, merges[i], 1));
+      RETURN_IF_ERROR(Connect(*n, {next, 0}, loop.merges[i], 1));
     }
     return ReplaceCall(n, results, {});
+  }
+
+  // A While being lowered into the frame named after it.
+  struct Loop {
+    const Node& n;
+    std::string prefix;  // Of the new nodes' names.
+    std::string device;
+    int64_t parallel = 10;
+    std::vector<bool> invariant;   // Per loop variable.
+    std::vector<Node*> merges;     // Per loop variable; none for an invariant.
+    std::vector<Endpoint> merged;  // Each variable's value in an iteration, before the Switch.
+  };
+
+  // Enters each loop variable into the frame (after the While's control
+  // inputs); a varying one goes on through a Merge, whose second input the
+  // NextIteration will be.
+  absl::Status EnterFrame(const std::vector<Endpoint>& inputs,
+                          const std::vector<Node*>& control_inputs, Loop& loop) {
+    const Node& n = loop.n;
+    loop.merges.assign(n.num_inputs(), nullptr);
+    for (int i = 0; i < n.num_inputs(); ++i) {
+      const DataType t = n.input_type(i);
+      ASSIGN_OR_RETURN(Node * enter,
+                       NewNode(absl::StrCat(loop.prefix, "enter_", i), "Enter", loop.device,
+                               [&](tensorflow::NodeDef* d) {
+                                 SetAttr(d, "T", t);
+                                 SetAttr(d, "frame_name", n.name());
+                                 SetAttr(d, "is_constant", loop.invariant[i]);
+                                 SetAttr(d, "parallel_iterations", loop.parallel);
+                               }));
+      RETURN_IF_ERROR(Connect(n, inputs[i], enter, 0));
+      for (Node* c : control_inputs) graph_->AddControlEdge(c, enter);
+      if (loop.invariant[i]) {
+        loop.merged.push_back({enter, 0});
+        continue;
+      }
+      ASSIGN_OR_RETURN(loop.merges[i],
+                       NewNode(absl::StrCat(loop.prefix, "merge_", i), "Merge", loop.device,
+                               [t](tensorflow::NodeDef* d) {
+                                 SetAttr(d, "T", t);
+                                 SetAttr(d, "N", 2);
+                               }));
+      RETURN_IF_ERROR(Connect(n, {enter, 0}, loop.merges[i], 0));
+      loop.merged.push_back({loop.merges[i], 0});
+    }
+    return absl::OkStatus();
+  }
+
+  // The cond function inlined over the merged variables, waiting on `pivot`,
+  // and the LoopCond of its one bool.
+  absl::StatusOr<Node*> LoopCondition(const tensorflow::NameAttrList& cond_fn, Node* pivot,
+                                      const Loop& loop) {
+    std::vector<Endpoint> cond_rets;
+    std::vector<Node*> cond_control;
+    RETURN_IF_ERROR(InlineBody(loop.n, cond_fn, loop.prefix + "cond/", loop.merged, pivot,
+                               &cond_rets, &cond_control));
+    if (cond_rets.size() != 1 ||
+        BaseType(cond_rets[0].node->output_type(cond_rets[0].index)) != DT_BOOL) {
+      return Error(loop.n, absl::StrCat("cond function '", cond_fn.name(),
+                                        "' must return one bool; it returns ", cond_rets.size(),
+                                        " value(s)"));
+    }
+    ASSIGN_OR_RETURN(Node * loop_cond, NewNode(loop.prefix + "loop_cond", "LoopCond", loop.device,
+                                               [](tensorflow::NodeDef*) {}));
+    RETURN_IF_ERROR(Connect(loop.n, cond_rets[0], loop_cond, 0));
+    for (Node* c : cond_control) graph_->AddControlEdge(c, loop_cond);
+    return loop_cond;
+  }
+
+  // A Switch on `loop_cond` per varying variable: its false side leaves the
+  // frame (the While's result), its true side is the body's input. An
+  // invariant's result is the While's input.
+  absl::Status SwitchOnCondition(Node* loop_cond, const std::vector<Endpoint>& inputs,
+                                 const Loop& loop, std::vector<Endpoint>* results,
+                                 std::vector<Endpoint>* body_args) {
+    const Node& n = loop.n;
+    for (int i = 0; i < n.num_inputs(); ++i) {
+      if (loop.invariant[i]) {
+        results->push_back(inputs[i]);
+        body_args->push_back(loop.merged[i]);
+        continue;
+      }
+      const DataType t = n.input_type(i);
+      const std::string& device = loop.device;
+      ASSIGN_OR_RETURN(Node * sw,
+                       NewTyped(absl::StrCat(loop.prefix, "switch_", i), "Switch", device, t));
+      RETURN_IF_ERROR(Connect(n, loop.merged[i], sw, 0));
+      RETURN_IF_ERROR(Connect(n, {loop_cond, 0}, sw, 1));
+      ASSIGN_OR_RETURN(Node * exit,
+                       NewTyped(absl::StrCat(loop.prefix, "exit_", i), "Exit", device, t));
+      RETURN_IF_ERROR(Connect(n, {sw, 0}, exit, 0));
+      ASSIGN_OR_RETURN(Node * arg, NewTyped(absl::StrCat(loop.prefix, "body_input_", i),
+                                            "Identity", device, t));
+      RETURN_IF_ERROR(Connect(n, {sw, 1}, arg, 0));
+      results->push_back({exit, 0});
+      body_args->push_back({arg, 0});
+    }
+    return absl::OkStatus();
   }
 
   // PartitionedCall(args...) -> the body inlined, reading the call's inputs.
