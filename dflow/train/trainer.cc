@@ -7,6 +7,7 @@
 #include <fstream>
 #include <memory>
 #include <numeric>
+#include <optional>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
@@ -340,63 +341,72 @@ std::string MetricsJson(const TrainMetrics& m) {
   return json + "}";
 }
 
-absl::StatusOr<TrainMetrics> Train(const TrainOptions& o, std::ostream& progress) {
-  if (!o.cluster.empty()) return TrainOnCluster(o, progress);
-  const Clock::time_point wall_start = Clock::now();
-  RETURN_IF_ERROR(CheckOptions(o));
-  ASSIGN_OR_RETURN(Data data, LoadData(o));
+namespace {
 
-  TrainMetrics m = InitialMetrics(o);
-  StepTracer tracer(o.trace_steps, o.trace_dir.empty() ? o.checkpoint_dir : o.trace_dir, "");
+// One process's training graph.
+struct LocalGraph {
+  Model model;
+  std::optional<GraphBatches> input;  // When the graph reads its own batches (TFRecords).
+  Variable global_step;
+  Operation train_op;
+  int64_t steps_per_epoch = 0;
+  int64_t total_steps = 0;  // Of the whole run, restored steps included.
+};
 
-  Scope root = Scope::NewRootScope();
-  const bool graph_input = UsesTFRecords(o);
-  GraphBatches input;
-  if (graph_input) {
-    ASSIGN_OR_RETURN(input, TFRecordBatches(root, {.files = data.train_files,
-                                                   .batch_size = o.batch_size,
-                                                   .seed = o.seed}));
+absl::StatusOr<LocalGraph> BuildLocalGraph(const Scope& root, const TrainOptions& o,
+                                           const Data& data, double learning_rate) {
+  LocalGraph g;
+  if (UsesTFRecords(o)) {
+    ASSIGN_OR_RETURN(g.input, TFRecordBatches(root, {.files = data.train_files,
+                                                     .batch_size = o.batch_size,
+                                                     .seed = o.seed}));
   }
-  ASSIGN_OR_RETURN(Model model, BuildModel(root, o, nullptr, graph_input ? &input : nullptr));
-  ASSIGN_OR_RETURN(Variable global_step, CreateGlobalStep(root));
+  ASSIGN_OR_RETURN(g.model, BuildModel(root, o, nullptr, g.input ? &*g.input : nullptr));
+  ASSIGN_OR_RETURN(g.global_step, CreateGlobalStep(root));
   // The graph's batches are whole ones (a short last batch is dropped).
-  const int64_t steps_per_epoch = graph_input
-                                      ? data.train_examples / o.batch_size
-                                      : (data.train_examples + o.batch_size - 1) / o.batch_size;
-  int64_t total_steps = steps_per_epoch * o.epochs;
-  if (o.max_steps > 0) total_steps = std::min(total_steps, o.max_steps);
+  g.steps_per_epoch = g.input ? data.train_examples / o.batch_size
+                              : (data.train_examples + o.batch_size - 1) / o.batch_size;
+  g.total_steps = g.steps_per_epoch * o.epochs;
+  if (o.max_steps > 0) g.total_steps = std::min(g.total_steps, o.max_steps);
   ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> opt,
-                   MakeOptimizer(o.optimizer,
-                                 LearningRate(root, o, m.learning_rate, global_step, total_steps)));
-  ASSIGN_OR_RETURN(Operation train_op,
-                   opt->Minimize(root, model.loss, model.variables, &global_step));
-  ASSIGN_OR_RETURN(std::unique_ptr<MonitoredSession> ms,
-                   StartMonitoredSession(root, o, global_step, VariablesInitialized(root),
-                                         /*chief=*/true, total_steps, {}, progress));
-  m.restored_from = ms->restored_from();
-  m.start_step = ms->global_step();
+                   MakeOptimizer(o.optimizer, LearningRate(root, o, learning_rate, g.global_step,
+                                                           g.total_steps)));
+  ASSIGN_OR_RETURN(g.train_op, opt->Minimize(root, g.model.loss, g.model.variables, &g.global_step));
+  return g;
+}
 
-  // A restored run goes on with the batches it had not trained on yet.
-  std::unique_ptr<PrefetchingIterator> batches;
-  if (graph_input) {
-    RETURN_IF_ERROR(ms->session().Run({{input.skip_batches, Tensor::Scalar(m.start_step)}}, {},
-                                      {input.init}, nullptr));
-  } else {
-    ASSIGN_OR_RETURN(auto it, BatchIterator::Create(*data.train,
-                                                    {.batch_size = o.batch_size,
-                                                     .seed = static_cast<uint64_t>(o.seed),
-                                                     .num_epochs = o.epochs}));
-    const absl::Status skipped = it->Skip(m.start_step);
-    if (!skipped.ok() && !absl::IsOutOfRange(skipped)) return skipped;
-    batches = std::make_unique<PrefetchingIterator>(std::move(it));
+// The batches a run that goes on from `start_step` feeds: those it had not
+// trained on yet. None when the graph reads its own (told here how many to
+// skip).
+absl::StatusOr<std::unique_ptr<PrefetchingIterator>> StartLocalInput(
+    const TrainOptions& o, const Data& data, const LocalGraph& g, const ClientSession& session,
+    int64_t start_step) {
+  if (g.input) {
+    RETURN_IF_ERROR(session.Run({{g.input->skip_batches, Tensor::Scalar(start_step)}}, {},
+                                {g.input->init}, nullptr));
+    return nullptr;
   }
-  Progress live(progress, o, steps_per_epoch);
+  ASSIGN_OR_RETURN(auto it, BatchIterator::Create(*data.train,
+                                                  {.batch_size = o.batch_size,
+                                                   .seed = static_cast<uint64_t>(o.seed),
+                                                   .num_epochs = o.epochs}));
+  const absl::Status skipped = it->Skip(start_step);
+  if (!skipped.ok() && !absl::IsOutOfRange(skipped)) return skipped;
+  return std::make_unique<PrefetchingIterator>(std::move(it));
+}
+
+// Trains from m.start_step to the end of the run (or until `ms` stops),
+// showing progress; fills m's steps, speed and final loss.
+absl::Status RunLocalSteps(const TrainOptions& o, const LocalGraph& g, MonitoredSession& ms,
+                           PrefetchingIterator* batches, StepTracer& tracer,
+                           std::ostream& progress, TrainMetrics& m) {
+  Progress live(progress, o, g.steps_per_epoch);
   const Clock::time_point train_start = Clock::now();
   int64_t examples = 0;
   double epoch_loss = 0;
   int64_t epoch_steps = 0;
   m.steps = m.start_step;
-  for (int64_t step = m.start_step; !ms->ShouldStop() && step < total_steps; ++step) {
+  for (int64_t step = m.start_step; !ms.ShouldStop() && step < g.total_steps; ++step) {
     ClientSession::FeedType feeds;  // None when the graph reads its input.
     int64_t n = o.batch_size;
     if (batches != nullptr) {
@@ -404,21 +414,21 @@ absl::StatusOr<TrainMetrics> Train(const TrainOptions& o, std::ostream& progress
       if (absl::IsOutOfRange(batch.status())) break;
       RETURN_IF_ERROR(batch.status());
       n = batch->labels.dim_size(0);
-      feeds = {{model.features, std::move(batch->features)},
-               {model.labels, std::move(batch->labels)}};
+      feeds = {{g.model.features, std::move(batch->features)},
+               {g.model.labels, std::move(batch->labels)}};
     }
     double loss = 0;
-    RETURN_IF_ERROR(ms->RunStep([&](const ClientSession& session) -> absl::StatusOr<StepResult> {
+    RETURN_IF_ERROR(ms.RunStep([&](const ClientSession& session) -> absl::StatusOr<StepResult> {
       std::vector<Tensor> out;
       RETURN_IF_ERROR(RunMaybeTraced(
           &tracer, step,
           [&](const tensorflow::RunOptions& options, tensorflow::RunMetadata* metadata) {
-            return session.Run(options, feeds, {model.loss}, {train_op}, &out, metadata);
+            return session.Run(options, feeds, {g.model.loss}, {g.train_op}, &out, metadata);
           }));
       loss = out[0].scalar<float>();
       return StepResult{.global_step = step + 1, .loss = loss};  // One update a step.
     }));
-    if (step % steps_per_epoch == 0) epoch_loss = 0, epoch_steps = 0;
+    if (step % g.steps_per_epoch == 0) epoch_loss = 0, epoch_steps = 0;
     epoch_loss += loss;
     ++epoch_steps;
     examples += n;
@@ -428,9 +438,31 @@ absl::StatusOr<TrainMetrics> Train(const TrainOptions& o, std::ostream& progress
   m.train_seconds = SecondsSince(train_start);
   m.examples_per_sec = m.train_seconds > 0 ? examples / m.train_seconds : 0;
   m.final_loss = epoch_steps > 0 ? epoch_loss / epoch_steps : 0;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<TrainMetrics> Train(const TrainOptions& o, std::ostream& progress) {
+  if (!o.cluster.empty()) return TrainOnCluster(o, progress);
+  const Clock::time_point wall_start = Clock::now();
+  RETURN_IF_ERROR(CheckOptions(o));
+  ASSIGN_OR_RETURN(Data data, LoadData(o));
+  TrainMetrics m = InitialMetrics(o);
+  StepTracer tracer(o.trace_steps, o.trace_dir.empty() ? o.checkpoint_dir : o.trace_dir, "");
+  Scope root = Scope::NewRootScope();
+  ASSIGN_OR_RETURN(const LocalGraph g, BuildLocalGraph(root, o, data, m.learning_rate));
+  ASSIGN_OR_RETURN(std::unique_ptr<MonitoredSession> ms,
+                   StartMonitoredSession(root, o, g.global_step, VariablesInitialized(root),
+                                         /*chief=*/true, g.total_steps, {}, progress));
+  m.restored_from = ms->restored_from();
+  m.start_step = ms->global_step();
+  ASSIGN_OR_RETURN(std::unique_ptr<PrefetchingIterator> batches,
+                   StartLocalInput(o, data, g, ms->session(), m.start_step));
+  RETURN_IF_ERROR(RunLocalSteps(o, g, *ms, batches.get(), tracer, progress, m));
   m.recoveries = ms->recoveries();
   m.trace_files = tracer.files();
-  ASSIGN_OR_RETURN(m.test_accuracy, Evaluate(ms->session(), model, data.test));
+  ASSIGN_OR_RETURN(m.test_accuracy, Evaluate(ms->session(), g.model, data.test));
   RETURN_IF_ERROR(ms->Close());  // The final checkpoint.
   m.wall_seconds = SecondsSince(wall_start);
   if (!o.metrics_out.empty()) RETURN_IF_ERROR(WriteMetrics(o.metrics_out, m));
