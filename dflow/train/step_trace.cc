@@ -53,66 +53,66 @@ json Meta(const char* name, int pid, int tid, json args) {
   return e;
 }
 
-}  // namespace
+// Where one end of a transfer is drawn.
+struct TransferEnd {
+  int pid;
+  uint32_t tid;
+  int64_t ts;
+};
+// (sender device, receiver device, tensor) -> one end of its transfer.
+using TransferEnds = std::map<std::tuple<std::string, std::string, std::string>, TransferEnd>;
 
-std::string ChromeTraceJson(const tensorflow::StepStats& stats) {
+// The earliest start of any node, the trace's time 0.
+int64_t EarliestStart(const tensorflow::StepStats& stats) {
   int64_t base = std::numeric_limits<int64_t>::max();
   for (const auto& dev : stats.dev_stats()) {
     for (const auto& ns : dev.node_stats()) base = std::min(base, ns.all_start_micros());
   }
-  if (base == std::numeric_limits<int64_t>::max()) base = 0;
-  // Rows in device-name order, so a task's devices sit together.
-  std::vector<int> order(stats.dev_stats_size());
-  for (int i = 0; i < stats.dev_stats_size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    return stats.dev_stats(a).device() < stats.dev_stats(b).device();
-  });
-  json events = json::array();
-  // (sender device, receiver device, tensor) -> where the send ended.
-  struct End {
-    int pid;
-    uint32_t tid;
-    int64_t ts;
-  };
-  std::map<std::tuple<std::string, std::string, std::string>, End> sends, recvs;
-  for (size_t row = 0; row < order.size(); ++row) {
-    const tensorflow::DeviceStepStats& dev = stats.dev_stats(order[row]);
-    const int pid = static_cast<int>(row) + 1;
-    events.push_back(Meta("process_name", pid, -1, {{"name", dev.device()}}));
-    events.push_back(Meta("process_sort_index", pid, -1, {{"sort_index", pid}}));
-    std::set<uint32_t> tids;
-    for (const auto& ns : dev.node_stats()) tids.insert(ns.thread_id());
-    for (uint32_t tid : tids) {
-      auto it = dev.thread_names().find(tid);
-      const std::string name =
-          it != dev.thread_names().end() ? it->second : absl::StrCat("thread ", tid);
-      events.push_back(Meta("thread_name", pid, static_cast<int>(tid), {{"name", name}}));
-    }
-    for (const auto& ns : dev.node_stats()) {
-      const Label label = ParseLabel(ns);
-      const int64_t ts = ns.all_start_micros() - base;
-      const int64_t dur = std::max<int64_t>(ns.all_end_rel_micros(), 0);
-      events.push_back(
-          {{"name", label.op},
-           {"cat", "Op"},
-           {"ph", "X"},
-           {"pid", pid},
-           {"tid", ns.thread_id()},
-           {"ts", ts},
-           {"dur", dur},
-           {"args", {{"name", ns.node_name()}, {"op", label.op}, {"label", ns.timeline_label()}}}});
-      if (IsSend(label.op) || IsRecv(label.op)) {
-        auto [tensor, peer] = TransferOf(label.args);
-        const bool send = IsSend(label.op);
-        auto key = send ? std::make_tuple(dev.device(), peer, tensor)
-                        : std::make_tuple(peer, dev.device(), tensor);
-        // A send's arrow leaves from its middle, so it binds to its slice.
-        (send ? sends : recvs)[key] = End{pid, ns.thread_id(), send ? ts + dur / 2 : ts + dur};
-      }
+  return base == std::numeric_limits<int64_t>::max() ? 0 : base;
+}
+
+// Device `dev` as row `pid`: its name, its threads' names and a slice per
+// node; the ends of its transfers go to `sends` and `recvs`.
+void AddDeviceRow(const tensorflow::DeviceStepStats& dev, int pid, int64_t base, json& events,
+                  TransferEnds& sends, TransferEnds& recvs) {
+  events.push_back(Meta("process_name", pid, -1, {{"name", dev.device()}}));
+  events.push_back(Meta("process_sort_index", pid, -1, {{"sort_index", pid}}));
+  std::set<uint32_t> tids;
+  for (const auto& ns : dev.node_stats()) tids.insert(ns.thread_id());
+  for (uint32_t tid : tids) {
+    auto it = dev.thread_names().find(tid);
+    const std::string name =
+        it != dev.thread_names().end() ? it->second : absl::StrCat("thread ", tid);
+    events.push_back(Meta("thread_name", pid, static_cast<int>(tid), {{"name", name}}));
+  }
+  for (const auto& ns : dev.node_stats()) {
+    const Label label = ParseLabel(ns);
+    const int64_t ts = ns.all_start_micros() - base;
+    const int64_t dur = std::max<int64_t>(ns.all_end_rel_micros(), 0);
+    events.push_back(
+        {{"name", label.op},
+         {"cat", "Op"},
+         {"ph", "X"},
+         {"pid", pid},
+         {"tid", ns.thread_id()},
+         {"ts", ts},
+         {"dur", dur},
+         {"args", {{"name", ns.node_name()}, {"op", label.op}, {"label", ns.timeline_label()}}}});
+    if (IsSend(label.op) || IsRecv(label.op)) {
+      auto [tensor, peer] = TransferOf(label.args);
+      const bool send = IsSend(label.op);
+      auto key = send ? std::make_tuple(dev.device(), peer, tensor)
+                      : std::make_tuple(peer, dev.device(), tensor);
+      // A send's arrow leaves from its middle, so it binds to its slice.
+      (send ? sends : recvs)[key] =
+          TransferEnd{pid, ns.thread_id(), send ? ts + dur / 2 : ts + dur};
     }
   }
-  // A flow arrow per transfer between devices: from the end of the _Send
-  // to the end of the _Recv that received it.
+}
+
+// A flow arrow per transfer between devices: from the end of the _Send to
+// the end of the _Recv that received it.
+void AddTransferArrows(const TransferEnds& sends, const TransferEnds& recvs, json& events) {
   int flow = 0;
   for (const auto& [key, recv] : recvs) {
     auto it = sends.find(key);
@@ -135,6 +135,25 @@ std::string ChromeTraceJson(const tensorflow::StepStats& stats) {
                       {"tid", recv.tid},
                       {"ts", recv.ts}});
   }
+}
+
+}  // namespace
+
+std::string ChromeTraceJson(const tensorflow::StepStats& stats) {
+  const int64_t base = EarliestStart(stats);
+  // Rows in device-name order, so a task's devices sit together.
+  std::vector<int> order(stats.dev_stats_size());
+  for (int i = 0; i < stats.dev_stats_size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return stats.dev_stats(a).device() < stats.dev_stats(b).device();
+  });
+  json events = json::array();
+  TransferEnds sends, recvs;
+  for (size_t row = 0; row < order.size(); ++row) {
+    AddDeviceRow(stats.dev_stats(order[row]), static_cast<int>(row) + 1, base, events, sends,
+                 recvs);
+  }
+  AddTransferArrows(sends, recvs, events);
   json trace = {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
   return trace.dump(1);
 }

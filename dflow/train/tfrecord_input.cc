@@ -123,15 +123,12 @@ absl::StatusOr<int64_t> CountRecords(const std::vector<std::string>& files) {
   return n;
 }
 
-absl::StatusOr<GraphBatches> TFRecordBatches(const Scope& scope, const TFRecordInputOptions& o) {
-  if (o.files.empty() || o.batch_size < 1 || o.num_shards < 1 || o.shard_index < 0 ||
-      o.shard_index >= o.num_shards) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "[data] TFRecord input needs files, batch_size >= 1 and 0 <= shard_index < num_shards "
-        "(got ", o.files.size(), " files, batch_size ", o.batch_size, ", shard ", o.shard_index,
-        " of ", o.num_shards, ")"));
-  }
-  Scope s = scope.NewSubScope("input");
+namespace {
+
+// TFRecordDataset(o.files) -> Shard -> Shuffle -> Repeat -> Skip
+// (`skip_batches` batches) -> Batch -> Prefetch: batches of serialized
+// Examples.
+Output BatchedRecords(const Scope& s, const TFRecordInputOptions& o, const Output& skip_batches) {
   Tensor files(DT_STRING, TensorShape({static_cast<int64_t>(o.files.size())}));
   for (size_t i = 0; i < o.files.size(); ++i) files.flat<std::string>()[i] = o.files[i];
   Output records = OpBuilder(s, "TFRecordDataset")
@@ -147,30 +144,17 @@ absl::StatusOr<GraphBatches> TFRecordBatches(const Scope& scope, const TFRecordI
                   Tensor::Scalar<int64_t>(o.shard_index)},
                  {});
   ds = Transform(s, "RepeatDataset", ds, {Tensor::Scalar<int64_t>(-1)}, {});
-  GraphBatches out;
-  out.skip_batches = ops::PlaceholderWithDefault(s.WithOpName("skip_batches"),
-                                                 Tensor::Scalar<int64_t>(0), PartialShape({}));
   ds = Transform(s, "SkipDataset", ds,
-                 {ops::Mul(s, out.skip_batches, Tensor::Scalar<int64_t>(o.batch_size))}, {});
+                 {ops::Mul(s, skip_batches, Tensor::Scalar<int64_t>(o.batch_size))}, {});
   ds = Transform(s, "BatchDatasetV2", ds,
                  {Tensor::Scalar<int64_t>(o.batch_size), Tensor::Scalar<bool>(true)},
                  {o.batch_size});
-  ds = Transform(s, "PrefetchDataset", ds, {Tensor::Scalar<int64_t>(2)}, {o.batch_size});
-  Output iterator = OpBuilder(s.WithOpName("iterator"), "IteratorV2")
-                        .Attr("shared_name", std::string(""))
-                        .Attr("container", std::string(""))
-                        .Attr("output_types", Types({DT_STRING}))
-                        .Attr("output_shapes", Shapes({{o.batch_size}}))
-                        .Finish();
-  out.init = OpBuilder(s.WithOpName("make_iterator"), "MakeIterator")
-                 .Input(ds)
-                 .Input(iterator)
-                 .FinishOp();
-  Output serialized = OpBuilder(s, "IteratorGetNext")
-                          .Input(iterator)
-                          .Attr("output_types", Types({DT_STRING}))
-                          .Attr("output_shapes", Shapes({{o.batch_size}}))
-                          .Finish();
+  return Transform(s, "PrefetchDataset", ds, {Tensor::Scalar<int64_t>(2)}, {o.batch_size});
+}
+
+// Each serialized Example's image (scaled to [0,1]) and label.
+absl::Status ParseBatch(const Scope& s, const Output& serialized, const TFRecordInputOptions& o,
+                        GraphBatches* out) {
   Tensor keys(DT_STRING, TensorShape({2}));
   keys.flat<std::string>()[0] = "image_raw";
   keys.flat<std::string>()[1] = "label";
@@ -197,12 +181,45 @@ absl::StatusOr<GraphBatches> TFRecordBatches(const Scope& scope, const TFRecordI
                       .Attr("out_type", DT_UINT8)
                       .Attr("little_endian", true)
                       .Finish();
-  out.features = ops::Mul(s.WithOpName("features"),
-                          ops::Reshape(s, ops::Cast(s, pixels, DT_FLOAT),
-                                       Tensor::Vec<int64_t>({o.batch_size, o.input_dim})),
-                          Tensor::Scalar(1.0f / 255.0f));
-  out.labels = ops::Cast(s.WithOpName("labels"), parsed[1], DT_INT32);
-  RETURN_IF_ERROR(s.status());
+  out->features = ops::Mul(s.WithOpName("features"),
+                           ops::Reshape(s, ops::Cast(s, pixels, DT_FLOAT),
+                                        Tensor::Vec<int64_t>({o.batch_size, o.input_dim})),
+                           Tensor::Scalar(1.0f / 255.0f));
+  out->labels = ops::Cast(s.WithOpName("labels"), parsed[1], DT_INT32);
+  return s.status();
+}
+
+}  // namespace
+
+absl::StatusOr<GraphBatches> TFRecordBatches(const Scope& scope, const TFRecordInputOptions& o) {
+  if (o.files.empty() || o.batch_size < 1 || o.num_shards < 1 || o.shard_index < 0 ||
+      o.shard_index >= o.num_shards) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "[data] TFRecord input needs files, batch_size >= 1 and 0 <= shard_index < num_shards "
+        "(got ", o.files.size(), " files, batch_size ", o.batch_size, ", shard ", o.shard_index,
+        " of ", o.num_shards, ")"));
+  }
+  Scope s = scope.NewSubScope("input");
+  GraphBatches out;
+  out.skip_batches = ops::PlaceholderWithDefault(s.WithOpName("skip_batches"),
+                                                 Tensor::Scalar<int64_t>(0), PartialShape({}));
+  const Output ds = BatchedRecords(s, o, out.skip_batches);
+  Output iterator = OpBuilder(s.WithOpName("iterator"), "IteratorV2")
+                        .Attr("shared_name", std::string(""))
+                        .Attr("container", std::string(""))
+                        .Attr("output_types", Types({DT_STRING}))
+                        .Attr("output_shapes", Shapes({{o.batch_size}}))
+                        .Finish();
+  out.init = OpBuilder(s.WithOpName("make_iterator"), "MakeIterator")
+                 .Input(ds)
+                 .Input(iterator)
+                 .FinishOp();
+  Output serialized = OpBuilder(s, "IteratorGetNext")
+                          .Input(iterator)
+                          .Attr("output_types", Types({DT_STRING}))
+                          .Attr("output_shapes", Shapes({{o.batch_size}}))
+                          .Finish();
+  RETURN_IF_ERROR(ParseBatch(s, serialized, o, &out));
   return out;
 }
 
