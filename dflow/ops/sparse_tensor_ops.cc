@@ -150,7 +150,8 @@ class SparseFillEmptyRowsOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
 
-  absl::Status Compute(OpKernelContext* ctx) override {
+  // The inputs' ranks and sizes agree, and the dense shape is valid.
+  static absl::Status CheckInputs(OpKernelContext* ctx) {
     const Tensor& indices_t = ctx->input(0);
     const Tensor& values = ctx->input(1);
     const Tensor& shape_t = ctx->input(2);
@@ -187,11 +188,20 @@ class SparseFillEmptyRowsOp : public OpKernel {
                                     dense_shape[d]);
       }
     }
-    const int64_t rows = dense_shape[0];
-    if (rows == 0 && n > 0) {
+    if (dense_shape[0] == 0 && n > 0) {
       return ctx->InvalidArgument(
           "Received SparseTensor with dense_shape[0] = 0 but indices.shape[0] = ", n);
     }
+    return absl::OkStatus();
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    RETURN_IF_ERROR(CheckInputs(ctx));
+    const Tensor& indices_t = ctx->input(0);
+    const Tensor& values = ctx->input(1);
+    const Tensor& default_value = ctx->input(3);
+    const int64_t n = indices_t.dim_size(0), rank = indices_t.dim_size(1);
+    const int64_t rows = ctx->input(2).flat<int64_t>()[0];
     const int64_t* in = indices_t.flat<int64_t>().data();
     // Per-row bookkeeping takes 8 bytes a row: refuse what could not be allocated.
     RETURN_IF_ERROR(OutputShape({rows}, DT_INT64, "SparseFillEmptyRows").status());
