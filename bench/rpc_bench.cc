@@ -303,16 +303,16 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-int RunParent(const int ports[5], const SecurityOptions& tls, bool quick, size_t min_bytes,
-              pid_t child) {
-  const int grpc_port = ports[0], raw_port = ports[1], tls_port = ports[2];
-  Remote r;
-  const std::string address = "127.0.0.1:" + std::to_string(grpc_port);
+// Connects to the child's servers (ports: gRPC, raw TCP, TLS gRPC, local
+// socket, shared region) every way the bench compares; false when the child
+// does not answer.
+bool ConnectRemotes(const int ports[5], const SecurityOptions& tls, Remote& r) {
+  const std::string address = "127.0.0.1:" + std::to_string(ports[0]);
   std::shared_ptr<grpc::Channel> channel = GrpcChannelCache::Global().FindOrCreate(address);
   const std::string name = "/job:ps/replica:0/task:0 (" + address + ")";
   r.worker = std::make_unique<GrpcRemoteWorker>(channel, name, /*use_data_plane=*/false);
   r.data_plane = std::make_unique<GrpcRemoteWorker>(channel, name, /*use_data_plane=*/true);
-  const std::string tls_address = "127.0.0.1:" + std::to_string(tls_port);
+  const std::string tls_address = "127.0.0.1:" + std::to_string(ports[2]);
   r.tls = std::make_unique<GrpcRemoteWorker>(
       GrpcChannelCache::Global().FindOrCreate(tls_address, tls), name, /*use_data_plane=*/false);
   absl::StatusOr<std::shared_ptr<const DataPlaneTls>> client_tls = DataPlaneTls::ForClient(tls);
@@ -329,20 +329,62 @@ int RunParent(const int ports[5], const SecurityOptions& tls, bool quick, size_t
   if (!r.worker->GetStatus({}, &status, CallOptions::WithTimeout(absl::Seconds(30))).ok() ||
       status.device_attributes_size() == 0) {
     std::fprintf(stderr, "child worker does not answer\n");
-    return 1;
+    return false;
   }
   r.src = status.device_attributes(0).name();
   r.incarnation = status.device_attributes(0).incarnation();
+  return true;
+}
 
+int ConnectRaw(int port) {
   int raw = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(raw_port));
+  addr.sin_port = htons(static_cast<uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (::connect(raw, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) Die("raw connect");
   NoDelay(raw);
-  std::vector<char> buf(kMaxBytes);
+  return raw;
+}
 
+// Seconds of each way's samples of one size.
+struct Samples {
+  std::vector<double> raw, rpc, dp, tls, tls_dp, local, shared;
+  double dp_cpu = 0, tls_dp_cpu = 0;  // Both processes, the timed samples' steps.
+};
+
+// Times `samples` transfers of `handle`'s tensor each way, interleaved;
+// false when one fails.
+bool Measure(const Remote& r, int raw, std::vector<char>& buf, const std::string& handle,
+             size_t bytes, int samples, pid_t child, int64_t& step, Samples& out) {
+  for (int i = -1; i < samples; ++i) {  // Sample -1 warms the paths up (and negotiates).
+    const double a = TimedRaw(raw, &buf, bytes);
+    const double b = TimedRecvTensor(r, r.worker.get(), handle, bytes, step++);
+    const double cpu0 = CpuSeconds(child);
+    const double c = TimedRecvTensor(r, r.data_plane.get(), handle, bytes, step++);
+    const double cpu1 = CpuSeconds(child);
+    const double d = TimedRecvTensor(r, r.tls.get(), handle, bytes, step++);
+    const double cpu2 = CpuSeconds(child);
+    const double e = TimedRecvTensor(r, r.tls_dp.get(), handle, bytes, step++);
+    const double cpu3 = CpuSeconds(child);
+    const double f = TimedRecvTensor(r, r.local.get(), handle, bytes, step++);
+    const double g = TimedRecvTensor(r, r.shared.get(), handle, bytes, step++);
+    if (a < 0 || b < 0 || c < 0 || d < 0 || e < 0 || f < 0 || g < 0) return false;
+    if (i >= 0) {
+      out.raw.push_back(a), out.rpc.push_back(b), out.dp.push_back(c), out.tls.push_back(d);
+      out.tls_dp.push_back(e), out.local.push_back(f), out.shared.push_back(g);
+      out.dp_cpu += cpu1 - cpu0;
+      out.tls_dp_cpu += cpu3 - cpu2;
+    }
+  }
+  if (!r.data_plane->data_plane_ready() || !r.tls_dp->data_plane_ready() ||
+      !r.local->data_plane_ready() || !r.shared->data_plane_ready()) {
+    std::fprintf(stderr, "a data plane was not negotiated; its column is gRPC\n");
+  }
+  return true;
+}
+
+void PrintHeader() {
   double loadavg[3] = {0, 0, 0};
   getloadavg(loadavg, 3);
   std::printf("RecvTensor vs raw TCP, two processes on 127.0.0.1, load average %.2f\n", loadavg[0]);
@@ -351,6 +393,35 @@ int RunParent(const int ports[5], const SecurityOptions& tls, bool quick, size_t
               "bytes", "samples", "raw TCP GB/s", "gRPC GB/s", "ratio", "data pl. GB/s", "ratio",
               "TLS gRPC GB/s", "ratio", "TLS/gRPC", "TLS/d.pl.", "TLS d.pl GB/s", "TLSdp/d.pl",
               "CPU ns/B d.pl", "TLS d.pl", "local GB/s", "shared GB/s", "shared/local");
+}
+
+// One row: each way's GB/s (of the median sample) and the medians of the
+// per-sample ratios.
+void PrintRow(size_t bytes, int samples, const Samples& s) {
+  auto gbs = [bytes](const std::vector<double>& v) { return bytes / Median(v) / 1e9; };
+  // The median over samples of `num[i] / den[i]`.
+  auto ratio = [](const std::vector<double>& num, const std::vector<double>& den) {
+    std::vector<double> r;
+    for (size_t i = 0; i < num.size(); ++i) r.push_back(num[i] / den[i]);
+    return Median(r);
+  };
+  const double total = static_cast<double>(bytes) * samples;
+  std::printf("%10zu %8d %13.3f %13.3f %7.2f %13.3f %7.2f %13.3f %7.2f %9.2f %9.2f %13.3f %11.2f "
+              "%13.2f %9.2f %11.3f %11.3f %13.2f\n",
+              bytes, samples, gbs(s.raw), gbs(s.rpc), ratio(s.raw, s.rpc), gbs(s.dp),
+              ratio(s.raw, s.dp), gbs(s.tls), ratio(s.raw, s.tls), ratio(s.rpc, s.tls),
+              ratio(s.dp, s.tls), gbs(s.tls_dp), ratio(s.dp, s.tls_dp), s.dp_cpu / total * 1e9,
+              s.tls_dp_cpu / total * 1e9, gbs(s.local), gbs(s.shared), ratio(s.local, s.shared));
+  std::fflush(stdout);
+}
+
+int RunParent(const int ports[5], const SecurityOptions& tls, bool quick, size_t min_bytes,
+              pid_t child) {
+  Remote r;
+  if (!ConnectRemotes(ports, tls, r)) return 1;
+  const int raw = ConnectRaw(ports[1]);
+  std::vector<char> buf(kMaxBytes);
+  PrintHeader();
   const size_t sizes[] = {4 << 10, 64 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20};
   int64_t step = 1;
   for (size_t bytes : sizes) {
@@ -359,57 +430,9 @@ int RunParent(const int ports[5], const SecurityOptions& tls, bool quick, size_t
     const size_t budget = (quick ? size_t{64} : size_t{768}) << 20;
     const int samples =
         static_cast<int>(std::clamp<size_t>(budget / bytes, quick ? 5 : 11, quick ? 50 : 300));
-    std::vector<double> raw_s, rpc_s, dp_s, tls_s, tls_dp_s, local_s, shared_s;
-    double dp_cpu = 0, tls_dp_cpu = 0;  // Both processes, the timed samples' steps.
-    for (int i = -1; i < samples; ++i) {  // Sample -1 warms the paths up (and negotiates).
-      const double a = TimedRaw(raw, &buf, bytes);
-      const double b = TimedRecvTensor(r, r.worker.get(), handle, bytes, step++);
-      const double cpu0 = CpuSeconds(child);
-      const double c = TimedRecvTensor(r, r.data_plane.get(), handle, bytes, step++);
-      const double cpu1 = CpuSeconds(child);
-      const double d = TimedRecvTensor(r, r.tls.get(), handle, bytes, step++);
-      const double cpu2 = CpuSeconds(child);
-      const double e = TimedRecvTensor(r, r.tls_dp.get(), handle, bytes, step++);
-      const double cpu3 = CpuSeconds(child);
-      const double f = TimedRecvTensor(r, r.local.get(), handle, bytes, step++);
-      const double g = TimedRecvTensor(r, r.shared.get(), handle, bytes, step++);
-      if (a < 0 || b < 0 || c < 0 || d < 0 || e < 0 || f < 0 || g < 0) return 1;
-      if (i >= 0) {
-        raw_s.push_back(a), rpc_s.push_back(b), dp_s.push_back(c), tls_s.push_back(d);
-        tls_dp_s.push_back(e), local_s.push_back(f), shared_s.push_back(g);
-        dp_cpu += cpu1 - cpu0;
-        tls_dp_cpu += cpu3 - cpu2;
-      }
-    }
-    if (!r.data_plane->data_plane_ready() || !r.tls_dp->data_plane_ready() ||
-        !r.local->data_plane_ready() || !r.shared->data_plane_ready()) {
-      std::fprintf(stderr, "a data plane was not negotiated; its column is gRPC\n");
-    }
-    const double raw_gbs = bytes / Median(raw_s) / 1e9;
-    const double rpc_gbs = bytes / Median(rpc_s) / 1e9;
-    const double dp_gbs = bytes / Median(dp_s) / 1e9;
-    const double tls_gbs = bytes / Median(tls_s) / 1e9;
-    const double tls_dp_gbs = bytes / Median(tls_dp_s) / 1e9;
-    std::vector<double> rpc_ratio, dp_ratio, tls_ratio, tls_to_rpc, tls_to_dp, tls_dp_to_dp;
-    std::vector<double> shared_to_local;
-    for (size_t i = 0; i < raw_s.size(); ++i) {
-      shared_to_local.push_back(local_s[i] / shared_s[i]);
-      rpc_ratio.push_back(raw_s[i] / rpc_s[i]);
-      dp_ratio.push_back(raw_s[i] / dp_s[i]);
-      tls_ratio.push_back(raw_s[i] / tls_s[i]);
-      tls_to_rpc.push_back(rpc_s[i] / tls_s[i]);
-      tls_to_dp.push_back(dp_s[i] / tls_s[i]);
-      tls_dp_to_dp.push_back(dp_s[i] / tls_dp_s[i]);
-    }
-    const double total = static_cast<double>(bytes) * samples;
-    std::printf("%10zu %8d %13.3f %13.3f %7.2f %13.3f %7.2f %13.3f %7.2f %9.2f %9.2f %13.3f %11.2f "
-                "%13.2f %9.2f %11.3f %11.3f %13.2f\n",
-                bytes, samples, raw_gbs, rpc_gbs, Median(rpc_ratio), dp_gbs, Median(dp_ratio),
-                tls_gbs, Median(tls_ratio), Median(tls_to_rpc), Median(tls_to_dp), tls_dp_gbs,
-                Median(tls_dp_to_dp), dp_cpu / total * 1e9, tls_dp_cpu / total * 1e9,
-                bytes / Median(local_s) / 1e9, bytes / Median(shared_s) / 1e9,
-                Median(shared_to_local));
-    std::fflush(stdout);
+    Samples s;
+    if (!Measure(r, raw, buf, handle, bytes, samples, child, step, s)) return 1;
+    PrintRow(bytes, samples, s);
     tensorflow::DeregisterGraphRequest dereg;
     dereg.set_graph_handle(handle);
     tensorflow::DeregisterGraphResponse dereg_resp;

@@ -105,6 +105,49 @@ Percentiles Summarize(std::vector<double> us) {
   return {at(0.5), at(0.99)};
 }
 
+// One kind of call, and its latencies.
+struct Series {
+  const char* name;
+  std::function<void()> run;
+  std::vector<double> us;
+};
+
+// Warms each series up, then times `samples` calls of each, one of each in
+// turn; with `rotate`, the order turns by one each round.
+void TimeInterleaved(std::vector<Series>& series, int samples, bool rotate) {
+  for (int i = 0; i < samples / 10; ++i) {  // Warm up connections and caches.
+    for (Series& s : series) s.run();
+  }
+  const size_t n = series.size();
+  for (int i = 0; i < samples; ++i) {
+    for (size_t k = 0; k < n; ++k) {
+      Series& s = series[rotate ? (i + k) % n : k];
+      const absl::Time start = absl::Now();
+      s.run();
+      s.us.push_back(absl::ToDoubleMicroseconds(absl::Now() - start));
+    }
+  }
+}
+
+// p50 and p99 of each series, and its p50 over the first's.
+void PrintTable(const std::vector<Series>& series, const char* ratio_name, int ratio_digits) {
+  std::printf("%-18s %10s %10s %12s\n", "call", "p50 us", "p99 us", ratio_name);
+  const double base_p50 = Summarize(series[0].us).p50;
+  for (const Series& s : series) {
+    Percentiles p = Summarize(s.us);
+    std::printf("%-18s %10.1f %10.1f %12.*f\n", s.name, p.p50, p.p99, ratio_digits,
+                p.p50 / base_p50);
+  }
+}
+
+std::unique_ptr<Session> Connect(int port, const char* what) {
+  SessionOptions options;
+  options.target = "grpc://127.0.0.1:" + std::to_string(port);
+  auto session = NewSession(options);
+  if (!session.ok() || !(*session)->Create(Graph()).ok()) Die(what);
+  return *std::move(session);
+}
+
 int Main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   const int samples = quick ? 300 : 3000;
@@ -115,10 +158,7 @@ int Main(int argc, char** argv) {
   int ports[4];
   if (read(pipe_fds[0], ports, sizeof(ports)) != sizeof(ports)) Die("child did not start");
 
-  SessionOptions options;
-  options.target = "grpc://127.0.0.1:" + std::to_string(ports[0]);
-  auto session = NewSession(options);
-  if (!session.ok() || !(*session)->Create(Graph()).ok()) Die("session");
+  std::unique_ptr<Session> session = Connect(ports[0], "session");
   SessionOptions token_options;
   token_options.target = "grpc://127.0.0.1:" + std::to_string(ports[2]);
   RemoteSession token_session(NewGrpcRemoteMaster(token_options.target, TokenSecurity()),
@@ -130,72 +170,34 @@ int Main(int argc, char** argv) {
     if (!echo.Call(payload).ok()) Die("echo call failed");
   };
   auto empty_step = [&] {
-    if (!(*session)->Run({}, {}, {"noop"}, nullptr).ok()) Die("empty step failed");
+    if (!session->Run({}, {}, {"noop"}, nullptr).ok()) Die("empty step failed");
   };
   auto token_step = [&] {
     if (!token_session.Run({}, {}, {"noop"}, nullptr).ok()) Die("empty step with a token failed");
   };
   std::vector<Tensor> out;
   auto scalar_step = [&] {
-    if (!(*session)->Run({}, {"c:0"}, {}, &out).ok()) Die("scalar step failed");
-  };
-  struct Series {
-    const char* name;
-    std::function<void()> run;
-    std::vector<double> us;
+    if (!session->Run({}, {"c:0"}, {}, &out).ok()) Die("scalar step failed");
   };
   std::vector<Series> series = {{"bare gRPC unary", bare_call, {}},
                                 {"RunStep empty", empty_step, {}},
                                 {"RunStep 1 fetch", scalar_step, {}}};
-  for (int i = 0; i < samples / 10; ++i) {  // Warm up connections and caches.
-    for (Series& s : series) s.run();
-  }
-  for (int i = 0; i < samples; ++i) {
-    for (Series& s : series) {
-      const absl::Time start = absl::Now();
-      s.run();
-      s.us.push_back(absl::ToDoubleMicroseconds(absl::Now() - start));
-    }
-  }
+  TimeInterleaved(series, samples, /*rotate=*/false);
   std::printf("Empty-step latency over 127.0.0.1, %d samples each, interleaved\n", samples);
-  std::printf("%-18s %10s %10s %12s\n", "call", "p50 us", "p99 us", "p50 / bare");
-  const double bare_p50 = Summarize(series[0].us).p50;
-  for (Series& s : series) {
-    Percentiles p = Summarize(s.us);
-    std::printf("%-18s %10.1f %10.1f %12.2f\n", s.name, p.p50, p.p99, p.p50 / bare_p50);
-  }
+  PrintTable(series, "p50 / bare", 2);
   // The token check's cost against the noise floor of two servers.
-  SessionOptions other_options;
-  other_options.target = "grpc://127.0.0.1:" + std::to_string(ports[3]);
-  auto session_b = NewSession(other_options);
-  if (!session_b.ok() || !(*session_b)->Create(Graph()).ok()) Die("second session");
+  std::unique_ptr<Session> session_b = Connect(ports[3], "second session");
   auto empty_step_b = [&] {
-    if (!(*session_b)->Run({}, {}, {"noop"}, nullptr).ok()) Die("empty step failed");
+    if (!session_b->Run({}, {}, {"noop"}, nullptr).ok()) Die("empty step failed");
   };
   std::vector<Series> pair = {{"RunStep empty", empty_step, {}},
                               {"same, other server", empty_step_b, {}},
                               {"same, with token", token_step, {}}};
-  for (int i = 0; i < samples / 10; ++i) {
-    for (Series& s : pair) s.run();
-  }
-  for (int i = 0; i < samples; ++i) {
-    for (int k = 0; k < 3; ++k) {
-      Series& s = pair[(i + k) % 3];
-      const absl::Time start = absl::Now();
-      s.run();
-      s.us.push_back(absl::ToDoubleMicroseconds(absl::Now() - start));
-    }
-  }
+  TimeInterleaved(pair, samples, /*rotate=*/true);
   std::printf("\nToken check, %d samples each, order rotated per sample\n", samples);
-  std::printf("%-18s %10s %10s %12s\n", "call", "p50 us", "p99 us", "p50 / empty");
-  const double empty_p50 = Summarize(pair[0].us).p50;
-  for (Series& s : pair) {
-    Percentiles p = Summarize(s.us);
-    std::printf("%-18s %10.1f %10.1f %12.3f\n", s.name, p.p50, p.p99, p.p50 / empty_p50);
-  }
-  (*session_b)->Close().IgnoreError();
-  (*session)->Close().IgnoreError();
-  token_session.Close().IgnoreError();
+  PrintTable(pair, "p50 / empty", 3);
+  session_b->Close().IgnoreError();
+  session->Close().IgnoreError();
   token_session.Close().IgnoreError();
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
