@@ -18,6 +18,7 @@
 #include "dflow/gpu/training_launch.h"
 #include "dflow/gpu/variable_util.h"
 #include "dflow/ops/state_ops.h"
+#include "dflow/ops/training_util.h"
 #include "dflow/ops/variable_ops.h"
 
 namespace dflow {
@@ -92,35 +93,13 @@ struct RMSProp {
 
 // --- the kernel ---------------------------------------------------------------------
 
-// The first kNumVars inputs are the variable and its slots, "grad" (or
-// "delta") the gradient, the rest scalars.
-struct InputLayout {
-  std::vector<std::string> names;
-  int grad = -1;
-  std::vector<int> scalars;
-};
-
-InputLayout LayoutOf(const OpDef& op, int num_vars) {
-  InputLayout layout;
-  for (int i = 0; i < static_cast<int>(op.inputs.size()); ++i) {
-    const std::string& name = op.inputs[i].name;
-    layout.names.push_back(name);
-    if (name == "grad" || name == "delta") {
-      layout.grad = i;
-    } else if (i >= num_vars) {
-      layout.scalars.push_back(i);
-    }
-  }
-  return layout;
-}
-
 template <class Functor, bool kResource>
 class ApplyGpuOp : public OpKernel {
  public:
   static constexpr int kNumVars = Functor::kNumVars;
 
   explicit ApplyGpuOp(OpKernelConstruction* c)
-      : OpKernel(c), functor_(c), layout_(LayoutOf(c->op_def(), kNumVars)) {
+      : OpKernel(c), functor_(c), layout_(ApplyLayoutOf(c->op_def(), kNumVars)) {
     c->GetAttr("T", &dtype_).IgnoreError();
   }
 
@@ -143,7 +122,7 @@ class ApplyGpuOp : public OpKernel {
         RETURN_IF_ERROR(CheckRefInitialized(*ctx, i));
         vars[i] = MutableRefInput(ctx, i);  // In place, as on the CPU.
       }
-      RETURN_IF_ERROR(Validate(*ctx, vars));
+      RETURN_IF_ERROR(CheckApplyShapes(*ctx, layout_, vars, /*check_grad=*/true));
       RETURN_IF_ERROR(Update(ctx, vars));
     }
     ForwardRefInput(ctx, 0, 0);
@@ -151,21 +130,13 @@ class ApplyGpuOp : public OpKernel {
   }
 
   absl::Status ComputeResource(OpKernelContext* ctx) {
-    std::vector<std::shared_ptr<Var>> owned(kNumVars);
-    std::vector<Var*> raw(kNumVars);
-    for (int i = 0; i < kNumVars; ++i) {
-      ASSIGN_OR_RETURN(owned[i], LookupInitializedVar(*ctx, i));
-      raw[i] = owned[i].get();
-      if (raw[i]->dtype() != dtype_) {
-        return ctx->InvalidArgument(layout_.names[i], " is a variable of dtype ",
-                                    DataTypeString(raw[i]->dtype()), " but T is ",
-                                    DataTypeString(dtype_));
-      }
-    }
+    std::vector<std::shared_ptr<Var>> owned;
+    std::vector<Var*> raw;
+    RETURN_IF_ERROR(LookupApplyVars(*ctx, layout_, kNumVars, dtype_, &owned, &raw));
     VarsLock lock(raw);
     std::array<Tensor*, kNumVars> current;
     for (int i = 0; i < kNumVars; ++i) current[i] = ReadLocked(raw[i]);
-    RETURN_IF_ERROR(Validate(*ctx, current));
+    RETURN_IF_ERROR(CheckApplyShapes(*ctx, layout_, current, /*check_grad=*/true));
     std::array<Tensor*, kNumVars> vars;
     GpuDevice* gpu = GpuOf(ctx);
     for (int i = 0; i < kNumVars; ++i) {
@@ -180,29 +151,6 @@ class ApplyGpuOp : public OpKernel {
   // VarsLock holds every variable's lock; the analysis cannot see it.
   static Tensor* ReadLocked(Var* v) ABSL_NO_THREAD_SAFETY_ANALYSIS {
     return const_cast<Tensor*>(&v->tensor());
-  }
-
-  // Slots and the gradient have the variable's shape; the rest are scalars.
-  absl::Status Validate(const OpKernelContext& ctx, const std::array<Tensor*, kNumVars>& vars) const {
-    const TensorShape& shape = vars[0]->shape();
-    for (int i = 1; i <= kNumVars; ++i) {
-      const int index = i < kNumVars ? i : layout_.grad;
-      const TensorShape& other = i < kNumVars ? vars[i]->shape() : ctx.input(index).shape();
-      if (other != shape) {
-        return ctx.InvalidArgument(layout_.names[0], " and ", layout_.names[index],
-                                   " do not have the same shape: ", layout_.names[0], "=",
-                                   shape.DebugString(), " ", layout_.names[index], "=",
-                                   other.DebugString());
-      }
-    }
-    for (int index : layout_.scalars) {
-      const Tensor& t = ctx.input(index);
-      if (t.dims() != 0) {
-        return ctx.InvalidArgument(layout_.names[index],
-                                   " is not a scalar: ", t.shape().DebugString());
-      }
-    }
-    return absl::OkStatus();
   }
 
   absl::Status Update(OpKernelContext* ctx, const std::array<Tensor*, kNumVars>& vars) const {
@@ -227,7 +175,7 @@ class ApplyGpuOp : public OpKernel {
   }
 
   const Functor functor_;
-  const InputLayout layout_;
+  const ApplyInputLayout layout_;
   DataType dtype_ = DT_INVALID;
 };
 

@@ -47,6 +47,7 @@
 #include "dflow/ops/array_util.h"
 #include "dflow/ops/eigen_util.h"
 #include "dflow/ops/state_ops.h"
+#include "dflow/ops/training_util.h"
 #include "dflow/ops/variable_ops.h"
 
 namespace dflow {
@@ -311,32 +312,6 @@ struct FtrlUpdate {
 
 // --- the kernel --------------------------------------------------------------------
 
-// Where the inputs of an apply op are: the first kNumVars are the variable
-// and its slots, the one named "grad" (or "delta") the gradient, "indices"
-// (sparse ops) the rows it updates, the rest scalars.
-struct InputLayout {
-  std::vector<std::string> names;
-  int grad = -1;
-  int indices = -1;
-  std::vector<int> scalars;
-};
-
-InputLayout LayoutOf(const OpDef& op, int num_vars) {
-  InputLayout layout;
-  for (int i = 0; i < static_cast<int>(op.inputs.size()); ++i) {
-    const std::string& name = op.inputs[i].name;
-    layout.names.push_back(name);
-    if (name == "grad" || name == "delta") {
-      layout.grad = i;
-    } else if (name == "indices") {
-      layout.indices = i;
-    } else if (i >= num_vars) {
-      layout.scalars.push_back(i);
-    }
-  }
-  return layout;
-}
-
 // One kernel class for every flavour: kResource selects handles over refs,
 // kSparse updates only the rows `indices` names (in order: a repeated row is
 // updated once per occurrence, as in TensorFlow).
@@ -346,7 +321,7 @@ class ApplyOp : public OpKernel {
   static constexpr int kNumVars = Functor::kNumVars;
 
   explicit ApplyOp(OpKernelConstruction* c)
-      : OpKernel(c), functor_(c), layout_(LayoutOf(c->op_def(), kNumVars)) {
+      : OpKernel(c), functor_(c), layout_(ApplyLayoutOf(c->op_def(), kNumVars)) {
     c->GetAttr("T", &dtype_).IgnoreError();
   }
 
@@ -387,17 +362,9 @@ class ApplyOp : public OpKernel {
   }
 
   absl::Status ComputeResource(OpKernelContext* ctx, const std::vector<int64_t>& rows) {
-    std::vector<std::shared_ptr<Var>> owned(kNumVars);
-    std::vector<Var*> raw(kNumVars);
-    for (int i = 0; i < kNumVars; ++i) {
-      ASSIGN_OR_RETURN(owned[i], LookupInitializedVar(*ctx, i));
-      raw[i] = owned[i].get();
-      if (raw[i]->dtype() != dtype_) {
-        return ctx->InvalidArgument(layout_.names[i], " is a variable of dtype ",
-                                    DataTypeString(raw[i]->dtype()), " but T is ",
-                                    DataTypeString(dtype_));
-      }
-    }
+    std::vector<std::shared_ptr<Var>> owned;
+    std::vector<Var*> raw;
+    RETURN_IF_ERROR(LookupApplyVars(*ctx, layout_, kNumVars, dtype_, &owned, &raw));
     VarsLock lock(raw);
     std::array<const Tensor*, kNumVars> current;
     for (int i = 0; i < kNumVars; ++i) current[i] = &ReadLocked(raw[i]);
@@ -416,26 +383,8 @@ class ApplyOp : public OpKernel {
   // rows of the variable.
   absl::Status Validate(const OpKernelContext& ctx, const std::array<const Tensor*, kNumVars>& vars,
                         const std::vector<int64_t>& rows) const {
-    const TensorShape& shape = vars[0]->shape();
-    const int last = kSparse ? kNumVars - 1 : kNumVars;  // Sparse: grad is checked below.
-    for (int i = 1; i <= last; ++i) {
-      const int index = i < kNumVars ? i : layout_.grad;
-      const TensorShape& other = i < kNumVars ? vars[i]->shape() : ctx.input(index).shape();
-      if (other != shape) {
-        return ctx.InvalidArgument(layout_.names[0], " and ", layout_.names[index],
-                                   " do not have the same shape: ", layout_.names[0], "=",
-                                   shape.DebugString(), " ", layout_.names[index], "=",
-                                   other.DebugString());
-      }
-    }
-    for (int index : layout_.scalars) {
-      const Tensor& t = ctx.input(index);
-      if (t.dims() != 0) {
-        return ctx.InvalidArgument(layout_.names[index],
-                                   " is not a scalar: ", t.shape().DebugString());
-      }
-    }
-    if constexpr (kSparse) return ValidateRows(ctx, shape, rows);
+    RETURN_IF_ERROR(CheckApplyShapes(ctx, layout_, vars, /*check_grad=*/!kSparse));
+    if constexpr (kSparse) return ValidateRows(ctx, vars[0]->shape(), rows);
     return absl::OkStatus();
   }
 
@@ -510,7 +459,7 @@ class ApplyOp : public OpKernel {
   }
 
   const Functor functor_;
-  const InputLayout layout_;
+  const ApplyInputLayout layout_;
   DataType dtype_ = DT_INVALID;
 };
 
@@ -522,7 +471,7 @@ class ApplyOp : public OpKernel {
 ShapeFn ApplyShapeFn(int num_vars, bool resource) {
   return [num_vars, resource](InferenceContext* c) -> absl::Status {
     ASSIGN_OR_RETURN(const OpDef* op, OpRegistry::Global()->LookUp(c->node_def().op()));
-    const InputLayout layout = LayoutOf(*op, num_vars);
+    const ApplyInputLayout layout = ApplyLayoutOf(*op, num_vars);
     for (int index : layout.scalars) {
       PartialShape unused;
       if (!c->WithRank(c->input(index), 0, &unused).ok()) {
