@@ -204,34 +204,17 @@ class AssignVariableGpuOp : public OpKernel {
 
   absl::Status Compute(OpKernelContext* ctx) override {
     GpuDevice* gpu = GpuOf(ctx);
-    ASSIGN_OR_RETURN(ResourceHandle h, VarHandleFromInput(*ctx, 0));
-    const Tensor& value = ctx->input(1);
-    if (value.dtype() != dtype_) return DtypeMismatch(*ctx, "assign", dtype_, value.dtype());
-    const DataType dtype = dtype_;
-    ASSIGN_OR_RETURN(std::shared_ptr<Var> var,
-                     ctx->resource_manager()->LookupOrCreate<Var>(
-                         VarContainer(*ctx, h), h.name,
-                         [dtype]() -> absl::StatusOr<std::shared_ptr<Var>> {
-                           return std::make_shared<Var>(dtype);
-                         }));
-    if (var->dtype() != dtype_) return DtypeMismatch(*ctx, "assign", var->dtype(), dtype_);
-    absl::MutexLock l(var->mu());
-    if (validate_shape_ && var->is_initialized() && var->tensor().shape() != value.shape()) {
-      return ctx->InvalidArgument("trying to assign a tensor of shape ",
-                                  value.shape().DebugString(), " to variable ", h.name,
-                                  " of shape ", var->tensor().shape().DebugString());
-    }
     // Shares the value's buffer (updates copy on write) unless it is a ref
     // input's storage, which may change in place later, or not device memory
     // (an empty value the executor did not move).
-    if (ctx->input_is_ref(1) || value.memory_type() != MemoryType::kDevice) {
-      absl::StatusOr<Tensor> copy = DeviceCopy(gpu, value);
-      RETURN_IF_ERROR(Prefixed(*ctx, copy.status()));
-      var->SetValue(*std::move(copy));
-    } else {
-      var->SetValue(value);
-    }
-    return absl::OkStatus();
+    const bool copy = ctx->input_is_ref(1) || ctx->input(1).memory_type() != MemoryType::kDevice;
+    auto stored = [&](const Tensor& value) -> absl::StatusOr<Tensor> {
+      if (!copy) return value;
+      absl::StatusOr<Tensor> device_copy = DeviceCopy(gpu, value);
+      RETURN_IF_ERROR(Prefixed(*ctx, device_copy.status()));
+      return device_copy;
+    };
+    return AssignVariable(ctx, dtype_, validate_shape_, stored);
   }
   bool IsExpensive() const override { return false; }
 
@@ -249,20 +232,11 @@ class AssignUpdateVariableGpuOp : public OpKernel {
 
   absl::Status Compute(OpKernelContext* ctx) override {
     GpuDevice* gpu = GpuOf(ctx);
-    ASSIGN_OR_RETURN(std::shared_ptr<Var> var, LookupInitializedVar(*ctx, 0));
-    const Tensor& delta = ctx->input(1);
-    if (var->dtype() != dtype_ || delta.dtype() != dtype_) {
-      return DtypeMismatch(*ctx, "update", var->dtype(), delta.dtype());
-    }
-    absl::MutexLock l(var->mu());
-    if (var->tensor().shape() != delta.shape()) {
-      return ctx->InvalidArgument("cannot update variable of shape ",
-                                  var->tensor().shape().DebugString(), " with a tensor of shape ",
-                                  delta.shape().DebugString(), "; shapes must be equal");
-    }
-    absl::StatusOr<Tensor*> value = MutableDeviceTensor(gpu, var.get());
-    RETURN_IF_ERROR(Prefixed(*ctx, value.status()));
-    RETURN_IF_ERROR(Prefixed(*ctx, AssignUpdateGpuOp<kSubtract>::Launch(gpu, delta, *value)));
+    RETURN_IF_ERROR(UpdateVariable(ctx, dtype_, [&](Var* var) {
+      absl::StatusOr<Tensor*> value = MutableDeviceTensor(gpu, var);
+      RETURN_IF_ERROR(Prefixed(*ctx, value.status()));
+      return Prefixed(*ctx, AssignUpdateGpuOp<kSubtract>::Launch(gpu, ctx->input(1), *value));
+    }));
     return LaunchStatus(ctx);
   }
 

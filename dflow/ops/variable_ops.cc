@@ -110,6 +110,45 @@ absl::Status DtypeMismatch(const OpKernelContext& ctx, const char* action, DataT
                              DataTypeString(expected), ", got ", DataTypeString(got));
 }
 
+absl::Status AssignVariable(OpKernelContext* ctx, DataType dtype, bool validate_shape,
+                            absl::FunctionRef<absl::StatusOr<Tensor>(const Tensor&)> stored) {
+  ASSIGN_OR_RETURN(ResourceHandle h, VarHandleFromInput(*ctx, 0));
+  const Tensor& value = ctx->input(1);
+  if (value.dtype() != dtype) return DtypeMismatch(*ctx, "assign", dtype, value.dtype());
+  ASSIGN_OR_RETURN(std::shared_ptr<Var> var,
+                   ctx->resource_manager()->LookupOrCreate<Var>(
+                       VarContainer(*ctx, h), h.name,
+                       [dtype]() -> absl::StatusOr<std::shared_ptr<Var>> {
+                         return std::make_shared<Var>(dtype);
+                       }));
+  if (var->dtype() != dtype) return DtypeMismatch(*ctx, "assign", var->dtype(), dtype);
+  absl::MutexLock l(var->mu());
+  if (validate_shape && var->is_initialized() && var->tensor().shape() != value.shape()) {
+    return ctx->InvalidArgument("trying to assign a tensor of shape ", value.shape().DebugString(),
+                                " to variable ", h.name, " of shape ",
+                                var->tensor().shape().DebugString());
+  }
+  ASSIGN_OR_RETURN(Tensor kept, stored(value));
+  var->SetValue(std::move(kept));
+  return absl::OkStatus();
+}
+
+absl::Status UpdateVariable(OpKernelContext* ctx, DataType dtype,
+                            absl::FunctionRef<absl::Status(Var* var)> update) {
+  ASSIGN_OR_RETURN(std::shared_ptr<Var> var, LookupInitializedVar(*ctx, 0));
+  const Tensor& delta = ctx->input(1);
+  if (var->dtype() != dtype || delta.dtype() != dtype) {
+    return DtypeMismatch(*ctx, "update", var->dtype(), delta.dtype());
+  }
+  absl::MutexLock l(var->mu());
+  if (var->tensor().shape() != delta.shape()) {
+    return ctx->InvalidArgument("cannot update variable of shape ",
+                                var->tensor().shape().DebugString(), " with a tensor of shape ",
+                                delta.shape().DebugString(), "; shapes must be equal");
+  }
+  return update(var.get());
+}
+
 const DataTypeVector& GpuVariableTypes() {
   static const DataTypeVector* types = new DataTypeVector{DT_FLOAT, DT_DOUBLE, DT_INT64};
   return *types;
@@ -201,26 +240,11 @@ class AssignVariableOp : public OpKernel {
   }
 
   absl::Status Compute(OpKernelContext* ctx) override {
-    ASSIGN_OR_RETURN(ResourceHandle h, VarHandleFromInput(*ctx, 0));
-    const Tensor& value = ctx->input(1);
-    if (value.dtype() != dtype_) return DtypeMismatch(*ctx, "assign", dtype_, value.dtype());
-    const DataType dtype = dtype_;
-    ASSIGN_OR_RETURN(std::shared_ptr<Var> var,
-                     ctx->resource_manager()->LookupOrCreate<Var>(
-                         VarContainer(*ctx, h), h.name,
-                         [dtype]() -> absl::StatusOr<std::shared_ptr<Var>> {
-                           return std::make_shared<Var>(dtype);
-                         }));
-    if (var->dtype() != dtype_) return DtypeMismatch(*ctx, "assign", var->dtype(), dtype_);
-    absl::MutexLock l(var->mu());
-    if (validate_shape_ && var->is_initialized() && var->tensor().shape() != value.shape()) {
-      return ctx->InvalidArgument("trying to assign a tensor of shape ",
-                                  value.shape().DebugString(), " to variable ", h.name,
-                                  " of shape ", var->tensor().shape().DebugString());
-    }
     // A ref input's storage may be changed in place later: keep a copy.
-    var->SetValue(ctx->input_is_ref(1) ? value.DeepCopy() : value);
-    return absl::OkStatus();
+    const bool copy = ctx->input_is_ref(1);
+    return AssignVariable(ctx, dtype_, validate_shape_, [copy](const Tensor& value) {
+      return absl::StatusOr<Tensor>(copy ? value.DeepCopy() : value);
+    });
   }
   bool IsExpensive() const override { return false; }
 
@@ -239,26 +263,19 @@ class AssignUpdateVariableOp : public OpKernel {
   }
 
   absl::Status Compute(OpKernelContext* ctx) override {
-    ASSIGN_OR_RETURN(std::shared_ptr<Var> var, LookupInitializedVar(*ctx, 0));
-    const Tensor& delta = ctx->input(1);
-    if (var->dtype() != dtype_ || delta.dtype() != dtype_) {
-      return DtypeMismatch(*ctx, "update", var->dtype(), delta.dtype());
-    }
-    absl::MutexLock l(var->mu());
-    if (var->tensor().shape() != delta.shape()) {
-      return ctx->InvalidArgument("cannot update variable of shape ",
-                                  var->tensor().shape().DebugString(), " with a tensor of shape ",
-                                  delta.shape().DebugString(), "; shapes must be equal");
-    }
-    Tensor* value = var->MutableTensor();
-    return SwitchNumeric(dtype_, type_string(), [&](auto tag) -> absl::Status {
-      using T = typename decltype(tag)::type;
-      if constexpr (std::is_same_v<T, bool>) {
-        return ctx->InvalidArgument("bool variables cannot be added to");
-      } else {
-        Update<T>(delta.flat<T>(), value->flat<T>(), ctx->intra_op_pool());
-        return absl::OkStatus();
-      }
+    // UpdateVariable holds the variable's lock; the analysis cannot see it.
+    return UpdateVariable(ctx, dtype_, [&](Var* var) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      const Tensor& delta = ctx->input(1);
+      Tensor* value = var->MutableTensor();
+      return SwitchNumeric(dtype_, type_string(), [&](auto tag) -> absl::Status {
+        using T = typename decltype(tag)::type;
+        if constexpr (std::is_same_v<T, bool>) {
+          return ctx->InvalidArgument("bool variables cannot be added to");
+        } else {
+          Update<T>(delta.flat<T>(), value->flat<T>(), ctx->intra_op_pool());
+          return absl::OkStatus();
+        }
+      });
     });
   }
 

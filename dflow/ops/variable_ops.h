@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "dflow/framework/kernel.h"
@@ -80,6 +81,18 @@ absl::StatusOr<std::shared_ptr<Var>> LookupInitializedVar(const OpKernelContext&
 // got Y", naming both dtypes in TensorFlow's order for each op.
 absl::Status DtypeMismatch(const OpKernelContext& ctx, const char* action, DataType expected,
                            DataType got);
+
+// AssignVariableOp on any device: `value` (input 1) and the variable input
+// 0 names (created when missing) have dtype `dtype`; with `validate_shape`,
+// an initialized variable keeps its shape. Then, under the variable's lock,
+// it takes the value `stored(value)` makes (what the device keeps).
+absl::Status AssignVariable(OpKernelContext* ctx, DataType dtype, bool validate_shape,
+                            absl::FunctionRef<absl::StatusOr<Tensor>(const Tensor&)> stored);
+// AssignAdd/AssignSubVariableOp on any device: the initialized variable of
+// input 0 and the delta (input 1) have dtype `dtype` and one shape; then
+// `update(variable)` runs under the variable's lock.
+absl::Status UpdateVariable(OpKernelContext* ctx, DataType dtype,
+                            absl::FunctionRef<absl::Status(Var* var)> update);
 
 // Holds the exclusive locks of several variables, each distinct one once and
 // in address order, so kernels updating several variables cannot deadlock.
