@@ -531,33 +531,20 @@ class MaxPoolGpuOp : public OpKernel {
       return ctx->InvalidArgument("only the NHWC data format is supported on the GPU, got NCHW");
     }
     const Tensor& input = ctx->input(0);
-    if (input.dims() != 4) {
-      return ctx->InvalidArgument("input must be 4-dimensional (NHWC), got ",
-                                  input.shape().DebugString());
-    }
-    if (attrs_.depth_pooling()) return DepthMaxPool(ctx, input);
-    absl::StatusOr<PoolGeometry> g = MakePoolGeometry(attrs_, input.shape());
-    if (!g.ok()) return WithPrefix(g.status(), ctx->Prefix());
+    if (attrs_.depth_pooling() && input.dims() == 4) return DepthMaxPool(ctx, input);
+    ASSIGN_OR_RETURN(const PoolGeometry g, MaxPoolGeometry(*ctx, attrs_, input));
     Tensor* out = ctx->allocate_output_for_overwrite(
-        0, TensorShape({g->batch, g->out_rows, g->out_cols, g->depth}));
+        0, TensorShape({g.batch, g.out_rows, g.out_cols, g.depth}));
     if (!out->IsInitialized() || out->NumElements() == 0) return absl::OkStatus();
-    LaunchMaxPool(GpuOf(ctx)->stream(), WindowOf(*g), static_cast<const float*>(input.raw_data()),
+    LaunchMaxPool(GpuOf(ctx)->stream(), WindowOf(g), static_cast<const float*>(input.raw_data()),
                   static_cast<float*>(out->raw_data()));
     return LaunchStatus(ctx);
   }
 
  private:
   absl::Status DepthMaxPool(OpKernelContext* ctx, const Tensor& input) const {
-    const int64_t k = attrs_.ksize[3], depth = input.dim_size(3);
-    if (depth % k != 0) {
-      return absl::UnimplementedError(
-          absl::StrCat(ctx->Prefix(),
-                       "Depthwise max pooling requires the depth window to evenly divide the "
-                       "input depth: window ",
-                       k, ", input ", input.shape().DebugString()));
-    }
-    TensorShape shape = input.shape();
-    shape.set_dim(3, depth / k);
+    ASSIGN_OR_RETURN(const TensorShape shape, DepthMaxPoolShape(*ctx, attrs_, input));
+    const int64_t k = attrs_.ksize[3];
     Tensor* out = ctx->allocate_output_for_overwrite(0, shape);
     if (!out->IsInitialized() || out->NumElements() == 0) return absl::OkStatus();
     LaunchDepthMaxPool(GpuOf(ctx)->stream(), static_cast<const float*>(input.raw_data()),
@@ -577,36 +564,14 @@ class MaxPoolGradGpuOp : public OpKernel {
     if (attrs_.nchw) {
       return ctx->InvalidArgument("only the NHWC data format is supported on the GPU, got NCHW");
     }
-    if (attrs_.depth_pooling()) {
-      return absl::UnimplementedError(absl::StrCat(
-          ctx->Prefix(), "MaxPoolingGrad is not yet supported on the depth dimension."));
-    }
     const Tensor& x = ctx->input(0);
-    const Tensor& y = ctx->input(1);
     const Tensor& dy = ctx->input(2);
-    for (auto [what, t] : {std::pair<const char*, const Tensor*>{"orig_input", &x},
-                           {"orig_output", &y},
-                           {"grad", &dy}}) {
-      if (t->dims() != 4) {
-        return ctx->InvalidArgument(what, " must be 4-dimensional, got ", t->shape().DebugString());
-      }
-    }
-    absl::StatusOr<PoolGeometry> g = MakePoolGeometry(attrs_, x.shape());
-    if (!g.ok()) return WithPrefix(g.status(), ctx->Prefix());
-    const TensorShape expected({g->batch, g->out_rows, g->out_cols, g->depth});
-    for (auto [what, t] :
-         {std::pair<const char*, const Tensor*>{"orig_output", &y}, {"grad", &dy}}) {
-      if (t->shape() != expected) {
-        return ctx->InvalidArgument("Expected ", what, " shape to be ", expected.DebugString(),
-                                    ", but got ", t->shape().DebugString(), " (orig_input ",
-                                    x.shape().DebugString(), ")");
-      }
-    }
+    ASSIGN_OR_RETURN(const PoolGeometry g, MaxPoolGradGeometry(*ctx, attrs_, x, ctx->input(1), dy));
     Tensor* dx = ctx->allocate_output(0, x.shape());  // Zero-filled: gradients add in.
     if (!dx->IsInitialized() || dx->NumElements() == 0 || dy.NumElements() == 0) {
       return absl::OkStatus();
     }
-    LaunchMaxPoolGrad(GpuOf(ctx)->stream(), WindowOf(*g), static_cast<const float*>(x.raw_data()),
+    LaunchMaxPoolGrad(GpuOf(ctx)->stream(), WindowOf(g), static_cast<const float*>(x.raw_data()),
                       static_cast<const float*>(dy.raw_data()), static_cast<float*>(dx->raw_data()));
     return LaunchStatus(ctx);
   }

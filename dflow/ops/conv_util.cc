@@ -160,6 +160,61 @@ absl::StatusOr<PoolGeometry> MakePoolGeometry(const Pool2DAttrs& attrs, const Te
   return g;
 }
 
+absl::StatusOr<PoolGeometry> MaxPoolGeometry(const OpKernelContext& ctx, const Pool2DAttrs& attrs,
+                                             const Tensor& input) {
+  if (input.dims() != 4) {
+    return ctx.InvalidArgument("input must be 4-dimensional (NHWC), got ",
+                               input.shape().DebugString());
+  }
+  absl::StatusOr<PoolGeometry> g = MakePoolGeometry(attrs, input.shape());
+  if (!g.ok()) return WithPrefix(g.status(), ctx.Prefix());
+  return g;
+}
+
+absl::StatusOr<TensorShape> DepthMaxPoolShape(const OpKernelContext& ctx, const Pool2DAttrs& attrs,
+                                              const Tensor& input) {
+  const int64_t k = attrs.ksize[3], depth = input.dim_size(3);
+  if (depth % k != 0) {
+    return absl::UnimplementedError(
+        absl::StrCat(ctx.Prefix(),
+                     "Depthwise max pooling requires the depth window to evenly divide the "
+                     "input depth: window ",
+                     k, ", input ", input.shape().DebugString()));
+  }
+  TensorShape shape = input.shape();
+  shape.set_dim(3, depth / k);
+  return shape;
+}
+
+absl::StatusOr<PoolGeometry> MaxPoolGradGeometry(const OpKernelContext& ctx,
+                                                 const Pool2DAttrs& attrs, const Tensor& x,
+                                                 const Tensor& y, const Tensor& grad) {
+  if (attrs.depth_pooling()) {
+    return absl::UnimplementedError(
+        absl::StrCat(ctx.Prefix(), "MaxPoolingGrad is not yet supported on the depth dimension."));
+  }
+  for (auto [what, t] : {std::pair<const char*, const Tensor*>{"orig_input", &x},
+                         {"orig_output", &y},
+                         {"grad", &grad}}) {
+    if (t->dims() != 4) {
+      return ctx.InvalidArgument(what, " must be 4-dimensional, got ", t->shape().DebugString());
+    }
+  }
+  absl::StatusOr<PoolGeometry> made = MakePoolGeometry(attrs, x.shape());
+  if (!made.ok()) return WithPrefix(made.status(), ctx.Prefix());
+  const PoolGeometry& g = *made;
+  const TensorShape expected({g.batch, g.out_rows, g.out_cols, g.depth});
+  for (auto [what, t] :
+       {std::pair<const char*, const Tensor*>{"orig_output", &y}, {"grad", &grad}}) {
+    if (t->shape() != expected) {
+      return ctx.InvalidArgument("Expected ", what, " shape to be ", expected.DebugString(),
+                                 ", but got ", t->shape().DebugString(), " (orig_input ",
+                                 x.shape().DebugString(), ")");
+    }
+  }
+  return g;
+}
+
 absl::StatusOr<WindowDim> ComputeWindow(int64_t in, int64_t k, int64_t dilation, int64_t stride,
                                         Padding padding, int64_t explicit_before,
                                         int64_t explicit_after) {

@@ -145,6 +145,22 @@ struct PoolGeometry {
 // InvalidArgument when a window does not fit. REQUIRES: input of rank 4.
 absl::StatusOr<PoolGeometry> MakePoolGeometry(const Pool2DAttrs& attrs, const TensorShape& input);
 
+// MaxPool's kernel checks, one text on every device (with the op prefix):
+// a 4-D input, checked first; the geometry of its spatial window. A 4-D
+// input under a depth window goes to DepthMaxPoolShape instead.
+absl::StatusOr<PoolGeometry> MaxPoolGeometry(const OpKernelContext& ctx, const Pool2DAttrs& attrs,
+                                             const Tensor& input);
+// MaxPool over depth: the output's shape, Unimplemented when the depth
+// window does not divide the input's depth. REQUIRES: a 4-D input.
+absl::StatusOr<TensorShape> DepthMaxPoolShape(const OpKernelContext& ctx, const Pool2DAttrs& attrs,
+                                              const Tensor& input);
+// MaxPoolGrad's kernel checks on every device: no depth window; 4-D
+// orig_input `x`, orig_output `y` and `grad`, the last two of the pooled
+// shape; the geometry.
+absl::StatusOr<PoolGeometry> MaxPoolGradGeometry(const OpKernelContext& ctx,
+                                                 const Pool2DAttrs& attrs, const Tensor& x,
+                                                 const Tensor& y, const Tensor& grad);
+
 // BiasAdd's and BiasAddGrad's data_format: true for "NCHW", false for "NHWC"
 // (the default); InvalidArgument naming any other value.
 absl::StatusOr<bool> ReadBiasNchw(const tensorflow::NodeDef& node);

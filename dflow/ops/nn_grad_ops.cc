@@ -270,9 +270,12 @@ class MaxPoolGradOp : public OpKernel {
       : OpKernel(c), attrs_(AttrsOrRecordError(c, ReadPool2DAttrs(c->def()))) {}
 
   absl::Status Compute(OpKernelContext* ctx) override {
-    RETURN_IF_ERROR(CheckAttrs(*ctx));
+    if (attrs_.nchw) {
+      return ctx->InvalidArgument("Default MaxPoolingGradOp only supports NHWC on device type CPU");
+    }
     const Tensor& x = ctx->input(0);
-    ASSIGN_OR_RETURN(PoolGeometry g, MakeGeometry(*ctx, x, ctx->input(1), ctx->input(2)));
+    ASSIGN_OR_RETURN(PoolGeometry g,
+                     MaxPoolGradGeometry(*ctx, attrs_, x, ctx->input(1), ctx->input(2)));
     Tensor* dx = ctx->allocate_output(0, x.shape());
     if (dx->NumElements() == 0 || ctx->input(2).NumElements() == 0) return absl::OkStatus();
     const T* xp = x.flat<T>().data();
@@ -293,41 +296,6 @@ class MaxPoolGradOp : public OpKernel {
   }
 
  private:
-  absl::Status CheckAttrs(const OpKernelContext& ctx) const {
-    if (attrs_.nchw) {
-      return ctx.InvalidArgument("Default MaxPoolingGradOp only supports NHWC on device type CPU");
-    }
-    if (attrs_.depth_pooling()) {
-      return absl::UnimplementedError(absl::StrCat(
-          ctx.Prefix(), "MaxPoolingGrad is not yet supported on the depth dimension."));
-    }
-    return absl::OkStatus();
-  }
-
-  absl::StatusOr<PoolGeometry> MakeGeometry(const OpKernelContext& ctx, const Tensor& x,
-                                            const Tensor& y, const Tensor& dy) const {
-    for (auto [what, t] : {std::pair<const char*, const Tensor*>{"orig_input", &x},
-                           {"orig_output", &y},
-                           {"grad", &dy}}) {
-      if (t->dims() != 4) {
-        return ctx.InvalidArgument(what, " must be 4-dimensional, got ", t->shape().DebugString());
-      }
-    }
-    absl::StatusOr<PoolGeometry> made = MakePoolGeometry(attrs_, x.shape());
-    if (!made.ok()) return WithPrefix(made.status(), ctx.Prefix());
-    const PoolGeometry& g = *made;
-    const TensorShape expected({g.batch, g.out_rows, g.out_cols, g.depth});
-    for (auto [what, t] :
-         {std::pair<const char*, const Tensor*>{"orig_output", &y}, {"grad", &dy}}) {
-      if (t->shape() != expected) {
-        return ctx.InvalidArgument("Expected ", what, " shape to be ", expected.DebugString(),
-                                   ", but got ", t->shape().DebugString(), " (orig_input ",
-                                   x.shape().DebugString(), ")");
-      }
-    }
-    return g;
-  }
-
   Pool2DAttrs attrs_;
 };
 

@@ -56,12 +56,8 @@ class MaxPoolOp : public OpKernel {
       return ctx->InvalidArgument("Default MaxPoolingOp only supports NHWC on device type CPU");
     }
     const Tensor& input = ctx->input(0);
-    if (input.dims() != 4) {
-      return ctx->InvalidArgument("input must be 4-dimensional (NHWC), got ",
-                                  input.shape().DebugString());
-    }
-    if (attrs_.depth_pooling()) return DepthMaxPool(ctx, input);
-    ASSIGN_OR_RETURN(PoolGeometry g, MakeGeometry(*ctx, input));
+    if (attrs_.depth_pooling() && input.dims() == 4) return DepthMaxPool(ctx, input);
+    ASSIGN_OR_RETURN(PoolGeometry g, MaxPoolGeometry(*ctx, attrs_, input));
     Tensor* out = ctx->allocate_output(0, TensorShape({g.batch, g.out_rows, g.out_cols, g.depth}));
     if (out->NumElements() == 0) return absl::OkStatus();
     const T* in = input.flat<T>().data();
@@ -73,24 +69,10 @@ class MaxPoolOp : public OpKernel {
   }
 
  private:
-  absl::StatusOr<PoolGeometry> MakeGeometry(const OpKernelContext& ctx, const Tensor& input) const {
-    absl::StatusOr<PoolGeometry> g = MakePoolGeometry(attrs_, input.shape());
-    if (!g.ok()) return WithPrefix(g.status(), ctx.Prefix());
-    return g;
-  }
-
   // out[..., d] = max(in[..., d * k : (d + 1) * k]).
   absl::Status DepthMaxPool(OpKernelContext* ctx, const Tensor& input) const {
-    const int64_t k = attrs_.ksize[3], depth = input.dim_size(3);
-    if (depth % k != 0) {
-      return absl::UnimplementedError(
-          absl::StrCat(ctx->Prefix(),
-                       "Depthwise max pooling requires the depth window to evenly divide the "
-                       "input depth: window ",
-                       k, ", input ", input.shape().DebugString()));
-    }
-    TensorShape shape = input.shape();
-    shape.set_dim(3, depth / k);
+    ASSIGN_OR_RETURN(const TensorShape shape, DepthMaxPoolShape(*ctx, attrs_, input));
+    const int64_t k = attrs_.ksize[3];
     Tensor* out = ctx->allocate_output(0, shape);
     const T* in = input.flat<T>().data();
     T* o = out->flat<T>().data();
