@@ -254,13 +254,8 @@ class Conv2DBackpropInputOp : public OpKernel {
     RETURN_IF_ERROR(RequireNhwc(*ctx, attrs_));
     const Tensor& filter = ctx->input(1);
     const Tensor& dy = ctx->input(2);
-    RETURN_IF_ERROR(CheckRank4(*ctx, "filter", filter.shape()));
-    RETURN_IF_ERROR(CheckRank4(*ctx, "out_backprop", dy.shape()));
-    ASSIGN_OR_RETURN(TensorShape input_shape,
-                     ShapeFromSizes(*ctx, "input_sizes", ctx->input(0), /*allow_two=*/true,
-                                    dy.dim_size(0), filter.dim_size(2)));
-    ASSIGN_OR_RETURN(ConvGeometry g,
-                     MakeBackpropGeometry(*ctx, attrs_, input_shape, filter.shape(), dy.shape()));
+    TensorShape input_shape;
+    ASSIGN_OR_RETURN(ConvGeometry g, BackpropInputGeometry(*ctx, attrs_, &input_shape));
     Tensor* dx = ctx->allocate_output(0, input_shape);
     if (dx->NumElements() == 0 || dy.NumElements() == 0) return absl::OkStatus();
     BackpropInput<T>(ctx->intra_op_pool(), g, filter.flat<T>().data(), dy.flat<T>().data(),
@@ -282,10 +277,8 @@ class Conv2DBackpropFilterOp : public OpKernel {
     RETURN_IF_ERROR(RequireNhwc(*ctx, attrs_));
     const Tensor& input = ctx->input(0);
     const Tensor& dy = ctx->input(2);
-    ASSIGN_OR_RETURN(TensorShape filter_shape, ShapeFromSizes(*ctx, "filter_sizes", ctx->input(1),
-                                                              /*allow_two=*/false, 0, 0));
-    ASSIGN_OR_RETURN(ConvGeometry g,
-                     MakeBackpropGeometry(*ctx, attrs_, input.shape(), filter_shape, dy.shape()));
+    TensorShape filter_shape;
+    ASSIGN_OR_RETURN(ConvGeometry g, BackpropFilterGeometry(*ctx, attrs_, &filter_shape));
     Tensor* dw = ctx->allocate_output(0, filter_shape);
     if (dy.NumElements() == 0) return absl::OkStatus();
     BackpropFilter<T>(ctx->intra_op_pool(), g, input.flat<T>().data(), dy.flat<T>().data(),

@@ -360,6 +360,9 @@ absl::StatusOr<int> CheckBiasAddShapes(const OpKernelContext& ctx, bool nchw,
   return cd;
 }
 
+namespace {
+
+// InvalidArgument unless `s` has rank 4.
 absl::Status CheckRank4(const OpKernelContext& ctx, const char* what, const TensorShape& s) {
   if (s.dims() == 4) return absl::OkStatus();
   return ctx.InvalidArgument(what, " must be 4-dimensional, got ", s.DebugString());
@@ -402,6 +405,30 @@ absl::StatusOr<TensorShape> ShapeFromSizes(const OpKernelContext& ctx, const cha
     return ctx.InvalidArgument(what, " must hold non-negative sizes, got ", DimsString(dims));
   }
   return *shape;
+}
+
+}  // namespace
+
+absl::StatusOr<ConvGeometry> BackpropInputGeometry(const OpKernelContext& ctx,
+                                                   const Conv2DAttrs& attrs,
+                                                   TensorShape* input_shape) {
+  const Tensor& filter = ctx.input(1);
+  const Tensor& dy = ctx.input(2);
+  RETURN_IF_ERROR(CheckRank4(ctx, "filter", filter.shape()));
+  RETURN_IF_ERROR(CheckRank4(ctx, "out_backprop", dy.shape()));
+  ASSIGN_OR_RETURN(*input_shape, ShapeFromSizes(ctx, "input_sizes", ctx.input(0),
+                                                /*allow_two=*/true, dy.dim_size(0),
+                                                filter.dim_size(2)));
+  return MakeBackpropGeometry(ctx, attrs, *input_shape, filter.shape(), dy.shape());
+}
+
+absl::StatusOr<ConvGeometry> BackpropFilterGeometry(const OpKernelContext& ctx,
+                                                    const Conv2DAttrs& attrs,
+                                                    TensorShape* filter_shape) {
+  ASSIGN_OR_RETURN(*filter_shape, ShapeFromSizes(ctx, "filter_sizes", ctx.input(1),
+                                                 /*allow_two=*/false, 0, 0));
+  return MakeBackpropGeometry(ctx, attrs, ctx.input(0).shape(), *filter_shape,
+                              ctx.input(2).shape());
 }
 
 }  // namespace dflow

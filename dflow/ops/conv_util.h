@@ -113,25 +113,18 @@ struct ConvGeometry {
 absl::StatusOr<ConvGeometry> MakeConvGeometry(const Conv2DAttrs& attrs, const TensorShape& input,
                                               const TensorShape& filter);
 
-// For the kernels of Conv2D's gradients, one text on every device (these
-// errors carry the op prefix): InvalidArgument unless `s` has rank 4.
-absl::Status CheckRank4(const OpKernelContext& ctx, const char* what, const TensorShape& s);
-
-// The forward convolution of an `input`-shaped image with a `filter`-shaped
-// filter; fails unless all three are of rank 4 and `out_backprop` has the
-// shape of the forward output.
-absl::StatusOr<ConvGeometry> MakeBackpropGeometry(const OpKernelContext& ctx,
-                                                  const Conv2DAttrs& attrs,
-                                                  const TensorShape& input,
-                                                  const TensorShape& filter,
-                                                  const TensorShape& out_backprop);
-
-// The shape a 1-D int32 `sizes` tensor in host memory (input_sizes,
-// filter_sizes) describes: 4 values, or with `allow_two` 2 spatial values
-// completed with `batch` and `depth`.
-absl::StatusOr<TensorShape> ShapeFromSizes(const OpKernelContext& ctx, const char* what,
-                                           const Tensor& sizes, bool allow_two, int64_t batch,
-                                           int64_t depth);
+// The kernel checks of Conv2D's gradients, one text on every device (with
+// the op prefix), reading the op's three inputs. Conv2DBackpropInput: a 4-D
+// filter and out_backprop, input_sizes (4 values, or 2 spatial ones) naming
+// `*input_shape`; Conv2DBackpropFilter: filter_sizes (4 values) naming
+// `*filter_shape`. Both: out_backprop has the shape of the forward output,
+// whose geometry is returned.
+absl::StatusOr<ConvGeometry> BackpropInputGeometry(const OpKernelContext& ctx,
+                                                   const Conv2DAttrs& attrs,
+                                                   TensorShape* input_shape);
+absl::StatusOr<ConvGeometry> BackpropFilterGeometry(const OpKernelContext& ctx,
+                                                    const Conv2DAttrs& attrs,
+                                                    TensorShape* filter_shape);
 
 // The sizes of one MaxPool (or its gradient) over NHWC images.
 struct PoolGeometry {
