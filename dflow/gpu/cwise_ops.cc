@@ -323,25 +323,10 @@ class FillGpuOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   absl::Status Compute(OpKernelContext* ctx) override {
-    const Tensor& dims = ctx->input(0);
     const Tensor& value = ctx->input(1);
-    if (dims.dims() != 1) {
-      return ctx->InvalidArgument("dims must represent a vector, got shape ",
-                                  dims.shape().DebugString());
-    }
-    if (value.dims() > 1 || value.NumElements() != 1) {
-      return ctx->InvalidArgument("value must be a scalar, got shape ",
-                                  value.shape().DebugString());
-    }
-    ASSIGN_OR_RETURN(std::vector<int64_t> sizes, IndexValues(dims, "dims"));
-    for (int64_t d : sizes) {
-      if (d < 0) return ctx->InvalidArgument("Dimension ", d, " must be >= 0");
-    }
-    absl::StatusOr<TensorShape> shape = TensorShape::FromDims(sizes);
-    if (!shape.ok()) return ctx->InvalidArgument(shape.status().message());
-    RETURN_IF_ERROR(CheckOutputSize(shape->num_elements(), value.dtype(), "Fill"));
+    ASSIGN_OR_RETURN(const TensorShape shape, FillShape(*ctx));
     ASSIGN_OR_RETURN(Elem type, ElemOf(value.dtype()));
-    Tensor* out = OutputForOverwrite(ctx, 0, *shape);
+    Tensor* out = OutputForOverwrite(ctx, 0, shape);
     if (out == nullptr) return absl::OkStatus();
     LaunchFillFromDevice(GpuOf(ctx)->stream(), type, value.raw_data(), out->raw_data(),
                          out->NumElements());

@@ -228,24 +228,9 @@ class FillOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   absl::Status Compute(OpKernelContext* ctx) override {
-    const Tensor& dims = ctx->input(0);
     const Tensor& value = ctx->input(1);
-    if (dims.dims() != 1) {
-      return ctx->InvalidArgument("dims must represent a vector, got shape ",
-                                  dims.shape().DebugString());
-    }
-    if (value.dims() > 1 || value.NumElements() != 1) {
-      return ctx->InvalidArgument("value must be a scalar, got shape ",
-                                  value.shape().DebugString());
-    }
-    ASSIGN_OR_RETURN(std::vector<int64_t> sizes, IndexValues(dims, "dims"));
-    for (int64_t d : sizes) {
-      if (d < 0) return ctx->InvalidArgument("Dimension ", d, " must be >= 0");
-    }
-    absl::StatusOr<TensorShape> shape = TensorShape::FromDims(sizes);
-    if (!shape.ok()) return ctx->InvalidArgument(shape.status().message());
-    RETURN_IF_ERROR(CheckOutputSize(shape->num_elements(), value.dtype(), "Fill"));
-    Tensor* out = ctx->allocate_output(0, *shape);
+    ASSIGN_OR_RETURN(const TensorShape shape, FillShape(*ctx));
+    Tensor* out = ctx->allocate_output(0, shape);
     return SwitchByElementSize(value.dtype(), "Fill", [&](auto tag) -> absl::Status {
       using T = typename decltype(tag)::type;
       std::fill_n(MutableElementsOf<T>(out), out->NumElements(), ElementsOf<T>(value)[0]);

@@ -3,6 +3,7 @@
 #include <limits>
 #include <algorithm>
 
+#include "dflow/framework/kernel.h"
 #include "dflow/framework/status.h"
 
 namespace dflow {
@@ -232,6 +233,26 @@ absl::StatusOr<std::vector<int64_t>> ReshapeDims(absl::Span<const int64_t> input
     sizes[unknown] = input_nonzero / nonzero_product;
   }
   return sizes;
+}
+
+absl::StatusOr<TensorShape> FillShape(const OpKernelContext& ctx) {
+  const Tensor& dims = ctx.input(0);
+  const Tensor& value = ctx.input(1);
+  if (dims.dims() != 1) {
+    return ctx.InvalidArgument("dims must represent a vector, got shape ",
+                               dims.shape().DebugString());
+  }
+  if (value.dims() > 1 || value.NumElements() != 1) {
+    return ctx.InvalidArgument("value must be a scalar, got shape ", value.shape().DebugString());
+  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> sizes, IndexValues(dims, "dims"));
+  for (int64_t d : sizes) {
+    if (d < 0) return ctx.InvalidArgument("Dimension ", d, " must be >= 0");
+  }
+  absl::StatusOr<TensorShape> shape = TensorShape::FromDims(sizes);
+  if (!shape.ok()) return ctx.InvalidArgument(shape.status().message());
+  RETURN_IF_ERROR(CheckOutputSize(shape->num_elements(), value.dtype(), "Fill"));
+  return shape;
 }
 
 }  // namespace dflow

@@ -19,6 +19,8 @@
 
 namespace dflow {
 
+class OpKernelContext;
+
 // The types a pure data-movement kernel accepts.
 inline const DataTypeVector& MovableTypes() {
   static const DataTypeVector kTypes = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64,
@@ -117,6 +119,10 @@ absl::Status CheckOutputSize(int64_t num_elements, DataType dtype, absl::string_
 // whose bytes are unknown here) the process's TensorByteLimit().
 absl::StatusOr<TensorShape> OutputShape(absl::Span<const int64_t> dims, DataType dtype,
                                         absl::string_view op);
+
+// Fill's kernel checks on every device (with the op prefix): `dims` (input
+// 0) a vector of sizes >= 0, `value` (input 1) one element; the shape.
+absl::StatusOr<TensorShape> FillShape(const OpKernelContext& ctx);
 
 // Whether a kernel with a `bad_indices_policy` attr ("", DEFAULT, ERROR or
 // IGNORE) skips out-of-range indices; InvalidArgument for any other policy.
