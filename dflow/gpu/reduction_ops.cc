@@ -14,6 +14,7 @@
 #include "dflow/gpu/reduction_launch.h"
 #include "dflow/ops/array_util.h"
 #include "dflow/ops/conv_util.h"
+#include "dflow/ops/reduction_util.h"
 #include "dflow/ops/xent_util.h"
 
 namespace dflow {
@@ -21,31 +22,6 @@ namespace gpu {
 namespace {
 
 // --- planning -------------------------------------------------------------------
-
-// The reduced axes as a mask, from an int32/int64 tensor of any shape
-// (negative axes count from the end); errors as the CPU kernel's.
-absl::StatusOr<std::vector<bool>> ReductionMask(const Tensor& axes, const TensorShape& shape) {
-  if (axes.dtype() != DT_INT32 && axes.dtype() != DT_INT64) {
-    return absl::InvalidArgumentError(absl::StrCat("reduction indices must be int32 or int64, got ",
-                                                   DataTypeString(axes.dtype())));
-  }
-  const int rank = shape.dims();
-  std::vector<bool> mask(rank, false);
-  for (int64_t i = 0; i < axes.NumElements(); ++i) {
-    const int64_t a = axes.dtype() == DT_INT32 ? axes.flat<int32_t>()[i] : axes.flat<int64_t>()[i];
-    if (a < -rank || a >= rank) {
-      return absl::InvalidArgumentError(absl::StrCat("Invalid reduction dimension ", a,
-                                                     " for input of shape ", shape.DebugString()));
-    }
-    const int d = static_cast<int>(a < 0 ? a + rank : a);
-    if (mask[d]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Axes contains duplicate dimension: ", d, " (input of shape ", shape.DebugString(), ")"));
-    }
-    mask[d] = true;
-  }
-  return mask;
-}
 
 // Appends a dimension of `size` and input stride `stride` to the kept or
 // reduced list of `x`; Unimplemented past kMaxReduceDims.
@@ -127,16 +103,9 @@ class ReductionGpuOp : public OpKernel {
 
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
-    absl::StatusOr<std::vector<bool>> mask = ReductionMask(ctx->input(1), x.shape());
+    absl::StatusOr<std::vector<bool>> mask = ReductionMask(ctx->input(1), PartialShape(x.shape()));
     if (!mask.ok()) return ctx->InvalidArgument(mask.status().message());
-    TensorShape out_shape;
-    for (int d = 0; d < x.dims(); ++d) {
-      if (!(*mask)[d]) {
-        out_shape.AddDim(x.dim_size(d));
-      } else if (keep_dims_) {
-        out_shape.AddDim(1);
-      }
-    }
+    const TensorShape out_shape = ReducedShape(x.shape(), *mask, keep_dims_);
     absl::StatusOr<ReduceIndex> index = IndexOf(x.shape(), *mask);
     if (!index.ok()) return ctx->InvalidArgument(index.status().message());
     if (index->reduced_rank == 0 && x.NumElements() > 0) {

@@ -21,6 +21,7 @@
 #include "dflow/framework/shape_inference.h"
 #include "dflow/ops/cwise_ops.h"
 #include "dflow/ops/eigen_util.h"
+#include "dflow/ops/reduction_util.h"
 
 namespace dflow {
 namespace {
@@ -275,33 +276,6 @@ void ReduceGroups(ThreadPool* pool, const A* in, Groups g, A* out) {
   }
 }
 
-// The axes to reduce as a mask over `rank` dimensions. `axes` is int32 or
-// int64 of any shape; negative values count from the end.
-absl::StatusOr<std::vector<bool>> ReductionMask(const Tensor& axes, const PartialShape& shape) {
-  const int rank = shape.rank();
-  std::vector<bool> mask(rank, false);
-  for (int64_t i = 0; i < axes.NumElements(); ++i) {
-    const int64_t a = axes.dtype() == DT_INT32 ? axes.flat<int32_t>()[i] : axes.flat<int64_t>()[i];
-    if (a < -rank || a >= rank) {
-      return absl::InvalidArgumentError(absl::StrCat("Invalid reduction dimension ", a,
-                                                     " for input of shape ", shape.DebugString()));
-    }
-    const int d = static_cast<int>(a < 0 ? a + rank : a);
-    if (mask[d]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "Axes contains duplicate dimension: ", d, " (input of shape ", shape.DebugString(), ")"));
-    }
-    mask[d] = true;
-  }
-  return mask;
-}
-
-absl::Status CheckAxesType(const Tensor& axes) {
-  if (axes.dtype() == DT_INT32 || axes.dtype() == DT_INT64) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("reduction indices must be int32 or int64, got ", DataTypeString(axes.dtype())));
-}
-
 // --- kernels -------------------------------------------------------------------
 
 template <typename T, typename R>
@@ -314,17 +288,9 @@ class ReductionOp : public OpKernel {
 
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
-    RETURN_IF_ERROR(CheckAxes(ctx));
     absl::StatusOr<std::vector<bool>> mask = ReductionMask(ctx->input(1), PartialShape(x.shape()));
     if (!mask.ok()) return ctx->InvalidArgument(mask.status().message());
-    TensorShape out_shape;
-    for (int d = 0; d < x.dims(); ++d) {
-      if (!(*mask)[d]) {
-        out_shape.AddDim(x.dim_size(d));
-      } else if (keep_dims_) {
-        out_shape.AddDim(1);
-      }
-    }
+    const TensorShape out_shape = ReducedShape(x.shape(), *mask, keep_dims_);
     const Groups g = Collapse(x.shape(), *mask);
     const bool reduces = std::find(g.reduced.begin(), g.reduced.end(), true) != g.reduced.end();
     if (!reduces && x.NumElements() > 0 && std::is_same_v<A, T>) {
@@ -340,11 +306,6 @@ class ReductionOp : public OpKernel {
   }
 
  private:
-  absl::Status CheckAxes(OpKernelContext* ctx) const {
-    absl::Status s = CheckAxesType(ctx->input(1));
-    return s.ok() ? s : ctx->InvalidArgument(s.message());
-  }
-
   // Writes the reduction of x into out (count elements reduced per output).
   static void Reduce(ThreadPool* pool, const Tensor& x, const Groups& g, bool reduces,
                      int64_t count, absl::Span<T> out) {
@@ -394,8 +355,6 @@ absl::Status ReductionShape(InferenceContext* c) {
                                                   : PartialShape::Unknown());
     return absl::OkStatus();
   }
-  absl::Status type_ok = CheckAxesType(*axes);
-  if (!type_ok.ok()) return c->Error(std::string(type_ok.message()));
   absl::StatusOr<std::vector<bool>> mask = ReductionMask(*axes, in);
   if (!mask.ok()) return c->Error(std::string(mask.status().message()));
   std::vector<int64_t> dims;

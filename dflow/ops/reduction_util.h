@@ -1,0 +1,27 @@
+// The axes rules of the reduction ops (Sum, Mean, Max, ...), one text for
+// their shape function and the kernels of every device.
+#ifndef DFLOW_OPS_REDUCTION_UTIL_H_
+#define DFLOW_OPS_REDUCTION_UTIL_H_
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "dflow/framework/shape_inference.h"
+#include "dflow/framework/tensor.h"
+#include "dflow/framework/tensor_shape.h"
+
+namespace dflow {
+
+// The axes a reduction reduces, as a mask over `shape`'s dimensions: `axes`
+// is int32 or int64 of any shape, each value in [-rank, rank) (negative ones
+// count from the end), none twice; else InvalidArgument in TensorFlow's
+// words (no op prefix). REQUIRES: `shape`'s rank is known.
+absl::StatusOr<std::vector<bool>> ReductionMask(const Tensor& axes, const PartialShape& shape);
+
+// A reduction's output shape: `x`'s dimensions, each reduced one dropped
+// or, with `keep_dims`, 1.
+TensorShape ReducedShape(const TensorShape& x, const std::vector<bool>& mask, bool keep_dims);
+
+}  // namespace dflow
+
+#endif  // DFLOW_OPS_REDUCTION_UTIL_H_
