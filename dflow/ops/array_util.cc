@@ -255,4 +255,60 @@ absl::StatusOr<TensorShape> FillShape(const OpKernelContext& ctx) {
   return shape;
 }
 
+absl::StatusOr<TensorShape> TileShape(const OpKernelContext& ctx, std::vector<int64_t>* multiples) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& mult_t = ctx.input(1);
+  if (mult_t.dims() != 1 || mult_t.dim_size(0) != x.dims()) {
+    return ctx.InvalidArgument("Expected multiples argument to be a vector of length ", x.dims(),
+                               " but got length ",
+                               mult_t.dims() == 1 ? mult_t.dim_size(0) : mult_t.NumElements());
+  }
+  ASSIGN_OR_RETURN(*multiples, IndexValues(mult_t, "multiples"));
+  std::vector<int64_t> out_dims;
+  for (int d = 0; d < x.dims(); ++d) {
+    const int64_t m = (*multiples)[d];
+    if (m < 0) return ctx.InvalidArgument("Expected multiples[", d, "] >= 0, but got ", m);
+    if (x.dim_size(d) != 0 && m > std::numeric_limits<int64_t>::max() / x.dim_size(d)) {
+      return ctx.InvalidArgument("multiples[", d, "] = ", m, " overflows dimension ",
+                                 x.dim_size(d));
+    }
+    out_dims.push_back(x.dim_size(d) * m);
+  }
+  absl::StatusOr<TensorShape> shape = TensorShape::FromDims(out_dims);
+  if (!shape.ok()) return ctx.InvalidArgument(shape.status().message());
+  RETURN_IF_ERROR(CheckOutputSize(shape->num_elements(), x.dtype(), "Tile"));
+  return shape;
+}
+
+absl::StatusOr<TensorShape> BroadcastToShape(const OpKernelContext& ctx,
+                                             std::vector<int64_t>* in_dims) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& shape_t = ctx.input(1);
+  if (shape_t.dims() != 1) {
+    return ctx.InvalidArgument("shape must be a vector of {int32,int64}, got shape ",
+                               shape_t.shape().DebugString());
+  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> dims, IndexValues(shape_t, "shape"));
+  for (int64_t d : dims) {
+    if (d < 0) return ctx.InvalidArgument("Dimension ", d, " must be >= 0");
+  }
+  const int rank = static_cast<int>(dims.size());
+  if (x.dims() > rank) {
+    return ctx.InvalidArgument("Rank of input (", x.dims(),
+                               ") must be no greater than rank of output shape (", rank, ").");
+  }
+  absl::StatusOr<TensorShape> shape = TensorShape::FromDims(dims);
+  if (!shape.ok()) return ctx.InvalidArgument(shape.status().message());
+  RETURN_IF_ERROR(CheckOutputSize(shape->num_elements(), x.dtype(), "BroadcastTo"));
+  in_dims->assign(rank - x.dims(), 1);
+  for (int64_t d : x.shape().dim_sizes()) in_dims->push_back(d);
+  for (int d = 0; d < rank; ++d) {
+    if ((*in_dims)[d] != dims[d] && (*in_dims)[d] != 1) {
+      return ctx.InvalidArgument("Incompatible shapes: ", x.shape().DebugString(), " vs. ",
+                                 shape->DebugString());
+    }
+  }
+  return shape;
+}
+
 }  // namespace dflow

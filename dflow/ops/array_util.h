@@ -123,6 +123,16 @@ absl::StatusOr<TensorShape> OutputShape(absl::Span<const int64_t> dims, DataType
 // Fill's kernel checks on every device (with the op prefix): `dims` (input
 // 0) a vector of sizes >= 0, `value` (input 1) one element; the shape.
 absl::StatusOr<TensorShape> FillShape(const OpKernelContext& ctx);
+// Tile's kernel checks on every device: `multiples` (input 1) one value
+// >= 0 per dimension of x (input 0), none overflowing it; the output's
+// shape, and the multiples in `*multiples`.
+absl::StatusOr<TensorShape> TileShape(const OpKernelContext& ctx, std::vector<int64_t>* multiples);
+// BroadcastTo's kernel checks on every device: `shape` (input 1) a vector
+// of sizes >= 0, of rank at least x's (input 0), and x at that rank (leading
+// 1s; `*in_dims`) has each dimension equal to the output's or 1; the
+// output's shape.
+absl::StatusOr<TensorShape> BroadcastToShape(const OpKernelContext& ctx,
+                                             std::vector<int64_t>* in_dims);
 
 // Whether a kernel with a `bad_indices_policy` attr ("", DEFAULT, ERROR or
 // IGNORE) skips out-of-range indices; InvalidArgument for any other policy.

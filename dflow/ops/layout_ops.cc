@@ -91,33 +91,14 @@ class BroadcastToOp : public OpKernel {
   using OpKernel::OpKernel;
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
-    const Tensor& shape_t = ctx->input(1);
-    if (shape_t.dims() != 1) {
-      return ctx->InvalidArgument("shape must be a vector of {int32,int64}, got shape ",
-                                  shape_t.shape().DebugString());
-    }
-    ASSIGN_OR_RETURN(std::vector<int64_t> dims, IndexValues(shape_t, "shape"));
-    for (int64_t d : dims) {
-      if (d < 0) return ctx->InvalidArgument("Dimension ", d, " must be >= 0");
-    }
-    const int rank = static_cast<int>(dims.size());
-    if (x.dims() > rank) {
-      return ctx->InvalidArgument("Rank of input (", x.dims(),
-                                  ") must be no greater than rank of output shape (", rank, ").");
-    }
-    ASSIGN_OR_RETURN(TensorShape out_shape, CheckedShape(ctx, dims, x.dtype()));
-    // x viewed at the output's rank: leading 1s, then every input dim equal
-    // to the output's or 1 (read with stride 0).
-    std::vector<int64_t> in_dims(rank - x.dims(), 1);
-    for (int64_t d : x.shape().dim_sizes()) in_dims.push_back(d);
+    // x viewed at the output's rank: every dim equal to the output's, or 1
+    // (read with stride 0).
+    std::vector<int64_t> in_dims;
+    ASSIGN_OR_RETURN(const TensorShape out_shape, BroadcastToShape(*ctx, &in_dims));
+    const int rank = out_shape.dims();
     std::vector<int64_t> strides(rank, 1);
     for (int d = 0; d < rank; ++d) {
-      if (in_dims[d] == dims[d]) continue;
-      if (in_dims[d] != 1) {
-        return ctx->InvalidArgument("Incompatible shapes: ", x.shape().DebugString(), " vs. ",
-                                    out_shape.DebugString());
-      }
-      strides[d] = 0;
+      if (in_dims[d] != out_shape.dim_size(d)) strides[d] = 0;
     }
     if (x.shape() == out_shape) {
       ctx->set_output(0, x);

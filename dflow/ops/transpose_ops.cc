@@ -300,36 +300,16 @@ class TileOp : public OpKernel {
   using OpKernel::OpKernel;
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
-    const Tensor& mult_t = ctx->input(1);
-    if (mult_t.dims() != 1 || mult_t.dim_size(0) != x.dims()) {
-      return ctx->InvalidArgument("Expected multiples argument to be a vector of length ", x.dims(),
-                                  " but got length ",
-                                  mult_t.dims() == 1 ? mult_t.dim_size(0) : mult_t.NumElements());
-    }
-    ASSIGN_OR_RETURN(std::vector<int64_t> multiples, IndexValues(mult_t, "multiples"));
-    std::vector<int64_t> out_dims;
-    bool all_one = true;
-    for (int d = 0; d < x.dims(); ++d) {
-      if (multiples[d] < 0) {
-        return ctx->InvalidArgument("Expected multiples[", d, "] >= 0, but got ", multiples[d]);
-      }
-      if (x.dim_size(d) != 0 && multiples[d] > kInt64Max / x.dim_size(d)) {
-        return ctx->InvalidArgument("multiples[", d, "] = ", multiples[d], " overflows dimension ",
-                                    x.dim_size(d));
-      }
-      all_one = all_one && multiples[d] == 1;
-      out_dims.push_back(x.dim_size(d) * multiples[d]);
-    }
-    if (all_one) {
+    std::vector<int64_t> multiples;
+    ASSIGN_OR_RETURN(const TensorShape out_shape, TileShape(*ctx, &multiples));
+    if (out_shape == x.shape()) {
       ctx->set_output(0, x);
       return absl::OkStatus();
     }
-    absl::StatusOr<TensorShape> out_shape = TensorShape::FromDims(out_dims);
-    if (!out_shape.ok()) return ctx->InvalidArgument(out_shape.status().message());
-    RETURN_IF_ERROR(CheckOutputSize(out_shape->num_elements(), x.dtype(), "Tile"));
-    Tensor* out = ctx->allocate_output(0, *out_shape);
+    Tensor* out = ctx->allocate_output(0, out_shape);
     if (out->NumElements() == 0) return absl::OkStatus();
     const int r = x.dims();
+    const absl::Span<const int64_t> out_dims = out_shape.dim_sizes();
     std::vector<int64_t> in_dims(x.shape().dim_sizes().begin(), x.shape().dim_sizes().end());
     std::vector<int64_t> in_strides(r, 1), out_strides(r, 1);
     for (int d = r - 2; d >= 0; --d) {
