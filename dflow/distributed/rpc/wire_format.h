@@ -1,7 +1,7 @@
 // The pieces of protobuf's wire format that the RPC layer writes and reads by
 // hand around tensor bytes (tensor_coding.cc: RecvTensorResponse without a
-// copy; tensor_data_plane.cc: its port advertisement): wire types, tags and
-// varints. Encoding is framework/coding.h's PutVarint64.
+// copy; data_plane_frames.cc: the data plane's port advertisement): wire
+// types, tags and varints. Encoding is framework/coding.h's PutVarint64.
 //
 //   PutVarint(Tag(kTensorDtype, kVarint), &out);
 //   if (!ReadVarint([&](uint8_t* b) { return reader.Byte(b); }, &v)) return Truncated(...);
