@@ -109,24 +109,28 @@ check "version cuda" grep -qE '^CUDA (yes|no)$' "$TMP/out"
 
 # A cluster whose task cannot start stops the tasks it started and signals
 # nothing else: it once signalled kill(-1, SIGTERM), every process the user
-# may signal, for the tasks not yet started. Run in a PID namespace of its
-# own (that bug there kills only the namespace's sentinel); a file
-# descriptor limit makes a later task's pipe fail. Skipped where
+# may signal, for the tasks not yet started, then aborted. Run in a PID
+# namespace of its own (there that bug kills only the namespace's sentinel);
+# a file descriptor limit makes a later task's pipe fail. Skipped where
 # unprivileged: no namespace.
 if unshare --pid --fork --mount-proc true 2>/dev/null; then
-  unshare --pid --fork --mount-proc bash -c '
-    sleep 120 & sentinel=$!
+  timeout -k 10 300 unshare --pid --fork --mount-proc bash -c '
+    sleep 300 & sentinel=$!
     for n in $(seq 6 16); do
-      out=$( (ulimit -n "$n"; timeout 20 "$1" cluster --ps 1 --workers 2 -- --epochs 1 \
+      out=$( (ulimit -n "$n"; timeout -k 5 20 "$1" cluster --ps 1 --workers 2 -- --epochs 1 \
         --data synthetic) 2>&1 )
+      rc=$?
       if grep -q "cannot create a pipe" <<<"$out"; then
-        kill -0 "$sentinel" 2>/dev/null && echo "spawn failed, sentinel alive" ||
-          echo "spawn failed, sentinel killed"
+        echo "exit $rc"
+        kill -0 "$sentinel" 2>/dev/null && echo "sentinel alive"
+        pgrep -f "^dflow train" >/dev/null || echo "no task left"
         exit 0
       fi
     done
     echo "no limit made a spawn fail"' bash "$DFLOW" >"$TMP/out" 2>"$TMP/err"
-  check "failed spawn signals only its tasks" grep -q "spawn failed, sentinel alive" "$TMP/out"
+  check "failed spawn exits 1" grep -qx "exit 1" "$TMP/out"
+  check "failed spawn signals only its tasks" grep -qx "sentinel alive" "$TMP/out"
+  check "failed spawn stops the started tasks" grep -qx "no task left" "$TMP/out"
 else
   echo "skipped: failed spawn (no PID namespace)"
 fi

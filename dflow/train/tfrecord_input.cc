@@ -126,9 +126,9 @@ absl::StatusOr<int64_t> CountRecords(const std::vector<std::string>& files) {
 namespace {
 
 // TFRecordDataset(o.files) -> Shard -> Shuffle -> Repeat -> Skip
-// (`skip_batches` batches) -> Batch -> Prefetch: batches of serialized
-// Examples.
-Output BatchedRecords(const Scope& s, const TFRecordInputOptions& o, const Output& skip_batches) {
+// (`*skip_batches` batches: a placeholder, 0 unless fed) -> Batch ->
+// Prefetch: batches of serialized Examples.
+Output BatchedRecords(const Scope& s, const TFRecordInputOptions& o, Output* skip_batches) {
   Tensor files(DT_STRING, TensorShape({static_cast<int64_t>(o.files.size())}));
   for (size_t i = 0; i < o.files.size(); ++i) files.flat<std::string>()[i] = o.files[i];
   Output records = OpBuilder(s, "TFRecordDataset")
@@ -144,8 +144,10 @@ Output BatchedRecords(const Scope& s, const TFRecordInputOptions& o, const Outpu
                   Tensor::Scalar<int64_t>(o.shard_index)},
                  {});
   ds = Transform(s, "RepeatDataset", ds, {Tensor::Scalar<int64_t>(-1)}, {});
+  *skip_batches = ops::PlaceholderWithDefault(s.WithOpName("skip_batches"),
+                                              Tensor::Scalar<int64_t>(0), PartialShape({}));
   ds = Transform(s, "SkipDataset", ds,
-                 {ops::Mul(s, skip_batches, Tensor::Scalar<int64_t>(o.batch_size))}, {});
+                 {ops::Mul(s, *skip_batches, Tensor::Scalar<int64_t>(o.batch_size))}, {});
   ds = Transform(s, "BatchDatasetV2", ds,
                  {Tensor::Scalar<int64_t>(o.batch_size), Tensor::Scalar<bool>(true)},
                  {o.batch_size});
@@ -201,9 +203,7 @@ absl::StatusOr<GraphBatches> TFRecordBatches(const Scope& scope, const TFRecordI
   }
   Scope s = scope.NewSubScope("input");
   GraphBatches out;
-  out.skip_batches = ops::PlaceholderWithDefault(s.WithOpName("skip_batches"),
-                                                 Tensor::Scalar<int64_t>(0), PartialShape({}));
-  const Output ds = BatchedRecords(s, o, out.skip_batches);
+  const Output ds = BatchedRecords(s, o, &out.skip_batches);
   Output iterator = OpBuilder(s.WithOpName("iterator"), "IteratorV2")
                         .Attr("shared_name", std::string(""))
                         .Attr("container", std::string(""))

@@ -339,7 +339,9 @@ absl::Status ClusterCommand(const ClusterFlags& flags) {
   RETURN_IF_ERROR(SpawnTasks(flags, mode, cluster, security, children));
   const absl::Status status = Supervise(children, flags.max_restarts, signal_fd);
   StopAll(children, std::chrono::seconds(10));
-  for (Child& c : children) c.reader.join();
+  for (Child& c : children) {
+    if (c.reader.joinable()) c.reader.join();  // Not after a restart that failed to start.
+  }
   return status;
 }
 
