@@ -226,7 +226,8 @@ absl::StatusOr<std::string> LocalClusterSpec(int num_ps, int num_workers) {
 }
 
 // Starts every task: `dflow train` with its job and index, the security
-// flags and the user's train flags. On failure the started ones are stopped.
+// flags and the user's train flags. On failure `children` holds the ones
+// started, for the caller to stop.
 absl::Status SpawnTasks(const ClusterFlags& flags, TrainMode mode, const std::string& cluster,
                         const SecurityFlags& security, std::vector<Child>& children) {
   // Each reader thread holds its Child's address: no reallocation. Only
@@ -248,8 +249,6 @@ absl::Status SpawnTasks(const ClusterFlags& flags, TrainMode mode, const std::st
     c.args.insert(c.args.end(), flags.train_args.begin(), flags.train_args.end());
     if (absl::Status s = Spawn(c.args, &c); !s.ok()) {
       children.pop_back();
-      StopAll(children, std::chrono::seconds(5));
-      for (Child& started : children) started.reader.join();
       return s;
     }
   }
@@ -336,9 +335,10 @@ absl::Status ClusterCommand(const ClusterFlags& flags) {
     setenv("DFLOW_POOL_SPIN", "0", /*overwrite=*/0);
   }
   std::vector<Child> children;
-  RETURN_IF_ERROR(SpawnTasks(flags, mode, cluster, security, children));
-  const absl::Status status = Supervise(children, flags.max_restarts, signal_fd);
-  StopAll(children, std::chrono::seconds(10));
+  absl::Status status = SpawnTasks(flags, mode, cluster, security, children);
+  const bool started = status.ok();
+  if (started) status = Supervise(children, flags.max_restarts, signal_fd);
+  StopAll(children, std::chrono::seconds(started ? 10 : 5));
   for (Child& c : children) {
     if (c.reader.joinable()) c.reader.join();  // Not after a restart that failed to start.
   }
