@@ -12,6 +12,9 @@ packages=(
   clang-14 libclang-rt-14-dev llvm-14  # scripts/sanitize.sh: sanitizers, libFuzzer, symbolizer
   dataset-fashion-mnist
 )
+# AES-GCM with VAES/AVX-512 for the TLS data plane (packaged for x86-64 only;
+# elsewhere OpenSSL's serves).
+if [[ $(dpkg --print-architecture) == amd64 ]]; then packages+=(libipsec-mb-dev); fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -36,6 +39,13 @@ if [[ -z "${DFLOW_NO_TF:-}" ]] && ! python3 -c "import tensorflow" 2>/dev/null; 
   echo "setup: installing tensorflow-cpu with pip (for the interop tests)"
   python3 -m pip install -q --disable-pip-version-check tensorflow-cpu ||
     echo "setup: tensorflow-cpu could not be installed; the interop tests will be skipped"
+fi
+# cryptography (AES-GCM) for tests/security_test.py's own client of the TLS
+# data plane's sealed records.
+if ! python3 -c "import cryptography.hazmat.primitives.ciphers.aead" 2>/dev/null; then
+  echo "setup: installing cryptography with pip (for tests/security_test.py)"
+  python3 -m pip install -q --disable-pip-version-check cryptography ||
+    echo "setup: cryptography could not be installed; security_test.py will fail its sealed-records check"
 fi
 # tf-keras (Keras 2) for the TF1 programs that use tf.compat.v1.layers and rnn_cell,
 # at TensorFlow's own minor version.

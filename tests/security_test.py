@@ -17,6 +17,8 @@ absent; the rest always runs (the test never skips as a whole).
 Usage: security_test.py path/to/dflow
 """
 import glob
+import hashlib
+import hmac
 import json
 import os
 import re
@@ -161,6 +163,75 @@ def raw_data_plane_request(port, frame=None, tls=None):
     return got
 
 
+def tls13_exporter(secret, hash_name, label, length):
+    """RFC 8446 section 7.5's TLS-Exporter(label, "", length) from the
+    session's exporter secret."""
+    size = hashlib.new(hash_name).digest_size
+
+    def expand_label(key, name, context, n):
+        full = b"tls13 " + name
+        info = struct.pack(">H", n) + bytes([len(full)]) + full + bytes([len(context)]) + context
+        out, block, i = b"", b"", 1
+        while len(out) < n:  # HKDF-Expand (RFC 5869)
+            block = hmac.new(key, block + info + bytes([i]), hash_name).digest()
+            out, i = out + block, i + 1
+        return out[:n]
+
+    empty = hashlib.new(hash_name, b"").digest()
+    return expand_label(expand_label(secret, label, empty, size), b"exporter", empty, length)
+
+
+def sealed_data_plane_request(port, frame, args):
+    """Speaks the TLS data plane as data_plane_connection.h documents it,
+    written here from that text: a TLS 1.3 handshake (Python's ssl, ALPN
+    dflow-dp/2), then AES-128-GCM records keyed from the session's exporter
+    (its secret read from the key log). Sends `frame` in one record; returns
+    the plaintext of the first record back, or the error's text."""
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    keylog = os.path.join(tempfile.mkdtemp(dir=TMP), "keylog")
+    ctx = tls_context(args)
+    ctx.set_alpn_protocols(["dflow-dp/2"])
+    ctx.keylog_filename = keylog
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        try:
+            s = ctx.wrap_socket(raw)
+        except (ssl.SSLError, OSError) as e:
+            return f"<{type(e).__name__}: {e}>".encode()
+        with s, socket.socket(fileno=os.dup(s.fileno())) as plain:
+            plain.settimeout(10)
+            if s.selected_alpn_protocol() != "dflow-dp/2":
+                return b"<no ALPN agreed>"
+            secret = next(bytes.fromhex(line.split()[2]) for line in open(keylog)
+                          if line.startswith("EXPORTER_SECRET"))
+            hash_name = "sha384" if s.cipher()[0].endswith("SHA384") else "sha256"
+            keys = tls13_exporter(secret, hash_name, b"EXPERIMENTAL dflow data plane records v2", 56)
+            to_client, to_server = AESGCM(keys[0:16]), AESGCM(keys[16:32])
+            iv_to_client, iv_to_server = keys[32:44], keys[44:56]
+
+            def nonce(iv, seq):
+                return bytes(a ^ b for a, b in zip(iv, b"\0" * 4 + struct.pack(">Q", seq)))
+
+            def read(n):
+                out = b""
+                while len(out) < n:
+                    chunk = plain.recv(n - len(out))
+                    if not chunk:
+                        raise ConnectionError("closed")
+                    out += chunk
+                return out
+
+            try:
+                # The sender's one session ticket, a TLS record, comes first.
+                read(struct.unpack(">3xH", read(5))[0])
+                header = struct.pack(">I", len(frame))
+                plain.sendall(header + to_server.encrypt(nonce(iv_to_server, 0), frame, header))
+                header = read(4)
+                body = read(struct.unpack(">I", header)[0] + 16)
+                return to_client.decrypt(nonce(iv_to_client, 0), body, header)
+            except Exception as e:  # noqa: BLE001 - the text is the result
+                return f"<{type(e).__name__}: {e}>".encode()
+
+
 def tls_context(args, ca_args=None):
     """A client SSLContext with the certificate and key of make_tls's `args`,
     trusting the CA of `ca_args` (default: the same)."""
@@ -252,9 +323,9 @@ def tls_cluster(token_file, tf_ok):
             got = raw_data_plane_request(port, hello + request_frame(), tls_context(other, tls))
             check("a TLS client with a certificate from another CA is refused, no frame back",
                   b"DFRS" not in got and b"Error" in got, repr(got[:200]))
-            got = raw_data_plane_request(port, hello + request_frame(), tls_context(tls))
-            check("a TLS client with the right certificate and token is answered (a status "
-                  "frame: the key names no tensor)",
+            got = sealed_data_plane_request(port, hello + request_frame(), tls)
+            check("a TLS client with the right certificate and token, speaking the sealed "
+                  "records as documented, is answered (a status frame: the key names no tensor)",
                   got[:4] == b"DFRS" and struct.unpack("<I", got[4:8])[0] == 0, repr(got[:200]))
         rc, out = run_graph(target, auth)
         check("a plaintext client fails the TLS handshake (UNAVAILABLE)",

@@ -3,14 +3,29 @@
 // sees OpenSSL.
 //
 // TLS (when the task has --tls-cert/--tls-key/--tls-ca, SecurityOptions::tls):
-// TLS 1.3 only, mutual: each end presents the task's certificate and requires
-// the other's, verified against the CA (the same material as the gRPC port).
-// The sender issues one session ticket at the end of its handshake, after it
-// has verified the receiver's certificate; the receiver waits for that ticket
-// before sending anything, so a refused certificate is a handshake failure
-// (nothing sent, the call may go elsewhere), never a half-sent request. No
-// session is ever resumed. Kernel TLS is not used (this kernel offers no
-// "tls" ULP; see SECURITY.md).
+// a TLS 1.3 handshake, mutual: each end presents the task's certificate and
+// requires the other's, verified against the CA (the same material as the
+// gRPC port), and both must agree on the application protocol "dflow-dp/2"
+// (ALPN). The sender issues one session ticket at the end of its handshake,
+// after it has verified the receiver's certificate; the receiver waits for
+// that ticket before sending anything, so a refused certificate is a
+// handshake failure (nothing sent, the call may go elsewhere), never a
+// half-sent request. No session is ever resumed.
+//
+// After the handshake the bytes travel as sealed records, not TLS records:
+// AES-128-GCM under a key and IV per direction exported from the TLS session
+// (RFC 8446 section 7.5; the way DTLS-SRTP keys SRTP, RFC 5764), each record
+//   [plaintext length: 4 bytes, big-endian, authenticated][ciphertext][16-byte tag]
+// with the nonce the IV xor the record's sequence number in its direction
+// (RFC 8446 section 5.3), so a record replayed, dropped, reordered or moved
+// to the other direction fails to open. A record holds up to 256 KiB, and a
+// tensor starts a record of its own, so the receiver reads its records
+// straight into the tensor and decrypts them there: one pass over each byte
+// at each end besides the socket's copy, where TLS's 16 KiB records cost two
+// more copies at the receiver and one at the sender. A connection seals at
+// most 64 GiB each way (AES-GCM's usage limit, with a wide margin); the
+// receiver retires it from its pool at half that (Worn). Kernel TLS is not
+// used (this kernel offers no "tls" ULP; see SECURITY.md).
 //
 //   ASSIGN_OR_RETURN(auto tls, DataPlaneTls::Create(security, DataPlaneTls::kClient));
 //   DataConnection conn(fd, tls.get());
@@ -22,8 +37,10 @@
 #include <sys/uio.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -36,6 +53,7 @@ typedef struct ssl_st SSL;
 namespace dflow {
 
 struct DataConnectionBio;
+class SealedRecords;
 
 // An OpenSSL context for one end of the data plane. Immutable once made;
 // shared by every connection of that end.
@@ -131,8 +149,8 @@ class DataConnection {
   // set (may be 0 with kWantWrite). After kWantWrite, call again with the
   // same remaining bytes.
   Io Write(const iovec* iov, int count, size_t* wrote);
-  // TLS: Write counts plaintext as written once it is sealed into records,
-  // which may still wait for the socket; they go before anything else, and a
+  // TLS: Write counts plaintext as written once it is sealed into records
+  // (at most 256 KiB a call), which may still wait for the socket; they go before anything else, and a
   // response is out only when none are left. FlushPendingWrite sends what
   // the socket takes now, adding its bytes to *sent (kDone: none left;
   // kWantWrite: some).
@@ -141,6 +159,11 @@ class DataConnection {
   // Bytes already received and decrypted (or not yet processed) that a
   // readable socket would not announce.
   bool HasBuffered() const;
+  // TLS: this connection's keys have sealed or opened so much that it should
+  // not be reused (see above).
+  bool Worn() const;
+  // Lowers the bytes a connection's keys may seal each way (tests).
+  static void SetKeyLimitForTest(uint64_t bytes);
   // Why the last call failed: OpenSSL's reason or errno's text.
   const std::string& error() const { return error_; }
   // A descriptor the peer passed (SCM_RIGHTS, plaintext only) with bytes
@@ -173,9 +196,31 @@ class DataConnection {
  private:
   Io SslResult(int ret, const char* what);
   Io SslResultOf(int ret, const char* what);
-  // Sends the records gathered by Write/Send, adding to *sent when given;
-  // `wait`: a blocking send.
-  Io SendGathered(bool wait, size_t* sent = nullptr);
+  // Once the handshake is done: checks the agreed protocol and derives the
+  // record keys. False (error_ set) when either fails.
+  bool StartSealing();
+  // Seals plaintext from `iov[0..count)` into records queued in out_, at most
+  // `limit` bytes; *taken set. False (error_ set) past the key limit.
+  bool SealInto(const iovec* iov, int count, size_t limit, size_t* taken);
+  // Sends the queued records, adding to *sent when given; `wait`: a blocking
+  // send.
+  Io SendPending(bool wait, size_t* sent = nullptr);
+  // Received bytes not yet opened.
+  size_t Raw() const { return in_end_ - in_pos_; }
+  // The plaintext length of the record whose header starts the raw bytes
+  // (at least 4 of them); 0 when out of bounds (error_ set).
+  size_t RecordLength();
+  // Opens the record whole in the raw bytes; its plaintext is then returned
+  // first. False (error_ set) when it does not authenticate.
+  bool OpenBuffered();
+  size_t TakePlain(void* buf, size_t n);
+  // Receives into in_ what the socket has, with room for `need` raw bytes
+  // (and, with `read_ahead`, up to 16 KiB more); recv's result.
+  ssize_t FillIn(size_t need, bool read_ahead, int flags);
+  // Exactly `n` bytes from the socket (blocking, within the deadline).
+  absl::Status RecvExactly(char* p, size_t n, absl::Time deadline);
+  absl::Status SealedRecv(char* p, size_t n, absl::Time deadline);
+  Io SealedRead(void* buf, size_t n, size_t* got);
 
   const int fd_;
   std::shared_ptr<const DataPlaneTls> tls_;
@@ -187,6 +232,19 @@ class DataConnection {
   bool ticket_ = false;  // The sender's session ticket arrived (receiver).
   int received_fd_ = -1;
   std::unique_ptr<SharedRegion> shared_;
+  // TLS, once the handshake is done.
+  std::unique_ptr<SealedRecords> sealed_;
+  std::unique_ptr<char[]> out_;  // Sealed records not yet sent: [out_pos_, out_end_).
+  size_t out_capacity_ = 0;
+  size_t out_pos_ = 0;
+  size_t out_end_ = 0;
+  // Received: raw bytes in [in_pos_, in_end_), and before them the opened
+  // record's plaintext not yet returned, [plain_pos_, plain_pos_ + plain_left_).
+  std::vector<char> in_;
+  size_t in_pos_ = 0;
+  size_t in_end_ = 0;
+  size_t plain_pos_ = 0;
+  size_t plain_left_ = 0;
 };
 
 }  // namespace dflow

@@ -334,6 +334,7 @@ struct DataPlaneClient::State {
     return nullptr;
   }
   void GiveBack(std::unique_ptr<DataConnection> conn) {
+    if (conn->Worn()) return;  // Its keys have done enough: closed; the next call opens one.
     absl::MutexLock l(&mu);
     if (phase == kReady && idle.size() < static_cast<size_t>(kMaxIdleConnections)) {
       idle.push_back(std::move(conn));

@@ -1570,6 +1570,31 @@ TEST(TensorDataPlaneTlsTest, TensorsCrossOverMutualTlsBitExact) {
   EXPECT_EQ(t.client.last_handshake_error(), "");
 }
 
+// A pooled connection whose record keys have sealed half their limit is
+// closed, not reused: the next call opens a fresh one (fresh keys).
+TEST(TensorDataPlaneTlsTest, AConnectionWhoseKeysAreWornIsNotPooled) {
+  absl::StatusOr<ThrowawayTls> tls = MakeThrowawayTls();
+  ASSERT_TRUE(tls.ok()) << tls.status();
+  TlsTask task(*tls);
+  DataPlaneTask& t = task.t;
+  DataConnection::SetKeyLimitForTest(800 << 10);  // Worn past 400 KiB.
+  // Open at the sender after each call: pooled; worn at 600 KiB, so closed;
+  // a fresh one.
+  const int connections[] = {1, 0, 1};
+  for (int64_t step = 1; step <= 3; ++step) {
+    const Tensor value = RandomBits(75 << 10, static_cast<uint32_t>(step));  // 300 KiB.
+    ASSERT_TRUE(t.Feed(step, value).ok());
+    PendingRecv r(&t.client, t.Request(step), Timeout(absl::Seconds(30)));
+    ASSERT_TRUE(r.Wait());
+    ASSERT_FALSE(r.fell_back) << step;
+    ASSERT_TRUE(r.status.ok()) << r.status;
+    EXPECT_TRUE(SameBytes(r.result.tensor, value)) << step;
+    EXPECT_TRUE(WaitUntil([&] { return t.server.num_connections() == connections[step - 1]; }))
+        << step << ": " << t.server.num_connections();
+  }
+  DataConnection::SetKeyLimitForTest(uint64_t{1} << 36);
+}
+
 // A TLS Write counts plaintext as written once sealed into records; records
 // the socket cannot take yet stay queued, go before anything else, and arrive
 // whole once the receiver reads.

@@ -1,0 +1,276 @@
+// The TLS data plane's sealed records (data_plane_connection.h) on a socket
+// pair: bytes cross bit-exact however the reads are cut, and a record that
+// was damaged, forged, replayed, reordered or oversized is refused.
+#include "dflow/distributed/rpc/data_plane_connection.h"
+
+#include <fcntl.h>
+#include <openssl/ssl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "dflow/distributed/rpc/throwaway_tls.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace dflow {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr size_t kRecordOverhead = 4 + 16;  // Length header and tag.
+
+std::string Pattern(size_t n, uint32_t seed) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    s[i] = static_cast<char>(seed >> 24);
+  }
+  return s;
+}
+
+std::shared_ptr<const DataPlaneTls> Context(const ThrowawayTls& tls, DataPlaneTls::Role role) {
+  SecurityOptions security;
+  security.tls_cert = tls.cert;
+  security.tls_key = tls.key;
+  security.tls_ca = tls.ca_cert;
+  absl::StatusOr<std::shared_ptr<const DataPlaneTls>> made = DataPlaneTls::Create(security, role);
+  EXPECT_TRUE(made.ok()) << made.status();
+  return made.ok() ? *made : nullptr;
+}
+
+// A sender (TLS server) and a receiver (TLS client) on a socket pair, both
+// sockets blocking once the handshake is done.
+struct Pair {
+  Pair(std::shared_ptr<const DataPlaneTls> server, std::shared_ptr<const DataPlaneTls> client) {
+    int fds[2];
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+    ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | O_NONBLOCK);
+    sender = std::make_unique<DataConnection>(fds[0], std::move(server));
+    receiver = std::make_unique<DataConnection>(fds[1], std::move(client));
+    const absl::Time deadline = absl::Now() + absl::Seconds(20);
+    std::thread receiving([&] { receiver_handshake = receiver->Handshake(deadline); });
+    DataConnection::Io io;
+    while ((io = sender->StepHandshake()) == DataConnection::Io::kWantRead ||
+           io == DataConnection::Io::kWantWrite) {
+      if (absl::Now() > deadline) break;
+      pollfd p{fds[0], static_cast<short>(io == DataConnection::Io::kWantRead ? POLLIN : POLLOUT),
+               0};
+      ::poll(&p, 1, 100);
+    }
+    receiving.join();
+    sender_handshake = io;
+    ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) & ~O_NONBLOCK);
+  }
+  // What the sender put on the wire for `plaintext`, taken off before the
+  // receiver sees it (`n` bytes expected).
+  std::string Intercept(const std::string& plaintext, size_t n) {
+    EXPECT_TRUE(sender->Send(plaintext.data(), plaintext.size(), Deadline()).ok());
+    std::string wire(n, '\0');
+    EXPECT_EQ(::recv(receiver->fd(), wire.data(), n, MSG_WAITALL), static_cast<ssize_t>(n));
+    return wire;
+  }
+  // Puts `wire` where the receiver reads next, as if the sender had sent it.
+  void Inject(const std::string& wire) {
+    EXPECT_EQ(::send(sender->fd(), wire.data(), wire.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(wire.size()));
+  }
+  static absl::Time Deadline() { return absl::Now() + absl::Seconds(10); }
+
+  std::unique_ptr<DataConnection> sender;
+  std::unique_ptr<DataConnection> receiver;
+  DataConnection::Io sender_handshake = DataConnection::Io::kError;
+  absl::Status receiver_handshake;
+};
+
+class SealedRecordsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<ThrowawayTls> made = MakeThrowawayTls();
+    ASSERT_TRUE(made.ok()) << made.status();
+    tls_ = *made;
+    pair_ = std::make_unique<Pair>(Context(tls_, DataPlaneTls::kServer),
+                                   Context(tls_, DataPlaneTls::kClient));
+    ASSERT_EQ(pair_->sender_handshake, DataConnection::Io::kDone) << pair_->sender->error();
+    ASSERT_TRUE(pair_->receiver_handshake.ok()) << pair_->receiver_handshake;
+  }
+  // The receiver's next `n` bytes, in one Recv.
+  absl::Status Receive(size_t n, std::string* out = nullptr) {
+    std::string got(n, '\0');
+    absl::Status s = pair_->receiver->Recv(got.data(), n, Pair::Deadline());
+    if (out != nullptr) *out = got;
+    return s;
+  }
+
+  ThrowawayTls tls_;
+  std::unique_ptr<Pair> pair_;
+};
+
+TEST_F(SealedRecordsTest, BytesCrossBitExactHoweverTheReadsAreCut) {
+  // A frame header, a tensor of several records, a small trailer: received in
+  // pieces across record boundaries, then whole (straight into the buffer).
+  const std::string header = Pattern(24, 1), tensor = Pattern((600 << 10) + 7, 2),
+                    trailer = Pattern(5, 3);
+  for (int round = 0; round < 2; ++round) {
+    const iovec pieces[] = {{const_cast<char*>(header.data()), header.size()},
+                            {const_cast<char*>(tensor.data()), tensor.size()},
+                            {const_cast<char*>(trailer.data()), trailer.size()}};
+    std::thread sending([&] {
+      size_t total = header.size() + tensor.size() + trailer.size(), done = 0;
+      int i = 0;
+      while (done < total && i < 100) {
+        std::vector<iovec> left;
+        size_t skip = done;
+        for (const iovec& v : pieces) {
+          if (skip >= v.iov_len) {
+            skip -= v.iov_len;
+            continue;
+          }
+          left.push_back({static_cast<char*>(v.iov_base) + skip, v.iov_len - skip});
+          skip = 0;
+        }
+        size_t wrote = 0;
+        const DataConnection::Io io =
+            pair_->sender->Write(left.data(), static_cast<int>(left.size()), &wrote);
+        ASSERT_TRUE(io == DataConnection::Io::kDone || io == DataConnection::Io::kWantWrite);
+        done += wrote;
+        size_t sent = 0;
+        while (pair_->sender->HasPendingWrite()) pair_->sender->FlushPendingWrite(&sent);
+        ++i;
+      }
+    });
+    std::string got;
+    if (round == 0) {  // Cut anywhere: 3 + 21 + (tensor - 1000) + 1000 + 5.
+      for (size_t cut : {size_t{3}, size_t{21}, tensor.size() - 1000, size_t{1000}, size_t{5}}) {
+        std::string piece;
+        ASSERT_TRUE(Receive(cut, &piece).ok());
+        got += piece;
+      }
+    } else {
+      ASSERT_TRUE(Receive(header.size() + tensor.size() + trailer.size(), &got).ok());
+    }
+    sending.join();
+    EXPECT_EQ(got, header + tensor + trailer) << round;
+    EXPECT_FALSE(pair_->receiver->HasBuffered());
+  }
+}
+
+TEST_F(SealedRecordsTest, ADamagedCiphertextOrTagIsRefused) {
+  // A small record (opened in the receiver's buffer) and a large one (opened
+  // in the caller's): a bit flipped at the body's start, middle, or in the tag.
+  for (size_t n : {size_t{100}, size_t{100 << 10}}) {
+    for (size_t flip : {size_t{4}, 4 + n / 2, 4 + n + 3}) {
+      SetUp();
+      std::string wire = pair_->Intercept(Pattern(n, 4), n + kRecordOverhead);
+      wire[flip] ^= 1;
+      std::thread injecting([&] { pair_->Inject(wire); });
+      const absl::Status s = Receive(n);
+      injecting.join();
+      EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << n << " " << flip;
+      EXPECT_THAT(s.message(), HasSubstr("failed to authenticate")) << n << " " << flip;
+    }
+  }
+}
+
+TEST_F(SealedRecordsTest, ARecordWhoseLengthWasChangedIsRefused) {
+  std::string wire = pair_->Intercept(Pattern(100, 5), 100 + kRecordOverhead);
+  wire[3] = 90;  // The header is authenticated: 90 bytes fail, as would 110.
+  pair_->Inject(wire);
+  EXPECT_THAT(Receive(90).message(), HasSubstr("failed to authenticate"));
+}
+
+TEST_F(SealedRecordsTest, AReplayedRecordIsRefused) {
+  const std::string first = pair_->Intercept(Pattern(64, 6), 64 + kRecordOverhead);
+  pair_->Inject(first);
+  pair_->Inject(first);
+  std::string got;
+  ASSERT_TRUE(Receive(64, &got).ok());
+  EXPECT_EQ(got, Pattern(64, 6));
+  EXPECT_THAT(Receive(64).message(), HasSubstr("failed to authenticate"));
+}
+
+TEST_F(SealedRecordsTest, RecordsInAnotherOrderAreRefused) {
+  const std::string first = pair_->Intercept(Pattern(64, 7), 64 + kRecordOverhead);
+  const std::string second = pair_->Intercept(Pattern(64, 8), 64 + kRecordOverhead);
+  pair_->Inject(second + first);
+  EXPECT_THAT(Receive(64).message(), HasSubstr("failed to authenticate"));
+}
+
+TEST_F(SealedRecordsTest, ARecordFromTheOtherDirectionIsRefused) {
+  // What the receiver sealed for the sender, reflected back to the receiver.
+  const std::string request = Pattern(32, 9);
+  ASSERT_TRUE(pair_->receiver->Send(request.data(), request.size(), Pair::Deadline()).ok());
+  std::string wire(32 + kRecordOverhead, '\0');
+  ASSERT_EQ(::recv(pair_->sender->fd(), wire.data(), wire.size(), MSG_WAITALL),
+            static_cast<ssize_t>(wire.size()));
+  pair_->Inject(wire);
+  EXPECT_THAT(Receive(32).message(), HasSubstr("failed to authenticate"));
+}
+
+TEST_F(SealedRecordsTest, AnOversizedOrEmptyRecordIsRefusedBeforeItsBytesAreRead) {
+  pair_->Inject(std::string("\x7f\xff\xff\xff", 4));
+  absl::Status s = Receive(16);
+  EXPECT_THAT(s.message(), HasSubstr("announced 2147483647 bytes"));
+  SetUp();
+  pair_->Inject(std::string(4, '\0'));
+  EXPECT_THAT(Receive(16).message(), HasSubstr("announced 0 bytes"));
+}
+
+TEST_F(SealedRecordsTest, RequestsCrossToTheSendersNonBlockingReads) {
+  const std::string request = Pattern(70 << 10, 10);  // Over one read-ahead.
+  ASSERT_TRUE(pair_->receiver->Send(request.data(), request.size(), Pair::Deadline()).ok());
+  std::string got;
+  char buf[4096];
+  for (int i = 0; i < 10000 && got.size() < request.size(); ++i) {
+    size_t n = 0;
+    const DataConnection::Io io = pair_->sender->Read(buf, sizeof(buf), &n);
+    ASSERT_TRUE(io == DataConnection::Io::kDone || io == DataConnection::Io::kWantRead);
+    got.append(buf, n);
+  }
+  EXPECT_EQ(got, request);
+  EXPECT_FALSE(pair_->sender->HasBuffered());
+}
+
+TEST_F(SealedRecordsTest, AConnectionIsWornOnceItsKeysSealedHalfTheirLimit) {
+  DataConnection::SetKeyLimitForTest(800 << 10);
+  const std::string data = Pattern(300 << 10, 11);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_FALSE(pair_->receiver->Worn()) << i;
+    absl::Status sent;
+    std::thread sending(
+        [&] { sent = pair_->sender->Send(data.data(), data.size(), Pair::Deadline()); });
+    EXPECT_TRUE(Receive(data.size()).ok());
+    sending.join();
+    ASSERT_TRUE(sent.ok()) << sent;
+  }
+  EXPECT_TRUE(pair_->receiver->Worn());
+  EXPECT_TRUE(pair_->sender->Worn());
+  // Past the limit the sender seals nothing more.
+  std::string more = Pattern(300 << 10, 12);
+  const absl::Status s = pair_->sender->Send(more.data(), more.size(), Pair::Deadline());
+  EXPECT_THAT(s.message(), HasSubstr("usage limit"));
+  DataConnection::SetKeyLimitForTest(uint64_t{1} << 36);
+}
+
+// A peer that does not offer the sealed records (a dflow from before them:
+// TLS records after the handshake) fails the handshake at both ends.
+TEST(SealedRecordsHandshakeTest, APeerWithoutTheProtocolIsRefusedAtBothEnds) {
+  absl::StatusOr<ThrowawayTls> tls = MakeThrowawayTls();
+  ASSERT_TRUE(tls.ok()) << tls.status();
+  std::shared_ptr<const DataPlaneTls> older = Context(*tls, DataPlaneTls::kClient);
+  SSL_CTX_set_alpn_protos(older->ctx(), nullptr, 0);  // Offers none.
+  Pair pair(Context(*tls, DataPlaneTls::kServer), older);
+  EXPECT_EQ(pair.sender_handshake, DataConnection::Io::kError);
+  EXPECT_THAT(pair.sender->error(), HasSubstr("does not speak the data plane's sealed records"));
+  EXPECT_FALSE(pair.receiver_handshake.ok());
+  EXPECT_THAT(pair.receiver_handshake.message(), HasSubstr("dflow-dp/2"));
+}
+
+}  // namespace
+}  // namespace dflow
