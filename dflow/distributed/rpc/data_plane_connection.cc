@@ -678,7 +678,7 @@ DataConnection::Io DataConnection::SealedRead(void* buf, size_t n, size_t* got) 
 
 size_t DataConnection::RecordLength() {
   const size_t length =
-      SealedRecords::GetLength(reinterpret_cast<const unsigned char*>(&in_[in_pos_]));
+      SealedRecords::GetLength(reinterpret_cast<const unsigned char*>(in_.data() + in_pos_));
   if (length == 0 || length > kMaxRecord) {
     error_ = absl::StrCat("a sealed record announced ", length, " bytes (1 to ", kMaxRecord,
                           " allowed)");
@@ -688,9 +688,9 @@ size_t DataConnection::RecordLength() {
 }
 
 bool DataConnection::OpenBuffered() {
-  const unsigned char* header = reinterpret_cast<const unsigned char*>(&in_[in_pos_]);
+  const unsigned char* header = reinterpret_cast<const unsigned char*>(in_.data() + in_pos_);
   const size_t length = SealedRecords::GetLength(header);
-  char* body = &in_[in_pos_ + kRecordHeader];
+  char* body = in_.data() + in_pos_ + kRecordHeader;
   if (!sealed_->Open(header, body, length,
                      reinterpret_cast<const unsigned char*>(body + length))) {
     error_ = "a sealed record failed to authenticate (damaged, forged, replayed or reordered)";
@@ -704,7 +704,7 @@ bool DataConnection::OpenBuffered() {
 
 size_t DataConnection::TakePlain(void* buf, size_t n) {
   const size_t k = std::min(n, plain_left_);
-  std::memcpy(buf, &in_[plain_pos_], k);
+  std::memcpy(buf, in_.data() + plain_pos_, k);
   plain_pos_ += k;
   plain_left_ -= k;
   return k;
@@ -778,7 +778,7 @@ bool DataConnection::SealInto(const iovec* iov, int count, size_t limit, size_t*
     if (out_end_ + record > out_capacity_) {  // Not zeroed first, as a string's resize would.
       const size_t capacity = std::max(out_end_ + record, kMaxWritePerCall + 4096);
       std::unique_ptr<char[]> bigger(new char[capacity]);
-      std::memcpy(bigger.get(), out_.get(), out_end_);
+      if (out_end_ > 0) std::memcpy(bigger.get(), out_.get(), out_end_);
       out_ = std::move(bigger);
       out_capacity_ = capacity;
     }
@@ -974,13 +974,13 @@ absl::Status DataConnection::SealedRecv(char* p, size_t n, absl::Time deadline) 
       if (Raw() < need && n >= length) {
         unsigned char header[kRecordHeader];
         unsigned char tag[kTagBytes];
-        std::memcpy(header, &in_[in_pos_], kRecordHeader);
+        std::memcpy(header, in_.data() + in_pos_, kRecordHeader);
         const size_t have = std::min(Raw() - kRecordHeader, length);
-        std::memcpy(p, &in_[in_pos_ + kRecordHeader], have);
+        std::memcpy(p, in_.data() + in_pos_ + kRecordHeader, have);
         in_pos_ += kRecordHeader + have;
         RETURN_IF_ERROR(RecvExactly(p + have, length - have, deadline));
         const size_t tag_have = std::min(Raw(), kTagBytes);
-        std::memcpy(tag, &in_[in_pos_], tag_have);
+        std::memcpy(tag, in_.data() + in_pos_, tag_have);
         in_pos_ += tag_have;
         RETURN_IF_ERROR(RecvExactly(reinterpret_cast<char*>(tag) + tag_have,
                                     kTagBytes - tag_have, deadline));

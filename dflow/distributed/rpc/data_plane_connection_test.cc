@@ -3,9 +3,7 @@
 // was damaged, forged, replayed, reordered or oversized is refused.
 #include "dflow/distributed/rpc/data_plane_connection.h"
 
-#include <fcntl.h>
 #include <openssl/ssl.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -15,6 +13,7 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "dflow/distributed/rpc/data_connection_pair_test_util.h"
 #include "dflow/distributed/rpc/throwaway_tls.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -36,38 +35,15 @@ std::string Pattern(size_t n, uint32_t seed) {
 }
 
 std::shared_ptr<const DataPlaneTls> Context(const ThrowawayTls& tls, DataPlaneTls::Role role) {
-  SecurityOptions security;
-  security.tls_cert = tls.cert;
-  security.tls_key = tls.key;
-  security.tls_ca = tls.ca_cert;
-  absl::StatusOr<std::shared_ptr<const DataPlaneTls>> made = DataPlaneTls::Create(security, role);
+  absl::StatusOr<std::shared_ptr<const DataPlaneTls>> made =
+      DataPlaneTls::Create(SecurityFor(tls), role);
   EXPECT_TRUE(made.ok()) << made.status();
   return made.ok() ? *made : nullptr;
 }
 
-// A sender (TLS server) and a receiver (TLS client) on a socket pair, both
-// sockets blocking once the handshake is done.
-struct Pair {
-  Pair(std::shared_ptr<const DataPlaneTls> server, std::shared_ptr<const DataPlaneTls> client) {
-    int fds[2];
-    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
-    ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | O_NONBLOCK);
-    sender = std::make_unique<DataConnection>(fds[0], std::move(server));
-    receiver = std::make_unique<DataConnection>(fds[1], std::move(client));
-    const absl::Time deadline = absl::Now() + absl::Seconds(20);
-    std::thread receiving([&] { receiver_handshake = receiver->Handshake(deadline); });
-    DataConnection::Io io;
-    while ((io = sender->StepHandshake()) == DataConnection::Io::kWantRead ||
-           io == DataConnection::Io::kWantWrite) {
-      if (absl::Now() > deadline) break;
-      pollfd p{fds[0], static_cast<short>(io == DataConnection::Io::kWantRead ? POLLIN : POLLOUT),
-               0};
-      ::poll(&p, 1, 100);
-    }
-    receiving.join();
-    sender_handshake = io;
-    ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) & ~O_NONBLOCK);
-  }
+// A handshaken pair, and a forger's hands on the wire between its ends.
+struct Pair : DataConnectionPair {
+  using DataConnectionPair::DataConnectionPair;
   // What the sender put on the wire for `plaintext`, taken off before the
   // receiver sees it (`n` bytes expected).
   std::string Intercept(const std::string& plaintext, size_t n) {
@@ -82,11 +58,6 @@ struct Pair {
               static_cast<ssize_t>(wire.size()));
   }
   static absl::Time Deadline() { return absl::Now() + absl::Seconds(10); }
-
-  std::unique_ptr<DataConnection> sender;
-  std::unique_ptr<DataConnection> receiver;
-  DataConnection::Io sender_handshake = DataConnection::Io::kError;
-  absl::Status receiver_handshake;
 };
 
 class SealedRecordsTest : public ::testing::Test {
