@@ -173,7 +173,8 @@ TEST(TensorDataPlaneTest, ATensorOverTwoGibCrosses) {
 
 // Feeds `step` a random tensor and receives it over the data plane (no
 // fallback to gRPC), bit-exact.
-void ExpectServes(DataPlaneTask& t, int64_t step);
+// Step `step`'s tensor of `elements` random floats crosses the data plane bit-exact.
+void ExpectServes(DataPlaneTask& t, int64_t step, int64_t elements = 1 << 16);
 
 TEST(TensorDataPlaneTest, ARecvParksUntilTheSendHappens) {
   DataPlaneTask t;
@@ -784,8 +785,8 @@ std::string RequestFrame(const tensorflow::RecvTensorRequest& req) {
   return std::string(reinterpret_cast<const char*>(&h), sizeof(h)) + body;
 }
 
-void ExpectServes(DataPlaneTask& t, int64_t step) {
-  const Tensor value = RandomBits(1 << 16, static_cast<uint32_t>(step));
+void ExpectServes(DataPlaneTask& t, int64_t step, int64_t elements) {
+  const Tensor value = RandomBits(elements, static_cast<uint32_t>(step));
   ASSERT_TRUE(t.Feed(step, value).ok());
   PendingRecv r(&t.client, t.Request(step), Timeout(absl::Seconds(30)));
   ASSERT_TRUE(r.Wait());
@@ -1536,15 +1537,7 @@ TEST(TensorDataPlaneTlsTest, TensorsCrossOverMutualTlsBitExact) {
   // Small, several MiB (many TLS records), empty, and 24 MiB (records queued
   // until the socket takes them) tensors; pooled connections after the first.
   const int64_t sizes[] = {1, 3 << 20, 0, 1 << 16, 6 << 20};
-  for (int64_t step = 1; step <= 5; ++step) {
-    const Tensor value = RandomBits(sizes[step - 1], static_cast<uint32_t>(step));
-    ASSERT_TRUE(t.Feed(step, value).ok());
-    PendingRecv r(&t.client, t.Request(step), Timeout(absl::Seconds(30)));
-    ASSERT_TRUE(r.Wait());
-    ASSERT_FALSE(r.fell_back) << step;
-    ASSERT_TRUE(r.status.ok()) << r.status;
-    EXPECT_TRUE(SameBytes(r.result.tensor, value)) << step;
-  }
+  for (int64_t step = 1; step <= 5; ++step) ExpectServes(t, step, sizes[step - 1]);
   // A RunGraph near the 1 MiB limit goes out as several gathered writes of records.
   const Tensor fed = RandomBits(250000, 6);
   const tensorflow::RunGraphRequest run = FeedRequest(t, 6, fed);
@@ -1582,13 +1575,7 @@ TEST(TensorDataPlaneTlsTest, AConnectionWhoseKeysAreWornIsNotPooled) {
   // a fresh one.
   const int connections[] = {1, 0, 1};
   for (int64_t step = 1; step <= 3; ++step) {
-    const Tensor value = RandomBits(75 << 10, static_cast<uint32_t>(step));  // 300 KiB.
-    ASSERT_TRUE(t.Feed(step, value).ok());
-    PendingRecv r(&t.client, t.Request(step), Timeout(absl::Seconds(30)));
-    ASSERT_TRUE(r.Wait());
-    ASSERT_FALSE(r.fell_back) << step;
-    ASSERT_TRUE(r.status.ok()) << r.status;
-    EXPECT_TRUE(SameBytes(r.result.tensor, value)) << step;
+    ExpectServes(t, step, 75 << 10);  // 300 KiB.
     EXPECT_TRUE(WaitUntil([&] { return t.server.num_connections() == connections[step - 1]; }))
         << step << ": " << t.server.num_connections();
   }
