@@ -5,8 +5,8 @@
 //   1: raw bytes go onto the wire toward the receiver, as if the sender sent them;
 //   2: everything on the wire toward the receiver is taken off, one bit (at the
 //      call's first two bytes, little-endian) flipped, and put back;
-//   3: the receiver receives as many bytes as its first two bytes say (Recv,
-//      20 ms deadline);
+//   3: the receiver receives as many bytes as its first two bytes say, plus
+//      64 KiB times its third byte's low two bits (Recv, 20 ms deadline);
 //   4: the receiver seals its bytes toward the sender, which reads them
 //      without blocking (Read);
 //   5: raw bytes go toward the sender, which reads without blocking.
@@ -82,7 +82,10 @@ void RunInput(DataConnectionPair& pair, CallReader calls) {
       }
       case 3: {
         if (to_receiver.broken || ++receives > kMaxReceives) break;
-        const size_t n = bytes.size() >= 2 ? (uint8_t(bytes[0]) | uint8_t(bytes[1]) << 8) : 1;
+        // Up to 256 KiB: the third byte's low bits reach receives that read no
+        // further ahead than a record's header.
+        size_t n = bytes.size() >= 2 ? (uint8_t(bytes[0]) | uint8_t(bytes[1]) << 8) : 1;
+        if (bytes.size() >= 3) n |= size_t{uint8_t(bytes[2]) & 3u} << 16;
         std::string got(n, '\0');
         // As the data plane's receiver does, the socket's waits are bounded first.
         const absl::Time deadline = absl::Now() + absl::Milliseconds(20);

@@ -66,6 +66,14 @@ struct DataConnectionPair {
   absl::Status receiver_handshake;
 };
 
+// Lowers the bytes a connection's keys may seal each way while in scope.
+struct ScopedKeyLimit {
+  explicit ScopedKeyLimit(uint64_t bytes) { DataConnection::SetKeyLimitForTest(bytes); }
+  ~ScopedKeyLimit() { DataConnection::SetKeyLimitForTest(uint64_t{1} << 36); }
+  ScopedKeyLimit(const ScopedKeyLimit&) = delete;
+  ScopedKeyLimit& operator=(const ScopedKeyLimit&) = delete;
+};
+
 }  // namespace dflow
 
 #endif  // DFLOW_DISTRIBUTED_RPC_DATA_CONNECTION_PAIR_TEST_UTIL_H_

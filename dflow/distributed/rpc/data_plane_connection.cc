@@ -26,6 +26,7 @@
 #include <cstring>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
@@ -58,6 +59,7 @@ constexpr char kExporterLabel[] = "EXPERIMENTAL dflow data plane records v2";
 // a fraction of AES-GCM's limit for a 2^-57 margin (RFC 8446 section 5.5:
 // 2^24.5 records of 2^10 blocks). The receiver retires a connection at half.
 std::atomic<uint64_t> key_limit_bytes{uint64_t{1} << 36};
+constexpr char kWornOut[] = "this connection's keys reached their usage limit";
 
 // OpenSSL's queued errors as one line, queue cleared; `fallback` when empty.
 std::string OpenSslErrors(const std::string& fallback) {
@@ -126,7 +128,12 @@ class GcmKey {
   static IMB_MGR* Manager() {
     static IMB_MGR* const manager = [] {
       IMB_MGR* m = alloc_mb_mgr(0);
-      if (m != nullptr) init_mb_mgr_auto(m, nullptr);
+      if (m == nullptr) return m;
+      init_mb_mgr_auto(m, nullptr);
+      if (imb_get_errno(m) != 0) {
+        free_mb_mgr(m);
+        return static_cast<IMB_MGR*>(nullptr);
+      }
       return m;
     }();
     return manager;
@@ -211,27 +218,32 @@ class SealedRecords {
   SealedRecords& operator=(const SealedRecords&) = delete;
 
   // Writes one record of `pieces[0..count)` (n bytes in all, 1..kMaxRecord)
-  // to `out` (room for kRecordHeader + n + kTagBytes). False past the key limit.
-  bool Seal(const iovec* pieces, int count, size_t n, char* out) {
-    if (sealed_bytes_ + n > key_limit_bytes.load(std::memory_order_relaxed)) return false;
+  // to `out` (room for kRecordHeader + n + kTagBytes). nullptr, or why not.
+  const char* Seal(const iovec* pieces, int count, size_t n, char* out) {
+    if (sealed_bytes_ + n > key_limit_bytes.load(std::memory_order_relaxed)) return kWornOut;
     unsigned char nonce[kIvBytes];
     Nonce(seal_iv_, seal_seq_++, nonce);
     sealed_bytes_ += n;
     unsigned char* header = reinterpret_cast<unsigned char*>(out);
     PutLength(n, header);
     return seal_.Seal(nonce, header, pieces, count, header + kRecordHeader,
-                      header + kRecordHeader + n);
+                      header + kRecordHeader + n)
+               ? nullptr
+               : "sealing a record failed";
   }
 
   // Decrypts the record `header` announced, `body` (n bytes, in place), and
-  // checks it against `tag`. False: forged, damaged, replayed, out of order,
-  // or past the key limit; the connection is then unusable.
-  bool Open(const unsigned char* header, char* body, size_t n, const unsigned char* tag) {
-    if (opened_bytes_ + n > key_limit_bytes.load(std::memory_order_relaxed)) return false;
+  // checks it against `tag`. nullptr, or why not (forged, damaged, replayed,
+  // out of order, or past the key limit); the connection is then unusable.
+  const char* Open(const unsigned char* header, char* body, size_t n, const unsigned char* tag) {
+    if (opened_bytes_ + n > key_limit_bytes.load(std::memory_order_relaxed)) return kWornOut;
     unsigned char nonce[kIvBytes];
     Nonce(open_iv_, open_seq_++, nonce);
     opened_bytes_ += n;
-    return open_.Open(nonce, header, reinterpret_cast<unsigned char*>(body), n, tag);
+    return open_.Open(nonce, header, reinterpret_cast<unsigned char*>(body), n, tag)
+               ? nullptr
+               : "a sealed record failed to authenticate (damaged, forged, replayed or "
+                 "reordered)";
   }
 
   uint64_t most_bytes() const { return std::max(sealed_bytes_, opened_bytes_); }
@@ -299,6 +311,20 @@ const BIO_METHOD* SocketMethod() {
     return m;
   }();
   return method;
+}
+
+// The sender refuses a receiver that offers no application protocol (a dflow
+// from before the sealed records) at its first message, before it is told
+// anything, so the receiver's handshake fails and its calls go to gRPC.
+int RequireProtocol(SSL* ssl, int* alert, void*) {
+  const unsigned char* offered = nullptr;
+  size_t length = 0;
+  if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_application_layer_protocol_negotiation,
+                                &offered, &length) == 1) {
+    return SSL_CLIENT_HELLO_SUCCESS;
+  }
+  *alert = SSL_AD_NO_APPLICATION_PROTOCOL;
+  return SSL_CLIENT_HELLO_ERROR;
 }
 
 // The sender agrees to the sealed records (kAlpn) or refuses the handshake.
@@ -396,7 +422,10 @@ absl::StatusOr<std::shared_ptr<const DataPlaneTls>> DataPlaneTls::Create(
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
     static const unsigned char kContext[] = "dflow-data-plane";
     SSL_CTX_set_session_id_context(ctx, kContext, sizeof(kContext) - 1);
+    SSL_CTX_set_client_hello_cb(ctx, RequireProtocol, nullptr);
     SSL_CTX_set_alpn_select_cb(ctx, SelectProtocol, nullptr);
+    // The ticket is stateful (a session ID in no cache): nothing to resume with.
+    SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
   } else {
     SSL_CTX_set_session_cache_mode(ctx,
                                    SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
@@ -586,6 +615,10 @@ DataConnection::Io DataConnection::StepHandshake() {
 }
 
 bool DataConnection::StartSealing() {
+  if (sealed_ != nullptr) {  // Keys derived twice would repeat their nonces.
+    error_ = "the TLS handshake already finished";
+    return false;
+  }
   const unsigned char* protocol = nullptr;
   unsigned int length = 0;
   SSL_get0_alpn_selected(ssl_, &protocol, &length);
@@ -605,8 +638,14 @@ bool DataConnection::StartSealing() {
 }
 
 bool DataConnection::Worn() const {
-  return sealed_ != nullptr &&
-         sealed_->most_bytes() > key_limit_bytes.load(std::memory_order_relaxed) / 2;
+  return broken_ || (sealed_ != nullptr && sealed_->most_bytes() >
+                                               key_limit_bytes.load(std::memory_order_relaxed) / 2);
+}
+
+bool DataConnection::Broken() {
+  static constexpr char kEarlier[] = "the connection failed earlier: ";
+  if (broken_ && !absl::StartsWith(error_, kEarlier)) error_ = absl::StrCat(kEarlier, error_);
+  return broken_;
 }
 
 void DataConnection::SetKeyLimitForTest(uint64_t bytes) {
@@ -652,6 +691,13 @@ DataConnection::Io DataConnection::SealedRead(void* buf, size_t n, size_t* got) 
     error_ = "read before the TLS handshake finished";
     return Io::kError;
   }
+  if (Broken()) return Io::kError;
+  const Io io = SealedReadSome(buf, n, got);
+  broken_ = io == Io::kError || io == Io::kClosed;
+  return io;
+}
+
+DataConnection::Io DataConnection::SealedReadSome(void* buf, size_t n, size_t* got) {
   for (;;) {
     if (plain_left_ > 0) {
       *got = TakePlain(buf, n);
@@ -671,8 +717,8 @@ DataConnection::Io DataConnection::SealedRead(void* buf, size_t n, size_t* got) 
     if (r > 0) continue;
     if (r < 0 && Retryable(errno)) return Io::kWantRead;
     error_ = r == 0 ? "the peer closed the connection" : std::strerror(errno);
-    closed_ = true;
-    return Io::kClosed;
+    closed_ = r == 0 || errno == ECONNRESET;
+    return closed_ ? Io::kClosed : Io::kError;
   }
 }
 
@@ -691,9 +737,9 @@ bool DataConnection::OpenBuffered() {
   const unsigned char* header = reinterpret_cast<const unsigned char*>(in_.data() + in_pos_);
   const size_t length = SealedRecords::GetLength(header);
   char* body = in_.data() + in_pos_ + kRecordHeader;
-  if (!sealed_->Open(header, body, length,
-                     reinterpret_cast<const unsigned char*>(body + length))) {
-    error_ = "a sealed record failed to authenticate (damaged, forged, replayed or reordered)";
+  if (const char* why = sealed_->Open(header, body, length,
+                                      reinterpret_cast<const unsigned char*>(body + length))) {
+    error_ = why;
     return false;
   }
   plain_pos_ = in_pos_ + kRecordHeader;
@@ -707,6 +753,10 @@ size_t DataConnection::TakePlain(void* buf, size_t n) {
   std::memcpy(buf, in_.data() + plain_pos_, k);
   plain_pos_ += k;
   plain_left_ -= k;
+  if (plain_left_ == 0 && Raw() == 0 && in_.size() > 4 * kReadAhead) {
+    std::vector<char>().swap(in_);  // A large record's room is not kept while idle.
+    plain_pos_ = in_pos_ = in_end_ = 0;
+  }
   return k;
 }
 
@@ -738,6 +788,7 @@ DataConnection::Io DataConnection::Write(const iovec* iov, int count, size_t* wr
     error_ = std::strerror(errno);
     return Io::kClosed;
   }
+  if (Broken()) return Io::kError;
   // Records still queued go first; new ones only when they are all out.
   if (Io io = SendPending(/*wait=*/false); io != Io::kDone) return io;
   if (!SealInto(iov, count, kMaxWritePerCall, wrote)) return Io::kError;
@@ -776,14 +827,16 @@ bool DataConnection::SealInto(const iovec* iov, int count, size_t limit, size_t*
     if (n == 0) break;
     const size_t record = kRecordHeader + n + kTagBytes;
     if (out_end_ + record > out_capacity_) {  // Not zeroed first, as a string's resize would.
-      const size_t capacity = std::max(out_end_ + record, kMaxWritePerCall + 4096);
+      const size_t capacity =
+          std::max({out_end_ + record, 2 * out_capacity_, kMaxWritePerCall + 4096});
       std::unique_ptr<char[]> bigger(new char[capacity]);
       if (out_end_ > 0) std::memcpy(bigger.get(), out_.get(), out_end_);
       out_ = std::move(bigger);
       out_capacity_ = capacity;
     }
-    if (!sealed_->Seal(pieces, num_pieces, n, out_.get() + out_end_)) {
-      error_ = "this connection's keys reached their usage limit";
+    if (const char* why = sealed_->Seal(pieces, num_pieces, n, out_.get() + out_end_)) {
+      error_ = why;
+      broken_ = true;
       return false;
     }
     out_end_ += record;
@@ -800,10 +853,14 @@ DataConnection::Io DataConnection::SendPending(bool wait, size_t* sent) {
       if (Retryable(errno)) return Io::kWantWrite;
       error_ = std::strerror(errno);
       closed_ = errno == ECONNRESET || errno == EPIPE;
+      broken_ = tls_ != nullptr;
       return closed_ ? Io::kClosed : Io::kError;
     }
     out_pos_ += static_cast<size_t>(w);
     if (sent != nullptr) *sent += static_cast<size_t>(w);
+    // A blocking send that took some: kWantWrite, so the caller re-arms its
+    // deadline before waiting again (a slow reader must not stretch it).
+    if (wait && out_pos_ < out_end_) return Io::kWantWrite;
   }
   out_pos_ = out_end_ = 0;  // The buffer (~kMaxWritePerCall) stays for the next write.
   return Io::kDone;
@@ -815,7 +872,7 @@ DataConnection::Io DataConnection::FlushPendingWrite(size_t* sent) {
   return SendPending(/*wait=*/false, sent);
 }
 
-bool DataConnection::HasBuffered() const { return plain_left_ > 0 || Raw() > 0; }
+bool DataConnection::HasBuffered() const { return broken_ || plain_left_ > 0 || Raw() > 0; }
 
 absl::Status DataConnection::SetDeadline(absl::Time deadline) {
   timeval tv{0, 0};  // Zero: no timeout.
@@ -834,7 +891,10 @@ absl::Status DataConnection::SetDeadline(absl::Time deadline) {
 }
 
 absl::Status DataConnection::Handshake(absl::Time deadline) {
-  if (tls_ == nullptr) return absl::OkStatus();
+  if (tls_ == nullptr || sealed_ != nullptr) return absl::OkStatus();
+  if (tls_->role() == DataPlaneTls::kServer) {
+    return absl::FailedPreconditionError("the sender's handshake is StepHandshake");
+  }
   if (auto s = SetDeadline(deadline); !s.ok()) return s;
   for (;;) {
     const Io io = StepHandshake();
@@ -886,6 +946,9 @@ absl::Status DataConnection::SendWithFd(const void* buf, size_t n, int fd, absl:
 }
 
 absl::Status DataConnection::Send(const void* buf, size_t n, absl::Time deadline) {
+  if (tls_ != nullptr && Broken()) {
+    return absl::UnavailableError(absl::StrCat("tensor data plane send failed: ", error_));
+  }
   const char* p = static_cast<const char*>(buf);
   while (n > 0 || HasPendingWrite()) {
     size_t w = 0;
@@ -904,6 +967,8 @@ absl::Status DataConnection::Send(const void* buf, size_t n, absl::Time deadline
     if (io == Io::kDone) {
       p += w;
       n -= w;
+      // A blocking send cut short by its timeout: the next wait re-armed.
+      if (tls_ == nullptr && n > 0) RETURN_IF_ERROR(SetDeadline(deadline));
     } else if (io == Io::kWantRead || io == Io::kWantWrite) {
       if (auto s = SetDeadline(deadline); !s.ok()) return s;  // Woke early: wait for the rest.
     } else {
@@ -914,13 +979,21 @@ absl::Status DataConnection::Send(const void* buf, size_t n, absl::Time deadline
 }
 
 absl::Status DataConnection::Recv(void* buf, size_t n, absl::Time deadline) {
-  if (tls_ != nullptr) return SealedRecv(static_cast<char*>(buf), n, deadline);
+  if (tls_ != nullptr) {
+    if (Broken()) {
+      return absl::UnavailableError(absl::StrCat("tensor data plane receive failed: ", error_));
+    }
+    absl::Status s = SealedRecv(static_cast<char*>(buf), n, deadline);
+    broken_ = !s.ok();
+    return s;
+  }
   char* p = static_cast<char*>(buf);
   while (n > 0) {
     const ssize_t r = ::recv(fd_, p, n, MSG_WAITALL);  // A whole tensor in one call.
     if (r > 0) {
       p += r;
       n -= static_cast<size_t>(r);
+      if (n > 0) RETURN_IF_ERROR(SetDeadline(deadline));  // Bytes dripping in: re-armed.
     } else if (r == 0) {
       return absl::UnavailableError("the tensor data plane connection was closed by the peer");
     } else if (Retryable(errno)) {
@@ -939,6 +1012,7 @@ absl::Status DataConnection::RecvExactly(char* p, size_t n, absl::Time deadline)
     if (r > 0) {
       p += r;
       n -= static_cast<size_t>(r);
+      if (n > 0) RETURN_IF_ERROR(SetDeadline(deadline));  // Bytes dripping in: re-armed.
     } else if (r == 0) {
       closed_ = true;
       return absl::UnavailableError("the tensor data plane connection was closed by the peer");
@@ -959,6 +1033,7 @@ absl::Status DataConnection::SealedRecv(char* p, size_t n, absl::Time deadline) 
   auto failed = [this] {
     return absl::UnavailableError(absl::StrCat("tensor data plane receive failed: ", error_));
   };
+  bool waited = false;  // Each wait after the first is re-armed to the deadline.
   while (n > 0) {
     if (plain_left_ > 0) {
       const size_t k = TakePlain(p, n);
@@ -984,8 +1059,9 @@ absl::Status DataConnection::SealedRecv(char* p, size_t n, absl::Time deadline) 
         in_pos_ += tag_have;
         RETURN_IF_ERROR(RecvExactly(reinterpret_cast<char*>(tag) + tag_have,
                                     kTagBytes - tag_have, deadline));
-        if (!sealed_->Open(header, p, length, tag)) {
-          error_ = "a sealed record failed to authenticate (damaged, forged, replayed or reordered)";
+        if (const char* why = sealed_->Open(header, p, length, tag)) {
+          OPENSSL_cleanse(p, length);  // Nothing of a record that did not open stays.
+          error_ = why;
           return failed();
         }
         p += length;
@@ -999,6 +1075,8 @@ absl::Status DataConnection::SealedRecv(char* p, size_t n, absl::Time deadline) 
     }
     // Before a tensor's records, only the next header: the rest goes straight in.
     const bool read_ahead = !(need == kRecordHeader && n >= kBulkBytes);
+    if (waited) RETURN_IF_ERROR(SetDeadline(deadline));
+    waited = true;
     const ssize_t r = FillIn(need, read_ahead, 0);
     if (r == 0) {
       closed_ = true;

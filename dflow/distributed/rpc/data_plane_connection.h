@@ -221,6 +221,10 @@ class DataConnection {
   absl::Status RecvExactly(char* p, size_t n, absl::Time deadline);
   absl::Status SealedRecv(char* p, size_t n, absl::Time deadline);
   Io SealedRead(void* buf, size_t n, size_t* got);
+  Io SealedReadSome(void* buf, size_t n, size_t* got);
+  // TLS: whether an earlier failure left the stream unusable (error_ then
+  // says so).
+  bool Broken();
 
   const int fd_;
   std::shared_ptr<const DataPlaneTls> tls_;
@@ -234,6 +238,9 @@ class DataConnection {
   std::unique_ptr<SharedRegion> shared_;
   // TLS, once the handshake is done.
   std::unique_ptr<SealedRecords> sealed_;
+  // A record failed to open or seal, or a wait ended inside one: every later
+  // call fails, and the connection reads as Worn and HasBuffered (not reused).
+  bool broken_ = false;
   std::unique_ptr<char[]> out_;  // Sealed records not yet sent: [out_pos_, out_end_).
   size_t out_capacity_ = 0;
   size_t out_pos_ = 0;

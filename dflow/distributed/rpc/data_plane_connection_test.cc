@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
@@ -151,7 +152,7 @@ TEST_F(SealedRecordsTest, ADamagedCiphertextOrTagIsRefused) {
 
 TEST_F(SealedRecordsTest, ARecordWhoseLengthWasChangedIsRefused) {
   std::string wire = pair_->Intercept(Pattern(100, 5), 100 + kRecordOverhead);
-  wire[3] = 90;  // The header is authenticated: 90 bytes fail, as would 110.
+  wire[3] = 90;  // The header is authenticated: 90 bytes fail.
   pair_->Inject(wire);
   EXPECT_THAT(Receive(90).message(), HasSubstr("failed to authenticate"));
 }
@@ -193,6 +194,90 @@ TEST_F(SealedRecordsTest, AnOversizedOrEmptyRecordIsRefusedBeforeItsBytesAreRead
   EXPECT_THAT(Receive(16).message(), HasSubstr("announced 0 bytes"));
 }
 
+TEST_F(SealedRecordsTest, ARecordOfTheLargestSizeOpensInEitherBufferAndOneByteMoreIsRefused) {
+  const std::string largest = Pattern(256 << 10, 16);  // One record (Send seals 256 KiB a turn).
+  for (int whole = 0; whole < 2; ++whole) {
+    absl::Status sent;
+    std::thread sending(
+        [&] { sent = pair_->sender->Send(largest.data(), largest.size(), Pair::Deadline()); });
+    std::string first, second;
+    if (whole) {  // Straight into the caller's buffer.
+      EXPECT_TRUE(Receive(largest.size(), &first).ok());
+    } else {  // Opened in the receiver's own buffer, then copied out in two pieces.
+      EXPECT_TRUE(Receive(1000, &first).ok());
+      EXPECT_TRUE(Receive(largest.size() - 1000, &second).ok());
+    }
+    sending.join();
+    ASSERT_TRUE(sent.ok()) << sent;
+    EXPECT_EQ(first + second, largest) << whole;
+  }
+  pair_->Inject(std::string("\x00\x04\x00\x01", 4));  // 256 KiB + 1.
+  EXPECT_THAT(Receive(16).message(), HasSubstr("announced 262145 bytes (1 to 262144 allowed)"));
+}
+
+TEST_F(SealedRecordsTest, AfterARecordFailsTheConnectionStaysFailedAndKeepsNoneOfIt) {
+  const size_t n = 100 << 10;  // Opened in the caller's buffer.
+  std::string damaged = pair_->Intercept(Pattern(n, 14), n + kRecordOverhead);
+  damaged[4 + 10] ^= 1;
+  const std::string genuine = pair_->Intercept(Pattern(64, 15), 64 + kRecordOverhead);
+  std::thread injecting([&] { pair_->Inject(damaged + genuine); });
+  std::string got(n, 'x');
+  const absl::Status s = pair_->receiver->Recv(got.data(), n, Pair::Deadline());
+  injecting.join();
+  EXPECT_THAT(s.message(), HasSubstr("failed to authenticate"));
+  EXPECT_EQ(got, std::string(n, '\0'));  // Not the forger's plaintext.
+  // The genuine record after it is never delivered: the stream is out of step.
+  EXPECT_THAT(Receive(64).message(), HasSubstr("failed earlier"));
+  EXPECT_TRUE(pair_->receiver->Worn());         // Not pooled,
+  EXPECT_TRUE(pair_->receiver->HasBuffered());  // and an idle check closes it.
+}
+
+TEST_F(SealedRecordsTest, ASecondHandshakeDerivesNoKeysAgain) {
+  // Keys derived again would restart the receiver's nonces: its next record
+  // would then fail to open at the sender (and repeat a nonce).
+  const std::string first = "first", second = "second";
+  ASSERT_TRUE(pair_->receiver->Send(first.data(), first.size(), Pair::Deadline()).ok());
+  ASSERT_TRUE(pair_->receiver->Handshake(Pair::Deadline()).ok());
+  EXPECT_EQ(pair_->sender->StepHandshake(), DataConnection::Io::kDone);
+  ASSERT_TRUE(pair_->receiver->Send(second.data(), second.size(), Pair::Deadline()).ok());
+  std::string got;
+  char buf[64];
+  for (int i = 0; i < 100 && got.size() < first.size() + second.size(); ++i) {
+    size_t n = 0;
+    const DataConnection::Io io = pair_->sender->Read(buf, sizeof(buf), &n);
+    ASSERT_TRUE(io == DataConnection::Io::kDone || io == DataConnection::Io::kWantRead)
+        << pair_->sender->error();
+    got.append(buf, n);
+  }
+  EXPECT_EQ(got, first + second);
+}
+
+TEST_F(SealedRecordsTest, BytesDrippingInDoNotStretchTheDeadline) {
+  // A record's bytes one at a time, 200 ms apart, against a 1 s deadline:
+  // into the caller's buffer (100 KiB) and into the receiver's (1000 bytes).
+  for (size_t n : {size_t{100 << 10}, size_t{1000}}) {
+    SetUp();
+    const std::string wire = pair_->Intercept(Pattern(n, 17), n + kRecordOverhead);
+    std::atomic<bool> stop{false};
+    std::thread dripping([&] {
+      for (size_t i = 0; i < 50 && !stop; ++i) {
+        pair_->Inject(wire.substr(i, 1));
+        absl::SleepFor(absl::Milliseconds(200));
+      }
+    });
+    const absl::Time start = absl::Now();
+    const absl::Time deadline = start + absl::Seconds(1);
+    std::string got(n, '\0');
+    ASSERT_TRUE(pair_->receiver->SetDeadline(deadline).ok());  // As the data plane's receiver does.
+    const absl::Status s = pair_->receiver->Recv(got.data(), n, deadline);
+    const absl::Duration took = absl::Now() - start;
+    stop = true;
+    dripping.join();
+    EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << n << ": " << s;
+    EXPECT_LT(took, absl::Milliseconds(1800)) << n;
+  }
+}
+
 TEST_F(SealedRecordsTest, RequestsCrossToTheSendersNonBlockingReads) {
   const std::string request = Pattern(70 << 10, 10);  // Over one read-ahead.
   ASSERT_TRUE(pair_->receiver->Send(request.data(), request.size(), Pair::Deadline()).ok());
@@ -209,7 +294,7 @@ TEST_F(SealedRecordsTest, RequestsCrossToTheSendersNonBlockingReads) {
 }
 
 TEST_F(SealedRecordsTest, AConnectionIsWornOnceItsKeysSealedHalfTheirLimit) {
-  DataConnection::SetKeyLimitForTest(800 << 10);
+  ScopedKeyLimit limit(800 << 10);
   const std::string data = Pattern(300 << 10, 11);
   for (int i = 0; i < 2; ++i) {
     EXPECT_FALSE(pair_->receiver->Worn()) << i;
@@ -226,11 +311,11 @@ TEST_F(SealedRecordsTest, AConnectionIsWornOnceItsKeysSealedHalfTheirLimit) {
   std::string more = Pattern(300 << 10, 12);
   const absl::Status s = pair_->sender->Send(more.data(), more.size(), Pair::Deadline());
   EXPECT_THAT(s.message(), HasSubstr("usage limit"));
-  DataConnection::SetKeyLimitForTest(uint64_t{1} << 36);
 }
 
-// A peer that does not offer the sealed records (a dflow from before them:
-// TLS records after the handshake) fails the handshake at both ends.
+// A receiver that does not offer the sealed records (a dflow from before
+// them: TLS records after the handshake) fails the handshake at both ends, so
+// its calls go to gRPC.
 TEST(SealedRecordsHandshakeTest, APeerWithoutTheProtocolIsRefusedAtBothEnds) {
   absl::StatusOr<ThrowawayTls> tls = MakeThrowawayTls();
   ASSERT_TRUE(tls.ok()) << tls.status();
@@ -238,9 +323,11 @@ TEST(SealedRecordsHandshakeTest, APeerWithoutTheProtocolIsRefusedAtBothEnds) {
   SSL_CTX_set_alpn_protos(older->ctx(), nullptr, 0);  // Offers none.
   Pair pair(Context(*tls, DataPlaneTls::kServer), older);
   EXPECT_EQ(pair.sender_handshake, DataConnection::Io::kError);
-  EXPECT_THAT(pair.sender->error(), HasSubstr("does not speak the data plane's sealed records"));
+  EXPECT_THAT(pair.sender->error(), HasSubstr("TLS handshake failed"));
+  // Refused at its first message, with the alert that says why, not accepted
+  // (a ticket) and then dropped.
   EXPECT_FALSE(pair.receiver_handshake.ok());
-  EXPECT_THAT(pair.receiver_handshake.message(), HasSubstr("dflow-dp/2"));
+  EXPECT_THAT(pair.receiver_handshake.message(), HasSubstr("no application protocol"));
 }
 
 }  // namespace

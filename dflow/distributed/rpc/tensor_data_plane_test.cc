@@ -21,6 +21,7 @@
 
 #include "absl/synchronization/notification.h"
 #include "dflow/distributed/cluster_spec.h"
+#include "dflow/distributed/rpc/data_connection_pair_test_util.h"
 #include "dflow/distributed/rpc/data_plane_connection.h"
 #include "dflow/distributed/rpc/grpc_remote_worker.h"
 #include "dflow/distributed/rpc/grpc_server.h"
@@ -1570,7 +1571,7 @@ TEST(TensorDataPlaneTlsTest, AConnectionWhoseKeysAreWornIsNotPooled) {
   ASSERT_TRUE(tls.ok()) << tls.status();
   TlsTask task(*tls);
   DataPlaneTask& t = task.t;
-  DataConnection::SetKeyLimitForTest(800 << 10);  // Worn past 400 KiB.
+  ScopedKeyLimit limit(800 << 10);  // Worn past 400 KiB.
   // Open at the sender after each call: pooled; worn at 600 KiB, so closed;
   // a fresh one.
   const int connections[] = {1, 0, 1};
@@ -1579,7 +1580,6 @@ TEST(TensorDataPlaneTlsTest, AConnectionWhoseKeysAreWornIsNotPooled) {
     EXPECT_TRUE(WaitUntil([&] { return t.server.num_connections() == connections[step - 1]; }))
         << step << ": " << t.server.num_connections();
   }
-  DataConnection::SetKeyLimitForTest(uint64_t{1} << 36);
 }
 
 // A TLS Write counts plaintext as written once sealed into records; records
