@@ -3,7 +3,6 @@
 #include <openssl/bio.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
-#include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
@@ -15,12 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#if DFLOW_HAVE_IPSEC_MB
-#include <intel-ipsec-mb.h>
-#endif
-
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -30,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "dflow/distributed/rpc/sealed_records.h"
 #include "dflow/framework/status.h"
 
 namespace dflow {
@@ -40,12 +35,10 @@ namespace {
 // event loop gives others a turn.
 constexpr size_t kMaxWritePerCall = 256 << 10;
 
-// Sealed records (see the header).
-constexpr size_t kRecordHeader = 4;
-constexpr size_t kTagBytes = 16;
-constexpr size_t kIvBytes = 12;
-constexpr size_t kKeyBytes = 16;  // AES-128.
-constexpr size_t kMaxRecord = 256 << 10;
+// Sealed records (sealed_records.h).
+using sealed::kMaxRecord;
+using sealed::kRecordHeader;
+using sealed::kTagBytes;
 // A piece of a write this large (a tensor) starts a record of its own, and a
 // receive this large reads no further ahead than the next record's header:
 // its records then go straight between the tensor and the socket.
@@ -54,12 +47,6 @@ constexpr size_t kReadAhead = 16 << 10;  // Small records: several per recv.
 constexpr int kMaxPiecesPerRecord = 16;
 // The application protocol both ends must agree on (ALPN, length-prefixed).
 constexpr unsigned char kAlpn[] = "\x0a" "dflow-dp/2";
-constexpr char kExporterLabel[] = "EXPERIMENTAL dflow data plane records v2";
-// What one connection's keys may seal each way: 2^36 bytes = 2^32 AES blocks,
-// a fraction of AES-GCM's limit for a 2^-57 margin (RFC 8446 section 5.5:
-// 2^24.5 records of 2^10 blocks). The receiver retires a connection at half.
-std::atomic<uint64_t> key_limit_bytes{uint64_t{1} << 36};
-constexpr char kWornOut[] = "this connection's keys reached their usage limit";
 
 // OpenSSL's queued errors as one line, queue cleared; `fallback` when empty.
 std::string OpenSslErrors(const std::string& fallback) {
@@ -82,200 +69,6 @@ std::string OpenSslErrors(const std::string& fallback) {
 // handshake is taken off the socket by it.
 struct DataConnectionBio {
   int fd = -1;
-};
-
-// AES-128-GCM under one key: seals, or opens, records of one direction.
-#if DFLOW_HAVE_IPSEC_MB
-// Intel's ipsec-mb: VAES and AVX-512 where the CPU has them (12.4 GB/s a core
-// on this machine's Zen 4, OpenSSL 3.0 4.8), the same ciphertext and tag.
-class GcmKey {
- public:
-  ~GcmKey() { OPENSSL_cleanse(&key_, sizeof(key_)); }
-  bool Init(const unsigned char* key, bool /*seal*/) {
-    IMB_MGR* m = Manager();
-    if (m == nullptr) return false;
-    IMB_AES128_GCM_PRE(m, key, &key_);
-    return true;
-  }
-  bool Seal(const unsigned char* nonce, const unsigned char* aad, const iovec* pieces, int count,
-            unsigned char* out, unsigned char* tag) {
-    IMB_MGR* m = Manager();
-    gcm_context_data ctx;
-    IMB_AES128_GCM_INIT(m, &key_, &ctx, nonce, aad, kRecordHeader);
-    for (int i = 0; i < count; ++i) {
-      IMB_AES128_GCM_ENC_UPDATE(m, &key_, &ctx, out,
-                                static_cast<const unsigned char*>(pieces[i].iov_base),
-                                pieces[i].iov_len);
-      out += pieces[i].iov_len;
-    }
-    IMB_AES128_GCM_ENC_FINALIZE(m, &key_, &ctx, tag, kTagBytes);
-    return true;
-  }
-  bool Open(const unsigned char* nonce, const unsigned char* aad, unsigned char* body, size_t n,
-            const unsigned char* tag) {
-    IMB_MGR* m = Manager();
-    gcm_context_data ctx;
-    unsigned char computed[kTagBytes];
-    IMB_AES128_GCM_INIT(m, &key_, &ctx, nonce, aad, kRecordHeader);
-    IMB_AES128_GCM_DEC_UPDATE(m, &key_, &ctx, body, body, n);
-    IMB_AES128_GCM_DEC_FINALIZE(m, &key_, &ctx, computed, kTagBytes);
-    return CRYPTO_memcmp(computed, tag, kTagBytes) == 0;
-  }
-
- private:
-  // The library's function table for this CPU, made once; its GCM functions
-  // keep no state of their own, so every thread shares it.
-  static IMB_MGR* Manager() {
-    static IMB_MGR* const manager = [] {
-      IMB_MGR* m = alloc_mb_mgr(0);
-      if (m == nullptr) return m;
-      init_mb_mgr_auto(m, nullptr);
-      if (imb_get_errno(m) != 0) {
-        free_mb_mgr(m);
-        return static_cast<IMB_MGR*>(nullptr);
-      }
-      return m;
-    }();
-    return manager;
-  }
-  alignas(64) gcm_key_data key_;
-};
-#else
-class GcmKey {
- public:
-  ~GcmKey() { EVP_CIPHER_CTX_free(ctx_); }
-  bool Init(const unsigned char* key, bool seal) {
-    ctx_ = EVP_CIPHER_CTX_new();
-    return ctx_ != nullptr &&
-           (seal ? EVP_EncryptInit_ex(ctx_, EVP_aes_128_gcm(), nullptr, key, nullptr)
-                 : EVP_DecryptInit_ex(ctx_, EVP_aes_128_gcm(), nullptr, key, nullptr)) == 1;
-  }
-  bool Seal(const unsigned char* nonce, const unsigned char* aad, const iovec* pieces, int count,
-            unsigned char* out, unsigned char* tag) {
-    int len = 0;
-    bool ok = EVP_EncryptInit_ex(ctx_, nullptr, nullptr, nullptr, nonce) == 1 &&
-              EVP_EncryptUpdate(ctx_, nullptr, &len, aad, kRecordHeader) == 1;
-    for (int i = 0; i < count && ok; ++i) {
-      ok = EVP_EncryptUpdate(ctx_, out, &len, static_cast<const unsigned char*>(pieces[i].iov_base),
-                             static_cast<int>(pieces[i].iov_len)) == 1;
-      out += len;
-    }
-    return ok && EVP_EncryptFinal_ex(ctx_, out, &len) == 1 &&
-           EVP_CIPHER_CTX_ctrl(ctx_, EVP_CTRL_GCM_GET_TAG, kTagBytes, tag) == 1;
-  }
-  bool Open(const unsigned char* nonce, const unsigned char* aad, unsigned char* body, size_t n,
-            const unsigned char* tag) {
-    int len = 0;
-    unsigned char expected[kTagBytes];
-    std::memcpy(expected, tag, kTagBytes);
-    return EVP_DecryptInit_ex(ctx_, nullptr, nullptr, nullptr, nonce) == 1 &&
-           EVP_DecryptUpdate(ctx_, nullptr, &len, aad, kRecordHeader) == 1 &&
-           EVP_DecryptUpdate(ctx_, body, &len, body, static_cast<int>(n)) == 1 &&
-           EVP_CIPHER_CTX_ctrl(ctx_, EVP_CTRL_GCM_SET_TAG, kTagBytes, expected) == 1 &&
-           EVP_DecryptFinal_ex(ctx_, body + len, &len) == 1;
-  }
-
- private:
-  EVP_CIPHER_CTX* ctx_ = nullptr;  // Owned; keyed once, a nonce a record.
-};
-#endif
-
-// The record keys of one connection (see the header): one direction seals,
-// the other opens.
-class SealedRecords {
- public:
-  // Keys exported from `ssl`'s finished TLS 1.3 handshake; `server`: this
-  // end is the TLS server (the sender of tensors).
-  static std::unique_ptr<SealedRecords> FromSession(SSL* ssl, bool server, std::string* error) {
-    unsigned char material[2 * (kKeyBytes + kIvBytes)];
-    if (SSL_export_keying_material(ssl, material, sizeof(material), kExporterLabel,
-                                   sizeof(kExporterLabel) - 1, nullptr, 0, 0) != 1) {
-      *error = OpenSslErrors("exporting the record keys failed");
-      return nullptr;
-    }
-    // [server-to-client key][client-to-server key][server IV][client IV]
-    const unsigned char* to_client = material;
-    const unsigned char* to_server = material + kKeyBytes;
-    const unsigned char* iv_to_client = material + 2 * kKeyBytes;
-    const unsigned char* iv_to_server = iv_to_client + kIvBytes;
-    std::unique_ptr<SealedRecords> records(new SealedRecords);
-    const bool ok = records->seal_.Init(server ? to_client : to_server, /*seal=*/true) &&
-                    records->open_.Init(server ? to_server : to_client, /*seal=*/false);
-    std::memcpy(records->seal_iv_, server ? iv_to_client : iv_to_server, kIvBytes);
-    std::memcpy(records->open_iv_, server ? iv_to_server : iv_to_client, kIvBytes);
-    OPENSSL_cleanse(material, sizeof(material));
-    if (!ok) {
-      *error = OpenSslErrors("setting up AES-128-GCM failed");
-      return nullptr;
-    }
-    return records;
-  }
-  ~SealedRecords() {
-    OPENSSL_cleanse(seal_iv_, sizeof(seal_iv_));
-    OPENSSL_cleanse(open_iv_, sizeof(open_iv_));
-  }
-  SealedRecords(const SealedRecords&) = delete;
-  SealedRecords& operator=(const SealedRecords&) = delete;
-
-  // Writes one record of `pieces[0..count)` (n bytes in all, 1..kMaxRecord)
-  // to `out` (room for kRecordHeader + n + kTagBytes). nullptr, or why not.
-  const char* Seal(const iovec* pieces, int count, size_t n, char* out) {
-    if (sealed_bytes_ + n > key_limit_bytes.load(std::memory_order_relaxed)) return kWornOut;
-    unsigned char nonce[kIvBytes];
-    Nonce(seal_iv_, seal_seq_++, nonce);
-    sealed_bytes_ += n;
-    unsigned char* header = reinterpret_cast<unsigned char*>(out);
-    PutLength(n, header);
-    return seal_.Seal(nonce, header, pieces, count, header + kRecordHeader,
-                      header + kRecordHeader + n)
-               ? nullptr
-               : "sealing a record failed";
-  }
-
-  // Decrypts the record `header` announced, `body` (n bytes, in place), and
-  // checks it against `tag`. nullptr, or why not (forged, damaged, replayed,
-  // out of order, or past the key limit); the connection is then unusable.
-  const char* Open(const unsigned char* header, char* body, size_t n, const unsigned char* tag) {
-    if (opened_bytes_ + n > key_limit_bytes.load(std::memory_order_relaxed)) return kWornOut;
-    unsigned char nonce[kIvBytes];
-    Nonce(open_iv_, open_seq_++, nonce);
-    opened_bytes_ += n;
-    return open_.Open(nonce, header, reinterpret_cast<unsigned char*>(body), n, tag)
-               ? nullptr
-               : "a sealed record failed to authenticate (damaged, forged, replayed or "
-                 "reordered)";
-  }
-
-  uint64_t most_bytes() const { return std::max(sealed_bytes_, opened_bytes_); }
-
-  static void PutLength(size_t n, unsigned char* header) {
-    for (size_t i = 0; i < kRecordHeader; ++i) {
-      header[i] = static_cast<unsigned char>(n >> (8 * (kRecordHeader - 1 - i)));
-    }
-  }
-  static size_t GetLength(const unsigned char* header) {
-    size_t n = 0;
-    for (size_t i = 0; i < kRecordHeader; ++i) n = (n << 8) | header[i];
-    return n;
-  }
-
- private:
-  SealedRecords() = default;
-  // TLS 1.3's per-record nonce: the IV xor the sequence number, big-endian,
-  // in its last 8 bytes.
-  static void Nonce(const unsigned char* iv, uint64_t seq, unsigned char* nonce) {
-    std::memcpy(nonce, iv, kIvBytes);
-    for (int i = 0; i < 8; ++i) nonce[kIvBytes - 1 - i] ^= static_cast<unsigned char>(seq >> (8 * i));
-  }
-
-  GcmKey seal_;
-  GcmKey open_;
-  unsigned char seal_iv_[kIvBytes] = {};
-  unsigned char open_iv_[kIvBytes] = {};
-  uint64_t seal_seq_ = 0;
-  uint64_t open_seq_ = 0;
-  uint64_t sealed_bytes_ = 0;
-  uint64_t opened_bytes_ = 0;
 };
 
 namespace {
@@ -631,15 +424,14 @@ bool DataConnection::StartSealing() {
   std::string why;
   sealed_ = SealedRecords::FromSession(ssl_, tls_->role() == DataPlaneTls::kServer, &why);
   if (sealed_ == nullptr) {
-    error_ = absl::StrCat("TLS handshake failed: ", why);
+    error_ = absl::StrCat("TLS handshake failed: ", why, ": ", OpenSslErrors("no reason given"));
     return false;
   }
   return true;
 }
 
 bool DataConnection::Worn() const {
-  return broken_ || (sealed_ != nullptr && sealed_->most_bytes() >
-                                               key_limit_bytes.load(std::memory_order_relaxed) / 2);
+  return broken_ || (sealed_ != nullptr && sealed_->most_bytes() > SealedRecords::key_limit() / 2);
 }
 
 bool DataConnection::Broken() {
@@ -649,7 +441,7 @@ bool DataConnection::Broken() {
 }
 
 void DataConnection::SetKeyLimitForTest(uint64_t bytes) {
-  key_limit_bytes.store(bytes, std::memory_order_relaxed);
+  SealedRecords::SetKeyLimitForTest(bytes);
 }
 
 DataConnection::Io DataConnection::Read(void* buf, size_t n, size_t* got) {

@@ -24,8 +24,9 @@
 // at each end besides the socket's copy, where TLS's 16 KiB records cost two
 // more copies at the receiver and one at the sender. A connection seals at
 // most 64 GiB each way (AES-GCM's usage limit, with a wide margin); the
-// receiver retires it from its pool at half that (Worn). Kernel TLS is not
-// used (this kernel offers no "tls" ULP; see SECURITY.md).
+// receiver retires it from its pool at half that (Worn). The cipher is
+// sealed_records.h. Kernel TLS is not used (this kernel offers no "tls" ULP;
+// see SECURITY.md).
 //
 //   ASSIGN_OR_RETURN(auto tls, DataPlaneTls::Create(security, DataPlaneTls::kClient));
 //   DataConnection conn(fd, tls.get());
