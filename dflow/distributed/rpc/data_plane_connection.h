@@ -173,8 +173,11 @@ class DataConnection {
   int TakeReceivedFd();
 
   // --- blocking use with a deadline (the receiver) -----------------------------------------
-  // The socket must be blocking; every wait ends at `deadline`
-  // (DeadlineExceeded).
+  // The socket must be blocking, and SetDeadline(deadline) called before the
+  // first Send/Recv of a call (it arms the socket's timeouts, two syscalls a
+  // call rather than a call's every frame); after that every wait ends at
+  // `deadline` (DeadlineExceeded), bytes arriving or leaving a few at a time
+  // included. Handshake arms its own.
   // The receiver's handshake, including the sender's ticket (see above).
   // Unavailable "TLS handshake failed: <OpenSSL's reason>" when refused.
   absl::Status Handshake(absl::Time deadline);
