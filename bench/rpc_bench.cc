@@ -465,10 +465,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", std::string(made.status().message()).c_str());
     return 1;
   }
-  dflow::SecurityOptions tls;
-  tls.tls_cert = made->cert;
-  tls.tls_key = made->key;
-  tls.tls_ca = made->ca_cert;
+  const dflow::SecurityOptions tls = made->security();
   int report[2];
   if (::pipe(report) != 0) dflow::Die("pipe");
   const pid_t child = ::fork();  // Before any gRPC state exists in this process.

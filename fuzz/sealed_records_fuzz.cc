@@ -21,6 +21,7 @@
 #include <string>
 
 #include "dflow/distributed/rpc/data_connection_pair_test_util.h"
+#include "dflow/distributed/rpc/throwaway_tls.h"
 #include "fuzz/fuzz_util.h"
 
 namespace dflow::fuzz {
@@ -144,8 +145,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   fuzz::InitCommon();
   absl::StatusOr<ThrowawayTls> tls = MakeThrowawayTls();
   if (!tls.ok()) std::abort();
-  auto server = DataPlaneTls::Create(SecurityFor(*tls), DataPlaneTls::kServer);
-  auto client = DataPlaneTls::Create(SecurityFor(*tls), DataPlaneTls::kClient);
+  auto server = DataPlaneTls::Create(tls->security(), DataPlaneTls::kServer);
+  auto client = DataPlaneTls::Create(tls->security(), DataPlaneTls::kClient);
   if (!server.ok() || !client.ok()) std::abort();
   fuzz::server_tls = *server;
   fuzz::client_tls = *client;

@@ -15,17 +15,8 @@
 #include "absl/status/status.h"
 #include "absl/time/clock.h"
 #include "dflow/distributed/rpc/data_plane_connection.h"
-#include "dflow/distributed/rpc/throwaway_tls.h"
 
 namespace dflow {
-
-inline SecurityOptions SecurityFor(const ThrowawayTls& tls) {
-  SecurityOptions security;
-  security.tls_cert = tls.cert;
-  security.tls_key = tls.key;
-  security.tls_ca = tls.ca_cert;
-  return security;
-}
 
 // A sender (TLS server, its handshake stepped as its event loop would) and a
 // receiver (TLS client, a blocking handshake on a thread of its own), both

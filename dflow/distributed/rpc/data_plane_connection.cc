@@ -779,28 +779,12 @@ absl::Status DataConnection::Recv(void* buf, size_t n, absl::Time deadline) {
     broken_ = !s.ok();
     return s;
   }
-  char* p = static_cast<char*>(buf);
-  while (n > 0) {
-    const ssize_t r = ::recv(fd_, p, n, MSG_WAITALL);  // A whole tensor in one call.
-    if (r > 0) {
-      p += r;
-      n -= static_cast<size_t>(r);
-      if (n > 0) RETURN_IF_ERROR(SetDeadline(deadline));  // Bytes dripping in: re-armed.
-    } else if (r == 0) {
-      return absl::UnavailableError("the tensor data plane connection was closed by the peer");
-    } else if (Retryable(errno)) {
-      if (auto s = SetDeadline(deadline); !s.ok()) return s;
-    } else {
-      error_ = std::strerror(errno);
-      return absl::UnavailableError(absl::StrCat("tensor data plane receive failed: ", error_));
-    }
-  }
-  return absl::OkStatus();
+  return RecvExactly(static_cast<char*>(buf), n, deadline);
 }
 
 absl::Status DataConnection::RecvExactly(char* p, size_t n, absl::Time deadline) {
   while (n > 0) {
-    const ssize_t r = ::recv(fd_, p, n, MSG_WAITALL);
+    const ssize_t r = ::recv(fd_, p, n, MSG_WAITALL);  // A whole tensor in one call.
     if (r > 0) {
       p += r;
       n -= static_cast<size_t>(r);
@@ -874,13 +858,10 @@ absl::Status DataConnection::SealedRecv(char* p, size_t n, absl::Time deadline) 
       closed_ = true;
       return absl::UnavailableError("the tensor data plane connection was closed by the peer");
     }
-    if (r < 0) {
-      if (!Retryable(errno)) {
-        error_ = std::strerror(errno);
-        return failed();
-      }
-      if (auto s = SetDeadline(deadline); !s.ok()) return s;
-    }
+    if (r < 0 && !Retryable(errno)) {
+      error_ = std::strerror(errno);
+      return failed();
+    }  // Woke by the timeout: the next turn re-arms, or says the deadline passed.
   }
   return absl::OkStatus();
 }

@@ -221,7 +221,8 @@ class DataConnection {
   // Receives into in_ what the socket has, with room for `need` raw bytes
   // (and, with `read_ahead`, up to 16 KiB more); recv's result.
   ssize_t FillIn(size_t need, bool read_ahead, int flags);
-  // Exactly `n` bytes from the socket (blocking, within the deadline).
+  // Exactly `n` bytes from the socket (blocking, within the deadline): a
+  // plaintext Recv, and a sealed record's body and tag.
   absl::Status RecvExactly(char* p, size_t n, absl::Time deadline);
   absl::Status SealedRecv(char* p, size_t n, absl::Time deadline);
   Io SealedRead(void* buf, size_t n, size_t* got);

@@ -37,7 +37,7 @@ std::string Pattern(size_t n, uint32_t seed) {
 
 std::shared_ptr<const DataPlaneTls> Context(const ThrowawayTls& tls, DataPlaneTls::Role role) {
   absl::StatusOr<std::shared_ptr<const DataPlaneTls>> made =
-      DataPlaneTls::Create(SecurityFor(tls), role);
+      DataPlaneTls::Create(tls.security(), role);
   EXPECT_TRUE(made.ok()) << made.status();
   return made.ok() ? *made : nullptr;
 }

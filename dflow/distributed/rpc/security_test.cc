@@ -242,11 +242,8 @@ TEST(GrpcServerAuthTest, WithoutATokenTheServerTakesEveryCaller) {
 }
 
 SecurityOptions Tls(const ThrowawayTls& tls, const std::string& token = "") {
-  SecurityOptions s;
+  SecurityOptions s = tls.security();
   s.auth_token = token;
-  s.tls_cert = tls.cert;
-  s.tls_key = tls.key;
-  s.tls_ca = tls.ca_cert;
   return s;
 }
 

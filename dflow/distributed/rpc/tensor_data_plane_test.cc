@@ -1505,14 +1505,6 @@ TEST(TensorDataPlaneLocalTest, LocalConnectionsCountAgainstTheCapsPerProcess) {
 
 // --- Mutual TLS on the data plane -----------------------------------------------------------
 
-SecurityOptions TlsOptions(const ThrowawayTls& tls) {
-  SecurityOptions s;
-  s.tls_cert = tls.cert;
-  s.tls_key = tls.key;
-  s.tls_ca = tls.ca_cert;
-  return s;
-}
-
 std::shared_ptr<const DataPlaneTls> TlsContext(const SecurityOptions& security,
                                                DataPlaneTls::Role role) {
   absl::StatusOr<std::shared_ptr<const DataPlaneTls>> made = DataPlaneTls::Create(security, role);
@@ -1523,7 +1515,7 @@ std::shared_ptr<const DataPlaneTls> TlsContext(const SecurityOptions& security,
 // A task whose data plane speaks TLS with `tls`'s certificate; its client too.
 struct TlsTask {
   explicit TlsTask(const ThrowawayTls& tls, DataPlaneServer::Options options = {})
-      : security(TlsOptions(tls)),
+      : security(tls.security()),
         t((options.tls = TlsContext(security, DataPlaneTls::kServer), options),
           TlsContext(security, DataPlaneTls::kClient)) {}
   SecurityOptions security;
@@ -1588,7 +1580,7 @@ TEST(TensorDataPlaneTlsTest, AConnectionWhoseKeysAreWornIsNotPooled) {
 TEST(TensorDataPlaneTlsTest, RecordsTheSocketCannotTakeStayQueuedUntilFlushed) {
   absl::StatusOr<ThrowawayTls> tls = MakeThrowawayTls();
   ASSERT_TRUE(tls.ok()) << tls.status();
-  const SecurityOptions security = TlsOptions(*tls);
+  const SecurityOptions security = tls->security();
   int pair[2];
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
   const int small = 32 << 10;
@@ -1688,10 +1680,10 @@ TEST(TensorDataPlaneTlsTest, ACertificateFromAnotherCaIsRefusedAndTheCallFallsBa
   DataPlaneTask& t = task.t;
   // Trusts the server's CA, but presents a certificate from another CA: the
   // server refuses it.
-  SecurityOptions foreign = TlsOptions(*other);
+  SecurityOptions foreign = other->security();
   foreign.tls_ca = tls->ca_cert;
   // Trusts only another CA: it refuses the server.
-  SecurityOptions stranger = TlsOptions(*other);
+  SecurityOptions stranger = other->security();
   int failures = 0;
   for (const SecurityOptions* security : {&foreign, &stranger}) {
     DataPlaneClient client(kPeer, true, "", TlsContext(*security, DataPlaneTls::kClient));

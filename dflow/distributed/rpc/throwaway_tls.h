@@ -6,7 +6,7 @@
 // nothing is written to disk unless WriteThrowawaySecurity is called.
 //
 //   ASSIGN_OR_RETURN(ThrowawayTls tls, MakeThrowawayTls());
-//   SecurityOptions security{.tls_cert = tls.cert, .tls_key = tls.key, .tls_ca = tls.ca_cert};
+//   SecurityOptions security = tls.security();
 #ifndef DFLOW_DISTRIBUTED_RPC_THROWAWAY_TLS_H_
 #define DFLOW_DISTRIBUTED_RPC_THROWAWAY_TLS_H_
 
@@ -21,6 +21,15 @@ struct ThrowawayTls {
   std::string ca_cert;  // PEM
   std::string cert;     // PEM, signed by the CA
   std::string key;      // PEM (PKCS#8), the certificate's private key
+
+  // The options a task given this material uses (no token).
+  SecurityOptions security() const {
+    SecurityOptions s;
+    s.tls_cert = cert;
+    s.tls_key = key;
+    s.tls_ca = ca_cert;
+    return s;
+  }
 };
 
 // Internal naming OpenSSL's failure when a step fails.
