@@ -278,6 +278,29 @@ TEST_F(SealedRecordsTest, BytesDrippingInDoNotStretchTheDeadline) {
   }
 }
 
+TEST_F(SealedRecordsTest, ASenderThatDiesInsideARecordFailsTheReceiveAtOnce) {
+  // Half of a record that would go straight into the caller's buffer, then
+  // the sender's process is gone (its socket closed): the receive ends with
+  // the close, long before its 10 s deadline, and the connection is done.
+  const size_t n = 100 << 10;
+  const std::string wire = pair_->Intercept(Pattern(n, 18), n + kRecordOverhead);
+  pair_->Inject(wire.substr(0, wire.size() / 2));
+  std::thread dying([&] {
+    absl::SleepFor(absl::Milliseconds(100));
+    pair_->sender.reset();
+  });
+  const absl::Time start = absl::Now();
+  std::string got(n, '\0');
+  ASSERT_TRUE(pair_->receiver->SetDeadline(Pair::Deadline()).ok());
+  const absl::Status s = pair_->receiver->Recv(got.data(), n, Pair::Deadline());
+  dying.join();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_THAT(s.message(), HasSubstr("closed by the peer"));
+  EXPECT_TRUE(pair_->receiver->closed());
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_TRUE(pair_->receiver->Worn());
+}
+
 TEST_F(SealedRecordsTest, RequestsCrossToTheSendersNonBlockingReads) {
   const std::string request = Pattern(70 << 10, 10);  // Over one read-ahead.
   ASSERT_TRUE(pair_->receiver->Send(request.data(), request.size(), Pair::Deadline()).ok());
