@@ -96,6 +96,8 @@ check "workers 0 sentence" grep -q -- "--workers must be >= 1, got 0" "$TMP/err"
 check "task -2 sentence" grep -q -- "--task must be >= 0, got -2" "$TMP/err"
 "$DFLOW" train --batch-size many >"$TMP/out" 2>"$TMP/err"
 check "batch-size not a number" grep -q -- "--batch-size must be an integer >= 1, got many" "$TMP/err"
+"$DFLOW" server --inter-op-threads -1 >"$TMP/out" 2>"$TMP/err"
+check "inter-op-threads -1 sentence" grep -q -- "--inter-op-threads must be >= 0, got -1" "$TMP/err"
 "$DFLOW" train --learning-rate 0 >"$TMP/out" 2>"$TMP/err"
 check "learning-rate 0 sentence" grep -q -- "--learning-rate must be > 0, got 0" "$TMP/err"
 

@@ -103,6 +103,10 @@ absl::Mutex intra_op_mu;
 int intra_op_threads ABSL_GUARDED_BY(intra_op_mu) = 0;
 ThreadPool* intra_op_pool ABSL_GUARDED_BY(intra_op_mu) = nullptr;
 
+absl::Mutex inter_op_mu;
+int inter_op_threads ABSL_GUARDED_BY(inter_op_mu) = 0;
+ThreadPool* inter_op_pool ABSL_GUARDED_BY(inter_op_mu) = nullptr;
+
 }  // namespace
 
 ThreadPool* IntraOpPool() {
@@ -124,10 +128,20 @@ ThreadPool* IntraOpPool() {
 }
 
 ThreadPool* InterOpPool() {
-  // Never destroyed: kernels may still run during static destruction.
-  static ThreadPool* pool = new ThreadPool(
-      "inter_op", std::max(2, static_cast<int>(std::thread::hardware_concurrency())));
-  return pool;
+  absl::MutexLock l(&inter_op_mu);
+  if (inter_op_pool == nullptr) {
+    // Never destroyed: kernels may still run during static destruction.
+    inter_op_pool = new ThreadPool(
+        "inter_op", inter_op_threads > 0
+                        ? inter_op_threads
+                        : std::max(2, static_cast<int>(std::thread::hardware_concurrency())));
+  }
+  return inter_op_pool;
+}
+
+void SetInterOpThreads(int num_threads) {
+  absl::MutexLock l(&inter_op_mu);
+  inter_op_threads = num_threads;  // Has no effect once the pool exists.
 }
 
 bool PoolSpinning() {

@@ -51,8 +51,10 @@ void SetIntraOpThreads(int num_threads);
 
 // The process-wide inter-op pool, where executors run kernels: shared by
 // every session and server of the process that does not ask for its own
-// (DESIGN §4), one thread per core (at least two).
+// (DESIGN §4), one thread per core (at least two) unless SetInterOpThreads()
+// sized it before first use (num_threads <= 0 keeps the default).
 ThreadPool* InterOpPool();
+void SetInterOpThreads(int num_threads);
 
 // Whether pool threads spin a while for new work before they sleep (Eigen's
 // pools; on unless the environment sets DFLOW_POOL_SPIN=0, read once by the

@@ -2,6 +2,7 @@
 #include "dflow/framework/thread_pool.h"
 
 #include <atomic>
+#include <cstdlib>
 #include <set>
 #include <thread>
 #include <vector>
@@ -163,6 +164,21 @@ TEST(ThreadPoolTest, IntraOpPoolIsASingleton) {
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p, IntraOpPool());
   EXPECT_GE(p->NumThreads(), 1);
+}
+
+// The inter-op pool is process-wide, so this runs in a process of its own.
+TEST(ThreadPoolDeathTest, SetInterOpThreadsSizesThePoolBeforeFirstUse) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        SetInterOpThreads(3);
+        ThreadPool* pool = InterOpPool();
+        SetInterOpThreads(5);  // Too late: the pool exists.
+        const bool sized = pool->NumThreads() == 3 && InterOpPool() == pool &&
+                           pool->NumThreads() == 3 && IntraOpPool() == pool;
+        std::exit(sized ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

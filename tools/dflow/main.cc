@@ -7,6 +7,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/synchronization/mutex.h"
 #include "dflow/framework/host_memory.h"
+#include "dflow/framework/thread_pool.h"
 #include "dflow/train/cluster_trainer.h"
 #include "dflow/train/step_trace.h"
 #include "dflow/train/train_mode.h"
@@ -57,6 +58,7 @@ struct Flags {
   dflow::TrainOptions train;
   dflow::cli::SecurityFlags train_security;
   std::string trace_steps;
+  int inter_op_threads = 0;  // 0: one per core.
   dflow::cli::DataConvertFlags convert;
   dflow::cli::ServerFlags server;
   dflow::cli::ClusterFlags cluster;
@@ -102,6 +104,14 @@ CLI::App* AddOpsCommand(CLI::App& app, Flags& f) {
   return ops_cmd;
 }
 
+// The process's kernel threads (TensorFlow's inter_op_parallelism_threads),
+// on the commands that run graphs in this process.
+void AddInterOpThreadsFlag(CLI::App* cmd, Flags& f) {
+  cmd->add_option("--inter-op-threads", f.inter_op_threads,
+                  "Threads that run kernels in this process (0: one per core)")
+      ->check(AtLeast(0))->capture_default_str();
+}
+
 // What to train and how: the model, data and optimizer.
 CLI::App* AddTrainCommand(CLI::App& app, Flags& f) {
   CLI::App* train_cmd = app.add_subcommand("train", "Train a model on Fashion-MNIST (or synthetic data)");
@@ -137,6 +147,7 @@ CLI::App* AddTrainCommand(CLI::App& app, Flags& f) {
           "fashion-mnist|synthetic|tfrecord:GLOB")
       ->capture_default_str();
   train_cmd->add_option("--metrics-out", f.train.metrics_out, "Write metrics JSON to this file");
+  AddInterOpThreadsFlag(train_cmd, f);
   return train_cmd;
 }
 
@@ -231,6 +242,7 @@ CLI::App* AddServerCommand(CLI::App& app, Flags& f) {
                          "limit); more is RESOURCE_EXHAUSTED before it is parsed")
       ->check(AtLeast(0))->capture_default_str();
   AddSecurityFlags(server_cmd, &f.server.security);
+  AddInterOpThreadsFlag(server_cmd, f);
   return server_cmd;
 }
 
@@ -276,6 +288,7 @@ int main(int argc, char** argv) {
   CLI::App* server_cmd = AddServerCommand(app, f);
   CLI::App* cluster_cmd = AddClusterCommand(app, f);
   CLI11_PARSE(app, argc, argv);
+  dflow::SetInterOpThreads(f.inter_op_threads);  // Before anything runs a kernel.
 
   absl::Status status;
   if (*run_cmd) {
