@@ -44,6 +44,8 @@
 
 namespace dflow {
 
+class DataConnection;
+
 class DataPlaneTls;
 
 // Sender side: serves RecvTensor of `worker` on its own TCP port, every
@@ -130,13 +132,18 @@ class DataPlaneServer {
 };
 
 // Receiver side, one per peer: the negotiation state and a pool of idle
-// connections. Thread-safe. Calls block a data-plane thread (a process-wide
-// cached pool), never the caller; at most kMaxInFlight calls per peer, more
-// go over gRPC.
+// connections. Thread-safe. Calls wait on a data-plane thread (a
+// process-wide cached pool), or for a RunGraph on the thread that waits for
+// it (LendWaitingThread), which never waits for anything else; at most
+// kMaxInFlight calls per peer, more go over gRPC.
 class DataPlaneClient {
  public:
   static constexpr int kMaxInFlight = 32;
   static constexpr int kMaxIdleConnections = 32;
+  // A RunGraph request up to this size goes out from the caller's thread on a
+  // pooled connection: far below any socket's send buffer, so the send never
+  // waits for the peer.
+  static constexpr size_t kInlineRequestBytes = 16 << 10;
 
   // `peer_name` names the peer in errors; `enabled` false: never used.
   // `auth_token` non-empty: every fresh connection starts with a hello
@@ -171,6 +178,9 @@ class DataPlaneClient {
 
   // RunGraph on the peer over the data plane (kRunGraphMagic), like
   // TryRecvTensorAsync: false when not ready or the request is over 1 MiB.
+  // A small request on a pooled connection is sent before this returns, and
+  // its answer is awaited by the caller's thread when that thread is waiting
+  // for the call (WaitForCall), else by a data-plane thread.
   bool TryRunGraphAsync(const CallOptions& opts, const tensorflow::RunGraphRequest* req,
                         tensorflow::RunGraphResponse* resp, StatusCallback done,
                         std::function<void()> fallback);
@@ -192,14 +202,16 @@ class DataPlaneClient {
   // while more is.
   static void Flush(const std::shared_ptr<State>& state);
   // Sends `calls` to host:port (a pooled connection, else a fresh one) and
-  // answers each, or runs every fallback when the peer took none.
+  // answers each, or runs every fallback when the peer took none. `sent`:
+  // a pooled connection on which the calls' whole frame already went out.
   struct Endpoint {
     std::string host;
     int port = 0;
     std::string local_name;  // "": TCP only.
   };
   static void Exchange(const std::shared_ptr<State>& state, const Endpoint& peer,
-                       std::vector<Pending>& calls);
+                       std::vector<Pending>& calls,
+                       std::unique_ptr<DataConnection> sent = nullptr);
   std::shared_ptr<State> state_;
 };
 

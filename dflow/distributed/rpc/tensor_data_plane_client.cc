@@ -24,6 +24,7 @@
 #include <thread>
 #include <utility>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -157,7 +158,7 @@ class CallThreads {
     static CallThreads* threads = new CallThreads;  // Never destroyed.
     return *threads;
   }
-  void Run(std::function<void()> fn) {
+  void Run(absl::AnyInvocable<void()> fn) {
     absl::MutexLock l(&mu_);
     queue_.push_back(std::move(fn));
     if (queue_.size() > static_cast<size_t>(idle_)) std::thread([this] { Loop(); }).detach();
@@ -170,11 +171,11 @@ class CallThreads {
       ++idle_;
       const bool got = mu_.AwaitWithTimeout(
           absl::Condition(
-              +[](std::deque<std::function<void()>>* q) { return !q->empty(); }, &queue_),
+              +[](std::deque<absl::AnyInvocable<void()>>* q) { return !q->empty(); }, &queue_),
           absl::Seconds(30));
       --idle_;
       if (!got) return;
-      std::function<void()> fn = std::move(queue_.front());
+      absl::AnyInvocable<void()> fn = std::move(queue_.front());
       queue_.pop_front();
       mu_.Unlock();
       fn();
@@ -184,7 +185,7 @@ class CallThreads {
   }
 
   absl::Mutex mu_;
-  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
+  std::deque<absl::AnyInvocable<void()>> queue_ ABSL_GUARDED_BY(mu_);
   int idle_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
@@ -382,6 +383,11 @@ struct DataPlaneClient::State {
   void Served() {
     absl::MutexLock l(&mu);
     backoff = kMinBackoff;
+  }
+  // `n` calls are no longer in flight.
+  void Left(int n) {
+    absl::MutexLock l(&mu);
+    in_flight -= n;
   }
 
   absl::Status Annotate(const absl::Status& s, const Pending& call) const {
@@ -584,6 +590,34 @@ bool DataPlaneClient::ready() const {
   return state_->enabled && state_->phase == State::kReady;
 }
 
+namespace {
+
+// The frame asking for `calls`: a plain request for one, a batch for more;
+// the deadline travels as the time left (the latest of the calls').
+std::string RequestFrame(const std::vector<DataPlaneClient::Pending>& calls, absl::Time deadline) {
+  RequestHeader rq{calls[0].run_graph != nullptr ? data_plane::kRunGraphMagic
+                   : calls.size() == 1            ? data_plane::kRequestMagic
+                                                  : data_plane::kBatchMagic,
+                   0,
+                   std::numeric_limits<uint64_t>::max()};
+  if (deadline != absl::InfiniteFuture()) {
+    const absl::Duration left = deadline - absl::Now();
+    rq.timeout_us = static_cast<uint64_t>(std::max<int64_t>(0, absl::ToInt64Microseconds(left)));
+  }
+  std::string body;
+  for (const DataPlaneClient::Pending& call : calls) {
+    if (calls.size() > 1) {
+      const uint32_t n = static_cast<uint32_t>(call.request.size());
+      body.append(reinterpret_cast<const char*>(&n), sizeof(n));
+    }
+    body += call.request;
+  }
+  rq.request_bytes = static_cast<uint32_t>(body.size());
+  return std::string(reinterpret_cast<const char*>(&rq), sizeof(rq)) + body;
+}
+
+}  // namespace
+
 bool DataPlaneClient::TryRecvTensorAsync(const CallOptions& opts,
                                          const tensorflow::RecvTensorRequest* req,
                                          RecvTensorResult* resp, StatusCallback done,
@@ -628,10 +662,26 @@ bool DataPlaneClient::TryRunGraphAsync(const CallOptions& opts,
   call.run_graph = resp;
   call.done = std::move(done);
   call.fallback = std::move(fallback);
-  CallThreads::Global().Run(
-      [state = state_, peer = std::move(peer), calls = std::move(calls)]() mutable {
-        Exchange(state, peer, calls);
-      });
+  // A small request goes out from this thread on a pooled connection, so the
+  // peer starts its step without waiting for another thread to wake. The
+  // answer is then awaited by this thread when it is about to wait for the
+  // call anyway (the answer wakes it directly), else by a call thread.
+  std::unique_ptr<DataConnection> sent;
+  if (call.request.size() <= kInlineRequestBytes) {
+    if (std::unique_ptr<DataConnection> conn = state_->TakeIdle(); conn != nullptr) {
+      const std::string frame = RequestFrame(calls, call.deadline);
+      (void)conn->SetDeadline(call.deadline);  // Passed: the send says so.
+      // A send that fails closes the connection: Exchange starts over.
+      if (conn->Send(frame.data(), frame.size(), call.deadline).ok()) sent = std::move(conn);
+    }
+  }
+  const bool lend = sent != nullptr;
+  absl::AnyInvocable<void()> exchange = [state = state_, peer = std::move(peer),
+                                         calls = std::move(calls),
+                                         sent = std::move(sent)]() mutable {
+    Exchange(state, peer, calls, std::move(sent));
+  };
+  if (!lend || !LendWaitingThread(exchange)) CallThreads::Global().Run(std::move(exchange));
   return true;
 }
 
@@ -662,34 +712,6 @@ void DataPlaneClient::Flush(const std::shared_ptr<State>& state) {
 
 namespace {
 
-// The frame asking for `calls`: a plain request for one, a batch for more;
-// the deadline travels as the time left (the latest of the calls').
-std::string RequestFrame(const std::vector<DataPlaneClient::Pending>& calls, absl::Time deadline) {
-  RequestHeader rq{calls[0].run_graph != nullptr ? data_plane::kRunGraphMagic
-                   : calls.size() == 1            ? data_plane::kRequestMagic
-                                                  : data_plane::kBatchMagic,
-                   0,
-                   std::numeric_limits<uint64_t>::max()};
-  if (deadline != absl::InfiniteFuture()) {
-    const absl::Duration left = deadline - absl::Now();
-    rq.timeout_us = static_cast<uint64_t>(std::max<int64_t>(0, absl::ToInt64Microseconds(left)));
-  }
-  std::string body;
-  for (const DataPlaneClient::Pending& call : calls) {
-    if (calls.size() > 1) {
-      const uint32_t n = static_cast<uint32_t>(call.request.size());
-      body.append(reinterpret_cast<const char*>(&n), sizeof(n));
-    }
-    body += call.request;
-  }
-  rq.request_bytes = static_cast<uint32_t>(body.size());
-  return std::string(reinterpret_cast<const char*>(&rq), sizeof(rq)) + body;
-}
-
-}  // namespace
-
-namespace {
-
 // Opens a fresh local connection: the hello (with a token) and the offer of a
 // shared region, whose descriptor rides on the first byte. False when they
 // could not be sent; a region that cannot be made is not offered.
@@ -708,7 +730,7 @@ bool OpenLocal(DataConnection& conn, const std::string& hello, absl::Time deadli
 }  // namespace
 
 void DataPlaneClient::Exchange(const std::shared_ptr<State>& state, const Endpoint& peer,
-                               std::vector<Pending>& calls) {
+                               std::vector<Pending>& calls, std::unique_ptr<DataConnection> sent) {
   absl::Time deadline = absl::InfinitePast();
   for (const Pending& call : calls) deadline = std::max(deadline, call.deadline);
   const std::string frame = RequestFrame(calls, deadline);
@@ -719,27 +741,24 @@ void DataPlaneClient::Exchange(const std::shared_ptr<State>& state, const Endpoi
     if (answered[i]) return;
     answered[i] = true;
     --left;
-    {
-      absl::MutexLock l(&state->mu);
-      --state->in_flight;
-    }
+    state->Left(1);
     calls[i].done(state->Annotate(s, calls[i]));
   };
   auto elsewhere = [&] {  // Nothing was served: every call goes over gRPC.
-    {
-      absl::MutexLock l(&state->mu);
-      state->in_flight -= static_cast<int>(calls.size());
-    }
+    state->Left(static_cast<int>(calls.size()));
     for (Pending& call : calls) call.fallback();
   };
-  // One attempt on `fd` (`fresh`: just connected, so it opens with the hello):
-  // false when the peer surely took none of the calls, so they may go elsewhere.
-  auto attempt = [&](std::unique_ptr<DataConnection> conn, bool fresh) -> bool {
+  // One attempt on `fd` (`fresh`: just connected, so it opens with the hello;
+  // `was_sent`: the frame already went out): false when the peer surely took
+  // none of the calls, so they may go elsewhere.
+  auto attempt = [&](std::unique_ptr<DataConnection> conn, bool fresh,
+                     bool was_sent = false) -> bool {
     absl::Status status;
     bool reusable = false, unserved = false;
     const std::string& bytes = fresh && !state->hello.empty() ? state->hello + frame : frame;
     if (calls.size() == 1) {
-      status = state->Call(*conn, deadline, bytes, 0, calls[0], &reusable, &unserved);
+      status = state->Call(*conn, deadline, bytes, was_sent ? bytes.size() : 0, calls[0],
+                           &reusable, &unserved);
       if (unserved && status.code() != absl::StatusCode::kDeadlineExceeded) return false;
       if (status.ok()) state->Served();
       if (reusable) state->GiveBack(std::move(conn));
@@ -754,6 +773,7 @@ void DataPlaneClient::Exchange(const std::shared_ptr<State>& state, const Endpoi
         "the tensor data plane batch ended without this call's answer") : status);
     return true;
   };
+  if (sent != nullptr && attempt(std::move(sent), false, /*was_sent=*/true)) return;
   if (auto conn = state->TakeIdle(); conn != nullptr && attempt(std::move(conn), false)) return;
   // No pooled connection, or a stale one: a fresh one, local when the peer
   // offers a local socket this process can reach (never under TLS: the

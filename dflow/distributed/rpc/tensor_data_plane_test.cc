@@ -710,6 +710,65 @@ TEST(TensorDataPlaneTest, GrpcRemoteWorkerRunsGraphsOverTheDataPlane) {
   EXPECT_THAT(std::string(st.message()), HasSubstr("graph handle 'no such graph' is not found"));
 }
 
+// Runs `run` through the client and returns the id of the thread its answer
+// came on; `waited`: from inside WaitForCall, as a synchronous caller does.
+std::thread::id RunGraphAnsweredOn(DataPlaneTask& t, const tensorflow::RunGraphRequest& run,
+                                   bool waited) {
+  tensorflow::RunGraphResponse ran;
+  std::thread::id answered_on;
+  auto start = [&](StatusCallback done) {
+    auto answer = [&answered_on, done](const absl::Status& s) {
+      answered_on = std::this_thread::get_id();
+      done(s);
+    };
+    if (!t.client.TryRunGraphAsync(Timeout(absl::Seconds(30)), &run, &ran, answer, [] {})) {
+      done(absl::InternalError("the data plane did not take the RunGraph"));
+    }
+  };
+  absl::Status st;
+  if (waited) {
+    st = WaitForCall(start);
+  } else {
+    absl::Notification n;
+    start([&](const absl::Status& s) {
+      st = s;
+      n.Notify();
+    });
+    EXPECT_TRUE(n.WaitForNotificationWithTimeout(absl::Seconds(60)));
+  }
+  EXPECT_TRUE(st.ok()) << st;
+  return answered_on;
+}
+
+// A RunGraph whose caller waits for it goes out from the caller's thread on a
+// pooled connection, and its answer comes on that thread: no call thread
+// wakes in between. A caller that does not wait leaves the answer to a call
+// thread, and the first RunGraph (no pooled connection yet) is a call
+// thread's too.
+TEST(TensorDataPlaneTest, ARunGraphIsAwaitedByTheThreadThatWaitsForIt) {
+  DataPlaneTask t;
+  const std::thread::id me = std::this_thread::get_id();
+  EXPECT_NE(RunGraphAnsweredOn(t, FeedRequest(t, 1, RandomBits(100, 1)), true), me);
+  for (int64_t step = 2; step <= 4; ++step) {
+    const Tensor fed = RandomBits(1000, static_cast<uint32_t>(step));
+    const bool waited = step != 3;
+    EXPECT_EQ(RunGraphAnsweredOn(t, FeedRequest(t, step, fed), waited) == me, waited) << step;
+    PendingRecv back(&t.client, t.Request(step), Timeout(absl::Seconds(30)));
+    ASSERT_TRUE(back.Wait());
+    ASSERT_TRUE(back.status.ok()) << back.status;
+    EXPECT_TRUE(SameBytes(back.result.tensor, fed));
+  }
+  // An error of the step still comes back as the worker gave it.
+  tensorflow::RunGraphRequest bad = FeedRequest(t, 5, RandomBits(10, 5));
+  bad.set_graph_handle("no such graph");
+  tensorflow::RunGraphResponse resp;
+  const absl::Status st = WaitForCall([&](StatusCallback done) {
+    ASSERT_TRUE(t.client.TryRunGraphAsync(Timeout(absl::Seconds(30)), &bad, &resp, done, [] {}));
+  });
+  EXPECT_THAT(std::string(st.message()), HasSubstr("graph handle 'no such graph' is not found"));
+  EXPECT_EQ(t.server.num_connections(), 1);  // One pooled connection carried them all.
+}
+
 TEST(TensorDataPlaneTest, ARunGraphFrameThatDoesNotParseGetsAStatusAndBigOnesStayOnGrpc) {
   DataPlaneTask t;
   data_plane::RequestHeader h{data_plane::kRunGraphMagic, 5, 1000000};
