@@ -12,6 +12,7 @@ TensorFlow's client, on `tf.distribute.Server`s and on `dflow server`s
   python3 bench/cluster_bench.py                 # 1 epoch of Fashion-MNIST per run
   python3 bench/cluster_bench.py --quick         # synthetic data (8192 examples)
   python3 bench/cluster_bench.py --no-torch --repeats 1
+  python3 bench/cluster_bench.py --workers 2 --rounds 5 --no-tf   # dflow and torch interleaved
   python3 bench/cluster_bench.py --data 'tfrecord:/tmp/fm/train-*'   # input read by the graph
 
 Model: MLP 784-256-256-10, Adam lr 0.001, batch 128 per worker (dflow's defaults).
@@ -19,7 +20,9 @@ Every run trains one epoch in all: between-async stops at 468 global steps of 12
 examples shared by the workers, between-sync at 60000 / (128 W) global steps of
 128 W examples. Each dflow configuration runs --repeats times, the configurations
 interleaved round-robin so that load drift hits them alike (the torch script runs
-its --torch-repeats back to back); the table shows the median and every run.
+its --torch-repeats back to back); the table shows the median and every run. With
+--rounds R, R rounds each run every dflow configuration once and then every torch
+one, so that the ratios between the systems see the same drift too.
 Every subprocess runs under a deadline (--timeout) in its own process group,
 which is killed past it.
 
@@ -73,6 +76,10 @@ def parse_args():
     p.add_argument("--timeout", type=float, default=180, help="seconds per subprocess")
     p.add_argument("--torch-python", default="/usr/bin/python3")
     p.add_argument("--torch-repeats", type=int, default=3, help="runs per torch configuration")
+    p.add_argument("--rounds", type=int, default=0,
+                   help="instead of --repeats and --torch-repeats: this many rounds, each one "
+                        "run of every dflow configuration and then of every torch one, so "
+                        "that both systems see the same drift of a shared machine")
     p.add_argument("--no-torch", action="store_true")
     p.add_argument("--tf-repeats", type=int, default=1,
                    help="runs per TensorFlow-client configuration (bench/tf_cluster_bench.py)")
@@ -273,8 +280,39 @@ def table(rows):
     return "\n".join(lines)
 
 
+def merge_rounds(rounds):
+    """One row per configuration from rows of one run each: the median run's row, with every
+    round's examples/s in "runs" and their median as the figure."""
+    by_config = {}
+    for rows in rounds:
+        for r in rows:
+            by_config.setdefault((r["system"], r["mode"], r["workers"]), []).append(r)
+    merged = []
+    for runs in by_config.values():
+        runs.sort(key=lambda r: r["examples_per_sec"])
+        row = dict(runs[len(runs) // 2])
+        row["runs"] = [round(r["examples_per_sec"], 1) for r in runs]
+        row["examples_per_sec"] = statistics.median(r["examples_per_sec"] for r in runs)
+        merged.append(row)
+    return merged
+
+
+def bench_interleaved(args, use_netns):
+    """--rounds: dflow's configurations, then torch's, one run each, round after round."""
+    once = argparse.Namespace(**{**vars(args), "repeats": 1, "torch_repeats": 1})
+    dflow_rounds, torch_rounds, torch_note = [], [], ""
+    for i in range(args.rounds):
+        print(f"round {i + 1}/{args.rounds}", flush=True)
+        dflow_rounds.append(bench_dflow(once, use_netns))
+        rows, torch_note = bench_torch(once)
+        torch_rounds.append(rows)
+    return merge_rounds(dflow_rounds), merge_rounds(torch_rounds), torch_note
+
+
 def main():
     args = parse_args()
+    if args.rounds > 0:  # Each row then has one run a round.
+        args.repeats = args.torch_repeats = args.rounds
     if not os.path.exists(args.dflow):
         sys.exit(f"no dflow binary at {args.dflow} (ninja -C build dflow)")
     use_netns = netns_works()
@@ -284,8 +322,11 @@ def main():
           f"{args.data or ('synthetic data' if args.quick else 'Fashion-MNIST')}, {args.epochs} epoch(s), "
           f"loopback bytes {'per run (own network namespace)' if use_netns else 'machine-wide'}",
           flush=True)
-    rows = bench_dflow(args, use_netns)
-    torch_rows, torch_note = bench_torch(args)
+    if args.rounds > 0:
+        rows, torch_rows, torch_note = bench_interleaved(args, use_netns)
+    else:
+        rows = bench_dflow(args, use_netns)
+        torch_rows, torch_note = bench_torch(args)
     rows += torch_rows
     tf_rows, tf_note = bench_tf(args)
     rows += tf_rows
