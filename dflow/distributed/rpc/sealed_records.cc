@@ -14,12 +14,12 @@
 
 namespace dflow {
 
+using sealed::kIvBytes;
 using sealed::kRecordHeader;
 using sealed::kTagBytes;
 
 namespace {
 
-constexpr size_t kIvBytes = 12;
 constexpr size_t kKeyBytes = 16;  // AES-128.
 constexpr char kExporterLabel[] = "EXPERIMENTAL dflow data plane records v2";
 // What one connection's keys may seal each way: 2^36 bytes = 2^32 AES blocks,
@@ -173,7 +173,7 @@ const char* SealedRecords::Seal(const iovec* pieces, int count, size_t n, char* 
   unsigned char* header = reinterpret_cast<unsigned char*>(out);
   PutLength(n, header);
   return seal_.key->Seal(nonce, header, pieces, count, header + kRecordHeader,
-                     header + kRecordHeader + n)
+                         header + kRecordHeader + n)
              ? nullptr
              : "sealing a record failed";
 }

@@ -25,6 +25,7 @@ namespace dflow {
 namespace sealed {
 inline constexpr size_t kRecordHeader = 4;  // The plaintext length, big-endian.
 inline constexpr size_t kTagBytes = 16;
+inline constexpr size_t kIvBytes = 12;  // A direction's IV, and each record's nonce.
 inline constexpr size_t kMaxRecord = 256 << 10;  // Plaintext bytes a record may hold.
 }  // namespace sealed
 
@@ -67,7 +68,7 @@ class SealedRecords {
     Direction();
     ~Direction();
     std::unique_ptr<GcmKey> key;
-    unsigned char iv[12] = {};
+    unsigned char iv[sealed::kIvBytes] = {};
     uint64_t seq = 0;
     uint64_t bytes = 0;
   };
