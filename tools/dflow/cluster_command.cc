@@ -225,6 +225,11 @@ absl::StatusOr<std::string> LocalClusterSpec(int num_ps, int num_workers) {
                       absl::StrJoin(workers, ","), "]}");
 }
 
+// Whether the cluster's tasks outnumber this machine's cores.
+bool Crowded(const ClusterFlags& flags) {
+  return flags.ps + flags.workers > static_cast<int>(std::thread::hardware_concurrency());
+}
+
 // More tasks than cores: each task runs its kernels on one thread, unless
 // the user's train flags say otherwise. A second pool thread in a task whose
 // core another task needs only hands kernels over between threads (1 ps + 2
@@ -234,7 +239,7 @@ std::vector<std::string> ThreadArgs(const ClusterFlags& flags) {
   for (const std::string& a : flags.train_args) {
     if (a.rfind("--inter-op-threads", 0) == 0) return {};
   }
-  if (flags.ps + flags.workers <= static_cast<int>(std::thread::hardware_concurrency())) return {};
+  if (!Crowded(flags)) return {};
   return {"--inter-op-threads", "1"};
 }
 
@@ -346,9 +351,7 @@ absl::Status ClusterCommand(const ClusterFlags& flags) {
   // More tasks than cores: a pool thread spinning for work in one task takes
   // the core another task needs (1 ps + 2 workers on 2 cores: ~10% more CPU a
   // step, PoolSpinning). An explicit DFLOW_POOL_SPIN stays as it is.
-  if (flags.ps + flags.workers > static_cast<int>(std::thread::hardware_concurrency())) {
-    setenv("DFLOW_POOL_SPIN", "0", /*overwrite=*/0);
-  }
+  if (Crowded(flags)) setenv("DFLOW_POOL_SPIN", "0", /*overwrite=*/0);
   std::vector<Child> children;
   absl::Status status = SpawnTasks(flags, mode, cluster, security, children);
   const bool started = status.ok();
