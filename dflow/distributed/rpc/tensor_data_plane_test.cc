@@ -763,7 +763,9 @@ TEST(TensorDataPlaneTest, ARunGraphIsAwaitedByTheThreadThatWaitsForIt) {
   bad.set_graph_handle("no such graph");
   tensorflow::RunGraphResponse resp;
   const absl::Status st = WaitForCall([&](StatusCallback done) {
-    ASSERT_TRUE(t.client.TryRunGraphAsync(Timeout(absl::Seconds(30)), &bad, &resp, done, [] {}));
+    if (!t.client.TryRunGraphAsync(Timeout(absl::Seconds(30)), &bad, &resp, done, [] {})) {
+      done(absl::InternalError("the data plane did not take the RunGraph"));
+    }
   });
   EXPECT_THAT(std::string(st.message()), HasSubstr("graph handle 'no such graph' is not found"));
   EXPECT_EQ(t.server.num_connections(), 1);  // One pooled connection carried them all.
