@@ -2,6 +2,7 @@
 // an in-process cluster, as SyncReplicasOptimizer uses them: the token queue
 // and the gradient accumulator live on the ps, each replica's session names
 // them by shared_name, and a waiting dequeue ends at its step's deadline.
+#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "dflow/distributed/master.h"
 #include "dflow/distributed/remote_session.h"
@@ -23,6 +25,22 @@ using worker_test::Task;
 
 constexpr char kPs[] = "/job:ps/replica:0/task:0";
 
+// A Worker that counts the CleanupGraph calls it is inside of.
+class CleanupCountingWorker : public Worker {
+ public:
+  CleanupCountingWorker(DeviceMgr* devices, WorkerOptions opts, std::atomic<int>* running)
+      : Worker(devices, std::move(opts)), running_(running) {}
+  void CleanupGraphAsync(const CallOptions& opts, const tensorflow::CleanupGraphRequest* req,
+                         tensorflow::CleanupGraphResponse* resp, StatusCallback done) override {
+    running_->fetch_add(1);
+    Worker::CleanupGraphAsync(opts, req, resp, std::move(done));
+    running_->fetch_sub(1);
+  }
+
+ private:
+  std::atomic<int>* const running_;
+};
+
 // /job:ps/task:0 and /job:worker/task:0..1, one CPU each, and a master.
 class Cluster {
  public:
@@ -31,8 +49,10 @@ class Cluster {
     opts.worker_for_task = [this](const std::string& task) { return Lookup(task); };
     for (const auto& [job, index] :
          std::vector<std::pair<std::string, int>>{{"ps", 0}, {"worker", 0}, {"worker", 1}}) {
-      tasks_[absl::StrCat("/job:", job, "/replica:0/task:", index)] =
-          std::make_unique<Task>(job, index, 1, opts);
+      auto task = std::make_unique<Task>(job, index, 1, opts);
+      task->worker =
+          std::make_unique<CleanupCountingWorker>(task->mgr.get(), opts, &cleanups_running_);
+      tasks_[absl::StrCat("/job:", job, "/replica:0/task:", index)] = std::move(task);
     }
     MasterEnv env;
     env.task_name = "/job:worker/replica:0/task:0";
@@ -44,12 +64,16 @@ class Cluster {
   std::unique_ptr<RemoteSession> NewSession() {
     return std::make_unique<RemoteSession>(master_, SessionOptions());
   }
+  Master& master() { return *master_; }
+  // How many CleanupGraph calls some worker is inside of now.
+  int cleanups_running() const { return cleanups_running_.load(); }
 
  private:
   WorkerInterface* Lookup(const std::string& task) {
     auto it = tasks_.find(task);
     return it == tasks_.end() ? nullptr : it->second->worker.get();
   }
+  std::atomic<int> cleanups_running_{0};
   std::map<std::string, std::unique_ptr<Task>> tasks_;
   std::shared_ptr<Master> master_;
 };
@@ -132,6 +156,42 @@ TEST(DataFlowClusterTest, TwoSessionsShareTheTokenQueueOnThePs) {
   absl::Status late = replica0->Run(opts, {}, {"token"}, {}, &out, nullptr);
   EXPECT_EQ(late.code(), absl::StatusCode::kDeadlineExceeded) << late;
   EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+}
+
+// Worker 0's part fails while the ps's waits in a dequeue. The master's
+// CleanupGraph to the ps ends the ps's part on the master's own thread, and
+// with it the step; the step is answered only once the master's last call for
+// it has returned, since its caller may then close the session and free the
+// workers (a race that once crashed this suite).
+TEST(DataFlowClusterTest, AFailedStepIsAnsweredAfterItsCleanupCalls) {
+  Cluster cluster;
+  auto session = cluster.NewSession();
+  tensorflow::GraphDef g = ReplicaGraph("/job:worker/replica:0/task:0");
+  tensorflow::NodeDef* no = Node(&g, "no", "Const", {}, "/job:worker/replica:0/task:0");
+  SetAttr(no, "dtype", DT_BOOL);
+  SetAttr(no, "value", Tensor::Scalar(false));
+  SetAttr(Node(&g, "check", "Assert", {"no", "no"}, "/job:worker/replica:0/task:0"), "T",
+          std::vector<DataType>{DT_BOOL});
+  ASSERT_TRUE(session->Create(g).ok());
+
+  tensorflow::RunStepRequest req;
+  req.set_session_handle(session->handle());
+  req.add_target("token");
+  req.add_target("check");
+  req.mutable_options()->set_timeout_in_ms(5000);
+  tensorflow::RunStepResponse resp;
+  absl::Notification answered;
+  absl::Status status;
+  int cleanups_at_answer = -1;
+  cluster.master().RunStepAsync({}, &req, &resp, [&](const absl::Status& s) {
+    cleanups_at_answer = cluster.cleanups_running();
+    status = s;
+    answered.Notify();
+  });
+  ASSERT_TRUE(answered.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_TRUE(absl::StrContains(status.message(), "assertion failed")) << status;
+  EXPECT_EQ(cleanups_at_answer, 0);
 }
 
 TEST(DataFlowClusterTest, ReplicasFeedOneAccumulatorOnThePs) {

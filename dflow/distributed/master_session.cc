@@ -519,9 +519,12 @@ void MasterSession::FanOut(const std::shared_ptr<Step>& step) {
   }
   CallOptions opts;
   opts.deadline = step->deadline;
-  // The first error aborts the other parts' steps.
+  // The first error aborts the other parts' steps. Whoever sends the abort
+  // holds its count on the step until the CleanupGraph calls are out: one of
+  // them may end the last part on this thread, and the finished step's caller
+  // may then close the session and free the workers the loop still calls.
   auto part_done = [this, step](const absl::Status& s) {
-    bool abort = false, last;
+    bool abort = false;
     {
       absl::MutexLock l(&step->mu);
       if (!s.ok() && !step->aborting) {
@@ -532,10 +535,9 @@ void MasterSession::FanOut(const std::shared_ptr<Step>& step) {
       } else if (!s.ok() && IsDerivedError(step->status) && !IsDerivedError(s)) {
         step->status = s;
       }
-      last = --step->pending == 0;
     }
     if (abort) CleanupStep(*step->plan, step->step_id);
-    if (last) FinishStep(step);
+    Release(step);
   };
   for (size_t i = 0; i < p.parts.size(); ++i) {
     WorkerInterface::TensorSends sends;
@@ -552,14 +554,23 @@ void MasterSession::FanOut(const std::shared_ptr<Step>& step) {
     p.parts[i].worker->RunGraphWithTensorsAsync(opts, &step->reqs[i], std::move(sends),
                                                 &step->resps[i], std::move(on_done));
   }
-  bool abort, last;
+  bool abort;
   {
     absl::MutexLock l(&step->mu);
     step->all_started = true;
-    abort = step->aborting;
+    // When every part is done already, FinishStep cleans the failed step up.
+    abort = step->aborting && step->pending > 1;
+  }
+  if (abort) CleanupStep(*step->plan, step->step_id);
+  Release(step);
+}
+
+void MasterSession::Release(const std::shared_ptr<Step>& step) {
+  bool last;
+  {
+    absl::MutexLock l(&step->mu);
     last = --step->pending == 0;
   }
-  if (abort && !last) CleanupStep(*step->plan, step->step_id);
   if (last) FinishStep(step);
 }
 

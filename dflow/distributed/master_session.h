@@ -126,6 +126,9 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
                                                       const std::vector<std::string>& targets);
   // Partitions `placed` by task (and frees it) and registers the parts.
   absl::Status RegisterPartitions(std::unique_ptr<Graph> placed, absl::Time deadline, Plan* plan);
+  // Gives up one count on the step (a part's, or FanOut's while it starts
+  // them); the last one finishes it.
+  void Release(const std::shared_ptr<Step>& step);
   void FinishStep(const std::shared_ptr<Step>& step);
   // Sends CleanupGraph for `step_id` to every part, without waiting.
   static void CleanupStep(const Plan& plan, int64_t step_id);
