@@ -453,24 +453,27 @@ void MasterSession::RunAsync(absl::Time deadline, const Feeds& feeds,
   absl::Status built = BuildRequests(feeds, *sig, step.get());
   if (!built.ok()) return fail(built);
   step->done = std::move(done);
-  {
-    absl::MutexLock l(&mu_);
-    if (closed_) {
-      std::vector<tensorflow::TensorProto*> none;
-      step->done(Closed(), none);
-      return;
-    }
-    in_flight_[step->step_id] = step;
-    // Finished steps' cleanups ride on this step's RunGraph calls.
-    const Plan& p = *step->plan;
-    for (size_t i = 0; i < p.parts.size(); ++i) {
-      auto it = deferred_cleanups_.find(p.parts[i].task);
-      if (it == deferred_cleanups_.end()) continue;
-      for (int64_t over : it->second) step->reqs[i].add_dflow_cleanup_step_id(over);
-      deferred_cleanups_.erase(it);
-    }
+  if (!Admit(step)) {
+    std::vector<tensorflow::TensorProto*> none;
+    step->done(Closed(), none);  // Not under mu_: `done` may call this session again.
+    return;
   }
   FanOut(step);
+}
+
+bool MasterSession::Admit(const std::shared_ptr<Step>& step) {
+  absl::MutexLock l(&mu_);
+  if (closed_) return false;
+  in_flight_[step->step_id] = step;
+  // Finished steps' cleanups ride on this step's RunGraph calls.
+  const Plan& p = *step->plan;
+  for (size_t i = 0; i < p.parts.size(); ++i) {
+    auto it = deferred_cleanups_.find(p.parts[i].task);
+    if (it == deferred_cleanups_.end()) continue;
+    for (int64_t over : it->second) step->reqs[i].add_dflow_cleanup_step_id(over);
+    deferred_cleanups_.erase(it);
+  }
+  return true;
 }
 
 absl::Status MasterSession::BuildRequests(const Feeds& feeds, const Signature& sig, Step* step) {

@@ -101,6 +101,9 @@ class MasterSession : public std::enable_shared_from_this<MasterSession> {
                                                 const std::vector<std::string>& fetches);
   // The step's RunGraph requests, its fed values and its fetch order.
   absl::Status BuildRequests(const Feeds& feeds, const Signature& sig, Step* step);
+  // Records the step as in flight, with the deferred cleanups its RunGraph
+  // calls carry; false when the session is closed.
+  bool Admit(const std::shared_ptr<Step>& step);
   // Runs every part; the first error aborts the others.
   void FanOut(const std::shared_ptr<Step>& step);
   // Traced steps: the parts' device stats and one row of RunGraph calls.
