@@ -1,6 +1,7 @@
 #include "dflow/distributed/worker.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <thread>
 #include <utility>
@@ -42,6 +43,7 @@ struct Worker::RunState {
   StatusCallback done;
   std::shared_ptr<const GraphItem> graph;
   std::shared_ptr<StepRendezvous> rendez;
+  std::shared_ptr<Running> running;  // The worker's, until this RunGraph has ended.
   DeadlineTimer::Id timer = DeadlineTimer::kNone;
   // One per executor when the request asks for step stats; else empty.
   std::vector<std::unique_ptr<StepStatsCollector>> stats;
@@ -103,6 +105,18 @@ Worker::~Worker() {
   for (auto& [id, step] : steps) {
     step.rendez->StartAbort(absl::CancelledError("[Worker] the worker is shutting down"));
   }
+  // An aborted step ends once the kernels already running return, on
+  // threads (a shared pool's) that then call this worker: wait for them, as
+  // long as a kernel may reasonably take.
+  constexpr absl::Duration kShutdownGrace = absl::Seconds(30);
+  auto none_left = std::make_shared<absl::Notification>();
+  running_->none_left = none_left;
+  running_.reset();
+  if (!none_left->WaitForNotificationWithTimeout(kShutdownGrace)) {
+    std::fprintf(stderr, "[Worker] %s: a step still runs %s after shutdown began; leaving it\n",
+                 task_name_.c_str(), absl::FormatDuration(kShutdownGrace).c_str());
+  }
+  timer_.reset();  // Before the state its callbacks use (RecvEnded) goes.
 }
 
 int Worker::NumLiveSteps() const {
@@ -432,6 +446,7 @@ void Worker::RunGraphWithTensorsAsync(const CallOptions& opts,
   run->done = std::move(done);
   run->graph = *std::move(graph);
   run->rendez = std::move(rendez);
+  run->running = running_;
   const int n = static_cast<int>(run->graph->executors.size());
   if (n == 0) {
     FinishRun(run);

@@ -32,6 +32,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "dflow/distributed/worker_interface.h"
 #include "dflow/framework/thread_pool.h"
 #include "dflow/runtime/device_mgr.h"
@@ -169,6 +170,14 @@ class Worker : public WorkerInterface {
   void StartExecutors(const std::shared_ptr<RunState>& run, absl::Time deadline);
   void FinishRun(const std::shared_ptr<RunState>& run);
 
+  // Held by every RunGraph in flight; the last holder tells ~Worker.
+  struct Running {
+    std::shared_ptr<absl::Notification> none_left;
+    ~Running() {
+      if (none_left != nullptr) none_left->Notify();
+    }
+  };
+
   DeviceMgr* const devices_;
   const WorkerOptions options_;
   std::string task_name_;
@@ -177,6 +186,7 @@ class Worker : public WorkerInterface {
   std::unique_ptr<DeadlineTimer> timer_;
   std::atomic<int64_t> next_graph_id_{1};
   std::atomic<int> waiting_recvs_{0};  // Bounded by options_.max_waiting_recvs.
+  std::shared_ptr<Running> running_ = std::make_shared<Running>();
 
   mutable absl::Mutex mu_;
   std::shared_ptr<Session> default_session_;

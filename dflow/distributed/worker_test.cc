@@ -8,6 +8,8 @@
 #include "dflow/distributed/deadline_timer.h"
 #include "dflow/distributed/worker_test_util.h"
 #include "dflow/framework/attr_util.h"
+#include "dflow/framework/kernel.h"
+#include "dflow/framework/op_def.h"
 #include "dflow/framework/rendezvous.h"
 #include "dflow/framework/status.h"
 #include "gmock/gmock.h"
@@ -39,6 +41,22 @@ struct FeedFetchGraph {
   Builder b;
   std::string feed_key, fetch_key;
 };
+
+// WorkerTestSleep outputs 1.0 after 300 ms; a root and expensive, so the
+// executor starts it on the pool. It tells `g_sleep_started` when it begins.
+absl::Notification* g_sleep_started = nullptr;
+REGISTER_OP("WorkerTestSleep").Output("y: float");
+class SleepOp : public OpKernel {
+ public:
+  explicit SleepOp(OpKernelConstruction* c) : OpKernel(c) {}
+  absl::Status Compute(OpKernelContext* ctx) override {
+    g_sleep_started->Notify();
+    absl::SleepFor(absl::Milliseconds(300));
+    ctx->set_output(0, Tensor::Scalar(1.0f));
+    return absl::OkStatus();
+  }
+};
+REGISTER_KERNEL(KernelDefBuilder("WorkerTestSleep").Device(kDeviceCPU), SleepOp);
 
 TEST(WorkerTest, GetStatusListsDevices) {
   Task t("worker", 1, 2);
@@ -763,6 +781,41 @@ TEST(WorkerTest, CleanupAllClearsContainers) {
   req.add_container("other");
   ASSERT_TRUE(t.worker->CleanupAll(req, &resp).ok());
   EXPECT_FALSE(rm1->Lookup<TestResource>("other", "v").ok());
+}
+
+// A server shutting down destroys its worker while a kernel of a step still
+// runs on the (shared) pool: the worker aborts the step and waits for it to
+// end, so the step's caller is answered before the worker is gone and the
+// kernel's completion finds the worker still there.
+TEST(WorkerTest, DestroyingAWorkerEndsItsRunningStepsFirst) {
+  absl::Notification started;
+  g_sleep_started = &started;
+  ThreadPool pool("shared", 2);  // Outlives the worker, as InterOpPool() does.
+  WorkerOptions opts;
+  opts.inter_op_pool = &pool;
+  auto t = std::make_unique<Task>("worker", 0, 1, opts);
+  Builder b;
+  const std::string cpu = t->Cpu(0);
+  b.Node("slow", "WorkerTestSleep", {}, cpu);
+  absl::StatusOr<std::string> handle = Register(t->worker.get(), b.def());
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  tensorflow::RunGraphRequest req;
+  req.set_graph_handle(*handle);
+  req.set_step_id(5);
+  tensorflow::RunGraphResponse resp;
+  absl::Notification answered;
+  absl::Status status;
+  t->worker->RunGraphAsync(CallOptions::WithTimeout(absl::Seconds(30)), &req, &resp,
+                           [&](const absl::Status& s) {
+                             status = s;
+                             answered.Notify();
+                           });
+  ASSERT_TRUE(started.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  t->worker.reset();
+  EXPECT_TRUE(answered.HasBeenNotified());
+  answered.WaitForNotificationWithTimeout(absl::Seconds(10));  // Not to leave it dangling.
+  // The kernel had nothing left to cancel: the step may still have succeeded.
+  EXPECT_TRUE(status.ok() || status.code() == absl::StatusCode::kCancelled) << status;
 }
 
 TEST(DeadlineTimerTest, RunsInOrderAndCancels) {
