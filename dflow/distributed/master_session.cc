@@ -528,14 +528,14 @@ void MasterSession::FanOut(const std::shared_ptr<Step>& step) {
   // may then close the session and free the workers the loop still calls.
   auto part_done = [this, step](const absl::Status& s) {
     bool abort = false;
-    {
+    if (!s.ok()) {
       absl::MutexLock l(&step->mu);
-      if (!s.ok() && !step->aborting) {
+      if (!step->aborting) {
         // Errors after the first one are usually its consequences.
         step->status = s;
         step->aborting = true;
         abort = step->all_started;
-      } else if (!s.ok() && IsDerivedError(step->status) && !IsDerivedError(s)) {
+      } else if (IsDerivedError(step->status) && !IsDerivedError(s)) {
         step->status = s;
       }
     }
