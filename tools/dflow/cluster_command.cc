@@ -230,12 +230,13 @@ bool Crowded(const ClusterFlags& flags) {
   return flags.ps + flags.workers > static_cast<int>(std::thread::hardware_concurrency());
 }
 
-// More tasks than cores: each task runs its kernels on one thread, unless
-// the user's train flags say otherwise. A second pool thread in a task whose
-// core another task needs only hands kernels over between threads (1 ps + 2
-// workers on 2 cores: ~7 pool wake-ups a step; docs/performance.md,
-// session 26).
-std::vector<std::string> ThreadArgs(const ClusterFlags& flags) {
+// More tasks than cores: each worker runs its kernels on one thread, unless
+// the user's train flags say otherwise. A second pool thread in a worker
+// whose core another task needs only hands kernels over between threads (1 ps
+// + 2 workers on 2 cores: ~7 pool wake-ups a step; docs/performance.md,
+// session 26). A ps keeps a thread per core: it serves every worker, and with
+// one thread their updates queue behind each other (W=2 async +4%, session 27).
+std::vector<std::string> WorkerThreadArgs(const ClusterFlags& flags) {
   for (const std::string& a : flags.train_args) {
     if (a.rfind("--inter-op-threads", 0) == 0) return {};
   }
@@ -252,7 +253,7 @@ absl::Status SpawnTasks(const ClusterFlags& flags, TrainMode mode, const std::st
   // started tasks are in `children` (StopAll signals each one's pid).
   children.reserve(flags.ps + flags.workers);
   const std::vector<std::string> security_args = SecurityArgs(security);
-  const std::vector<std::string> thread_args = ThreadArgs(flags);
+  const std::vector<std::string> worker_thread_args = WorkerThreadArgs(flags);
   for (int i = 0; i < flags.ps + flags.workers; ++i) {
     Child& c = children.emplace_back();
     const bool worker = i >= flags.ps;
@@ -265,7 +266,7 @@ absl::Status SpawnTasks(const ClusterFlags& flags, TrainMode mode, const std::st
               "--task",    std::to_string(task),
               "--mode",    flags.mode};
     c.args.insert(c.args.end(), security_args.begin(), security_args.end());
-    c.args.insert(c.args.end(), thread_args.begin(), thread_args.end());
+    if (worker) c.args.insert(c.args.end(), worker_thread_args.begin(), worker_thread_args.end());
     c.args.insert(c.args.end(), flags.train_args.begin(), flags.train_args.end());
     if (absl::Status s = Spawn(c.args, &c); !s.ok()) {
       children.pop_back();
