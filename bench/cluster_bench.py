@@ -339,7 +339,8 @@ def main():
     torch_single = next((r["examples_per_sec"] for r in rows
                          if r["system"] == "torch" and r["mode"] == "single"), None)
     print(f"dflow: {args.repeats} run(s) per row (a pool of one thread per core in each process, "
-          f"one thread where `dflow cluster` has more tasks than cores); {torch_note}"
+          f"one thread in each worker where `dflow cluster` has more tasks than cores); "
+          f"{torch_note}"
           + (f", {args.torch_repeats} run(s) per row, max(1, 2 // W) threads per training "
              f"process" if torch_rows else ""))
     print(tf_note)
