@@ -186,7 +186,11 @@ TensorBuffer::TensorBuffer(Allocator* allocator, size_t bytes, bool* ok)
   *ok = data_ != nullptr;
 }
 
+TensorBuffer::TensorBuffer(void* data, size_t bytes, std::shared_ptr<const void> owner)
+    : owner_(std::move(owner)), dtype_(DT_INVALID), num_elements_(0), bytes_(bytes), data_(data) {}
+
 TensorBuffer::~TensorBuffer() {
+  if (owner_ != nullptr) return;  // The owner's reference goes with this buffer.
   if (allocator_ != nullptr) {
     if (data_ != nullptr) allocator_->Deallocate(data_, AllocationBytes(bytes_));
     return;
@@ -229,6 +233,15 @@ absl::StatusOr<Tensor> Tensor::Allocate(Allocator* allocator, DataType dtype,
         "out of memory on ", allocator->Name(), " allocating ", DataTypeString(dtype),
         shape.DebugString(), " (", t.TotalBytes(), " bytes)"));
   }
+  return t;
+}
+
+Tensor Tensor::Borrow(DataType dtype, const TensorShape& shape, void* data,
+                      std::shared_ptr<const void> owner) {
+  Tensor t;
+  t.dtype_ = BaseType(dtype);
+  t.shape_ = shape;
+  t.buf_ = std::make_shared<TensorBuffer>(data, t.TotalBytes(), std::move(owner));
   return t;
 }
 

@@ -38,6 +38,9 @@ class TensorBuffer {
   // Takes `bytes` from `allocator`, uninitialised; *ok is false when it has
   // none left. REQUIRES: a fixed-size dtype.
   TensorBuffer(Allocator* allocator, size_t bytes, bool* ok);
+  // Borrows `bytes` at `data`, which `owner` keeps alive; nothing is freed
+  // here but the reference to `owner`. REQUIRES: a fixed-size dtype.
+  TensorBuffer(void* data, size_t bytes, std::shared_ptr<const void> owner);
   ~TensorBuffer();
   TensorBuffer(const TensorBuffer&) = delete;
   TensorBuffer& operator=(const TensorBuffer&) = delete;
@@ -46,9 +49,11 @@ class TensorBuffer {
   size_t size() const { return bytes_; }
   // Null for ordinary host memory.
   Allocator* allocator() const { return allocator_; }
+  bool borrowed() const { return owner_ != nullptr; }
 
  private:
   Allocator* allocator_ = nullptr;
+  std::shared_ptr<const void> owner_;  // Set: borrowed memory.
   DataType dtype_;
   int64_t num_elements_;
   size_t bytes_;
@@ -71,6 +76,15 @@ class Tensor {
   // when it has none left. REQUIRES: a fixed-size dtype.
   static absl::StatusOr<Tensor> Allocate(Allocator* allocator, DataType dtype,
                                          const TensorShape& shape);
+  // A tensor over host memory this process did not allocate for it (a peer's
+  // shared region), no copy: `owner` keeps `data` mapped until the last
+  // tensor sharing the buffer goes. REQUIRES: a fixed-size dtype, `data`
+  // aligned to kTensorAlignment and holding shape.num_elements() elements.
+  static Tensor Borrow(DataType dtype, const TensorShape& shape, void* data,
+                       std::shared_ptr<const void> owner);
+  // Whether the buffer is borrowed (Borrow): whoever keeps the tensor for
+  // long (a variable) keeps a copy instead, so that the owner can be reused.
+  bool IsBorrowed() const { return buf_ != nullptr && buf_->borrowed(); }
 
   // Scalars and vectors from values: Tensor::Scalar(3.0f), Tensor::Vec<int32_t>({1,2}).
   template <typename T>

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,30 @@ TEST(TensorTest, RoundTripsEverySupportedDtype) {
   ExpectRoundTrips<ResourceHandle>({Handle("v0"), Handle("v1")}, TensorShape({2}));
   ExpectRoundTrips<float>({4.f}, TensorShape());  // Scalar.
   ExpectRoundTrips<int32_t>({}, TensorShape({0, 3}));  // Empty.
+}
+
+TEST(TensorTest, ABorrowedBufferKeepsItsOwnerUntilTheLastTensorGoes) {
+  struct alignas(kTensorAlignment) Block {
+    float v[6] = {1, 2, 3, 4, 5, 6};
+  };
+  auto owner = std::make_shared<Block>();
+  const std::weak_ptr<Block> watch = owner;
+  Tensor t = Tensor::Borrow(DT_FLOAT, TensorShape({2, 3}), owner->v, owner);
+  owner.reset();
+  EXPECT_TRUE(t.IsBorrowed());
+  EXPECT_EQ(t.raw_data(), watch.lock()->v);  // No copy.
+  absl::StatusOr<Tensor> reshaped = t.Reshaped(TensorShape({6}));
+  ASSERT_TRUE(reshaped.ok());
+  EXPECT_TRUE(reshaped->IsBorrowed());
+  EXPECT_EQ(reshaped->flat<float>()[5], 6);
+  const Tensor copy = t.DeepCopy();
+  EXPECT_FALSE(copy.IsBorrowed());
+  t = Tensor();
+  EXPECT_FALSE(watch.expired());  // `reshaped` still shares the buffer.
+  reshaped = Tensor();
+  EXPECT_TRUE(watch.expired());
+  EXPECT_EQ(copy.flat<float>()[4], 5);
+  EXPECT_FALSE(Tensor::Vec<float>({1}).IsBorrowed());
 }
 
 // Bytes written by TensorFlow 2.x's tf.make_tensor_proto(...).SerializeToString().

@@ -26,7 +26,8 @@ std::string Var::DebugString() const {
 }
 
 void Var::SetValue(Tensor value) {
-  tensor_ = std::move(value);
+  // A variable keeps its value for long: not in a peer's shared region.
+  tensor_ = value.IsBorrowed() ? value.DeepCopy() : std::move(value);
   initialized_ = true;
 }
 

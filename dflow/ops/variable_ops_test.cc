@@ -2,6 +2,7 @@
 #include "dflow/ops/variable_ops.h"
 
 #include <atomic>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -238,6 +239,19 @@ TEST_F(VariableOpsTest, MutableTensorCopiesOnlyWhenShared) {
   var.MutableTensor()->flat<float>()[0] = 2;
   EXPECT_NE(var.tensor().raw_data(), snapshot.raw_data());
   EXPECT_EQ(snapshot.flat<float>()[0], 1);
+}
+
+TEST_F(VariableOpsTest, AValueBorrowingAPeersMemoryIsCopied) {
+  struct alignas(kTensorAlignment) Block {
+    float v[2] = {3, 4};
+  };
+  auto owner = std::make_shared<Block>();
+  Var var(DT_FLOAT);
+  absl::MutexLock l(var.mu());
+  var.SetValue(Tensor::Borrow(DT_FLOAT, TensorShape({2}), owner->v, owner));
+  EXPECT_FALSE(var.tensor().IsBorrowed());
+  EXPECT_EQ(owner.use_count(), 1);  // The variable does not hold the peer's memory.
+  ExpectTensorEq<float>(var.tensor(), {3, 4}, TensorShape({2}));
 }
 
 TEST_F(VariableOpsTest, ConcurrentAssignAddGivesExactSum) {

@@ -321,7 +321,7 @@ absl::StatusOr<std::unique_ptr<SharedRegion>> SharedRegion::Create(size_t bytes)
   void* p = MAP_FAILED;
   if (::ftruncate(fd, static_cast<off_t>(bytes)) == 0 &&
       ::fcntl(fd, F_ADD_SEALS, kRegionSeals) == 0) {
-    p = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
+    p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   }
   if (p == MAP_FAILED) {
     const int e = errno;

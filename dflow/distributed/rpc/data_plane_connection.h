@@ -84,21 +84,25 @@ class DataPlaneTls {
 };
 
 // Memory shared by the two ends of a local (AF_UNIX) data-plane connection,
-// so that a tensor crosses as two memcpys instead of a socket's copies and
+// so that a tensor crosses as one memcpy instead of a socket's copies and
 // wake-ups. The receiver makes it (a memfd sealed against shrinking, which
 // the sender could otherwise use to make the receiver fault, and vice
-// versa) and passes its descriptor once, with the connection's first bytes;
-// the sender writes each answered tensor of a request at increasing
-// offsets, from 0 again at the next request (the receiver has copied out
-// everything before it sends one), and sends the offset in place of the
-// bytes (tensor_data_plane.h, kTensorShared).
+// versa) and passes its descriptor with a kSharedMagic frame; the sender
+// writes each answered tensor of a request at increasing offsets, from 0
+// again at the next request, and sends the offset in place of the bytes
+// (tensor_data_plane.h, kTensorShared). The receiver's floating-point
+// tensors borrow the bytes where they lie (no copy out), so a connection
+// has two regions (slots) and, before each request, the receiver selects
+// one that no tensor borrows any longer, or none (the answers then come
+// inline) when both are still borrowed.
 class SharedRegion {
  public:
   static constexpr size_t kMinBytes = 1 << 20;
   static constexpr size_t kMaxBytes = 64 << 20;
 
   // The receiver's region of `bytes` (within [kMinBytes, kMaxBytes]),
-  // mapped read-only; fd() is for the peer.
+  // mapped read-write (kernels may write a borrowing tensor in place); fd()
+  // is for the peer.
   static absl::StatusOr<std::unique_ptr<SharedRegion>> Create(size_t bytes);
   // The sender's mapping (read-write) of a descriptor a peer passed; takes
   // `fd` (closed here). InvalidArgument unless it is sealed against
@@ -193,9 +197,24 @@ class DataConnection {
   // Whether the last failure was the peer closing (or resetting) the socket.
   bool closed() const { return closed_; }
 
-  // The region shared with the peer over this connection, or nullptr.
-  SharedRegion* shared() const { return shared_.get(); }
-  void set_shared(std::unique_ptr<SharedRegion> region) { shared_ = std::move(region); }
+  // The regions shared with the peer over this connection (SharedRegion):
+  // kSharedSlots slots, one selected (or none: kSharedSlots). shared() is the
+  // selected region, or nullptr.
+  static constexpr int kSharedSlots = 2;
+  SharedRegion* shared() const { return shared_region().get(); }
+  const std::shared_ptr<SharedRegion>& shared_region() const {
+    static const std::shared_ptr<SharedRegion> kNone;
+    return slot_ < kSharedSlots ? shared_[slot_] : kNone;
+  }
+  int shared_slot() const { return slot_; }
+  const std::shared_ptr<SharedRegion>& shared_in(int slot) const { return shared_[slot]; }
+  // Puts `region` in `slot` and selects it.
+  void set_shared(int slot, std::shared_ptr<SharedRegion> region) {
+    shared_[slot] = std::move(region);
+    slot_ = slot;
+  }
+  // Selects `slot` (kSharedSlots: none).
+  void select_shared(int slot) { slot_ = slot; }
 
  private:
   Io SslResult(int ret, const char* what);
@@ -240,7 +259,8 @@ class DataConnection {
   bool closed_ = false;
   bool ticket_ = false;  // The sender's session ticket arrived (receiver).
   int received_fd_ = -1;
-  std::unique_ptr<SharedRegion> shared_;
+  std::shared_ptr<SharedRegion> shared_[kSharedSlots];
+  int slot_ = kSharedSlots;
   // TLS, once the handshake is done.
   std::unique_ptr<SealedRecords> sealed_;
   // A record failed to open or seal, or a wait ended inside one: every later

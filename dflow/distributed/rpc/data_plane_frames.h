@@ -41,13 +41,18 @@
 //             The receiver sends the calls waiting for a peer together (what a
 //             step's executor asks for in one burst: a step's parameters, its
 //             gradients), so a step makes one exchange per peer, not one per tensor.
-//   shared:   u32 magic 'DFSM' | u32 0 | u64 0, passing a memfd (SCM_RIGHTS) with its
-//             first byte: on a local socket without TLS, sent by the receiver right
-//             after its hello (SharedRegion, data_plane_connection.h); no response.
-//             The sender then may answer a tensor of 64 KiB or more with kind 6,
-//             writing it into the region instead of the socket, at offsets that start
-//             from 0 again at each request. A region it cannot take (not sealed, out of
-//             bounds) is ignored: the tensors come inline.
+//   shared:   u32 magic 'DFSM' | u32 0 | u64 slot (0, 1, or 2: none); on a local
+//             socket without TLS, from the receiver, no response. With a memfd
+//             passed (SCM_RIGHTS) with its first byte (the first one right after
+//             the hello): the region for that slot (SharedRegion,
+//             data_plane_connection.h), replacing the slot's earlier one. Either
+//             way the slot is selected: the sender then may answer a tensor of 64
+//             KiB or more with kind 6, writing it into the selected region instead
+//             of the socket, at offsets that start from 0 again at each request.
+//             The receiver selects another slot (or none) before a request when its
+//             tensors still borrow the selected region. A region the sender cannot
+//             take (not sealed, out of bounds) or an empty slot selects none: the
+//             tensors come inline. A slot over 2 closes the connection.
 //   run graph: u32 magic 'DFRG' | u32 request_bytes (<= 1 MiB) | u64 timeout_us |
 //             RunGraphRequest bytes. Answered by a status frame or a kind 5 frame. A
 //             master reaches a dflow peer whose data plane it knows this way (larger

@@ -252,9 +252,9 @@ absl::Status ReadProtoTensor(DataConnection& conn, absl::Time deadline, const Re
   return absl::OkStatus();
 }
 
-// Kinds 1 and 6: reads the dimensions and allocates the tensor the header
-// announces, once its dtype, rank, shape and byte count agree.
-absl::StatusOr<Tensor> AllocateAnnouncedTensor(DataConnection& conn, absl::Time deadline,
+// Kinds 1 and 6: reads the dimensions of the tensor the header announces,
+// once its dtype, rank, shape and byte count agree.
+absl::StatusOr<TensorShape> ReadAnnouncedShape(DataConnection& conn, absl::Time deadline,
                                                const ResponseHeader& h) {
   const DataType dtype = static_cast<DataType>(h.a);
   if (h.a > static_cast<uint32_t>(std::numeric_limits<int32_t>::max()) ||
@@ -286,12 +286,20 @@ absl::StatusOr<Tensor> AllocateAnnouncedTensor(DataConnection& conn, absl::Time 
                      DataTypeString(dtype), TensorShape(absl::MakeConstSpan(dims)).DebugString(),
                      " needs ", elements * elem));
   }
-  return Tensor::ForOverwrite(dtype, TensorShape(absl::MakeConstSpan(dims)));
+  return TensorShape(absl::MakeConstSpan(dims));
 }
+
+// Whether a received tensor of `dtype` may borrow the shared region's bytes
+// instead of a copy. Only floating-point ones: the sender can still write
+// the region while the tensor is in use, which can change a number but not
+// a shape, a size or an index that a kernel checked before using it.
+bool MayBorrowShared(DataType dtype) { return dtype == DT_FLOAT || dtype == DT_DOUBLE; }
 
 absl::Status ReadRawTensor(DataConnection& conn, absl::Time deadline, const ResponseHeader& h,
                            RecvTensorResult* resp, bool* reusable) {
-  ASSIGN_OR_RETURN(Tensor t, AllocateAnnouncedTensor(conn, deadline, h));
+  ASSIGN_OR_RETURN(const TensorShape shape, ReadAnnouncedShape(conn, deadline, h));
+  const auto dtype = static_cast<DataType>(h.a);
+  Tensor t;
   if (h.kind == data_plane::kTensorShared) {
     uint64_t offset = 0;
     RETURN_IF_ERROR(conn.Recv(&offset, sizeof(offset), deadline));
@@ -302,8 +310,14 @@ absl::Status ReadRawTensor(DataConnection& conn, absl::Time deadline, const Resp
           region == nullptr ? " of a shared region this connection does not have"
                             : absl::StrCat(" of a shared region of ", region->size(), " bytes")));
     }
-    std::memcpy(t.raw_data(), region->data() + offset, h.bytes);
+    if (MayBorrowShared(dtype) && offset % kTensorAlignment == 0) {
+      t = Tensor::Borrow(dtype, shape, region->data() + offset, conn.shared_region());
+    } else {
+      t = Tensor::ForOverwrite(dtype, shape);
+      std::memcpy(t.raw_data(), region->data() + offset, h.bytes);
+    }
   } else {
+    t = Tensor::ForOverwrite(dtype, shape);
     RETURN_IF_ERROR(conn.Recv(t.raw_data(), h.bytes, deadline));
   }
   if (t.dtype() == DT_BOOL) {  // Any nonzero byte is true; other bool bytes are UB.
@@ -712,19 +726,63 @@ void DataPlaneClient::Flush(const std::shared_ptr<State>& state) {
 
 namespace {
 
-// Opens a fresh local connection: the hello (with a token) and the offer of a
-// shared region, whose descriptor rides on the first byte. False when they
-// could not be sent; a region that cannot be made is not offered.
-bool OpenLocal(DataConnection& conn, const std::string& hello, absl::Time deadline) {
-  absl::StatusOr<std::unique_ptr<SharedRegion>> region =
-      SharedRegion::Create(data_plane::kSharedRegionBytes);
-  if (!region.ok()) return hello.empty() || conn.Send(hello.data(), hello.size(), deadline).ok();
-  const RequestHeader offer{data_plane::kSharedMagic, 0, 0};
-  const std::string bytes = hello + std::string(reinterpret_cast<const char*>(&offer), sizeof(offer));
-  if (!conn.SendWithFd(bytes.data(), bytes.size(), (*region)->fd(), deadline).ok()) return false;
-  (*region)->CloseFd();  // The peer has its own copy now.
-  conn.set_shared(*std::move(region));
+// Sends `prefix` (a hello, or nothing) and the frame selecting shared-region
+// `slot` of `conn` (data_plane_frames.h, 'DFSM'); with `fresh`, a new region
+// for it, whose descriptor rides on the first byte (a region that cannot be
+// made selects none). False when they could not be sent.
+bool SelectRegion(DataConnection& conn, const std::string& prefix, int slot, bool fresh,
+                  absl::Time deadline) {
+  std::unique_ptr<SharedRegion> region;
+  if (fresh) {
+    absl::StatusOr<std::unique_ptr<SharedRegion>> made =
+        SharedRegion::Create(data_plane::kSharedRegionBytes);
+    if (made.ok()) region = *std::move(made);
+    if (region == nullptr) slot = DataConnection::kSharedSlots;
+  }
+  const RequestHeader select{data_plane::kSharedMagic, 0, static_cast<uint64_t>(slot)};
+  const std::string bytes =
+      prefix + std::string(reinterpret_cast<const char*>(&select), sizeof(select));
+  if (region == nullptr) {
+    if (!conn.Send(bytes.data(), bytes.size(), deadline).ok()) return false;
+    conn.select_shared(slot);
+    return true;
+  }
+  if (!conn.SendWithFd(bytes.data(), bytes.size(), region->fd(), deadline).ok()) return false;
+  region->CloseFd();  // The peer has its own copy now.
+  conn.set_shared(slot, std::move(region));
   return true;
+}
+
+// Whether no received tensor borrows `region` any longer, so that the peer
+// may write it again.
+bool Unborrowed(const std::shared_ptr<SharedRegion>& region) {
+  const bool alone = region.use_count() == 1;  // The connection's own reference.
+  // Ordered after the borrowers' last reads (their release is the reference
+  // drop; use_count() is a relaxed load).
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return alone;
+}
+
+// Readies a pooled connection for its next request: when tensors still
+// borrow its selected region, selects the other slot (given a region on
+// first use), or none when both are borrowed. False when the frame could not
+// be sent (the connection is then unusable). Connections without regions
+// (TCP, TLS) are left as they are.
+bool ReadyRegion(DataConnection& conn, absl::Time deadline) {
+  constexpr int kNone = DataConnection::kSharedSlots;
+  const int current = conn.shared_slot();
+  if (conn.shared_in(0) == nullptr && conn.shared_in(1) == nullptr) return true;
+  if (current != kNone && Unborrowed(conn.shared_region())) return true;
+  for (int slot = 0; slot < kNone; ++slot) {
+    const std::shared_ptr<SharedRegion>& region = conn.shared_in(slot);
+    if (slot != current && region != nullptr && Unborrowed(region)) {
+      return SelectRegion(conn, "", slot, /*fresh=*/false, deadline);
+    }
+  }
+  for (int slot = 0; slot < kNone; ++slot) {
+    if (conn.shared_in(slot) == nullptr) return SelectRegion(conn, "", slot, true, deadline);
+  }
+  return current == kNone || SelectRegion(conn, "", kNone, /*fresh=*/false, deadline);
 }
 
 }  // namespace
@@ -774,14 +832,18 @@ void DataPlaneClient::Exchange(const std::shared_ptr<State>& state, const Endpoi
     return true;
   };
   if (sent != nullptr && attempt(std::move(sent), false, /*was_sent=*/true)) return;
-  if (auto conn = state->TakeIdle(); conn != nullptr && attempt(std::move(conn), false)) return;
+  if (auto conn = state->TakeIdle();
+      conn != nullptr && ReadyRegion(*conn, deadline) && attempt(std::move(conn), false)) {
+    return;
+  }
   // No pooled connection, or a stale one: a fresh one, local when the peer
   // offers a local socket this process can reach (never under TLS: the
   // socket has none).
   if (!peer.local_name.empty() && state->tls == nullptr) {
     if (const int fd = ConnectLocal(peer.local_name); fd >= 0) {
       auto conn = std::make_unique<DataConnection>(fd, nullptr);
-      if (OpenLocal(*conn, state->hello, deadline) && attempt(std::move(conn), false)) {
+      if (SelectRegion(*conn, state->hello, 0, /*fresh=*/true, deadline) &&
+          attempt(std::move(conn), false)) {
         state->Connected();
         return;
       }

@@ -432,7 +432,9 @@ class DataPlaneServer::Loop {
             Unauthenticated(c);
             return;
           }
-        } else if (c->header.magic == data_plane::kSharedMagic ? c->header.request_bytes != 0
+        } else if (c->header.magic == data_plane::kSharedMagic
+                       ? c->header.request_bytes != 0 ||
+                             c->header.timeout_us > DataConnection::kSharedSlots
                    : c->header.magic == data_plane::kRunGraphMagic
                        ? c->header.request_bytes > data_plane::kMaxRunGraphRequestBytes
                        : (c->header.magic != data_plane::kRequestMagic &&
@@ -477,20 +479,26 @@ class DataPlaneServer::Loop {
     return true;
   }
 
-  // A receiver's shared region, its descriptor passed with the frame's first
-  // byte: this connection's later tensors may go through it. A descriptor
-  // that is missing or not a sealed region of the allowed size is ignored
-  // (the tensors come inline).
+  // A receiver's selection of a shared-region slot (the header's timeout
+  // field), with the slot's new region when a descriptor came with the
+  // frame's first byte: this connection's later tensors may go through it.
+  // A descriptor that is not a sealed region of the allowed size, or an empty
+  // slot, selects none (the tensors come inline).
   void OnShared(Connection* c) {
+    const int slot = static_cast<int>(c->header.timeout_us);
     c->NextFrame();
     const int fd = c->io->TakeReceivedFd();
-    if (fd < 0) return;
-    if (!server_->options_.shared_memory) {
-      ::close(fd);
+    if (slot == DataConnection::kSharedSlots || !server_->options_.shared_memory) {
+      if (fd >= 0) ::close(fd);
+      c->io->select_shared(DataConnection::kSharedSlots);
       return;
     }
-    absl::StatusOr<std::unique_ptr<SharedRegion>> region = SharedRegion::Adopt(fd);
-    if (region.ok()) c->io->set_shared(*std::move(region));
+    if (fd >= 0) {
+      absl::StatusOr<std::unique_ptr<SharedRegion>> region = SharedRegion::Adopt(fd);
+      c->io->set_shared(slot, region.ok() ? std::move(*region) : nullptr);
+    } else {
+      c->io->select_shared(slot);
+    }
   }
 
   // Closes `c` answering "not served": it sent no token, or a wrong one.
@@ -520,7 +528,7 @@ class DataPlaneServer::Loop {
     const size_t request_bytes = c->body.size();
     const uint64_t timeout_us = c->header.timeout_us;
     c->NextFrame();
-    c->shared_used = 0;  // The receiver has copied out every earlier answer.
+    c->shared_used = 0;  // The receiver selected a region no tensor borrows.
     if (!parsed) {
       Respond(c,
               absl::InvalidArgumentError(absl::StrCat(
@@ -565,7 +573,7 @@ class DataPlaneServer::Loop {
     }
     const uint64_t timeout_us = c->header.timeout_us;
     c->NextFrame();
-    c->shared_used = 0;  // The receiver has copied out every earlier answer.
+    c->shared_used = 0;  // The receiver selected a region no tensor borrows.
     if (!bad.ok()) {
       Respond(c, bad, nullptr, now);  // One status frame for the whole batch.
       return;

@@ -1384,6 +1384,122 @@ TEST(TensorDataPlaneLocalTest, LargeTensorsCrossThroughTheSharedRegion) {
   EXPECT_EQ(t.server.num_shared_bytes(), 7 << 20);
 }
 
+TEST(TensorDataPlaneLocalTest, AReceivedFloatTensorBorrowsTheRegionUntilItIsDropped) {
+  DataPlaneTask t;
+  DataPlaneClient local(kPeer, true);
+  local.OnNegotiated("127.0.0.1", t.server.port(), t.server.local_name());
+  std::vector<Tensor> sent;
+  // One call at a time, so every call reuses the one pooled connection.
+  auto recv = [&](int64_t step) -> Tensor {
+    sent.push_back(RandomBits((1 << 20) / sizeof(float), step));
+    EXPECT_TRUE(t.Feed(step, sent.back()).ok());
+    PendingRecv r(&local, t.Request(step), Timeout(absl::Seconds(30)));
+    EXPECT_TRUE(r.Wait());
+    EXPECT_FALSE(r.fell_back) << step;
+    EXPECT_TRUE(r.status.ok()) << step << ": " << r.status;
+    EXPECT_TRUE(SameBytes(r.result.tensor, sent.back())) << step;
+    return r.result.tensor;
+  };
+  Tensor first = recv(1);
+  EXPECT_TRUE(first.IsBorrowed());  // No copy out of the region.
+  // Kept while the next answers arrive: the peer writes them elsewhere.
+  const Tensor second = recv(2);
+  EXPECT_TRUE(second.IsBorrowed());
+  EXPECT_NE(second.raw_data(), first.raw_data());
+  const int64_t shared_bytes = t.server.num_shared_bytes();
+  EXPECT_EQ(shared_bytes, 2 << 20);
+  const Tensor third = recv(3);  // Both regions borrowed: inline.
+  EXPECT_FALSE(third.IsBorrowed());
+  EXPECT_EQ(t.server.num_shared_bytes(), shared_bytes);
+  EXPECT_TRUE(SameBytes(first, sent[0]));
+  EXPECT_TRUE(SameBytes(second, sent[1]));
+  const void* freed = first.raw_data();
+  first = Tensor();
+  const Tensor fourth = recv(4);  // Into the region `first` left.
+  EXPECT_TRUE(fourth.IsBorrowed());
+  EXPECT_EQ(fourth.raw_data(), freed);
+  EXPECT_TRUE(SameBytes(second, sent[1]));
+}
+
+TEST(TensorDataPlaneLocalTest, IntegerTensorsAreCopiedOutOfTheRegion) {
+  // A peer could rewrite the region under a borrowed index after a kernel
+  // checked it: only floating-point tensors borrow.
+  RecvTensorResult ints;
+  ints.tensor = Tensor(DT_INT32, TensorShape({1 << 18}));
+  for (int32_t i = 0; i < (1 << 18); ++i) ints.tensor.flat<int32_t>()[i] = i * 7;
+  FixedRecvWorker worker(ints);
+  DataPlaneServer server(&worker);
+  ASSERT_TRUE(server.Start("127.0.0.1").ok());
+  DataPlaneClient client(kPeer, true);
+  client.OnNegotiated("127.0.0.1", server.port(), server.local_name());
+  PendingRecv r(&client, {}, Timeout(absl::Seconds(10)));
+  ASSERT_TRUE(r.Wait());
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_EQ(server.num_shared_bytes(), 1 << 20);
+  EXPECT_FALSE(r.result.tensor.IsBorrowed());
+  EXPECT_TRUE(SameBytes(r.result.tensor, ints.tensor));
+}
+
+TEST(TensorDataPlaneLocalTest, TheSenderWritesTheSlotTheReceiverSelected) {
+  DataPlaneTask t;
+  const int fd = RawLocalConnect(t.server.local_name());
+  ASSERT_GE(fd, 0);
+  DataConnection conn(fd, nullptr);
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  std::vector<std::unique_ptr<SharedRegion>> regions;
+  for (uint64_t slot = 0; slot < 2; ++slot) {
+    absl::StatusOr<std::unique_ptr<SharedRegion>> region =
+        SharedRegion::Create(data_plane::kSharedRegionBytes);
+    ASSERT_TRUE(region.ok()) << region.status();
+    const data_plane::RequestHeader offer{data_plane::kSharedMagic, 0, slot};
+    ASSERT_TRUE(conn.SendWithFd(&offer, sizeof(offer), (*region)->fd(), deadline).ok());
+    regions.push_back(*std::move(region));
+  }
+  const size_t floats = (1 << 20) / sizeof(float);
+  // Slot 1 (the last offered), then 0, then none, each selected by a frame.
+  const std::vector<std::pair<uint64_t, const SharedRegion*>> rounds = {
+      {1, regions[1].get()}, {0, regions[0].get()}, {2, nullptr}, {1, regions[1].get()}};
+  for (size_t round = 0; round < rounds.size(); ++round) {
+    if (round > 0) {
+      const data_plane::RequestHeader select{data_plane::kSharedMagic, 0, rounds[round].first};
+      ASSERT_TRUE(conn.Send(&select, sizeof(select), deadline).ok());
+    }
+    const int64_t step = static_cast<int64_t>(round) + 1;
+    const Tensor want = RandomBits(floats, step);
+    std::memset(regions[0]->data(), 0, want.TotalBytes());
+    std::memset(regions[1]->data(), 0, want.TotalBytes());
+    ASSERT_TRUE(t.Feed(step, want).ok());
+    const std::string frame = RequestFrame(t.Request(step));
+    ASSERT_TRUE(conn.Send(frame.data(), frame.size(), deadline).ok());
+    data_plane::ResponseHeader h{};
+    ASSERT_TRUE(conn.Recv(&h, sizeof(h), deadline).ok());
+    std::vector<int64_t> dims(h.b);
+    ASSERT_TRUE(conn.Recv(dims.data(), dims.size() * sizeof(int64_t), deadline).ok());
+    std::string bytes(h.bytes, '\0');
+    const SharedRegion* into = rounds[round].second;
+    if (into == nullptr) {
+      ASSERT_EQ(h.kind, data_plane::kTensor) << round;
+      ASSERT_TRUE(conn.Recv(bytes.data(), bytes.size(), deadline).ok());
+    } else {
+      ASSERT_EQ(h.kind, data_plane::kTensorShared) << round;
+      uint64_t offset = 0;
+      ASSERT_TRUE(conn.Recv(&offset, sizeof(offset), deadline).ok());
+      ASSERT_EQ(offset, 0u);
+      bytes.assign(into->data(), h.bytes);
+      const SharedRegion* other = into == regions[0].get() ? regions[1].get() : regions[0].get();
+      EXPECT_EQ(static_cast<uint64_t>(std::count(other->data(), other->data() + h.bytes, 0)),
+                h.bytes)
+          << round;
+    }
+    EXPECT_EQ(bytes, std::string(static_cast<const char*>(want.raw_data()), want.TotalBytes()))
+        << round;
+  }
+  // A slot past "none" is not our protocol: closed.
+  const data_plane::RequestHeader bad{data_plane::kSharedMagic, 0, 3};
+  ASSERT_TRUE(conn.Send(&bad, sizeof(bad), deadline).ok());
+  EXPECT_TRUE(ClosedWithin(fd, absl::Seconds(10)));
+}
+
 TEST(TensorDataPlaneLocalTest, ABatchFillsTheSharedRegionFromItsStartEachRequest) {
   DataPlaneTask t;
   const int fd = RawLocalConnect(t.server.local_name());
