@@ -904,6 +904,25 @@ bool ExecutorState::ScheduleReady(const ReadyList& ready, ReadyQueue* inline_rea
       RunLoop(&queue);
       return false;
     }
+    if (RunReadyHereScope::Take()) {
+      // A lent thread has nothing else to do: it keeps one expensive node,
+      // run after the cheap ones; other expensive nodes go to the pool.
+      if (n > 1) outstanding_.fetch_add(n - 1, std::memory_order_relaxed);
+      ReadyQueue queue;
+      const TaggedNode* kept = nullptr;
+      for (const TaggedNode& node : ready) {
+        if (!exec_->IsExpensive(node.id)) {
+          queue.push_back(node);
+        } else if (kept == nullptr) {
+          kept = &node;
+        } else {
+          args_.runner([this, node] { Process(node); });
+        }
+      }
+      if (kept != nullptr) queue.insert(queue.begin(), *kept);  // RunLoop takes from the back.
+      RunLoop(&queue);
+      return false;
+    }
     // The completed node keeps its count until every ready node is handed
     // to the pool, so the step cannot finish under our feet.
     outstanding_.fetch_add(n, std::memory_order_relaxed);

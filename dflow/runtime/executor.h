@@ -35,6 +35,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -114,6 +115,27 @@ class Executor {
   std::vector<OutEdge> out_edges_;
   std::vector<int> roots_;  // Items with no inputs at all.
   std::vector<FrameInfo> frames_;  // frames_[0] is the root frame.
+};
+
+// A thread with nothing else to do (the data plane's call thread once it has
+// read a batch's last answer) lends itself to the step it completes: inside
+// the scope, the first asynchronous kernel to complete on this thread runs
+// the nodes it makes ready here, as the pool would, rather than handing them
+// to the pool and waking one of its threads. Nests; not inherited by other
+// threads.
+class RunReadyHereScope {
+ public:
+  RunReadyHereScope() : outer_(std::exchange(lent_, true)) {}
+  ~RunReadyHereScope() { lent_ = outer_; }
+  RunReadyHereScope(const RunReadyHereScope&) = delete;
+  RunReadyHereScope& operator=(const RunReadyHereScope&) = delete;
+
+  // True once per scope, on its thread: the caller takes the lent thread.
+  static bool Take() { return std::exchange(lent_, false); }
+
+ private:
+  static inline thread_local bool lent_ = false;
+  const bool outer_;
 };
 
 // True when `s` only reports that the step was already aborted by another

@@ -38,8 +38,13 @@ REGISTER_OP("ExecTestIdentity").Input("x: T").Output("y: T").Attr("T: type");
 // Expensive: adds one after waiting (up to 5 s) until `wait_for` of its kind run at once.
 REGISTER_OP("ExecTestSlow").Input("x: int64").Output("y: int64").Attr("wait_for: int = 1");
 REGISTER_OP("ExecTestFail").Input("x: int64").Output("y: int64").Attr("delay_ms: int = 0");
-// Async: adds one on another thread after `delay_ms`.
-REGISTER_OP("ExecTestAsync").Input("x: int64").Output("y: int64").Attr("delay_ms: int = 0");
+// Async: adds one on another thread after `delay_ms`; with `lend`, that thread
+// completes it inside a RunReadyHereScope and records its id in g_completer.
+REGISTER_OP("ExecTestAsync")
+    .Input("x: int64")
+    .Output("y: int64")
+    .Attr("delay_ms: int = 0")
+    .Attr("lend: bool = false");
 // Appends its name to a global log.
 REGISTER_OP("ExecTestRecord").SetIsStateful();
 REGISTER_OP("ExecTestThread").SetIsStateful();
@@ -116,22 +121,35 @@ class FailOp : public OpKernel {
   int64_t ms_ = 0;
 };
 
+std::thread::id g_completer;
+
 class AsyncAddOp : public AsyncOpKernel {
  public:
   explicit AsyncAddOp(OpKernelConstruction* c) : AsyncOpKernel(c) {
     (void)c->GetAttr("delay_ms", &ms_);
+    (void)c->GetAttr("lend", &lend_);
   }
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     int64_t x = ctx->input(0).scalar<int64_t>();
-    std::thread([ctx, done = std::move(done), x, ms = ms_] {
+    std::thread([ctx, done = std::move(done), x, ms = ms_, lend = lend_] {
       absl::SleepFor(absl::Milliseconds(ms));
       ctx->set_output(0, Tensor::Scalar<int64_t>(x + 1));
+      if (!lend) {
+        done(absl::OkStatus());
+        return;
+      }
+      {
+        absl::MutexLock l(&g_log_mu);
+        g_completer = std::this_thread::get_id();
+      }
+      RunReadyHereScope here;
       done(absl::OkStatus());
     }).detach();
   }
 
  private:
   int64_t ms_ = 0;
+  bool lend_ = false;
 };
 
 class RecordOp : public OpKernel {
@@ -348,6 +366,35 @@ TEST_F(ExecutorTest, AsyncKernelCompletesOnAnotherThread) {
   absl::StatusOr<std::vector<Tensor>> out = RunGraph(g, 1);
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(Scalar((*out)[0]), 12);  // (5+1+1)+5
+}
+
+// A thread that completes an async kernel inside RunReadyHereScope runs what
+// the completion makes ready itself, expensive nodes included, as a pool
+// thread would (one of two expensive nodes still goes to the pool); without
+// the scope they are handed to the pool.
+TEST_F(ExecutorTest, ALentCompletingThreadRunsTheReadyNodes) {
+  for (const bool lend : {false, true}) {
+    tensorflow::GraphDef g;
+    Const(&g, "c", 5);
+    tensorflow::NodeDef* a = AddNode(&g, "a", "ExecTestAsync", {"c"});
+    SetAttr(a, "delay_ms", 10);
+    SetAttr(a, "lend", lend);
+    AddNode(&g, "t1", "ExecTestThread", {"^a"});
+    AddNode(&g, "t2", "ExecTestThread", {"^a"});
+    Retval(&g, "r", "a", 0);
+    {
+      absl::MutexLock l(&g_log_mu);
+      g_threads.clear();
+      g_completer = std::thread::id();
+    }
+    absl::StatusOr<std::vector<Tensor>> out = RunGraph(g, 1);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ(Scalar((*out)[0]), 6);
+    absl::MutexLock l(&g_log_mu);
+    ASSERT_EQ(g_threads.size(), 2u);
+    const int here = static_cast<int>(std::count(g_threads.begin(), g_threads.end(), g_completer));
+    EXPECT_EQ(here, lend ? 1 : 0) << "lend " << lend;
+  }
 }
 
 TEST_F(ExecutorTest, RunsWithoutRunnerInline) {

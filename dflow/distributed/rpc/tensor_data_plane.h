@@ -135,7 +135,10 @@ class DataPlaneServer {
 // connections. Thread-safe. Calls wait on a data-plane thread (a
 // process-wide cached pool), or for a RunGraph on the thread that waits for
 // it (LendWaitingThread), which never waits for anything else; at most
-// kMaxInFlight calls per peer, more go over gRPC.
+// kMaxInFlight calls per peer, more go over gRPC. A data-plane thread that
+// has read the last answer of its exchange has nothing else to do: it
+// answers that call inside a RunReadyHereScope (runtime/executor.h), so the
+// step goes on on that thread rather than waking a pool thread.
 class DataPlaneClient {
  public:
   static constexpr int kMaxInFlight = 32;

@@ -21,6 +21,7 @@
 #include <cstring>
 #include <deque>
 #include <limits>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -31,6 +32,7 @@
 #include "absl/time/clock.h"
 #include "dflow/distributed/rpc/data_plane_connection.h"
 #include "dflow/distributed/rpc/grpc_util.h"
+#include "dflow/runtime/executor.h"
 #include "dflow/distributed/rpc/tensor_coding.h"
 #include "dflow/framework/env_flag.h"
 #include "dflow/distributed/rpc/wire_format.h"
@@ -475,12 +477,15 @@ struct DataPlaneClient::State {
   }
 
   // Sends `frame` (a batch of `calls`) on `fd` and reads one item per call,
-  // answering each as it arrives; returns what ended the exchange early (OK:
-  // every call answered). *unserved: the sender took none of the calls.
+  // answering each as it arrives but the last, which is left in *last for
+  // the caller to answer once the connection is back in the pool; returns
+  // what ended the exchange early (OK: every item read). *unserved: the
+  // sender took none of the calls.
   absl::Status CallBatch(DataConnection& conn, absl::Time deadline, const std::string& frame,
                          std::vector<Pending>& calls,
                          absl::FunctionRef<void(size_t, const absl::Status&)> answer,
-                         bool* reusable, bool* unserved) {
+                         bool* reusable, bool* unserved,
+                         std::optional<std::pair<size_t, absl::Status>>* last) {
     *reusable = false;
     *unserved = true;
     (void)conn.SetDeadline(deadline);
@@ -522,7 +527,11 @@ struct DataPlaneClient::State {
       bool usable = false;
       absl::Status s = ReadBody(conn, deadline, h, calls[i], &usable);
       if (!usable) return s;  // Not this call's status: the stream is broken.
-      answer(i, s);
+      if (got + 1 == calls.size()) {
+        last->emplace(i, std::move(s));
+      } else {
+        answer(i, s);
+      }
     }
     if (std::find(seen.begin(), seen.end(), false) != seen.end()) {
       return absl::InvalidArgumentError(
@@ -820,13 +829,23 @@ void DataPlaneClient::Exchange(const std::shared_ptr<State>& state, const Endpoi
       if (unserved && status.code() != absl::StatusCode::kDeadlineExceeded) return false;
       if (status.ok()) state->Served();
       if (reusable) state->GiveBack(std::move(conn));
-      answer(0, status);
+      if (calls[0].run_graph == nullptr) {  // This thread is free: the step may go on here.
+        RunReadyHereScope here;
+        answer(0, status);
+      } else {
+        answer(0, status);
+      }
       return true;
     }
-    status = state->CallBatch(*conn, deadline, bytes, calls, answer, &reusable, &unserved);
+    std::optional<std::pair<size_t, absl::Status>> last;
+    status = state->CallBatch(*conn, deadline, bytes, calls, answer, &reusable, &unserved, &last);
     if (unserved && status.code() != absl::StatusCode::kDeadlineExceeded) return false;
     if (status.ok()) state->Served();
-    if (reusable && left == 0) state->GiveBack(std::move(conn));
+    if (reusable) state->GiveBack(std::move(conn));  // Every item was read.
+    if (last.has_value()) {  // This thread is free: the step may go on here.
+      RunReadyHereScope here;
+      answer(last->first, last->second);
+    }
     for (size_t i = 0; i < calls.size(); ++i) answer(i, status.ok() ? absl::InternalError(
         "the tensor data plane batch ended without this call's answer") : status);
     return true;
