@@ -741,6 +741,7 @@ namespace {
 // made selects none). False when they could not be sent.
 bool SelectRegion(DataConnection& conn, const std::string& prefix, int slot, bool fresh,
                   absl::Time deadline) {
+  (void)conn.SetDeadline(deadline);  // Passed: the send says so.
   std::unique_ptr<SharedRegion> region;
   if (fresh) {
     absl::StatusOr<std::unique_ptr<SharedRegion>> made =
