@@ -280,7 +280,9 @@ class ExecutorState {
   // output in its label); CompleteTraced adds all_end and records them.
   tensorflow::NodeExecStats TraceNode(const Item& item, const NodeTiming& timing,
                                       OpKernelContext* ctx);
-  bool ScheduleReady(const ReadyList& ready, ReadyQueue* inline_ready);
+  // `lent`: `inline_ready` is a lent thread's (RunReadyHereScope), which
+  // keeps an expensive node even behind cheap ones.
+  bool ScheduleReady(const ReadyList& ready, ReadyQueue* inline_ready, bool lent = false);
   void Finish();
 
   void InitParams(Params* params);
@@ -890,7 +892,8 @@ void ExecutorState::Abort(absl::Status s) {
   if (args_.rendezvous != nullptr) args_.rendezvous->StartAbort(s);
 }
 
-bool ExecutorState::ScheduleReady(const ReadyList& ready, ReadyQueue* inline_ready) {
+bool ExecutorState::ScheduleReady(const ReadyList& ready, ReadyQueue* inline_ready,
+                                  bool lent) {
   const int64_t n = static_cast<int64_t>(ready.size());
   if (n == 0) {
     if (outstanding_.fetch_sub(1, std::memory_order_acq_rel) != 1) return false;
@@ -904,22 +907,9 @@ bool ExecutorState::ScheduleReady(const ReadyList& ready, ReadyQueue* inline_rea
       RunLoop(&queue);
       return false;
     }
-    if (RunReadyHereScope::Take()) {
-      // A lent thread has nothing else to do: it keeps one expensive node,
-      // run after the cheap ones; other expensive nodes go to the pool.
-      if (n > 1) outstanding_.fetch_add(n - 1, std::memory_order_relaxed);
+    if (RunReadyHereScope::Take()) {  // A lent thread: as a pool thread would.
       ReadyQueue queue;
-      const TaggedNode* kept = nullptr;
-      for (const TaggedNode& node : ready) {
-        if (!exec_->IsExpensive(node.id)) {
-          queue.push_back(node);
-        } else if (kept == nullptr) {
-          kept = &node;
-        } else {
-          args_.runner([this, node] { Process(node); });
-        }
-      }
-      if (kept != nullptr) queue.insert(queue.begin(), *kept);  // RunLoop takes from the back.
+      ScheduleReady(ready, &queue, /*lent=*/true);
       RunLoop(&queue);
       return false;
     }
@@ -933,7 +923,8 @@ bool ExecutorState::ScheduleReady(const ReadyList& ready, ReadyQueue* inline_rea
   }
   if (n > 1) outstanding_.fetch_add(n - 1, std::memory_order_relaxed);
   // Cheap nodes run inline; expensive ones go to the pool, except one kept
-  // for this thread when it has nothing else to do.
+  // for this thread when it has nothing else to do (a lent thread has
+  // nothing else once the cheap ones have run).
   const TaggedNode* expensive = nullptr;
   for (const TaggedNode& node : ready) {
     if (!exec_->IsExpensive(node.id) || !args_.runner) {
@@ -946,6 +937,8 @@ bool ExecutorState::ScheduleReady(const ReadyList& ready, ReadyQueue* inline_rea
   if (expensive != nullptr) {
     if (inline_ready->empty()) {
       inline_ready->push_back(*expensive);
+    } else if (lent) {  // After the cheap ones: RunLoop takes from the back.
+      inline_ready->insert(inline_ready->begin(), *expensive);
     } else {
       args_.runner([this, node = *expensive] { Process(node); });
     }
