@@ -27,6 +27,9 @@ Programs:
   cnn_batch_norm   conv2d, fused batch norm in training with moving averages
                    (assign_sub under the train op's control dependencies), relu,
                    max_pool, dropout, Adam, in a plain Session
+  avg_pool_cnn     average pooling as Inception and ResNet used it: a 3x3 stride-1 SAME
+                   avg_pool branch concatenated with a 1x1 conv, a 2x2 VALID avg_pool,
+                   a global average pool, momentum, in a plain Session
   cifar_towers     TensorFlow's CIFAR-10 multi-tower model, scaled down: two towers on
                    the worker's 2 CPU devices sharing variables (reuse), conv + lrn +
                    max_pool, L2 weight decay via a losses collection, the towers'
@@ -297,6 +300,53 @@ def cnn_batch_norm(target, cluster, workdir, steps, build_only=False):
             mm, mv, step = sess.run([moving_mean, moving_var, global_step])
             records.append({"loss": float(value), "moving_mean": mm.tolist(),
                             "moving_variance": mv.tolist(), "global_step": int(step)})
+    return records
+
+
+@program
+def avg_pool_cnn(target, cluster, workdir, steps, build_only=False):
+    side, classes, batch, filters = 8, 4, 16, 4
+    x_data, y_data = images(21, 512, side, classes)
+    get = batches(x_data, y_data, batch)
+    graph = tf.Graph()
+    with graph.as_default():
+        tf1.set_random_seed(22)
+        with tf1.device(placed(cluster)):
+            global_step = tf1.train.get_or_create_global_step()
+            x = tf1.placeholder(tf.float32, [None, side, side, 1], name="images")
+            labels = tf1.placeholder(tf.int32, [None], name="labels")
+            init = tf1.truncated_normal_initializer(stddev=0.3, seed=23)
+            kernel = tf1.get_variable("conv/kernel", [3, 3, 1, filters], initializer=init)
+            conv = tf1.nn.relu(tf1.nn.conv2d(x, kernel, [1, 1, 1, 1], padding="SAME"))
+            # Inception's pooling branch (3x3, stride 1, SAME: edge windows average
+            # fewer pixels) beside a 1x1 convolution, concatenated on depth.
+            pool_branch = tf1.nn.avg_pool(conv, ksize=[1, 3, 3, 1], strides=[1, 1, 1, 1],
+                                          padding="SAME")
+            mix = tf1.get_variable("mix/kernel", [1, 1, filters, filters], initializer=init)
+            mixed = tf1.concat([pool_branch, tf1.nn.conv2d(conv, mix, [1, 1, 1, 1], "SAME")], 3)
+            down = tf1.nn.avg_pool(mixed, ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1],
+                                   padding="VALID")
+            # ResNet's global average pool over the remaining 4x4.
+            pooled = tf1.nn.avg_pool(down, ksize=[1, side // 2, side // 2, 1],
+                                     strides=[1, 1, 1, 1], padding="VALID")
+            flat = tf1.reshape(pooled, [-1, 2 * filters])
+            dense = tf1.get_variable("dense/kernel", [2 * filters, classes],
+                                     initializer=tf1.glorot_uniform_initializer(seed=24))
+            logits = tf1.matmul(flat, dense)
+            loss = tf1.reduce_mean(tf1.nn.sparse_softmax_cross_entropy_with_logits(
+                labels=labels, logits=logits))
+            train_op = tf1.train.MomentumOptimizer(0.1, 0.9).minimize(loss,
+                                                                      global_step=global_step)
+            init_op = tf1.global_variables_initializer()
+    if build_only:
+        return graph
+    records = []
+    with graph.as_default(), tf1.Session(target) as sess:
+        sess.run(init_op)
+        for i in range(steps):
+            xs, ys = get(i)
+            _, value = sess.run([train_op, loss], feed_dict={x: xs, labels: ys})
+            records.append({"loss": float(value), "global_step": int(sess.run(global_step))})
     return records
 
 

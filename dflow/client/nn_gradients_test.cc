@@ -1,8 +1,9 @@
 // The gradients of the nn ops (ops/nn_grad.cc) against central finite
 // differences: Relu, BiasAdd, Softmax, LogSoftmax, both cross entropies
 // (including the second-order term when their backprop output is used),
-// Conv2D over paddings, strides, dilations and groups, MaxPool,
-// FusedBatchNorm V1/V2/V3 (NHWC and NCHW) in training and inference, LRN,
+// Conv2D over paddings, strides, dilations and groups, MaxPool, AvgPool and
+// AvgPoolGrad, FusedBatchNorm V1/V2/V3 (NHWC and NCHW) in training and
+// inference, LRN,
 // and a small CNN composed of all of them: rows of the gradient harness
 // (gradient_test_util.h, run as GradOps/*), in double unless named _float.
 #include <set>
@@ -59,6 +60,26 @@ BuildFn Conv(const ConvSpec& c) {
 BuildFn Pool(std::vector<int64_t> ksize, std::vector<int64_t> strides, std::string padding) {
   return [=](const Scope& s, const std::vector<Output>& x) {
     return ops::MaxPool(s, x[0], ksize, strides, padding);
+  };
+}
+
+BuildFn AvgPool(std::vector<int64_t> ksize, std::vector<int64_t> strides, std::string padding) {
+  return [=](const Scope& s, const std::vector<Output>& x) {
+    return ops::AvgPool(s, x[0], ksize, strides, padding);
+  };
+}
+
+// AvgPoolGrad of an [1, 5, 5, 2] input, x[0] the pooled gradient.
+BuildFn AvgPoolGradOf(std::vector<int64_t> ksize, std::vector<int64_t> strides,
+                      std::string padding) {
+  return [=](const Scope& s, const std::vector<Output>& x) {
+    return OpBuilder(s, "AvgPoolGrad")
+        .Input(ops::Const(s, Tensor::Vec<int32_t>({1, 5, 5, 2})))
+        .Input(x[0])
+        .Attr("ksize", ksize)
+        .Attr("strides", strides)
+        .Attr("padding", padding)
+        .Finish();
   };
 }
 
@@ -181,6 +202,24 @@ std::vector<GradCase> Cases() {
        {S({1, 4, 4, 2})},
        Pool({1, 2, 2, 1}, {1, 2, 2, 1}, "VALID"),
        DT_FLOAT},
+      {"AvgPool_same_k2_s2", "AvgPool", {S({1, 5, 5, 2})}, AvgPool({1, 2, 2, 1}, {1, 2, 2, 1}, "SAME")},
+      {"AvgPool_valid_k3_s2",
+       "AvgPool",
+       {S({2, 5, 5, 2})},
+       AvgPool({1, 3, 3, 1}, {1, 2, 2, 1}, "VALID")},
+      {"AvgPool_overlapping",
+       "AvgPool",
+       {S({1, 4, 4, 1})},
+       AvgPool({1, 3, 3, 1}, {1, 1, 1, 1}, "SAME")},
+      {"AvgPool_float",
+       "AvgPool",
+       {S({1, 4, 4, 2})},
+       AvgPool({1, 2, 2, 1}, {1, 2, 2, 1}, "VALID"),
+       DT_FLOAT},
+      {"AvgPoolGrad_same_k3_s2",
+       "AvgPoolGrad",
+       {S({1, 3, 3, 2})},
+       AvgPoolGradOf({1, 3, 3, 1}, {1, 2, 2, 1}, "SAME")},
       {"FusedBatchNormV3_training",
        "FusedBatchNormV3",
        {S({2, 3, 2, 2}), S({2}, 0.5, 1.5), S({2})},
@@ -249,8 +288,8 @@ TEST(NnGradCheckRegistryTest, EveryNnGradientIsChecked) {
   for (const GradCase& c : GradCases()) checked.insert(c.op);
   for (const char* op :
        {"Relu", "BiasAdd", "Softmax", "LogSoftmax", "SparseSoftmaxCrossEntropyWithLogits",
-        "SoftmaxCrossEntropyWithLogits", "Conv2D", "MaxPool", "FusedBatchNorm", "FusedBatchNormV2",
-        "FusedBatchNormV3", "LRN"}) {
+        "SoftmaxCrossEntropyWithLogits", "Conv2D", "MaxPool", "AvgPool", "AvgPoolGrad",
+        "FusedBatchNorm", "FusedBatchNormV2", "FusedBatchNormV3", "LRN"}) {
     EXPECT_NE(GradientRegistry::Global()->Find(op), nullptr) << op << " has no gradient";
     EXPECT_TRUE(checked.count(op)) << op << " has no gradient row";
   }

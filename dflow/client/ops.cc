@@ -44,6 +44,16 @@ XentOutputs Xent(const Scope& s, const char* op, Input features, Input labels) {
   return {out[0], out[1]};
 }
 
+Output Pool(const Scope& s, const char* op, Input input, const std::vector<int64_t>& ksize,
+            const std::vector<int64_t>& strides, const std::string& padding) {
+  return OpBuilder(s, op)
+      .Input(input)
+      .Attr("ksize", ksize)
+      .Attr("strides", strides)
+      .Attr("padding", padding)
+      .Finish();
+}
+
 }  // namespace
 
 Output Const(const Scope& s, const Tensor& value) {
@@ -216,12 +226,11 @@ Output Conv2D(const Scope& s, Input input, Input filter, const std::vector<int64
 }
 Output MaxPool(const Scope& s, Input input, const std::vector<int64_t>& ksize,
                const std::vector<int64_t>& strides, const std::string& padding) {
-  return OpBuilder(s, "MaxPool")
-      .Input(input)
-      .Attr("ksize", ksize)
-      .Attr("strides", strides)
-      .Attr("padding", padding)
-      .Finish();
+  return Pool(s, "MaxPool", input, ksize, strides, padding);
+}
+Output AvgPool(const Scope& s, Input input, const std::vector<int64_t>& ksize,
+               const std::vector<int64_t>& strides, const std::string& padding) {
+  return Pool(s, "AvgPool", input, ksize, strides, padding);
 }
 
 Output RandomUniform(const Scope& s, Input shape, DataType dtype, const RandomAttrs& a) {

@@ -111,6 +111,8 @@ Output Conv2D(const Scope& s, Input input, Input filter, const std::vector<int64
               const std::string& padding);
 Output MaxPool(const Scope& s, Input input, const std::vector<int64_t>& ksize,
                const std::vector<int64_t>& strides, const std::string& padding);
+Output AvgPool(const Scope& s, Input input, const std::vector<int64_t>& ksize,
+               const std::vector<int64_t>& strides, const std::string& padding);
 
 // --- random (seed/seed2 as TensorFlow's op-level seeds) ------------------------------
 struct RandomAttrs {

@@ -118,6 +118,62 @@ __global__ void MaxPoolGradKernel(PoolWindow p, const float* x, const float* dy,
   }
 }
 
+__global__ void AvgPoolKernel(PoolWindow p, const float* in, float* out) {
+  const int64_t n = p.batch * p.out_rows * p.out_cols * p.depth;
+  DFLOW_GRID_STRIDE_LOOP(i, n) {
+    const int64_t c = i % p.depth;
+    const int64_t ow = (i / p.depth) % p.out_cols;
+    const int64_t oh = (i / (p.depth * p.out_cols)) % p.out_rows;
+    const int64_t b = i / (p.depth * p.out_cols * p.out_rows);
+    int64_t h_lo, h_hi, w_lo, w_hi;
+    WindowRange(oh * p.stride_h - p.pad_top, p.window_rows, p.in_rows, &h_lo, &h_hi);
+    WindowRange(ow * p.stride_w - p.pad_left, p.window_cols, p.in_cols, &w_lo, &w_hi);
+    const float* image = in + b * p.in_rows * p.in_cols * p.depth + c;
+    float sum = 0;
+    for (int64_t h = h_lo; h < h_hi; ++h) {
+      for (int64_t w = w_lo; w < w_hi; ++w) sum += image[(h * p.in_cols + w) * p.depth];
+    }
+    const int64_t count = (h_hi > h_lo ? h_hi - h_lo : 0) * (w_hi > w_lo ? w_hi - w_lo : 0);
+    out[i] = count > 0 ? sum / static_cast<float>(count) : 0.0f;
+  }
+}
+
+// The output windows [*lo, *hi) along one dimension that contain input
+// position `pos` (`padded`: pos + the padding before).
+__device__ void WindowsOver(int64_t padded, int64_t window, int64_t stride, int64_t out,
+                            int64_t* lo, int64_t* hi) {
+  *lo = padded < window ? 0 : (padded - window) / stride + 1;
+  *hi = padded / stride + 1 < out ? padded / stride + 1 : out;
+}
+
+// One thread per input element gathers the shares of the windows over it,
+// in the CPU's order (windows row by row), so no atomics and no zero-fill.
+__global__ void AvgPoolGradKernel(PoolWindow p, const float* dy, float* dx) {
+  const int64_t n = p.batch * p.in_rows * p.in_cols * p.depth;
+  DFLOW_GRID_STRIDE_LOOP(i, n) {
+    const int64_t c = i % p.depth;
+    const int64_t w = (i / p.depth) % p.in_cols;
+    const int64_t h = (i / (p.depth * p.in_cols)) % p.in_rows;
+    const int64_t b = i / (p.depth * p.in_cols * p.in_rows);
+    int64_t oh_lo, oh_hi, ow_lo, ow_hi;
+    WindowsOver(h + p.pad_top, p.window_rows, p.stride_h, p.out_rows, &oh_lo, &oh_hi);
+    WindowsOver(w + p.pad_left, p.window_cols, p.stride_w, p.out_cols, &ow_lo, &ow_hi);
+    const float* g = dy + b * p.out_rows * p.out_cols * p.depth + c;
+    float sum = 0;
+    for (int64_t oh = oh_lo; oh < oh_hi; ++oh) {
+      int64_t h_lo, h_hi;
+      WindowRange(oh * p.stride_h - p.pad_top, p.window_rows, p.in_rows, &h_lo, &h_hi);
+      for (int64_t ow = ow_lo; ow < ow_hi; ++ow) {
+        int64_t w_lo, w_hi;
+        WindowRange(ow * p.stride_w - p.pad_left, p.window_cols, p.in_cols, &w_lo, &w_hi);
+        const float scale = 1.0f / static_cast<float>((h_hi - h_lo) * (w_hi - w_lo));
+        sum += g[(oh * p.out_cols + ow) * p.depth] * scale;
+      }
+    }
+    dx[i] = sum;
+  }
+}
+
 __global__ void DepthMaxPoolKernel(const float* in, float* out, int64_t n, int64_t k) {
   DFLOW_GRID_STRIDE_LOOP(i, n) {
     float m = -FLT_MAX;
@@ -168,6 +224,18 @@ void LaunchMaxPoolGrad(cudaStream_t s, const PoolWindow& p, const float* x, cons
   const int64_t n = p.batch * p.out_rows * p.out_cols * p.depth;
   if (n <= 0) return;
   MaxPoolGradKernel<<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(p, x, dy, dx);
+}
+
+void LaunchAvgPool(cudaStream_t s, const PoolWindow& p, const float* in, float* out) {
+  const int64_t n = p.batch * p.out_rows * p.out_cols * p.depth;
+  if (n <= 0) return;
+  AvgPoolKernel<<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(p, in, out);
+}
+
+void LaunchAvgPoolGrad(cudaStream_t s, const PoolWindow& p, const float* dy, float* dx) {
+  const int64_t n = p.batch * p.in_rows * p.in_cols * p.depth;
+  if (n <= 0) return;
+  AvgPoolGradKernel<<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(p, dy, dx);
 }
 
 void LaunchDepthMaxPool(cudaStream_t s, const float* in, float* out, int64_t n, int64_t k) {

@@ -29,7 +29,7 @@ void LaunchPadImage(cudaStream_t s, const PadGeometry& g, const float* image, fl
 // image = the image's part of padded.
 void LaunchCropImage(cudaStream_t s, const PadGeometry& g, const float* padded, float* image);
 
-// One spatial max pooling (ops/conv_util.h's PoolGeometry, in plain types).
+// One spatial pooling (ops/conv_util.h's PoolGeometry, in plain types).
 struct PoolWindow {
   int64_t batch, in_rows, in_cols, depth;
   int64_t window_rows, window_cols, stride_h, stride_w;
@@ -42,6 +42,12 @@ void LaunchMaxPool(cudaStream_t s, const PoolWindow& p, const float* in, float* 
 // row-major order; a NaN wins only when first). REQUIRES: dx zero-filled.
 void LaunchMaxPoolGrad(cudaStream_t s, const PoolWindow& p, const float* x, const float* dy,
                        float* dx);
+// out = the mean of each window's elements inside the image (0 for a
+// window of padding only), summed row by row as the CPU kernel.
+void LaunchAvgPool(cudaStream_t s, const PoolWindow& p, const float* in, float* out);
+// dx = the sum, over the windows holding each element, of the window's dy
+// divided by its count; every element of dx is written.
+void LaunchAvgPoolGrad(cudaStream_t s, const PoolWindow& p, const float* dy, float* dx);
 // out[i] = max(in[i * k .. i * k + k)) for i < n (pooling over depth).
 void LaunchDepthMaxPool(cudaStream_t s, const float* in, float* out, int64_t n, int64_t k);
 

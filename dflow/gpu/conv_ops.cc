@@ -1,4 +1,4 @@
-// Convolution and max pooling on a GPU, NHWC as TensorFlow's defaults, with
+// Convolution and pooling on a GPU, NHWC as TensorFlow's defaults, with
 // the CPU kernels' geometry (ops/conv_util.h) and error messages:
 //  - Conv2D, Conv2DBackpropInput, Conv2DBackpropFilter run cuDNN's legacy
 //    convolution API on NHWC tensors. TensorFlow's HWIO filter is
@@ -12,6 +12,9 @@
 //  - MaxPool and MaxPoolGrad are direct kernels (conv_kernels.cu) that keep
 //    the CPU's rules exactly: padding ignored, NaNs skipped, gradients to
 //    the first maximum of each window.
+//  - AvgPool and AvgPoolGrad are direct kernels too: means over the elements
+//    inside the image, in the CPU's order of addition; the gradient is
+//    gathered per input element (deterministic, no atomics).
 #include <algorithm>
 #include <array>
 #include <climits>
@@ -573,6 +576,55 @@ class MaxPoolGradGpuOp : public OpKernel {
   Pool2DAttrs attrs_;
 };
 
+// --- average pooling --------------------------------------------------------------------
+
+class AvgPoolGpuOp : public OpKernel {
+ public:
+  explicit AvgPoolGpuOp(OpKernelConstruction* c)
+      : OpKernel(c), attrs_(AttrsOrRecordError(c, ReadPool2DAttrs(c->def()))) {}
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    if (attrs_.nchw) {
+      return ctx->InvalidArgument("only the NHWC data format is supported on the GPU, got NCHW");
+    }
+    const Tensor& input = ctx->input(0);
+    ASSIGN_OR_RETURN(const PoolGeometry g, AvgPoolGeometry(*ctx, attrs_, input));
+    Tensor* out = ctx->allocate_output_for_overwrite(
+        0, TensorShape({g.batch, g.out_rows, g.out_cols, g.depth}));
+    if (!out->IsInitialized() || out->NumElements() == 0) return absl::OkStatus();
+    LaunchAvgPool(GpuOf(ctx)->stream(), WindowOf(g), static_cast<const float*>(input.raw_data()),
+                  static_cast<float*>(out->raw_data()));
+    return LaunchStatus(ctx);
+  }
+
+ private:
+  Pool2DAttrs attrs_;
+};
+
+class AvgPoolGradGpuOp : public OpKernel {
+ public:
+  explicit AvgPoolGradGpuOp(OpKernelConstruction* c)
+      : OpKernel(c), attrs_(AttrsOrRecordError(c, ReadPool2DAttrs(c->def()))) {}
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    if (attrs_.nchw) {
+      return ctx->InvalidArgument("only the NHWC data format is supported on the GPU, got NCHW");
+    }
+    TensorShape input_shape;
+    ASSIGN_OR_RETURN(const PoolGeometry g, AvgPoolGradGeometry(*ctx, attrs_, &input_shape));
+    const Tensor& dy = ctx->input(1);
+    // Every element is written, zero where no window lies (an empty dy).
+    Tensor* dx = ctx->allocate_output_for_overwrite(0, input_shape);
+    if (!dx->IsInitialized() || dx->NumElements() == 0) return absl::OkStatus();
+    LaunchAvgPoolGrad(GpuOf(ctx)->stream(), WindowOf(g), static_cast<const float*>(dy.raw_data()),
+                      static_cast<float*>(dx->raw_data()));
+    return LaunchStatus(ctx);
+  }
+
+ private:
+  Pool2DAttrs attrs_;
+};
+
 // --- registration -----------------------------------------------------------------------
 
 REGISTER_KERNEL(KernelDefBuilder("Conv2D").Device(kDeviceGPU).TypeConstraint<float>("T"),
@@ -591,6 +643,13 @@ REGISTER_KERNEL(KernelDefBuilder("MaxPool").Device(kDeviceGPU).TypeConstraint<fl
                 MaxPoolGpuOp);
 REGISTER_KERNEL(KernelDefBuilder("MaxPoolGrad").Device(kDeviceGPU).TypeConstraint<float>("T"),
                 MaxPoolGradGpuOp);
+REGISTER_KERNEL(KernelDefBuilder("AvgPool").Device(kDeviceGPU).TypeConstraint<float>("T"),
+                AvgPoolGpuOp);
+REGISTER_KERNEL(KernelDefBuilder("AvgPoolGrad")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint<float>("T")
+                    .HostMemory("orig_input_shape"),
+                AvgPoolGradGpuOp);
 
 }  // namespace
 }  // namespace gpu

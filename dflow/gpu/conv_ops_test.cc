@@ -1,6 +1,7 @@
-// GPU convolution and max pooling against the CPU's: Conv2D and both of its
+// GPU convolution and pooling against the CPU's: Conv2D and both of its
 // gradients over SAME/VALID, strides 1 and 2, 3x3 and 5x5 filters, batches
-// 1 and 7, channels 1/3/32; MaxPool and MaxPoolGrad likewise; error cases.
+// 1 and 7, channels 1/3/32; MaxPool, MaxPoolGrad, AvgPool and AvgPoolGrad
+// likewise; error cases.
 #include <cmath>
 
 #include "absl/strings/match.h"
@@ -214,6 +215,69 @@ TEST(GpuPoolTest, MismatchedGradientIsAnInvalidArgument) {
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
   EXPECT_TRUE(absl::StrContains(out.status().message(), "Expected grad shape")) << out.status();
+}
+
+// --- average pooling --------------------------------------------------------------------
+
+// y = AvgPool(x), dx = AvgPoolGrad(Shape(x), dy): Shape's output is in host
+// memory, where AvgPoolGrad's GPU kernel reads orig_input_shape.
+tensorflow::GraphDef AvgPoolGraph(const PoolCase& c) {
+  tensorflow::GraphDef g;
+  AddPlaceholder(&g, "x");
+  AddPlaceholder(&g, "dy");
+  SetAttr(AddNode(&g, "shape", "Shape", {"x"}), "out_type", DT_INT32);
+  for (tensorflow::NodeDef* n :
+       {AddNode(&g, "y", "AvgPool", {"x"}), AddNode(&g, "dx", "AvgPoolGrad", {"shape", "dy"})}) {
+    SetAttr(n, "ksize", std::vector<int64_t>{1, c.window, c.window, 1});
+    SetAttr(n, "strides", std::vector<int64_t>{1, c.stride, c.stride, 1});
+    SetAttr(n, "padding", c.padding);
+  }
+  return g;
+}
+
+TEST(GpuPoolTest, AvgPoolAndItsGradientMatchTheCpu) {
+  DFLOW_SKIP_WITHOUT_GPU();
+  for (const char* padding : {"SAME", "VALID"}) {
+    for (int window : {2, 3}) {
+      for (int stride : {1, 2}) {
+        for (int batch : {1, 7}) {
+          for (int depth : {1, 3, 32}) {
+            const PoolCase c{padding, window, stride, batch, depth};
+            const TensorShape y({batch, PoolOut(c, c.rows), PoolOut(c, c.cols), depth});
+            CompareGpuCpu(AvgPoolGraph(c),
+                          {{"x", RandomTensor(TensorShape({batch, c.rows, c.cols, depth}), 4)},
+                           {"dy", RandomTensor(y, 5)}},
+                          {"y", "dx"}, 1e-6, 1e-6,
+                          absl::StrCat("AvgPool ", padding, " window ", window, " stride ", stride,
+                                       " batch ", batch, " depth ", depth));
+          }
+        }
+      }
+    }
+  }
+}
+
+// A window larger than the image (VALID) pools nothing: y is empty and the
+// gradient all zeros; a grad of the wrong shape is refused.
+TEST(GpuPoolTest, AvgPoolEdgeCases) {
+  DFLOW_SKIP_WITHOUT_GPU();
+  PoolCase big{"VALID", 3, 1, 2, 3};
+  big.rows = 2;
+  auto out = RunPinned(AvgPoolGraph(big), kGpu,
+                       {{"x", RandomTensor(TensorShape({2, 2, 12, 3}), 1)},
+                        {"dy", Tensor(DT_FLOAT, TensorShape({2, 0, 10, 3}))}},
+                       {"y", "dx"});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), TensorShape({2, 0, 10, 3}));
+  ASSERT_EQ((*out)[1].shape(), TensorShape({2, 2, 12, 3}));
+  for (float v : (*out)[1].flat<float>()) ASSERT_EQ(v, 0.0f);
+  const PoolCase c{"VALID", 2, 2, 1, 3};
+  absl::Status bad = GpuRunStatus(AvgPoolGraph(c),
+                                  {{"x", RandomTensor(TensorShape({1, c.rows, c.cols, 3}), 1)},
+                                   {"dy", RandomTensor(TensorShape({1, 4, 4, 3}), 2)}},
+                                  {"dx"});
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument) << bad;
+  EXPECT_TRUE(absl::StrContains(bad.message(), "Expected grad shape")) << bad;
 }
 
 }  // namespace

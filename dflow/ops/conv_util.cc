@@ -407,6 +407,13 @@ absl::StatusOr<TensorShape> ShapeFromSizes(const OpKernelContext& ctx, const cha
   return *shape;
 }
 
+// Unimplemented, as TensorFlow, for an AvgPool window over depth.
+absl::Status RequireSpatialWindow(const OpKernelContext& ctx, const Pool2DAttrs& attrs) {
+  if (!attrs.depth_pooling()) return absl::OkStatus();
+  return absl::UnimplementedError(
+      absl::StrCat(ctx.Prefix(), "Non-spatial pooling is not yet supported: ksize [1,",
+                   attrs.ksize[1], ",", attrs.ksize[2], ",", attrs.ksize[3], "] (NHWC)"));
+}
 }  // namespace
 
 absl::StatusOr<ConvGeometry> BackpropInputGeometry(const OpKernelContext& ctx,
@@ -429,6 +436,32 @@ absl::StatusOr<ConvGeometry> BackpropFilterGeometry(const OpKernelContext& ctx,
                                                  /*allow_two=*/false, 0, 0));
   return MakeBackpropGeometry(ctx, attrs, ctx.input(0).shape(), *filter_shape,
                               ctx.input(2).shape());
+}
+
+absl::StatusOr<PoolGeometry> AvgPoolGeometry(const OpKernelContext& ctx, const Pool2DAttrs& attrs,
+                                             const Tensor& input) {
+  RETURN_IF_ERROR(RequireSpatialWindow(ctx, attrs));
+  return MaxPoolGeometry(ctx, attrs, input);
+}
+
+absl::StatusOr<PoolGeometry> AvgPoolGradGeometry(const OpKernelContext& ctx,
+                                                 const Pool2DAttrs& attrs,
+                                                 TensorShape* input_shape) {
+  RETURN_IF_ERROR(RequireSpatialWindow(ctx, attrs));
+  const Tensor& grad = ctx.input(1);
+  ASSIGN_OR_RETURN(*input_shape, ShapeFromSizes(ctx, "orig_input_shape", ctx.input(0),
+                                                /*allow_two=*/false, 0, 0));
+  RETURN_IF_ERROR(CheckRank4(ctx, "grad", grad.shape()));
+  absl::StatusOr<PoolGeometry> made = MakePoolGeometry(attrs, *input_shape);
+  if (!made.ok()) return WithPrefix(made.status(), ctx.Prefix());
+  const PoolGeometry& g = *made;
+  const TensorShape expected({g.batch, g.out_rows, g.out_cols, g.depth});
+  if (grad.shape() != expected) {
+    return ctx.InvalidArgument("Expected grad shape to be ", expected.DebugString(),
+                               ", but got ", grad.shape().DebugString(), " (orig_input_shape ",
+                               input_shape->DebugString(), ")");
+  }
+  return g;
 }
 
 }  // namespace dflow

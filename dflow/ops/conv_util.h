@@ -64,7 +64,7 @@ struct Conv2DAttrs {
 // depth dimension.
 absl::StatusOr<Conv2DAttrs> ReadConv2DAttrs(const tensorflow::NodeDef& node);
 
-// The attrs of MaxPool-like ops.
+// The attrs of MaxPool-like and AvgPool-like ops.
 struct Pool2DAttrs {
   bool nchw = false;
   // Window and stride per dimension in NHWC order (converted from NCHW).
@@ -126,7 +126,7 @@ absl::StatusOr<ConvGeometry> BackpropFilterGeometry(const OpKernelContext& ctx,
                                                     const Conv2DAttrs& attrs,
                                                     TensorShape* filter_shape);
 
-// The sizes of one MaxPool (or its gradient) over NHWC images.
+// The sizes of one MaxPool or AvgPool (or its gradient) over NHWC images.
 struct PoolGeometry {
   int64_t batch, in_rows, in_cols, depth;
   int64_t window_rows, window_cols, stride_h, stride_w;
@@ -147,6 +147,17 @@ absl::StatusOr<PoolGeometry> MaxPoolGeometry(const OpKernelContext& ctx, const P
 // window does not divide the input's depth. REQUIRES: a 4-D input.
 absl::StatusOr<TensorShape> DepthMaxPoolShape(const OpKernelContext& ctx, const Pool2DAttrs& attrs,
                                               const Tensor& input);
+// AvgPool's kernel checks on every device: a spatial window only
+// (Unimplemented otherwise, as TensorFlow), then MaxPoolGeometry's.
+absl::StatusOr<PoolGeometry> AvgPoolGeometry(const OpKernelContext& ctx, const Pool2DAttrs& attrs,
+                                             const Tensor& input);
+// AvgPoolGrad's kernel checks on every device: a spatial window;
+// orig_input_shape (input 0) 4 non-negative sizes, returned in
+// `*input_shape`; a 4-D grad (input 1) of the pooled shape, which TensorFlow
+// does not check.
+absl::StatusOr<PoolGeometry> AvgPoolGradGeometry(const OpKernelContext& ctx,
+                                                 const Pool2DAttrs& attrs,
+                                                 TensorShape* input_shape);
 // MaxPoolGrad's kernel checks on every device: no depth window; 4-D
 // orig_input `x`, orig_output `y` and `grad`, the last two of the pooled
 // shape; the geometry.

@@ -107,7 +107,7 @@ absl::Status XentGradFn(GradContext* g) {
   return absl::OkStatus();
 }
 
-// --- Conv2D, MaxPool -------------------------------------------------------------------
+// --- Conv2D, MaxPool, AvgPool -----------------------------------------------------------
 
 absl::Status Conv2DGradFn(GradContext* g) {
   GradBuilder* b = g->b();
@@ -124,6 +124,22 @@ absl::Status MaxPoolGradFn(GradContext* g) {
       CopyAttrs(*g, {"ksize", "strides", "padding", "explicit_paddings", "data_format"});
   g->SetInputGrad(0,
                   g->b()->Op("MaxPoolGrad", {g->input(0), g->output(0), g->grad_output(0)}, attrs));
+  return absl::OkStatus();
+}
+
+// AvgPool spreads each output's gradient evenly over its window; the
+// gradient of that (linear) spreading with respect to its grad input is the
+// pooling itself. orig_input_shape gets none.
+absl::Status AvgPoolGradFn(GradContext* g) {
+  const AttrList attrs = CopyAttrs(*g, {"ksize", "strides", "padding", "data_format"});
+  g->SetInputGrad(0, g->b()->Op("AvgPoolGrad", {ShapeOf(g->b(), g->input(0)), g->grad_output(0)},
+                                attrs));
+  return absl::OkStatus();
+}
+
+absl::Status AvgPoolGradGradFn(GradContext* g) {
+  const AttrList attrs = CopyAttrs(*g, {"ksize", "strides", "padding", "data_format"});
+  g->SetInputGrad(1, g->b()->Op("AvgPool", {g->grad_output(0)}, attrs));
   return absl::OkStatus();
 }
 
@@ -195,6 +211,8 @@ REGISTER_GRADIENT("SparseSoftmaxCrossEntropyWithLogits", SparseXentGradFn);
 REGISTER_GRADIENT("SoftmaxCrossEntropyWithLogits", XentGradFn);
 REGISTER_GRADIENT("Conv2D", Conv2DGradFn);
 REGISTER_GRADIENT("MaxPool", MaxPoolGradFn);
+REGISTER_GRADIENT("AvgPool", AvgPoolGradFn);
+REGISTER_GRADIENT("AvgPoolGrad", AvgPoolGradGradFn);
 REGISTER_GRADIENT("TopKV2", TopKGradFn);
 
 }  // namespace

@@ -1,5 +1,5 @@
-// Gradient kernels of the nn ops: ReluGrad, SoftplusGrad, BiasAddGrad and MaxPoolGrad
-// (the Conv2D backprops are in conv_grad_ops.cc). Semantics follow
+// Gradient kernels of the nn ops: ReluGrad, SoftplusGrad, BiasAddGrad, MaxPoolGrad and
+// AvgPoolGrad (the Conv2D backprops are in conv_grad_ops.cc). Semantics follow
 // TensorFlow's CPU kernels, including which input a tied MaxPool window
 // sends its gradient to.
 #include <Eigen/Core>
@@ -331,6 +331,91 @@ REGISTER_KERNEL(KernelDefBuilder("MaxPoolGrad").Device(kDeviceCPU).TypeConstrain
                 MaxPoolGradOp<int32_t>);
 REGISTER_KERNEL(KernelDefBuilder("MaxPoolGrad").Device(kDeviceCPU).TypeConstraint<int64_t>("T"),
                 MaxPoolGradOp<int64_t>);
+
+// --- AvgPoolGrad ------------------------------------------------------------------------
+//
+// Each output pixel's gradient, times 1 / (its window's count of elements
+// inside the image), goes to every element of its window, as TensorFlow's
+// CPU kernel does (in the same order, so sums of overlapping windows agree).
+
+template <typename T>
+void AvgPoolGradImage(const PoolGeometry& g, const T* dy, T* dx) {
+  const int64_t c = g.depth;
+  for (int64_t oh = 0; oh < g.out_rows; ++oh) {
+    const int64_t h0 = oh * g.stride_h - g.pad_top;
+    const int64_t h_lo = std::max<int64_t>(h0, 0), h_hi = std::min(h0 + g.window_rows, g.in_rows);
+    for (int64_t ow = 0; ow < g.out_cols; ++ow, dy += c) {
+      const int64_t w0 = ow * g.stride_w - g.pad_left;
+      const int64_t w_lo = std::max<int64_t>(w0, 0), w_hi = std::min(w0 + g.window_cols, g.in_cols);
+      if (h_lo >= h_hi || w_lo >= w_hi) continue;  // a window of padding only
+      const T scale = static_cast<T>(1.0 / static_cast<double>((h_hi - h_lo) * (w_hi - w_lo)));
+      for (int64_t h = h_lo; h < h_hi; ++h) {
+        for (int64_t w = w_lo; w < w_hi; ++w) {
+          T* d = dx + (h * g.in_cols + w) * c;
+          for (int64_t k = 0; k < c; ++k) d[k] += dy[k] * scale;
+        }
+      }
+    }
+  }
+}
+
+template <typename T>
+class AvgPoolGradOp : public OpKernel {
+ public:
+  explicit AvgPoolGradOp(OpKernelConstruction* c)
+      : OpKernel(c), attrs_(AttrsOrRecordError(c, ReadPool2DAttrs(c->def()))) {}
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    if (attrs_.nchw) {
+      return ctx->InvalidArgument("Default AvgPoolingGradOp only supports NHWC on device type CPU");
+    }
+    TensorShape input_shape;
+    ASSIGN_OR_RETURN(PoolGeometry g, AvgPoolGradGeometry(*ctx, attrs_, &input_shape));
+    Tensor* dx = ctx->allocate_output(0, input_shape);  // Zero-filled: gradients add in.
+    const Tensor& dy = ctx->input(1);
+    if (dx->NumElements() == 0 || dy.NumElements() == 0) return absl::OkStatus();
+    const T* dyp = dy.flat<T>().data();
+    T* dxp = dx->flat<T>().data();
+    const int64_t in_image = g.in_rows * g.in_cols * g.depth;
+    const int64_t out_image = g.out_rows * g.out_cols * g.depth;
+    const int64_t cost = out_image * g.window_rows * g.window_cols * 2;
+    ctx->intra_op_pool()->ParallelFor(g.batch, cost, [&](int64_t first, int64_t last) {
+      for (int64_t n = first; n < last; ++n) {
+        AvgPoolGradImage(g, dyp + n * out_image, dxp + n * in_image);
+      }
+    });
+    return absl::OkStatus();
+  }
+
+ private:
+  Pool2DAttrs attrs_;
+};
+
+absl::Status AvgPoolGradShape(InferenceContext* c) {
+  PartialShape sizes, dy, shape;
+  RETURN_IF_ERROR(c->WithRank(c->input(0), 1, &sizes));
+  RETURN_IF_ERROR(c->WithRank(c->input(1), 4, &dy));
+  RETURN_IF_ERROR(c->MakeShapeFromShapeTensor(0, &shape));
+  RETURN_IF_ERROR(c->WithRank(shape, 4, &shape));
+  c->set_output(0, shape);
+  return absl::OkStatus();
+}
+
+REGISTER_OP("AvgPoolGrad")
+    .Input("orig_input_shape: int32")
+    .Input("grad: T")
+    .Output("output: T")
+    .Attr("ksize: list(int) >= 4")
+    .Attr("strides: list(int) >= 4")
+    .Attr("padding: {'SAME', 'VALID'}")
+    .Attr("data_format: {'NHWC', 'NCHW'} = 'NHWC'")
+    .Attr("T: {half, bfloat16, float, double}")
+    .SetShapeFn(AvgPoolGradShape);
+
+REGISTER_KERNEL(KernelDefBuilder("AvgPoolGrad").Device(kDeviceCPU).TypeConstraint<float>("T"),
+                AvgPoolGradOp<float>);
+REGISTER_KERNEL(KernelDefBuilder("AvgPoolGrad").Device(kDeviceCPU).TypeConstraint<double>("T"),
+                AvgPoolGradOp<double>);
 
 }  // namespace
 }  // namespace dflow

@@ -1,5 +1,5 @@
-// Tests for the gradient kernels ReluGrad, SoftplusGrad, BiasAddGrad, MaxPoolGrad
-// (nn_grad_ops.cc), Conv2DBackpropInput and Conv2DBackpropFilter
+// Tests for the gradient kernels ReluGrad, SoftplusGrad, BiasAddGrad, MaxPoolGrad,
+// AvgPoolGrad (nn_grad_ops.cc), Conv2DBackpropInput and Conv2DBackpropFilter
 // (conv_grad_ops.cc). Expected values come from TensorFlow 2.x's CPU kernels
 // on the inputs Pattern / FilterPattern (tests/data/gen_nn_grad_reference.py);
 // cases TensorFlow's CPU kernels reject (dilations, groups) and large shapes
@@ -552,6 +552,114 @@ TEST(NnGradMaxPoolTest, Errors) {
   nchw.data_format = "NCHW";
   ExpectError(RunPool("MaxPoolGrad", {x, y, y}, nchw), absl::StatusCode::kInvalidArgument,
               "only supports NHWC");
+}
+
+// --- AvgPoolGrad ------------------------------------------------------------------------
+
+// AvgPoolGrad over an `in_shape` input with grad = Pattern + 2 over the
+// pooled shape (read from AvgPool's output).
+absl::StatusOr<std::vector<Tensor>> RunAvgPoolGrad(const std::vector<int32_t>& in_shape,
+                                                   const PoolArgs& a) {
+  const TensorShape shape({in_shape[0], in_shape[1], in_shape[2], in_shape[3]});
+  ASSIGN_OR_RETURN(std::vector<Tensor> y, RunPool("AvgPool", {Pattern(shape)}, a));
+  OpTest t("AvgPoolGrad");
+  t.Attr("T", DT_FLOAT)
+      .Attr("ksize", a.ksize)
+      .Attr("strides", a.strides)
+      .Attr("padding", a.padding)
+      .Attr("data_format", a.data_format);
+  t.Input(Tensor::Vec<int32_t>(in_shape)).Input(PlusTwo(Pattern(y[0].shape())));
+  return t.Run();
+}
+
+TEST(NnGradAvgPoolTest, SameK2S2MatchesTensorFlow) {
+  PoolArgs a;
+  a.padding = "SAME";
+  NN_ASSERT_OK_AND_ASSIGN(auto out, RunAvgPoolGrad({1, 5, 5, 2}, a));
+  ExpectTensorEq<float>(
+      out[0],
+      {0.1875, 0.625, 0.1875, 0.625, 0.375, 0.8125, 0.375, 0.8125, 1.125, 0.625,
+       0.1875, 0.625, 0.1875, 0.625, 0.375, 0.8125, 0.375, 0.8125, 1.125, 0.625,
+       0.75,   0.5,   0.75,   0.5,   0.25,  0.6875, 0.25,  0.6875, 0.875, 0.375,
+       0.75,   0.5,   0.75,   0.5,   0.25,  0.6875, 0.25,  0.6875, 0.875, 0.375,
+       1.25,   0.75,  1.25,   0.75,  1.625, 1.125,  1.625, 1.125,  1.25,  3.0},
+      {1, 5, 5, 2});
+}
+
+// Overlapping windows (stride 1): each element sums its windows' shares.
+TEST(NnGradAvgPoolTest, OverlappingSameWindowsMatchTensorFlow) {
+  PoolArgs a;
+  a.ksize = {1, 3, 3, 1};
+  a.strides = {1, 1, 1, 1};
+  a.padding = "SAME";
+  NN_ASSERT_OK_AND_ASSIGN(auto out, RunAvgPoolGrad({1, 3, 4, 1}, a));
+  ExpectTensorEq<float>(out[0],
+                        {1.1180555820465088, 1.701388955116272, 2.284722328186035,
+                         1.7291667461395264, 1.826388955116272, 2.7013890743255615,
+                         3.222222328186035, 2.2083334922790527, 1.2222222089767456,
+                         1.8472223281860352, 1.7430555820465088, 1.1458333730697632},
+                        {1, 3, 4, 1});
+}
+
+// Two images, parallel over the batch; every gradient's total is kept.
+TEST(NnGradAvgPoolTest, ValidK3S2MatchesTensorFlow) {
+  PoolArgs a;
+  a.ksize = {1, 3, 3, 1};
+  NN_ASSERT_OK_AND_ASSIGN(auto out, RunAvgPoolGrad({2, 5, 5, 2}, a));
+  ASSERT_EQ(out[0].shape(), TensorShape({2, 5, 5, 2}));
+  auto v = out[0].flat<float>();
+  // TensorFlow's first row and the second image's last element.
+  const std::vector<float> first = {0.0833333358168602, 0.2777777910232544, 0.0833333358168602,
+                                    0.2777777910232544, 0.25,               0.6388888955116272,
+                                    0.1666666716337204, 0.3611111044883728, 0.1666666716337204,
+                                    0.3611111044883728};
+  for (size_t i = 0; i < first.size(); ++i) EXPECT_FLOAT_EQ(v[i], first[i]) << i;
+  EXPECT_FLOAT_EQ(v[99], 0.25f);
+  EXPECT_FLOAT_EQ(v[74], 0.944444477558136f);
+  double sum_dx = 0;
+  for (float x : v) sum_dx += x;
+  NN_ASSERT_OK_AND_ASSIGN(auto y, RunPool("AvgPool", {Pattern({2, 5, 5, 2})}, a));
+  const Tensor dy = PlusTwo(Pattern(y[0].shape()));
+  double sum_dy = 0;
+  for (float x : dy.flat<float>()) sum_dy += x;
+  EXPECT_NEAR(sum_dx, sum_dy, 1e-4);
+}
+
+TEST(NnGradAvgPoolTest, Errors) {
+  auto run = [](std::vector<int32_t> sizes, const Tensor& dy, const PoolArgs& a) {
+    OpTest t("AvgPoolGrad");
+    t.Attr("T", DT_FLOAT)
+        .Attr("ksize", a.ksize)
+        .Attr("strides", a.strides)
+        .Attr("padding", a.padding)
+        .Attr("data_format", a.data_format);
+    t.Input(Tensor::Vec<int32_t>(sizes)).Input(dy);
+    return t.Run();
+  };
+  PoolArgs a;
+  // TensorFlow reads past a grad smaller than the pooled shape; dflow refuses it.
+  ExpectError(run({1, 4, 4, 1}, Pattern({1, 1, 2, 1}), a), absl::StatusCode::kInvalidArgument,
+              "[AvgPoolGrad 'op'] Expected grad shape to be [1,2,2,1], but got [1,1,2,1]");
+  ExpectError(run({1, 4, 4, 2}, Pattern({1, 2, 2, 1}), a), absl::StatusCode::kInvalidArgument,
+              "Expected grad shape to be [1,2,2,2]");
+  ExpectError(run({1, 4, 4}, Pattern({1, 2, 2, 1}), a), absl::StatusCode::kInvalidArgument,
+              "orig_input_shape must be a 1-D tensor of 4 values");
+  ExpectError(run({1, -4, 4, 1}, Pattern({1, 2, 2, 1}), a), absl::StatusCode::kInvalidArgument,
+              "orig_input_shape must hold non-negative sizes, got [1,-4,4,1]");
+  ExpectError(run({1, 4, 4, 1}, Pattern({2, 2, 1}), a), absl::StatusCode::kInvalidArgument,
+              "grad must be 4-dimensional, got [2,2,1]");
+  PoolArgs depth;
+  depth.ksize = depth.strides = {1, 1, 1, 2};
+  ExpectError(run({1, 4, 4, 2}, Pattern({1, 4, 4, 1}), depth), absl::StatusCode::kUnimplemented,
+              "Non-spatial pooling is not yet supported");
+  PoolArgs nchw;
+  nchw.ksize = nchw.strides = {1, 1, 2, 2};
+  nchw.data_format = "NCHW";
+  ExpectError(run({1, 1, 4, 4}, Pattern({1, 1, 2, 2}), nchw), absl::StatusCode::kInvalidArgument,
+              "only supports NHWC");
+  // An empty image has an empty gradient.
+  NN_ASSERT_OK_AND_ASSIGN(auto empty, run({1, 0, 4, 1}, Pattern({1, 0, 2, 1}), a));
+  EXPECT_EQ(empty[0].shape(), TensorShape({1, 0, 4, 1}));
 }
 
 // --- ReluGrad, SoftplusGrad, BiasAddGrad -----------------------------------------------------

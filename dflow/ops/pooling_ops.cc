@@ -2,6 +2,9 @@
 // rows and columns or over groups of channels (TensorFlow's depthwise case).
 // Padded positions are ignored, never compared as zeros; NaNs are skipped,
 // as TensorFlow's CPU kernel does.
+// AvgPool: the mean over sliding windows of rows and columns, of the
+// elements inside the image only: a SAME window at an edge averages fewer
+// elements, as TensorFlow's does.
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -90,7 +93,69 @@ class MaxPoolOp : public OpKernel {
   Pool2DAttrs attrs_;
 };
 
-absl::Status MaxPoolShape(InferenceContext* c) {
+// Averages output rows [begin, end) of the flattened (batch, out_row) space:
+// each window summed row by row, then divided by its count, as TensorFlow's
+// CPU kernel does.
+template <typename T>
+void SpatialAvgPool(const PoolGeometry& g, const T* in, T* out, int64_t begin, int64_t end) {
+  const int64_t c = g.depth;
+  for (int64_t idx = begin; idx < end; ++idx) {
+    const int64_t n = idx / g.out_rows, oh = idx % g.out_rows;
+    const int64_t h0 = oh * g.stride_h - g.pad_top;
+    const int64_t h_lo = std::max<int64_t>(h0, 0);
+    const int64_t h_hi = std::min(h0 + g.window_rows, g.in_rows);
+    const T* image = in + n * g.in_rows * g.in_cols * c;
+    T* o = out + idx * g.out_cols * c;
+    for (int64_t ow = 0; ow < g.out_cols; ++ow, o += c) {
+      const int64_t w0 = ow * g.stride_w - g.pad_left;
+      const int64_t w_lo = std::max<int64_t>(w0, 0);
+      const int64_t w_hi = std::min(w0 + g.window_cols, g.in_cols);
+      std::fill(o, o + c, T(0));
+      for (int64_t h = h_lo; h < h_hi; ++h) {
+        for (int64_t w = w_lo; w < w_hi; ++w) {
+          const T* x = image + (h * g.in_cols + w) * c;
+          for (int64_t d = 0; d < c; ++d) o[d] += x[d];
+        }
+      }
+      const int64_t count = std::max<int64_t>(h_hi - h_lo, 0) * std::max<int64_t>(w_hi - w_lo, 0);
+      if (count == 0) continue;  // A window of padding only: 0, never 0/0.
+      const T divisor = static_cast<T>(count);
+      for (int64_t d = 0; d < c; ++d) o[d] /= divisor;
+    }
+  }
+}
+
+template <typename T>
+class AvgPoolOp : public OpKernel {
+ public:
+  explicit AvgPoolOp(OpKernelConstruction* c)
+      : OpKernel(c), attrs_(AttrsOrRecordError(c, ReadPool2DAttrs(c->def()))) {}
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    if (attrs_.nchw) {
+      return ctx->InvalidArgument("Default AvgPoolingOp only supports NHWC on device type CPU");
+    }
+    const Tensor& input = ctx->input(0);
+    ASSIGN_OR_RETURN(PoolGeometry g, AvgPoolGeometry(*ctx, attrs_, input));
+    Tensor* out = ctx->allocate_output(0, TensorShape({g.batch, g.out_rows, g.out_cols, g.depth}));
+    if (out->NumElements() == 0) return absl::OkStatus();
+    const T* in = input.flat<T>().data();
+    T* o = out->flat<T>().data();
+    const int64_t cost = g.out_cols * g.window_rows * g.window_cols * g.depth;
+    ctx->intra_op_pool()->ParallelFor(
+        g.batch * g.out_rows, cost, [&](int64_t b, int64_t e) { SpatialAvgPool(g, in, o, b, e); });
+    return absl::OkStatus();
+  }
+
+ private:
+  Pool2DAttrs attrs_;
+};
+
+// The output shape of a 2-D pooling op. With `depth_window`, a window over
+// depth divides the depth (MaxPool); without, the depth is kept whatever
+// the window (AvgPool, whose kernel refuses such a window, as TensorFlow's
+// shape function does).
+absl::Status PoolShape(InferenceContext* c, bool depth_window) {
   absl::StatusOr<Pool2DAttrs> attrs = ReadPool2DAttrs(c->node_def());
   if (!attrs.ok()) return c->Error(std::string(attrs.status().message()));
   const Pool2DAttrs& a = *attrs;
@@ -98,7 +163,7 @@ absl::Status MaxPoolShape(InferenceContext* c) {
   RETURN_IF_ERROR(c->WithRank(c->input(0), 4, &input));
   const int h = a.nchw ? 2 : 1, w = a.nchw ? 3 : 2, d = a.nchw ? 1 : 3;
   int64_t rows = input.dim(h), cols = input.dim(w), depth = input.dim(d);
-  if (a.depth_pooling()) {
+  if (depth_window && a.depth_pooling()) {
     if (depth != kUnknownDim && depth % a.ksize[3] != 0) {
       return c->Error(absl::StrCat("depth window ", a.ksize[3],
                                    " does not evenly divide the input depth: input ",
@@ -121,6 +186,9 @@ absl::Status MaxPoolShape(InferenceContext* c) {
                           : PartialShape({batch, rows, cols, depth}));
   return absl::OkStatus();
 }
+
+absl::Status MaxPoolShape(InferenceContext* c) { return PoolShape(c, /*depth_window=*/true); }
+absl::Status AvgPoolShape(InferenceContext* c) { return PoolShape(c, /*depth_window=*/false); }
 
 REGISTER_OP("MaxPool")
     .Input("input: T")
@@ -145,6 +213,21 @@ REGISTER_KERNEL(KernelDefBuilder("MaxPool").Device(kDeviceCPU).TypeConstraint<in
                 MaxPoolOp<int64_t>);
 REGISTER_KERNEL(KernelDefBuilder("MaxPool").Device(kDeviceCPU).TypeConstraint<uint8_t>("T"),
                 MaxPoolOp<uint8_t>);
+
+REGISTER_OP("AvgPool")
+    .Input("value: T")
+    .Output("output: T")
+    .Attr("ksize: list(int) >= 4")
+    .Attr("strides: list(int) >= 4")
+    .Attr("padding: {'SAME', 'VALID'}")
+    .Attr("data_format: {'NHWC', 'NCHW'} = 'NHWC'")
+    .Attr("T: {half, bfloat16, float, double}")
+    .SetShapeFn(AvgPoolShape);
+
+REGISTER_KERNEL(KernelDefBuilder("AvgPool").Device(kDeviceCPU).TypeConstraint<float>("T"),
+                AvgPoolOp<float>);
+REGISTER_KERNEL(KernelDefBuilder("AvgPool").Device(kDeviceCPU).TypeConstraint<double>("T"),
+                AvgPoolOp<double>);
 
 }  // namespace
 }  // namespace dflow

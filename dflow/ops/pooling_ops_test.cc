@@ -1,9 +1,11 @@
-// Tests for MaxPool (pooling_ops.cc). Expected values come from TensorFlow
+// Tests for MaxPool and AvgPool (pooling_ops.cc). Expected values come from TensorFlow
 // 2.x's CPU kernel on Pattern inputs (tests/data/gen_nn_reference.py).
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "dflow/framework/kernel.h"
@@ -24,8 +26,9 @@ struct PoolArgs {
   std::string data_format = "NHWC";
 };
 
-absl::StatusOr<std::vector<Tensor>> RunPool(Tensor input, const PoolArgs& a) {
-  OpTest t("MaxPool", "pool");
+absl::StatusOr<std::vector<Tensor>> RunPool(Tensor input, const PoolArgs& a,
+                                            const std::string& op = "MaxPool") {
+  OpTest t(op, "pool");
   t.Attr("T", input.dtype())
       .Attr("ksize", a.ksize)
       .Attr("strides", a.strides)
@@ -149,10 +152,92 @@ TEST(NnMaxPoolTest, BadInputIsAClearError) {
                   absl::StatusCode::kInvalidArgument, "ksize must be positive");
 }
 
-absl::StatusOr<std::vector<PartialShape>> PoolShape(const PoolArgs& a, PartialShape input) {
+// --- AvgPool ----------------------------------------------------------------------------
+
+absl::StatusOr<std::vector<Tensor>> RunAvgPool(Tensor input, const PoolArgs& a) {
+  return RunPool(std::move(input), a, "AvgPool");
+}
+
+// Edge windows of SAME average only the elements inside the image.
+TEST(NnAvgPoolTest, SameK2S2MatchesTensorFlow) {
+  PoolArgs a;
+  a.padding = "SAME";
+  NN_ASSERT_OK_AND_ASSIGN(auto out, RunAvgPool(Pattern(TensorShape({1, 5, 5, 2})), a));
+  ExpectTensorEq<float>(out[0],
+                        {-0.375, 0.0, 0.4375, 0.125, -0.5, -0.125, -0.4375, -0.0625, 0.375,
+                         0.0625, 0.125, 0.5, 0.375, -0.625, -0.875, 0.875, 0.25, -0.75},
+                        {1, 3, 3, 2});
+}
+
+TEST(NnAvgPoolTest, ValidK3S2MatchesTensorFlow) {
+  PoolArgs a;
+  a.ksize = {1, 3, 3, 1};
+  NN_ASSERT_OK_AND_ASSIGN(auto out, RunAvgPool(Pattern(TensorShape({2, 5, 5, 2})), a));
+  const std::vector<float> tf = {
+      -0.1111111119389534, 0.1111111119389534,  0.1666666716337204,   0.0833333358168602,
+      -0.25,               -0.02777777798473835, 0.02777777798473835, 0.25,
+      0.0,                 -0.0833333358168602, -0.02777777798473835, -0.1111111119389534,
+      0.1666666716337204,  0.0833333358168602,  -0.1666666716337204,  -0.25};
+  ASSERT_EQ(out[0].shape(), TensorShape({2, 2, 2, 2}));
+  auto v = out[0].flat<float>();
+  for (size_t i = 0; i < tf.size(); ++i) EXPECT_FLOAT_EQ(v[i], tf[i]) << i;
+  // The double kernel agrees.
+  NN_ASSERT_OK_AND_ASSIGN(auto d, RunAvgPool(Pattern<double>(TensorShape({2, 5, 5, 2})), a));
+  auto dv = d[0].flat<double>();
+  for (size_t i = 0; i < tf.size(); ++i) EXPECT_NEAR(dv[i], tf[i], 1e-7) << i;
+}
+
+TEST(NnAvgPoolTest, OverlappingSameWindowsMatchTensorFlow) {
+  PoolArgs a;
+  a.ksize = {1, 3, 3, 1};
+  a.strides = {1, 1, 1, 1};
+  a.padding = "SAME";
+  NN_ASSERT_OK_AND_ASSIGN(auto out, RunAvgPool(Pattern(TensorShape({1, 3, 4, 1})), a));
+  const std::vector<float> tf = {-0.3125, -0.125, 0.25,   0.4375, -0.25, -0.1388888955116272,
+                                 0.0833333358168602, 0.0416666679084301, -0.1875, 0.0,
+                                 -0.0833333358168602, -0.125};
+  auto v = out[0].flat<float>();
+  for (size_t i = 0; i < tf.size(); ++i) EXPECT_FLOAT_EQ(v[i], tf[i]) << i;
+}
+
+TEST(NnAvgPoolTest, NanPropagatesAndEmptyWindowsGiveAnEmptyOutput) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  NN_ASSERT_OK_AND_ASSIGN(
+      auto out, RunAvgPool(Tensor::FromVector<float>({nan, 1, 2, 3}, TensorShape({1, 2, 2, 1})),
+                           PoolArgs{}));
+  EXPECT_TRUE(std::isnan(out[0].flat<float>()[0]));
+  PoolArgs k3;
+  k3.ksize = {1, 3, 3, 1};
+  NN_ASSERT_OK_AND_ASSIGN(auto empty, RunAvgPool(Pattern(TensorShape({1, 1, 1, 1})), k3));
+  EXPECT_EQ(empty[0].shape(), TensorShape({1, 0, 0, 1}));
+}
+
+TEST(NnAvgPoolTest, BadInputIsAClearError) {
+  ExpectPoolError(RunAvgPool(Pattern(TensorShape({4, 4, 1})), {}),
+                  absl::StatusCode::kInvalidArgument,
+                  "[AvgPool 'pool'] input must be 4-dimensional (NHWC), got [4,4,1]");
+  PoolArgs depth;
+  depth.ksize = depth.strides = {1, 1, 1, 2};
+  ExpectPoolError(RunAvgPool(Pattern(TensorShape({1, 4, 4, 4})), depth),
+                  absl::StatusCode::kUnimplemented, "Non-spatial pooling is not yet supported");
+  PoolArgs batch;
+  batch.ksize = {2, 2, 2, 1};
+  ExpectPoolError(RunAvgPool(Pattern(TensorShape({2, 4, 4, 1})), batch),
+                  absl::StatusCode::kUnimplemented, "not yet supported on the batch dimension");
+  PoolArgs nchw;
+  nchw.data_format = "NCHW";
+  nchw.ksize = nchw.strides = {1, 1, 2, 2};
+  ExpectPoolError(RunAvgPool(Pattern(TensorShape({1, 1, 4, 4})), nchw),
+                  absl::StatusCode::kInvalidArgument, "only supports NHWC");
+  Tensor ints(DT_INT32, TensorShape({1, 2, 2, 1}));
+  ASSERT_FALSE(RunAvgPool(ints, {}).ok());
+}
+
+absl::StatusOr<std::vector<PartialShape>> PoolShape(const PoolArgs& a, PartialShape input,
+                                                    const std::string& op = "MaxPool") {
   tensorflow::NodeDef node;
   node.set_name("pool");
-  node.set_op("MaxPool");
+  node.set_op(op);
   SetAttr(&node, "T", DT_FLOAT);
   SetAttr(&node, "ksize", a.ksize);
   SetAttr(&node, "strides", a.strides);
@@ -194,6 +279,23 @@ TEST(NnMaxPoolShapeTest, Table) {
   bad = PoolShape(depth, PartialShape({2, 3, 3, 6}));
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("does not evenly divide"));
+}
+
+// AvgPool's shape function keeps the depth, as TensorFlow's (its kernel
+// refuses a depth window).
+TEST(NnAvgPoolShapeTest, SpatialWindowsAndDepthKept) {
+  PoolArgs valid, same, depth;
+  same.padding = "SAME";
+  depth.ksize = depth.strides = {1, 1, 1, 2};
+  for (const auto& [args, input, output] :
+       std::vector<std::tuple<PoolArgs, PartialShape, std::string>>{
+           {valid, PartialShape({64, 28, 28, 32}), "[64,14,14,32]"},
+           {same, PartialShape({-1, 7, 7, 64}), "[?,4,4,64]"},
+           {depth, PartialShape({2, 5, 5, 4}), "[2,5,5,4]"}}) {
+    absl::StatusOr<std::vector<PartialShape>> out = PoolShape(args, input, "AvgPool");
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ((*out)[0].DebugString(), output) << input.DebugString();
+  }
 }
 
 }  // namespace

@@ -65,6 +65,19 @@ pool_grad("MaxPoolGrad SAME k3 s1", pattern([2, 3, 4, 1]), [1, 3, 3, 1], [1, 1, 
 # Ties: every window of a constant image sends its gradient to its first element.
 pool_grad("MaxPoolGrad ties", np.ones([1, 3, 3, 1], np.float32), [1, 2, 2, 1], [1, 1, 1, 1],
           "VALID")
+
+
+def avg_pool_grad(name, in_shape, ksize, strides, padding):
+    y = raw.AvgPool(value=pattern(in_shape), ksize=ksize, strides=strides, padding=padding)
+    print(f"// {name}: grad {list(y.shape)} = Pattern + 2")
+    show(name, raw.AvgPoolGrad(orig_input_shape=in_shape, grad=pattern(y.shape) + 2.0,
+                               ksize=ksize, strides=strides, padding=padding))
+
+
+avg_pool_grad("AvgPoolGrad SAME k2 s2", [1, 5, 5, 2], [1, 2, 2, 1], [1, 2, 2, 1], "SAME")
+avg_pool_grad("AvgPoolGrad VALID k3 s2", [2, 5, 5, 2], [1, 3, 3, 1], [1, 2, 2, 1], "VALID")
+avg_pool_grad("AvgPoolGrad SAME k3 s1", [1, 3, 4, 1], [1, 3, 3, 1], [1, 1, 1, 1], "SAME")
+
 nan = np.float32("nan")
 show("MaxPoolGrad NaN first", raw.MaxPoolGrad(
     orig_input=np.array([nan, 1, 2, nan], np.float32).reshape(1, 2, 2, 1),

@@ -58,6 +58,16 @@ pool("MaxPool SAME k3 s1 negative", -np.abs(pattern([1, 3, 3, 1])) - 1, [1, 3, 3
      [1, 1, 1, 1], "SAME")
 pool("MaxPool depth", pattern([1, 2, 2, 4]), [1, 1, 1, 2], [1, 1, 1, 2], "VALID")
 
+
+def avg_pool(name, x, ksize, strides, padding):
+    show(name, raw.AvgPool(value=x, ksize=ksize, strides=strides, padding=padding))
+
+
+# SAME: edge windows average only the elements inside the image.
+avg_pool("AvgPool SAME k2 s2", pattern([1, 5, 5, 2]), [1, 2, 2, 1], [1, 2, 2, 1], "SAME")
+avg_pool("AvgPool VALID k3 s2", pattern([2, 5, 5, 2]), [1, 3, 3, 1], [1, 2, 2, 1], "VALID")
+avg_pool("AvgPool SAME k3 s1", pattern([1, 3, 4, 1]), [1, 3, 3, 1], [1, 1, 1, 1], "SAME")
+
 logits = np.array([[1000., 1001., 1002.], [-1000., 0., 1000.], [1., 2., 3.]], np.float32)
 show("Softmax", raw.Softmax(logits=logits))
 show("LogSoftmax", raw.LogSoftmax(logits=logits))

@@ -81,7 +81,7 @@ RandomShuffleQueueV2 PaddingFIFOQueueV2 QueueDequeueUpToV2 QueueIsClosedV2 TextL
 TFRecordReaderV2 FixedLengthRecordReaderV2 WholeFileReaderV2 IdentityReaderV2 ReaderReadV2
 ReaderReadUpToV2 ReaderNumRecordsProducedV2 ReaderNumWorkUnitsCompletedV2 ReaderResetV2
 MatchingFiles RandomShuffle ResourceCountUpTo CountUpTo ReaderSerializeStateV2 ReaderRestoreStateV2
-Softplus SoftplusGrad""".split()
+Softplus SoftplusGrad AvgPool AvgPoolGrad""".split()
 # Functional ops: dflow lowers them into Switch/Merge and inlined bodies before
 # placement (dflow/runtime/function.h), so they have no kernel.
 LOWERED_OPS = "If StatelessIf While StatelessWhile PartitionedCall StatefulPartitionedCall".split()
