@@ -292,6 +292,20 @@ REGISTER_KERNEL(KernelDefBuilder("OnesLike")
                     .TypeConstraint("T",
                                     {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_UINT8, DT_BOOL}),
                 OnesLikeOp);
+// int32 ones and zeros of a shape, on a GPU in host memory, as the int32
+// arithmetic they feed (GpuInt32HostKernel in cwise_ops.h).
+REGISTER_KERNEL(KernelDefBuilder("OnesLike")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint<int32_t>("T")
+                    .HostMemory("x")
+                    .HostMemory("y"),
+                OnesLikeOp);
+REGISTER_KERNEL(KernelDefBuilder("ZerosLike")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint<int32_t>("T")
+                    .HostMemory("x")
+                    .HostMemory("y"),
+                ZerosLikeOp);
 
 // ---------------------------------------------------------------------------
 // Range

@@ -415,6 +415,33 @@ REGISTER_OP("SelectV2")
 CpuKernels<SelectV2Op, float, double, int32_t, int64_t, uint8_t, bool, std::string>
     select_v2_kernels("SelectV2");
 
+// --- int32 on a GPU -----------------------------------------------------------
+// Every argument in host memory (GpuInt32HostKernel): the CPU kernels above,
+// as TensorFlow's int32 arithmetic and comparisons on a GPU; SelectV2 too
+// here, so that the shape arithmetic of a gradient (grad_util.cc) stays in
+// host memory on the GPU's device.
+
+const GpuInt32HostKernel<BinaryKernel<AddFn>::For> gpu_add_v2("AddV2", {"x", "y", "z"});
+const GpuInt32HostKernel<BinaryKernel<AddFn>::For> gpu_add("Add", {"x", "y", "z"});
+const GpuInt32HostKernel<BinaryKernel<SubFn>::For> gpu_sub("Sub", {"x", "y", "z"});
+const GpuInt32HostKernel<BinaryKernel<MulFn>::For> gpu_mul("Mul", {"x", "y", "z"});
+const GpuInt32HostKernel<BinaryKernel<FloorDivFn>::For> gpu_floor_div("FloorDiv",
+                                                                      {"x", "y", "z"});
+const GpuInt32HostKernel<BinaryKernel<FloorModFn>::For> gpu_floor_mod("FloorMod",
+                                                                      {"x", "y", "z"});
+const GpuInt32HostKernel<BinaryKernel<MaxFn>::For> gpu_maximum("Maximum", {"x", "y", "z"});
+const GpuInt32HostKernel<BinaryKernel<MinFn>::For> gpu_minimum("Minimum", {"x", "y", "z"});
+const GpuInt32HostKernel<BinaryKernel<GreaterFn>::For> gpu_greater("Greater", {"x", "y", "z"});
+const GpuInt32HostKernel<BinaryKernel<LessFn>::For> gpu_less("Less", {"x", "y", "z"});
+const GpuInt32HostKernel<BinaryKernel<GreaterEqualFn>::For> gpu_greater_equal("GreaterEqual",
+                                                                              {"x", "y", "z"});
+const GpuInt32HostKernel<BinaryKernel<LessEqualFn>::For> gpu_less_equal("LessEqual",
+                                                                        {"x", "y", "z"});
+const GpuInt32HostKernel<EqualKernel> gpu_equal("Equal", {"x", "y", "z"});
+const GpuInt32HostKernel<NotEqualKernel> gpu_not_equal("NotEqual", {"x", "y", "z"});
+const GpuInt32HostKernel<SelectV2Op> gpu_select_v2("SelectV2",
+                                                   {"condition", "t", "e", "output"});
+
 // --- AddN --------------------------------------------------------------------
 
 // Elements per step of AddN's accumulation: the output block stays in L1

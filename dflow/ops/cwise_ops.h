@@ -10,6 +10,7 @@
 #ifndef DFLOW_OPS_CWISE_OPS_H_
 #define DFLOW_OPS_CWISE_OPS_H_
 
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -35,6 +36,25 @@ class CpuKernels {
         KernelDefBuilder(op).Device(kDeviceCPU).TypeConstraint<T>(attr).Build(),
         [](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> {
           return std::make_unique<K<T>>(c);
+        });
+  }
+};
+
+// Registers K<int32_t> as `op`'s GPU kernel for T = int32 with each of
+// `host_args` (every argument, in practice) in host memory, running the CPU
+// kernel there. TensorFlow registers its int32 element-wise GPU kernels so:
+// int32 tensors on a GPU are mostly shapes and sizes (the shape arithmetic
+// of gradients), which the host computes; the arithmetic then stays on the
+// GPU's device instead of crossing to the CPU and back in every step.
+template <template <typename> class K>
+struct GpuInt32HostKernel {
+  GpuInt32HostKernel(const std::string& op, std::initializer_list<const char*> host_args) {
+    KernelDefBuilder b(op);
+    b.Device(kDeviceGPU).TypeConstraint<int32_t>("T");
+    for (const char* arg : host_args) b.HostMemory(arg);
+    KernelRegistry::Global()->Register(
+        b.Build(), [](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> {
+          return std::make_unique<K<int32_t>>(c);
         });
   }
 };

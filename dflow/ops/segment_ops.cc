@@ -376,6 +376,10 @@ struct UnsortedSegmentFamily {
 };
 
 const UnsortedSegmentFamily<Combine::kSum> unsorted_segment_sum("UnsortedSegmentSum");
+// The shape arithmetic of reduction gradients (grad::ReducedShape) counts
+// axes with it: on a GPU, int32 in host memory (GpuInt32HostKernel).
+const GpuInt32HostKernel<UnsortedSegment<Combine::kSum>::template Op> gpu_unsorted_segment_sum(
+    "UnsortedSegmentSum", {"data", "segment_ids", "num_segments", "output"});
 const UnsortedSegmentFamily<Combine::kMax> unsorted_segment_max("UnsortedSegmentMax");
 const UnsortedSegmentFamily<Combine::kMin> unsorted_segment_min("UnsortedSegmentMin");
 const UnsortedSegmentFamily<Combine::kProd> unsorted_segment_prod("UnsortedSegmentProd");

@@ -253,6 +253,52 @@ TEST_F(DeviceMemoryTest, APinnedNodeWithoutAGpuKernelFailsOrFallsBackWithSoftPla
   EXPECT_EQ(out[0].flat<float>()[0], -4.0f);
 }
 
+// The shape arithmetic of a gradient on a GPU: int32 element-wise ops run
+// there with every argument in host memory (as TensorFlow's), so nothing
+// crosses to the CPU and no tensor is copied but the fed x.
+TEST_F(DeviceMemoryTest, Int32ShapeArithmeticRunsOnTheGpuInHostMemory) {
+  tensorflow::GraphDef g;
+  tensorflow::NodeDef* x = g.add_node();
+  x->set_name("x");
+  x->set_op("Placeholder");
+  SetAttr(x, "dtype", DT_FLOAT);
+  Node(&g, "neg", "Neg", {"x"});
+  SetAttr(Node(&g, "shape", "Shape", {"neg"}), "out_type", DT_INT32);
+  tensorflow::NodeDef* two = g.add_node();
+  two->set_name("two");
+  two->set_op("Const");
+  SetAttr(two, "value", Tensor::Scalar<int32_t>(2));
+  SetAttr(two, "dtype", DT_INT32);
+  for (auto [name, op] : std::vector<std::pair<std::string, std::string>>{
+           {"bigger", "Maximum"}, {"half", "FloorDiv"}, {"over", "Greater"}}) {
+    SetAttr(Node(&g, name, op, {"shape", "two"}), "T", DT_INT32);
+  }
+  SetAttr(Node(&g, "ones", "OnesLike", {"shape"}), "T", DT_INT32);
+  SetAttr(Node(&g, "kept", "SelectV2", {"over", "bigger", "ones"}), "T", DT_INT32);
+  auto s = Session();
+  ASSERT_TRUE(s->Create(g).ok());
+  tensorflow::RunOptions opts;
+  opts.set_output_partition_graphs(true);
+  tensorflow::RunMetadata meta;
+  std::vector<Tensor> out;
+  absl::Status st = s->Run(opts, {{"x", Tensor(DT_FLOAT, TensorShape({2, 3}))}}, {"half", "kept"},
+                           {}, &out, &meta);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(out[0].flat<int32_t>()[0], 1);  // [2, 3] // 2
+  EXPECT_EQ(out[0].flat<int32_t>()[1], 1);
+  EXPECT_EQ(out[1].flat<int32_t>()[0], 1);  // 2 > 2 fails: one
+  EXPECT_EQ(out[1].flat<int32_t>()[1], 3);  // max(3, 2)
+  std::map<std::string, std::string> device_of;
+  for (const auto& part : meta.partition_graphs()) {
+    for (const auto& n : part.node()) device_of[n.name()] = n.device();
+  }
+  for (const char* name : {"shape", "bigger", "half", "over", "ones", "kept"}) {
+    EXPECT_TRUE(absl::EndsWith(device_of[name], "GPU:0")) << name << ": " << device_of[name];
+  }
+  EXPECT_EQ(g_copies_to_device, 1);  // x
+  EXPECT_EQ(g_copies_to_host, 0);
+}
+
 TEST_F(DeviceMemoryTest, AnOutputTheDeviceCannotHoldIsResourceExhaustedAndTheSessionGoesOn) {
   auto s = Session();
   ASSERT_TRUE(s->Create(Chain()).ok());

@@ -1,0 +1,136 @@
+// Where `dflow train`'s training steps (MLP and CNN, Adam) run when the
+// worker has a GPU, checked without one: the graph is placed on a CPU and a
+// GPU-typed device that holds no memory, and each node's kernel is made for
+// its device to read the memory every edge leaves and arrives in. A step
+// crosses between host and device memory only where the GPU must wait or
+// the executor must copy, so this bounds the host round trips of a GPU step.
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "dflow/client/scope.h"
+#include "dflow/framework/device.h"
+#include "dflow/framework/kernel.h"
+#include "dflow/runtime/graph.h"
+#include "dflow/runtime/placer.h"
+#include "dflow/train/models.h"
+#include "dflow/train/optimizer.h"
+#include "gtest/gtest.h"
+
+namespace dflow {
+namespace {
+
+// A GPU-typed device whose kernels read device memory; it allocates none.
+class PlanningGpu : public Device {
+ public:
+  explicit PlanningGpu(const DeviceName& name) : Device(name, 2, int64_t{1} << 30) {}
+  Allocator* device_allocator() override { return &none_; }
+
+ private:
+  class NoMemory : public Allocator {
+   public:
+    std::string Name() const override { return "no memory"; }
+    MemoryType memory_type() const override { return MemoryType::kDevice; }
+    void* Allocate(size_t) override { return nullptr; }
+    void Deallocate(void*, size_t) override {}
+  } none_;
+};
+
+struct StepCrossings {
+  std::set<std::string> cpu_nodes;  // Nodes of the step placed on the CPU.
+  // "src -> dst" per data edge whose tensor changes memory or device.
+  std::vector<std::string> host_to_device, device_to_host, host_between_devices;
+};
+
+// Places the training step of `model` ("mlp" or "cnn") and lists where it
+// crosses: the ancestors of its train op and loss, as a step runs them.
+StepCrossings PlaceTrainingStep(const std::string& model) {
+  StepCrossings out;
+  Scope root = Scope::NewRootScope();
+  absl::StatusOr<Model> m = model == "cnn" ? BuildCnn(root) : BuildMlp(root);
+  EXPECT_TRUE(m.ok()) << m.status();
+  if (!m.ok()) return out;
+  AdamOptimizer adam;
+  absl::StatusOr<Operation> train = adam.Minimize(root, m->loss, m->variables);
+  EXPECT_TRUE(train.ok()) << train.status();
+  tensorflow::GraphDef def;
+  EXPECT_TRUE(root.ToGraphDef(&def).ok());
+  absl::StatusOr<std::unique_ptr<Graph>> g = Graph::FromGraphDef(def);
+  EXPECT_TRUE(g.ok()) << g.status();
+  if (!train.ok() || !g.ok()) return out;
+
+  Device cpu(*DeviceName::Parse("/job:worker/replica:0/task:0/device:CPU:0"), 1, int64_t{1} << 30);
+  PlanningGpu gpu(*DeviceName::Parse("/job:worker/replica:0/task:0/device:GPU:0"));
+  absl::Status placed = Place(g->get(), {&cpu, &gpu}, &cpu, PlacerOptions());
+  EXPECT_TRUE(placed.ok()) << placed;
+
+  // The step: everything the train op and the loss depend on.
+  std::set<const Node*> step;
+  std::vector<const Node*> todo = {(*g)->FindNode(train->name()),
+                                   (*g)->FindNode(m->loss.op().name())};
+  while (!todo.empty()) {
+    const Node* n = todo.back();
+    todo.pop_back();
+    if (n == nullptr || !step.insert(n).second) continue;
+    for (const Edge* e : n->in_edges()) todo.push_back(e->src);
+  }
+  auto on_gpu = [](const Node* n) { return absl::StrContains(n->assigned_device_name(), "GPU"); };
+  std::map<const Node*, std::unique_ptr<OpKernel>> kernels;
+  for (const Node* n : step) {
+    absl::StatusOr<std::unique_ptr<OpKernel>> k =
+        KernelRegistry::Global()->CreateKernel(on_gpu(n) ? &gpu : &cpu, n->def());
+    EXPECT_TRUE(k.ok()) << k.status();
+    if (k.ok()) kernels[n] = *std::move(k);
+    if (!on_gpu(n)) out.cpu_nodes.insert(n->name());
+  }
+  for (const Node* n : step) {
+    for (const Edge* e : n->out_edges()) {
+      if (e->IsControlEdge() || !kernels.count(e->src) || !kernels.count(e->dst)) continue;
+      const MemoryType from = kernels[e->src]->output_memory_type(e->src_output);
+      const MemoryType to = kernels[e->dst]->input_memory_type(e->dst_input);
+      const std::string edge = absl::StrCat(e->src->name(), " -> ", e->dst->name());
+      if (from == MemoryType::kHost && to == MemoryType::kDevice) {
+        out.host_to_device.push_back(edge);
+      } else if (from == MemoryType::kDevice && to == MemoryType::kHost) {
+        out.device_to_host.push_back(edge);
+      } else if (on_gpu(e->src) != on_gpu(e->dst)) {
+        out.host_between_devices.push_back(edge);
+      }
+    }
+  }
+  return out;
+}
+
+// Every node of a training step but its two feeds runs on the GPU (the
+// int32 shape arithmetic of the gradients in host memory, as TensorFlow
+// runs it), nothing goes back to the host, and the host sends the GPU the
+// feeds and one scalar: the count Mean's gradient divides by (a copy queued
+// on the stream without waiting for it). Before session 29 the count and
+// every shape of the loss's gradient crossed to the CPU and back mid-step,
+// and the copy of the count waited for the whole forward pass.
+TEST(GpuStepPlacementTest, ATrainingStepCrossesToTheHostOnlyForItsFeeds) {
+  for (const std::string model : {"mlp", "cnn"}) {
+    SCOPED_TRACE(model);
+    const StepCrossings s = PlaceTrainingStep(model);
+    EXPECT_EQ(s.cpu_nodes, (std::set<std::string>{"features", "labels"}));
+    EXPECT_TRUE(s.device_to_host.empty()) << absl::StrJoin(s.device_to_host, "; ");
+    std::vector<std::string> mid_step;
+    for (const std::string& edge : s.host_to_device) {
+      if (!absl::StartsWith(edge, "features ->") && !absl::StartsWith(edge, "labels ->")) {
+        mid_step.push_back(edge);
+      }
+    }
+    EXPECT_EQ(mid_step, (std::vector<std::string>{
+                            "gradients/metrics/loss_grad/FloorDiv -> "
+                            "gradients/metrics/loss_grad/Cast"}));
+    EXPECT_TRUE(s.host_between_devices.empty()) << absl::StrJoin(s.host_between_devices, "; ");
+  }
+}
+
+}  // namespace
+}  // namespace dflow
