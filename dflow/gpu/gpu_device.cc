@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -214,8 +215,6 @@ absl::StatusOr<std::unique_ptr<GpuDevice>> GpuDevice::Create(const DeviceName& n
   const std::string what = absl::StrCat("creating ", name.ToString());
   RETURN_IF_ERROR(CudaCheck(cudaStreamCreateWithFlags(&d->compute_, cudaStreamNonBlocking), what));
   RETURN_IF_ERROR(
-      CudaCheck(cudaStreamCreateWithFlags(&d->host_to_device_, cudaStreamNonBlocking), what));
-  RETURN_IF_ERROR(
       CudaCheck(cudaStreamCreateWithFlags(&d->device_to_host_, cudaStreamNonBlocking), what));
   RETURN_IF_ERROR(CublasCheck(cublasCreate(&d->cublas_), what));
   RETURN_IF_ERROR(CublasCheck(cublasSetStream(d->cublas_, d->compute_), what));
@@ -225,6 +224,10 @@ absl::StatusOr<std::unique_ptr<GpuDevice>> GpuDevice::Create(const DeviceName& n
 GpuDevice::~GpuDevice() {
   (void)cudaSetDevice(ordinal_);
   if (compute_ != nullptr) (void)cudaStreamSynchronize(compute_);
+  {
+    absl::MutexLock l(&staged_mu_);
+    staged_.clear();
+  }
   resource_manager()->CleanupAll();  // Variables give their memory back first.
   {
     absl::MutexLock l(&cudnn_mu_);
@@ -232,7 +235,7 @@ GpuDevice::~GpuDevice() {
   }
   if (cublas_ != nullptr) cublasDestroy(cublas_);
   allocator_.reset();
-  for (cudaStream_t s : {compute_, host_to_device_, device_to_host_}) {
+  for (cudaStream_t s : {compute_, device_to_host_}) {
     if (s != nullptr) (void)cudaStreamDestroy(s);
   }
 }
@@ -255,48 +258,65 @@ absl::StatusOr<Tensor> GpuDevice::AllocateTemp(DataType dtype, const TensorShape
 
 absl::StatusOr<Tensor> GpuDevice::CopyTensor(const Tensor& t, MemoryType to) {
   if (t.memory_type() == to) return t;
-  const size_t bytes = t.TotalBytes();
-  if (bytes == 0) {  // Nothing to copy; the result must not hold the other memory.
+  if (t.TotalBytes() == 0) {  // Nothing to copy; the result must not hold the other memory.
     if (to == MemoryType::kHost) return Tensor(t.dtype(), t.shape());
     return Tensor::Allocate(allocator_.get(), t.dtype(), t.shape());
   }
   RETURN_IF_ERROR(UseDevice(ordinal_));
+  return to == MemoryType::kDevice ? CopyToDevice(t) : CopyToHost(t);
+}
+
+absl::StatusOr<Tensor> GpuDevice::CopyToDevice(const Tensor& t) {
+  // Bytes staged and not yet released before a copy waits for the stream.
+  constexpr uint64_t kMaxStagedBytes = uint64_t{256} << 20;
+  const size_t bytes = t.TotalBytes();
+  ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(allocator_.get(), t.dtype(), t.shape()));
+  // The source may be pageable memory its owner frees or overwrites as soon
+  // as we return: its bytes go into pinned staging memory first. Without
+  // staging memory the copy is waited for.
+  absl::StatusOr<Tensor> staging =
+      Tensor::Allocate(PinnedHostAllocator::Get(), t.dtype(), t.shape());
+  const void* src = t.raw_data();
+  if (staging.ok()) {
+    std::memcpy(staging->raw_data(), src, bytes);
+    src = staging->raw_data();
+  }
+  // On the compute stream: after the work that may still read `out`'s
+  // recycled block, before the work that reads `out`.
+  RETURN_IF_ERROR(CudaCheck(
+      cudaMemcpyAsync(out.raw_data(), src, bytes, cudaMemcpyHostToDevice, compute_),
+      absl::StrCat("copying ", bytes, " bytes to ", name())));
+  if (!staging.ok()) {
+    RETURN_IF_ERROR(CudaCheck(cudaStreamSynchronize(compute_), "host to device copy"));
+    return out;
+  }
+  bool drain = false;
+  {
+    absl::MutexLock l(&staged_mu_);
+    staged_.push_back(*std::move(staging));  // After the copy was queued: see Sync().
+    staged_bytes_ += bytes;
+    drain = staged_bytes_ > kMaxStagedBytes;
+  }
+  if (drain) RETURN_IF_ERROR(Sync());
+  return out;
+}
+
+absl::StatusOr<Tensor> GpuDevice::CopyToHost(const Tensor& t) {
+  // After the compute work queued so far (which produces `t`), into pinned
+  // memory, waited for: the host tensor is readable when we return.
+  const size_t bytes = t.TotalBytes();
+  ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(PinnedHostAllocator::Get(), t.dtype(), t.shape()));
   cudaEvent_t queued = nullptr;
   RETURN_IF_ERROR(CudaCheck(cudaEventCreateWithFlags(&queued, cudaEventDisableTiming),
                             "cudaEventCreate"));
-  absl::Status s;
-  Tensor out;
-  if (to == MemoryType::kDevice) {
-    // The destination may be a block the compute stream still reads (freed
-    // in stream order): the copy waits for the work queued so far, and the
-    // compute stream for the copy.
-    absl::StatusOr<Tensor> dst = Tensor::Allocate(allocator_.get(), t.dtype(), t.shape());
-    s = dst.status();
-    if (s.ok()) out = *std::move(dst);
-    if (s.ok()) s = CudaCheck(cudaEventRecord(queued, compute_), "cudaEventRecord");
-    if (s.ok()) s = CudaCheck(cudaStreamWaitEvent(host_to_device_, queued, 0), "cudaStreamWaitEvent");
-    if (s.ok()) {
-      s = CudaCheck(cudaMemcpyAsync(out.raw_data(), t.raw_data(), bytes, cudaMemcpyHostToDevice,
-                                    host_to_device_),
-                    absl::StrCat("copying ", bytes, " bytes to ", name()));
-    }
-    // The source may be pageable host memory that its owner frees or
-    // overwrites as soon as we return: wait for the copy (the bus is the
-    // limit either way; the compute stream keeps running meanwhile).
-    if (s.ok()) s = CudaCheck(cudaStreamSynchronize(host_to_device_), "host to device copy");
-  } else {
-    absl::StatusOr<Tensor> dst = Tensor::Allocate(PinnedHostAllocator::Get(), t.dtype(), t.shape());
-    s = dst.status();
-    if (s.ok()) out = *std::move(dst);
-    if (s.ok()) s = CudaCheck(cudaEventRecord(queued, compute_), "cudaEventRecord");
-    if (s.ok()) s = CudaCheck(cudaStreamWaitEvent(device_to_host_, queued, 0), "cudaStreamWaitEvent");
-    if (s.ok()) {
-      s = CudaCheck(cudaMemcpyAsync(out.raw_data(), t.raw_data(), bytes, cudaMemcpyDeviceToHost,
-                                    device_to_host_),
-                    absl::StrCat("copying ", bytes, " bytes from ", name()));
-    }
-    if (s.ok()) s = CudaCheck(cudaStreamSynchronize(device_to_host_), "device to host copy");
+  absl::Status s = CudaCheck(cudaEventRecord(queued, compute_), "cudaEventRecord");
+  if (s.ok()) s = CudaCheck(cudaStreamWaitEvent(device_to_host_, queued, 0), "cudaStreamWaitEvent");
+  if (s.ok()) {
+    s = CudaCheck(cudaMemcpyAsync(out.raw_data(), t.raw_data(), bytes, cudaMemcpyDeviceToHost,
+                                  device_to_host_),
+                  absl::StrCat("copying ", bytes, " bytes from ", name()));
   }
+  if (s.ok()) s = CudaCheck(cudaStreamSynchronize(device_to_host_), "device to host copy");
   (void)cudaEventDestroy(queued);
   RETURN_IF_ERROR(s);
   return out;
@@ -310,7 +330,19 @@ absl::Status GpuDevice::ZeroFill(Tensor* t) {
 
 absl::Status GpuDevice::Sync() {
   RETURN_IF_ERROR(UseDevice(ordinal_));
-  return CudaCheck(cudaStreamSynchronize(compute_), absl::StrCat("running kernels on ", name()));
+  // Taken before waiting: a block is listed only once its copy is queued, so
+  // every copy of these is done when the stream is. Copies queued meanwhile
+  // keep their blocks until the next Sync().
+  std::vector<Tensor> staged;
+  {
+    absl::MutexLock l(&staged_mu_);
+    staged.swap(staged_);
+    staged_bytes_ = 0;
+  }
+  absl::Status s =
+      CudaCheck(cudaStreamSynchronize(compute_), absl::StrCat("running kernels on ", name()));
+  staged.clear();  // Back to the pinned pool, now that their copies are done.
+  return s;
 }
 
 // --- the device factory ------------------------------------------------------------------

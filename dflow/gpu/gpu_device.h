@@ -5,8 +5,11 @@
 //    kernels of one device therefore run in the order the executor ran them,
 //    and device memory freed by a tensor is reused only by work queued later
 //    on the same stream, which is safe without events;
-//  - host -> device copies run on their own stream, after the compute work
-//    queued so far (an event), and the compute stream waits for them;
+//  - host -> device copies are queued on the compute stream too, from pinned
+//    staging memory the bytes are first copied into: the host goes on at
+//    once (it used to wait for every kernel queued so far), the copy runs
+//    after the work that may still read the destination's recycled block and
+//    before the work that reads it. Staging blocks are kept until Sync();
 //  - device -> host copies run on their own stream after the compute work
 //    queued so far, into pinned host memory, and are waited for: the host
 //    tensor is readable when CopyTensor returns;
@@ -28,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -118,19 +122,27 @@ class GpuDevice : public Device {
   Allocator* device_allocator() override { return allocator_.get(); }
   absl::StatusOr<Tensor> CopyTensor(const Tensor& t, MemoryType to) override;
   absl::Status ZeroFill(Tensor* t) override;
+  // Waits for the work queued so far; then the staging blocks of the copies
+  // queued before it go back to the pinned pool.
   absl::Status Sync() override;
 
  private:
   GpuDevice(const DeviceName& name, int ordinal, int64_t memory_limit);
+  absl::StatusOr<Tensor> CopyToDevice(const Tensor& t);
+  absl::StatusOr<Tensor> CopyToHost(const Tensor& t);
 
   const int ordinal_;
   std::unique_ptr<GpuAllocator> allocator_;
   cudaStream_t compute_ = nullptr;
-  cudaStream_t host_to_device_ = nullptr;
   cudaStream_t device_to_host_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
   absl::Mutex cudnn_mu_;
   cudnnHandle_t cudnn_ ABSL_GUARDED_BY(cudnn_mu_) = nullptr;
+  // The pinned sources of host -> device copies queued on the compute
+  // stream, kept until a Sync() after them; bounded by kMaxStagedBytes.
+  absl::Mutex staged_mu_;
+  std::vector<Tensor> staged_ ABSL_GUARDED_BY(staged_mu_);
+  uint64_t staged_bytes_ ABSL_GUARDED_BY(staged_mu_) = 0;
 };
 
 // The GPU a GPU kernel runs on, made the calling thread's current CUDA

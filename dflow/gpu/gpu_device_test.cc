@@ -4,6 +4,8 @@
 #include <random>
 
 #include "absl/strings/match.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "dflow/framework/attr_util.h"
 #include "dflow/gpu/gpu_test_util.h"
 #include "dflow/runtime/device_mgr.h"
@@ -79,6 +81,67 @@ TEST(GpuDeviceTest, TensorsCopyToTheDeviceAndBack) {
     EXPECT_TRUE(std::equal(host.flat<float>().begin(), host.flat<float>().end(),
                            back->flat<float>().begin()))
         << n;
+  }
+  ASSERT_TRUE(gpu->Sync().ok());
+}
+
+// Blocks the compute stream until `released` is notified (or 10 s pass);
+// records whether it was.
+struct StreamGate {
+  absl::Notification released;
+  bool was_released = false;
+  static void CUDART_CB Wait(void* gate) {
+    auto* g = static_cast<StreamGate*>(gate);
+    g->was_released = g->released.WaitForNotificationWithTimeout(absl::Seconds(10));
+  }
+};
+
+// A host -> device copy is queued behind the stream's work without waiting
+// for it, and copies its source when called: later writes to the host
+// tensor do not reach the device.
+TEST(GpuDeviceTest, AHostToDeviceCopyNeitherWaitsForQueuedWorkNorSeesLaterWrites) {
+  DFLOW_SKIP_WITHOUT_GPU();
+  auto devices = CreateLocalDevices(tensorflow::ConfigProto(), "localhost", 0, 0);
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  auto* gpu = static_cast<GpuDevice*>((*devices)[1].get());
+  ASSERT_EQ(cudaSetDevice(gpu->cuda_ordinal()), cudaSuccess);
+  StreamGate gate;
+  ASSERT_EQ(cudaLaunchHostFunc(gpu->stream(), &StreamGate::Wait, &gate), cudaSuccess);
+  Tensor host = RandomTensor(TensorShape({1000}), 1);
+  const Tensor expected = RandomTensor(TensorShape({1000}), 1);
+  absl::StatusOr<Tensor> on_gpu = gpu->CopyTensor(host, MemoryType::kDevice);
+  gate.released.Notify();  // Only now can the stream run the copy.
+  ASSERT_TRUE(on_gpu.ok()) << on_gpu.status();
+  for (float& v : host.flat<float>()) v = -7;
+  absl::StatusOr<Tensor> back = gpu->CopyTensor(*on_gpu, MemoryType::kHost);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(gate.was_released) << "the copy waited for the stream's queued work";
+  EXPECT_TRUE(std::equal(expected.flat<float>().begin(), expected.flat<float>().end(),
+                         back->flat<float>().begin()));
+  ASSERT_TRUE(gpu->Sync().ok());
+}
+
+// More staged bytes than the bound (256 MiB) in one step: the copies wait
+// for the stream once over it, and every value arrives.
+TEST(GpuDeviceTest, StagedCopiesOverTheBoundAllArrive) {
+  DFLOW_SKIP_WITHOUT_GPU();
+  auto devices = CreateLocalDevices(tensorflow::ConfigProto(), "localhost", 0, 0);
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  Device* gpu = (*devices)[1].get();
+  constexpr int64_t kFloats = int64_t{8} << 20;  // 32 MiB each, 320 MiB in all.
+  Tensor host(DT_FLOAT, TensorShape({kFloats}));
+  std::vector<Tensor> copies;
+  for (int i = 0; i < 10; ++i) {
+    std::fill(host.flat<float>().begin(), host.flat<float>().end(), static_cast<float>(i));
+    absl::StatusOr<Tensor> on_gpu = gpu->CopyTensor(host, MemoryType::kDevice);
+    ASSERT_TRUE(on_gpu.ok()) << i << ": " << on_gpu.status();
+    copies.push_back(*std::move(on_gpu));
+  }
+  for (int i = 0; i < 10; ++i) {
+    absl::StatusOr<Tensor> back = gpu->CopyTensor(copies[i], MemoryType::kHost);
+    ASSERT_TRUE(back.ok()) << back.status();
+    const auto v = back->flat<float>();
+    EXPECT_EQ(std::count(v.begin(), v.end(), static_cast<float>(i)), kFloats) << i;
   }
   ASSERT_TRUE(gpu->Sync().ok());
 }
