@@ -7,8 +7,8 @@
 //    row/column after: the input is then padded explicitly by the
 //    difference (and the input gradient cropped), as TensorFlow does.
 //    Algorithms come from cuDNN's heuristics, restricted to FMA math (no
-//    TF32, so results match the CPU's float arithmetic), cached per shape in
-//    the kernel.
+//    TF32, so results match the CPU's float arithmetic), tuned and cached
+//    per shape in the kernel with the shape's descriptors.
 //  - MaxPool and MaxPoolGrad are direct kernels (conv_kernels.cu) that keep
 //    the CPU's rules exactly: padding ignored, NaNs skipped, gradients to
 //    the first maximum of each window.
@@ -19,6 +19,7 @@
 #include <array>
 #include <climits>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -290,20 +291,18 @@ class CudnnConvOp : public OpKernel {
     GpuDevice* gpu = GpuOf(ctx);
     absl::StatusOr<cudnnHandle_t> handle = gpu->cudnn();
     if (!handle.ok()) return WithPrefix(handle.status(), ctx->Prefix());
-    ConvDescriptors d;
-    absl::Status s = d.Init(p);
-    if (!s.ok()) return WithPrefix(s, ctx->Prefix());
     absl::MutexLock l(CudnnMutex());
-    ASSIGN_OR_RETURN(std::vector<Algo> algos, CachedAlgos(ctx, *handle, p, d, b));
+    ASSIGN_OR_RETURN(CachedPlan* plan, PlanFor(ctx, *handle, p, b));
+    std::vector<Algo>& algos = plan->algos;
     // The fastest candidate normally runs; one that turns out not to
     // support this configuration is dropped for the next.
     for (size_t k = 0; k < algos.size(); ++k) {
       Tensor workspace;
       RETURN_IF_ERROR(Workspace(ctx, algos[k], &workspace));
-      const cudnnStatus_t st = Call(*handle, d, b, algos[k], workspace);
+      const cudnnStatus_t st = Call(*handle, plan->d, b, algos[k], workspace);
       if (st == CUDNN_STATUS_NOT_SUPPORTED && k + 1 < algos.size()) continue;
-      if (k > 0) Forget(p, k);
-      s = CudnnCheck(st, "cuDNN convolution");
+      if (k > 0) algos.erase(algos.begin(), algos.begin() + k);
+      absl::Status s = CudnnCheck(st, "cuDNN convolution");
       return s.ok() ? s : WithPrefix(s, ctx->Prefix());
     }
     return absl::InternalError(absl::StrCat(ctx->Prefix(), "no cuDNN algorithm ran"));
@@ -384,32 +383,35 @@ class CudnnConvOp : public OpKernel {
   const Conv2DAttrs attrs_;
 
  private:
-  // The candidates of plan `p`, tuned on its first call (with `b`'s buffers).
-  absl::StatusOr<std::vector<Algo>> CachedAlgos(OpKernelContext* ctx, cudnnHandle_t h,
-                                                const ConvPlan& p, const ConvDescriptors& d,
-                                                const ConvBuffers& b) {
+  // A plan's descriptors and its candidates, fastest first; made and tuned
+  // on the plan's first call, then read and trimmed under CudnnMutex().
+  struct CachedPlan {
+    ConvDescriptors d;
+    std::vector<Algo> algos;
+  };
+
+  // The cached plan of `p`, made on its first call (tuned with `b`'s buffers).
+  // REQUIRES: CudnnMutex() held.
+  absl::StatusOr<CachedPlan*> PlanFor(OpKernelContext* ctx, cudnnHandle_t h, const ConvPlan& p,
+                                      const ConvBuffers& b) {
     const PlanKey key = KeyOf(p);
     {
       absl::MutexLock l(&mu_);
-      auto it = algos_.find(key);
-      if (it != algos_.end()) return it->second;
+      auto it = plans_.find(key);
+      if (it != plans_.end()) return it->second.get();
     }
-    absl::StatusOr<std::vector<Algo>> algos = ChooseAlgos(kind_, h, d);
+    auto plan = std::make_unique<CachedPlan>();
+    absl::Status s = plan->d.Init(p);
+    if (!s.ok()) return WithPrefix(s, ctx->Prefix());
+    absl::StatusOr<std::vector<Algo>> algos = ChooseAlgos(kind_, h, plan->d);
     if (!algos.ok()) return WithPrefix(algos.status(), ctx->Prefix());
-    std::vector<Algo> tuned = Tune(ctx, h, d, b, *std::move(algos));
+    plan->algos = Tune(ctx, h, plan->d, b, *std::move(algos));
     absl::MutexLock l(&mu_);
-    return algos_.try_emplace(key, std::move(tuned)).first->second;
-  }
-
-  // Drops the first `k` candidates of plan `p`, which cuDNN did not run.
-  void Forget(const ConvPlan& p, size_t k) {
-    absl::MutexLock l(&mu_);
-    std::vector<Algo>& algos = algos_[KeyOf(p)];
-    algos.erase(algos.begin(), algos.begin() + std::min(k, algos.size() - 1));
+    return plans_.try_emplace(key, std::move(plan)).first->second.get();
   }
 
   absl::Mutex mu_;
-  std::map<PlanKey, std::vector<Algo>> algos_ ABSL_GUARDED_BY(mu_);
+  std::map<PlanKey, std::unique_ptr<CachedPlan>> plans_ ABSL_GUARDED_BY(mu_);
 };
 
 class Conv2DGpuOp : public CudnnConvOp {
