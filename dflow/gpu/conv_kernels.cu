@@ -68,16 +68,27 @@ __device__ void WindowRange(int64_t start, int64_t size, int64_t limit, int64_t*
   *hi = start + size < limit ? start + size : limit;
 }
 
+// Output element i of a pooling (NHWC over the pooled shape): its image b,
+// its channel c, and its window's input rows [h_lo, h_hi) and columns
+// [w_lo, w_hi) inside the image.
+struct OutputWindow {
+  int64_t b, c, h_lo, h_hi, w_lo, w_hi;
+};
+__device__ OutputWindow WindowOfOutput(const PoolWindow& p, int64_t i) {
+  OutputWindow w;
+  w.c = i % p.depth;
+  const int64_t ow = (i / p.depth) % p.out_cols;
+  const int64_t oh = (i / (p.depth * p.out_cols)) % p.out_rows;
+  w.b = i / (p.depth * p.out_cols * p.out_rows);
+  WindowRange(oh * p.stride_h - p.pad_top, p.window_rows, p.in_rows, &w.h_lo, &w.h_hi);
+  WindowRange(ow * p.stride_w - p.pad_left, p.window_cols, p.in_cols, &w.w_lo, &w.w_hi);
+  return w;
+}
+
 __global__ void MaxPoolKernel(PoolWindow p, const float* in, float* out) {
   const int64_t n = p.batch * p.out_rows * p.out_cols * p.depth;
   DFLOW_GRID_STRIDE_LOOP(i, n) {
-    const int64_t c = i % p.depth;
-    const int64_t ow = (i / p.depth) % p.out_cols;
-    const int64_t oh = (i / (p.depth * p.out_cols)) % p.out_rows;
-    const int64_t b = i / (p.depth * p.out_cols * p.out_rows);
-    int64_t h_lo, h_hi, w_lo, w_hi;
-    WindowRange(oh * p.stride_h - p.pad_top, p.window_rows, p.in_rows, &h_lo, &h_hi);
-    WindowRange(ow * p.stride_w - p.pad_left, p.window_cols, p.in_cols, &w_lo, &w_hi);
+    const auto [b, c, h_lo, h_hi, w_lo, w_hi] = WindowOfOutput(p, i);
     const float* image = in + b * p.in_rows * p.in_cols * p.depth + c;
     float m = -FLT_MAX;  // std::numeric_limits<float>::lowest()
     for (int64_t h = h_lo; h < h_hi; ++h) {
@@ -93,13 +104,7 @@ __global__ void MaxPoolKernel(PoolWindow p, const float* in, float* out) {
 __global__ void MaxPoolGradKernel(PoolWindow p, const float* x, const float* dy, float* dx) {
   const int64_t n = p.batch * p.out_rows * p.out_cols * p.depth;
   DFLOW_GRID_STRIDE_LOOP(i, n) {
-    const int64_t c = i % p.depth;
-    const int64_t ow = (i / p.depth) % p.out_cols;
-    const int64_t oh = (i / (p.depth * p.out_cols)) % p.out_rows;
-    const int64_t b = i / (p.depth * p.out_cols * p.out_rows);
-    int64_t h_lo, h_hi, w_lo, w_hi;
-    WindowRange(oh * p.stride_h - p.pad_top, p.window_rows, p.in_rows, &h_lo, &h_hi);
-    WindowRange(ow * p.stride_w - p.pad_left, p.window_cols, p.in_cols, &w_lo, &w_hi);
+    const auto [b, c, h_lo, h_hi, w_lo, w_hi] = WindowOfOutput(p, i);
     if (h_lo >= h_hi || w_lo >= w_hi) continue;  // A window of padding only.
     const int64_t image = b * p.in_rows * p.in_cols;
     int64_t arg = h_lo * p.in_cols + w_lo;
@@ -121,13 +126,7 @@ __global__ void MaxPoolGradKernel(PoolWindow p, const float* x, const float* dy,
 __global__ void AvgPoolKernel(PoolWindow p, const float* in, float* out) {
   const int64_t n = p.batch * p.out_rows * p.out_cols * p.depth;
   DFLOW_GRID_STRIDE_LOOP(i, n) {
-    const int64_t c = i % p.depth;
-    const int64_t ow = (i / p.depth) % p.out_cols;
-    const int64_t oh = (i / (p.depth * p.out_cols)) % p.out_rows;
-    const int64_t b = i / (p.depth * p.out_cols * p.out_rows);
-    int64_t h_lo, h_hi, w_lo, w_hi;
-    WindowRange(oh * p.stride_h - p.pad_top, p.window_rows, p.in_rows, &h_lo, &h_hi);
-    WindowRange(ow * p.stride_w - p.pad_left, p.window_cols, p.in_cols, &w_lo, &w_hi);
+    const auto [b, c, h_lo, h_hi, w_lo, w_hi] = WindowOfOutput(p, i);
     const float* image = in + b * p.in_rows * p.in_cols * p.depth + c;
     float sum = 0;
     for (int64_t h = h_lo; h < h_hi; ++h) {

@@ -19,33 +19,75 @@
 namespace dflow {
 namespace {
 
-// o[c] = max(o[c], x[c]); `x > o` is false for NaN, so NaNs are skipped.
-template <typename T>
-inline void MaxInto(const T* x, T* o, int64_t n) {
-  for (int64_t c = 0; c < n; ++c) o[c] = x[c] > o[c] ? x[c] : o[c];
-}
-
-// Pools output rows [begin, end) of the flattened (batch, out_row) space.
-template <typename T>
-void SpatialMaxPool(const PoolGeometry& g, const T* in, T* out, int64_t begin, int64_t end) {
+// Pools output rows [begin, end) of the flattened (batch, out_row) space:
+// for each output pixel `o` (its depth values), pool.Start(o), then
+// pool.Add(o, x) for each pixel x of its window inside the image, row by
+// row, then pool.Finish(o, number of those pixels).
+template <typename T, typename Pool>
+void PoolWindows(const PoolGeometry& g, const T* in, T* out, int64_t begin, int64_t end,
+                 const Pool& pool) {
   const int64_t c = g.depth;
   for (int64_t idx = begin; idx < end; ++idx) {
     const int64_t n = idx / g.out_rows, oh = idx % g.out_rows;
     const int64_t h0 = oh * g.stride_h - g.pad_top;
     const int64_t h_lo = std::max<int64_t>(h0, 0);
-    const int64_t h_hi = std::min(h0 + g.window_rows, g.in_rows);
+    const int64_t h_hi = std::max(h_lo, std::min(h0 + g.window_rows, g.in_rows));
     const T* image = in + n * g.in_rows * g.in_cols * c;
     T* o = out + idx * g.out_cols * c;
     for (int64_t ow = 0; ow < g.out_cols; ++ow, o += c) {
       const int64_t w0 = ow * g.stride_w - g.pad_left;
       const int64_t w_lo = std::max<int64_t>(w0, 0);
-      const int64_t w_hi = std::min(w0 + g.window_cols, g.in_cols);
-      std::fill(o, o + c, std::numeric_limits<T>::lowest());
+      const int64_t w_hi = std::max(w_lo, std::min(w0 + g.window_cols, g.in_cols));
+      pool.Start(o);
       for (int64_t h = h_lo; h < h_hi; ++h) {
-        for (int64_t w = w_lo; w < w_hi; ++w) MaxInto(image + (h * g.in_cols + w) * c, o, c);
+        for (int64_t w = w_lo; w < w_hi; ++w) pool.Add(o, image + (h * g.in_cols + w) * c);
       }
+      pool.Finish(o, (h_hi - h_lo) * (w_hi - w_lo));
     }
   }
+}
+
+// The maximum of each window; `x > o` is false for NaN, so NaNs are skipped.
+template <typename T>
+struct MaxOfWindow {
+  int64_t depth;
+  void Start(T* o) const { std::fill(o, o + depth, std::numeric_limits<T>::lowest()); }
+  void Add(T* o, const T* x) const {
+    for (int64_t d = 0; d < depth; ++d) o[d] = x[d] > o[d] ? x[d] : o[d];
+  }
+  void Finish(T*, int64_t) const {}
+};
+
+// The mean of each window: summed row by row, then divided by its count, as
+// TensorFlow's CPU kernel does; 0 for a window of padding only.
+template <typename T>
+struct MeanOfWindow {
+  int64_t depth;
+  void Start(T* o) const { std::fill(o, o + depth, T(0)); }
+  void Add(T* o, const T* x) const {
+    for (int64_t d = 0; d < depth; ++d) o[d] += x[d];
+  }
+  void Finish(T* o, int64_t count) const {
+    if (count == 0) return;
+    const T divisor = static_cast<T>(count);
+    for (int64_t d = 0; d < depth; ++d) o[d] /= divisor;
+  }
+};
+
+// Output 0 of `ctx`: `input` pooled with geometry `g` by `pool`, in
+// parallel over output rows.
+template <typename T, typename Pool>
+absl::Status SpatialPool(OpKernelContext* ctx, const Tensor& input, const PoolGeometry& g,
+                         const Pool& pool) {
+  Tensor* out = ctx->allocate_output(0, TensorShape({g.batch, g.out_rows, g.out_cols, g.depth}));
+  if (out->NumElements() == 0) return absl::OkStatus();
+  const T* in = input.flat<T>().data();
+  T* o = out->flat<T>().data();
+  const int64_t cost = g.out_cols * g.window_rows * g.window_cols * g.depth;
+  ctx->intra_op_pool()->ParallelFor(g.batch * g.out_rows, cost, [&](int64_t b, int64_t e) {
+    PoolWindows(g, in, o, b, e, pool);
+  });
+  return absl::OkStatus();
 }
 
 template <typename T>
@@ -61,14 +103,7 @@ class MaxPoolOp : public OpKernel {
     const Tensor& input = ctx->input(0);
     if (attrs_.depth_pooling() && input.dims() == 4) return DepthMaxPool(ctx, input);
     ASSIGN_OR_RETURN(PoolGeometry g, MaxPoolGeometry(*ctx, attrs_, input));
-    Tensor* out = ctx->allocate_output(0, TensorShape({g.batch, g.out_rows, g.out_cols, g.depth}));
-    if (out->NumElements() == 0) return absl::OkStatus();
-    const T* in = input.flat<T>().data();
-    T* o = out->flat<T>().data();
-    const int64_t cost = g.out_cols * g.window_rows * g.window_cols * g.depth;
-    ctx->intra_op_pool()->ParallelFor(
-        g.batch * g.out_rows, cost, [&](int64_t b, int64_t e) { SpatialMaxPool(g, in, o, b, e); });
-    return absl::OkStatus();
+    return SpatialPool<T>(ctx, input, g, MaxOfWindow<T>{g.depth});
   }
 
  private:
@@ -93,38 +128,6 @@ class MaxPoolOp : public OpKernel {
   Pool2DAttrs attrs_;
 };
 
-// Averages output rows [begin, end) of the flattened (batch, out_row) space:
-// each window summed row by row, then divided by its count, as TensorFlow's
-// CPU kernel does.
-template <typename T>
-void SpatialAvgPool(const PoolGeometry& g, const T* in, T* out, int64_t begin, int64_t end) {
-  const int64_t c = g.depth;
-  for (int64_t idx = begin; idx < end; ++idx) {
-    const int64_t n = idx / g.out_rows, oh = idx % g.out_rows;
-    const int64_t h0 = oh * g.stride_h - g.pad_top;
-    const int64_t h_lo = std::max<int64_t>(h0, 0);
-    const int64_t h_hi = std::min(h0 + g.window_rows, g.in_rows);
-    const T* image = in + n * g.in_rows * g.in_cols * c;
-    T* o = out + idx * g.out_cols * c;
-    for (int64_t ow = 0; ow < g.out_cols; ++ow, o += c) {
-      const int64_t w0 = ow * g.stride_w - g.pad_left;
-      const int64_t w_lo = std::max<int64_t>(w0, 0);
-      const int64_t w_hi = std::min(w0 + g.window_cols, g.in_cols);
-      std::fill(o, o + c, T(0));
-      for (int64_t h = h_lo; h < h_hi; ++h) {
-        for (int64_t w = w_lo; w < w_hi; ++w) {
-          const T* x = image + (h * g.in_cols + w) * c;
-          for (int64_t d = 0; d < c; ++d) o[d] += x[d];
-        }
-      }
-      const int64_t count = std::max<int64_t>(h_hi - h_lo, 0) * std::max<int64_t>(w_hi - w_lo, 0);
-      if (count == 0) continue;  // A window of padding only: 0, never 0/0.
-      const T divisor = static_cast<T>(count);
-      for (int64_t d = 0; d < c; ++d) o[d] /= divisor;
-    }
-  }
-}
-
 template <typename T>
 class AvgPoolOp : public OpKernel {
  public:
@@ -137,14 +140,7 @@ class AvgPoolOp : public OpKernel {
     }
     const Tensor& input = ctx->input(0);
     ASSIGN_OR_RETURN(PoolGeometry g, AvgPoolGeometry(*ctx, attrs_, input));
-    Tensor* out = ctx->allocate_output(0, TensorShape({g.batch, g.out_rows, g.out_cols, g.depth}));
-    if (out->NumElements() == 0) return absl::OkStatus();
-    const T* in = input.flat<T>().data();
-    T* o = out->flat<T>().data();
-    const int64_t cost = g.out_cols * g.window_rows * g.window_cols * g.depth;
-    ctx->intra_op_pool()->ParallelFor(
-        g.batch * g.out_rows, cost, [&](int64_t b, int64_t e) { SpatialAvgPool(g, in, o, b, e); });
-    return absl::OkStatus();
+    return SpatialPool<T>(ctx, input, g, MeanOfWindow<T>{g.depth});
   }
 
  private:
