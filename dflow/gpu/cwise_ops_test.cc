@@ -30,7 +30,10 @@ TEST(GpuKernelRegistryTest, KernelsAreRegisteredForTheirTypes) {
                                "SelectV2", "AddN", "BiasAdd", "BiasAddGrad", "Softmax"}) {
     EXPECT_TRUE(r->HasKernel(kDeviceGPU, node(op, {{"T", DT_FLOAT}}))) << op;
   }
-  EXPECT_FALSE(r->HasKernel(kDeviceGPU, node("AddV2", {{"T", DT_INT32}})));
+  // int32 arithmetic (shapes) runs on a GPU in host memory, as TensorFlow's.
+  absl::StatusOr<const KernelDef*> int32_add = r->Find(kDeviceGPU, node("AddV2", {{"T", DT_INT32}}));
+  ASSERT_TRUE(int32_add.ok()) << int32_add.status();
+  EXPECT_EQ((*int32_add)->host_memory_args, (std::vector<std::string>{"x", "y", "z"}));
   for (const std::string op : {"Sum", "Mean", "Max", "Min", "Prod"}) {
     EXPECT_TRUE(r->HasKernel(kDeviceGPU, node(op, {{"T", DT_FLOAT}, {"Tidx", DT_INT64}}))) << op;
   }

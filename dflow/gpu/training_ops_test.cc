@@ -148,7 +148,7 @@ TEST(GpuTrainingRegistryTest, KernelsAreRegisteredForTheirTypes) {
                          "ApplyRMSProp", "ResourceApplyGradientDescent", "ResourceApplyMomentum",
                          "ResourceApplyAdam", "ResourceApplyAdagrad", "ResourceApplyRMSProp",
                          "Assign", "AssignAdd", "AssignSub", "Conv2D", "Conv2DBackpropInput",
-                         "Conv2DBackpropFilter", "MaxPool", "MaxPoolGrad"}) {
+                         "Conv2DBackpropFilter", "MaxPool", "MaxPoolGrad", "AvgPool"}) {
     EXPECT_TRUE(r->HasKernel(kDeviceGPU, node(op, "T", DT_FLOAT))) << op;
   }
   for (const char* op : {"VariableV2", "Const", "VarHandleOp", "ReadVariableOp", "AssignVariableOp",
