@@ -6,7 +6,8 @@
 #   3. bench/gpu/gpu_bench: MatMul 4096² through dflow against cuBLAS direct;
 #      the CNN step written directly (bench/gpu/cnn_direct_bench) and PyTorch's;
 #   4. where a GPU CNN step's time goes: three traced steps, summarised by
-#      scripts/trace_summary.py, as launched and with CUDA_LAUNCH_BLOCKING=1.
+#      scripts/trace_summary.py, as launched and with CUDA_LAUNCH_BLOCKING=1
+#      (or, where Nsight Systems is installed, its CUDA API and kernel tables).
 # Figures go to $OUT_DIR/gpu_check.txt (default gpu_check_out/).
 #
 #   scripts/gpu_check.sh                       # builds here (scripts/build.sh) first
@@ -109,7 +110,23 @@ if python3 -c "import torch" 2> /dev/null; then
 fi
 
 say "== 4. where a GPU CNN step's time goes (steps 200-202; host spans, then kernel spans)"
-for mode in launch kernels; do
+modes="launch kernels"
+if command -v nsys > /dev/null; then
+  # Nsight's CUDA API and kernel tables over 203 steps replace the blocking
+  # trace: host time per CUDA/cuDNN call, GPU time per kernel.
+  modes="launch"
+  timeout 150 nsys profile -t cuda,osrt -o "$out/cnn_nsys" --force-overwrite true \
+    "$dflow" train --model cnn --epochs 1 --max-steps 203 > "$out/nsys.log" 2>&1
+  for report_name in "cuda_api_sum cudaapisum" "cuda_gpu_kern_sum gpukernsum"; do
+    for name in $report_name; do  # Newer name first, then the older one.
+      timeout 60 nsys stats -q --report "$name" "$out/cnn_nsys.nsys-rep" > "$out/nsys_$name.txt" \
+        2>&1 && break
+    done
+    say "-- nsys $name"
+    head -30 "$out/nsys_$name.txt" | cut -c1-160 | tee -a "$report"
+  done
+fi
+for mode in $modes; do
   blocking=""
   [[ $mode == kernels ]] && blocking="CUDA_LAUNCH_BLOCKING=1"
   env $blocking timeout 90 "$dflow" train --model cnn --epochs 1 --max-steps 203 \
