@@ -181,7 +181,6 @@ class UnaryGpuOp : public OpKernel {
     LaunchUnary(GpuOf(ctx)->stream(), kOp, ElementsOf<float>(x), MutableElementsOf<float>(y), x.NumElements());
     return LaunchStatus(ctx);
   }
-  bool IsExpensive() const override { return false; }
 };
 
 #define DFLOW_GPU_UNARY(NAME, OP)                                                         \
@@ -283,7 +282,6 @@ class CastGpuOp : public OpKernel {
     c->GetAttr("SrcT", &src_).IgnoreError();  // Failures are recorded on c.
     c->GetAttr("DstT", &dst_).IgnoreError();
   }
-  bool IsExpensive() const override { return false; }
 
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
@@ -347,10 +345,9 @@ class ZerosLikeGpuOp : public OpKernel {
     ctx->allocate_output(0, ctx->input(0).shape());  // Zero-filled on the stream.
     return LaunchStatus(ctx);
   }
-  bool IsExpensive() const override { return false; }
 };
-// Not int32: TensorFlow's gradients make int32 ones and zeros for shape
-// arithmetic, which stays on the CPU.
+// Not int32: int32 ones and zeros are shapes, made in host memory by the
+// CPU kernel registered for GPU in dflow/ops (array_ops.cc).
 const DataTypeVector& LikeTypes() {
   static const DataTypeVector kTypes = {DT_FLOAT, DT_INT64};
   return kTypes;
@@ -370,7 +367,6 @@ class OnesLikeGpuOp : public OpKernel {
     LaunchFillOnes(GpuOf(ctx)->stream(), type, out->raw_data(), out->NumElements());
     return LaunchStatus(ctx);
   }
-  bool IsExpensive() const override { return false; }
 };
 REGISTER_KERNEL(KernelDefBuilder("OnesLike").Device(kDeviceGPU).TypeConstraint("T", LikeTypes()),
                 OnesLikeGpuOp);
@@ -398,7 +394,6 @@ class BiasAddGpuOp : public OpKernel {
                   value.NumElements(), channels, inner);
     return LaunchStatus(ctx);
   }
-  bool IsExpensive() const override { return false; }
 
  private:
   bool nchw_ = false;

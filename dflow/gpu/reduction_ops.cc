@@ -172,7 +172,6 @@ class BiasAddGradGpuOp : public OpKernel {
     }
     return RunReduce(ctx, Reduce::kSum, dy, out, outer * inner, *index);
   }
-  bool IsExpensive() const override { return false; }
 
  private:
   bool nchw_ = false;

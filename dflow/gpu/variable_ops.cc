@@ -185,7 +185,6 @@ class ConstGpuOp : public OpKernel {
     ctx->set_output(0, *device_value_);
     return absl::OkStatus();
   }
-  bool IsExpensive() const override { return false; }
 
  private:
   Tensor host_value_;
@@ -216,7 +215,6 @@ class AssignVariableGpuOp : public OpKernel {
     };
     return AssignVariable(ctx, dtype_, validate_shape_, stored);
   }
-  bool IsExpensive() const override { return false; }
 
  private:
   DataType dtype_ = DT_INVALID;

@@ -990,7 +990,11 @@ absl::Status Executor::InitializeNode(const Node* node, NodeItem* item) {
   }
   item->kernel = kernel->get();
   item->async = item->kernel->AsAsync();
-  item->expensive = item->kernel->IsExpensive();
+  // On a device with its own memory (a GPU) a kernel only queues its work
+  // on the device's stream, which runs it in order anyway: handing it to
+  // another thread buys no parallelism and costs a wake-up. As TensorFlow's
+  // executor, such kernels are never expensive and run inline.
+  item->expensive = item->kernel->IsExpensive() && device_->device_allocator() == nullptr;
   item->is_send = node->IsSend();
   item->is_switch = node->IsSwitch();
   item->is_merge = node->IsMerge();

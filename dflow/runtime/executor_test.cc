@@ -207,6 +207,7 @@ REGISTER_KERNEL(KernelDefBuilder("ExecTestFail").Device(kDeviceCPU), FailOp);
 REGISTER_KERNEL(KernelDefBuilder("ExecTestAsync").Device(kDeviceCPU), AsyncAddOp);
 REGISTER_KERNEL(KernelDefBuilder("ExecTestRecord").Device(kDeviceCPU), RecordOp);
 REGISTER_KERNEL(KernelDefBuilder("ExecTestThread").Device(kDeviceCPU), ThreadOp);
+REGISTER_KERNEL(KernelDefBuilder("ExecTestThread").Device(kDeviceGPU), ThreadOp);
 REGISTER_KERNEL(KernelDefBuilder("ExecTestRefVar").Device(kDeviceCPU), RefVarOp);
 REGISTER_KERNEL(KernelDefBuilder("ExecTestRefAdd").Device(kDeviceCPU), RefAddOp);
 
@@ -354,6 +355,47 @@ TEST_F(ExecutorTest, ExpensiveKernelsTimedAsCheapRunInline) {
   ASSERT_EQ(last.size(), 2u);
   EXPECT_EQ(last[0], here);
   EXPECT_EQ(last[1], here);
+}
+
+// A GPU-typed device with memory of its own (none to give: the kernels
+// below allocate nothing).
+class OwnMemoryDevice : public Device {
+ public:
+  OwnMemoryDevice() : Device(*DeviceName::Parse("/job:a/replica:0/task:0/device:GPU:0"), 2, 0) {}
+  Allocator* device_allocator() override { return &memory_; }
+
+ private:
+  struct NoMemory : Allocator {
+    std::string Name() const override { return "no memory"; }
+    MemoryType memory_type() const override { return MemoryType::kDevice; }
+    void* Allocate(size_t) override { return nullptr; }
+    void Deallocate(void*, size_t) override {}
+  } memory_;
+};
+
+// On a GPU a kernel's Compute only queues work on the stream: as in
+// TensorFlow, none is expensive, so both ready nodes run inline from the
+// first run on (on a CPU one of them goes to the pool: the test above).
+TEST_F(ExecutorTest, KernelsOnADeviceWithItsOwnMemoryRunInline) {
+  tensorflow::GraphDef g;
+  AddNode(&g, "a", "ExecTestThread");
+  AddNode(&g, "b", "ExecTestThread");
+  static OwnMemoryDevice* gpu = new OwnMemoryDevice;
+  absl::StatusOr<std::unique_ptr<Graph>> graph = Graph::FromGraphDef(g);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  absl::StatusOr<std::unique_ptr<Executor>> exec = Executor::Create(*std::move(graph), gpu);
+  ASSERT_TRUE(exec.ok()) << exec.status();
+  for (int run = 0; run < 3; ++run) {
+    {
+      absl::MutexLock l(&g_log_mu);
+      g_threads.clear();
+    }
+    ASSERT_TRUE((*exec)->Run(args_).ok());
+    absl::MutexLock l(&g_log_mu);
+    ASSERT_EQ(g_threads.size(), 2u);
+    EXPECT_EQ(g_threads[0], std::this_thread::get_id()) << run;
+    EXPECT_EQ(g_threads[1], std::this_thread::get_id()) << run;
+  }
 }
 
 TEST_F(ExecutorTest, AsyncKernelCompletesOnAnotherThread) {
