@@ -447,6 +447,12 @@ absl::StatusOr<TrainMetrics> Train(const TrainOptions& o, std::ostream& progress
   if (!o.cluster.empty()) return TrainOnCluster(o, progress);
   const Clock::time_point wall_start = Clock::now();
   RETURN_IF_ERROR(CheckOptions(o));
+  if (o.towers != 1) {  // Not ignored: the user expects T model copies.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "[train] --towers ", o.towers, " needs --cluster: towers are the model copies of a "
+        "cluster worker, one per device; on one machine run `dflow cluster --ps 1 --workers 1 "
+        "-- --towers ", o.towers, "`"));
+  }
   ASSIGN_OR_RETURN(Data data, LoadData(o));
   TrainMetrics m = InitialMetrics(o);
   StepTracer tracer(o.trace_steps, o.trace_dir.empty() ? o.checkpoint_dir : o.trace_dir, "");

@@ -252,6 +252,14 @@ TEST(TrainerOptions, BadValuesSayWhatIsAllowed) {
   o = TrainOptions();
   o.batch_size = -5;
   EXPECT_THAT(Train(o, progress).status().message(), HasSubstr("--batch-size must be >= 1, got -5"));
+  // Towers are a cluster worker's; a single process does not drop the flag.
+  o = TrainOptions();
+  o.towers = 2;
+  m = Train(o, progress);
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(m.status().message(),
+              AllOf(HasSubstr("--towers 2 needs --cluster"),
+                    HasSubstr("dflow cluster --ps 1 --workers 1 -- --towers 2")));
 }
 
 TEST(TrainerOptions, MissingDatasetSaysWhatToInstall) {
