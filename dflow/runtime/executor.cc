@@ -70,6 +70,10 @@ struct Executor::NodeItem {
   // On a device with its own memory: inputs may need moving between host
   // and device memory before the kernel runs (OpKernel::input_memory_type).
   bool moves_inputs = false;
+  // One of them is copied out of device memory first, which waits for the
+  // device's queued work: always run on the pool, so that the thread that
+  // made the node ready goes on launching.
+  bool waits_for_device = false;
 };
 
 namespace {
@@ -1031,7 +1035,8 @@ constexpr int64_t kExpensiveCost = 3'000;  // ns
 constexpr int64_t kCostDecay = 10;
 
 bool Executor::IsExpensive(int id) const {
-  return items_[id].expensive && cost_[id].load(std::memory_order_relaxed) > kExpensiveCost;
+  return items_[id].waits_for_device ||
+         (items_[id].expensive && cost_[id].load(std::memory_order_relaxed) > kExpensiveCost);
 }
 
 void Executor::UpdateCost(int id, int64_t elapsed) const {
@@ -1066,7 +1071,7 @@ absl::Status Executor::Initialize(const Graph& graph) {
     NodeItem& item = items_[i];
     item.out_start = static_cast<int>(out_edges_.size());
     for (const Edge* e : nodes[i]->out_edges()) {
-      const NodeItem& dst = items_[index_of[e->dst->id()]];
+      NodeItem& dst = items_[index_of[e->dst->id()]];
       OutEdge out{index_of[e->dst->id()], e->src_output, -1, false};
       if (!e->IsControlEdge()) {
         if (dst.input_is_ref[e->dst_input] && !IsRefType(item.kernel->output_type(e->src_output))) {
@@ -1077,6 +1082,11 @@ absl::Status Executor::Initialize(const Graph& graph) {
         }
         out.dst_entry = dst.input_start + e->dst_input;
         item.output_consumed[e->src_output] = true;
+        if (dst.moves_inputs &&
+            item.kernel->output_memory_type(e->src_output) == MemoryType::kDevice &&
+            dst.kernel->input_memory_type(e->dst_input) == MemoryType::kHost) {
+          dst.waits_for_device = true;
+        }
       }
       out_edges_.push_back(out);
     }

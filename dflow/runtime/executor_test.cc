@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -48,6 +50,8 @@ REGISTER_OP("ExecTestAsync")
 // Appends its name to a global log.
 REGISTER_OP("ExecTestRecord").SetIsStateful();
 REGISTER_OP("ExecTestThread").SetIsStateful();
+REGISTER_OP("ExecTestMake").Output("y: int64");
+REGISTER_OP("ExecTestTake").Input("x: int64").SetIsStateful();
 REGISTER_OP("ExecTestRefVar").Output("ref: Ref(int64)").SetIsStateful();
 REGISTER_OP("ExecTestRefAdd").Input("ref: Ref(int64)").Input("x: int64").SetIsStateful();
 
@@ -357,21 +361,44 @@ TEST_F(ExecutorTest, ExpensiveKernelsTimedAsCheapRunInline) {
   EXPECT_EQ(last[1], here);
 }
 
-// A GPU-typed device with memory of its own (none to give: the kernels
-// below allocate nothing).
+// A GPU-typed device whose "device memory" is host memory.
 class OwnMemoryDevice : public Device {
  public:
   OwnMemoryDevice() : Device(*DeviceName::Parse("/job:a/replica:0/task:0/device:GPU:0"), 2, 0) {}
   Allocator* device_allocator() override { return &memory_; }
+  absl::StatusOr<Tensor> CopyTensor(const Tensor& t, MemoryType to) override {
+    Tensor out = to == MemoryType::kHost ? Tensor(t.dtype(), t.shape())
+                                         : *Tensor::Allocate(&memory_, t.dtype(), t.shape());
+    std::memcpy(out.raw_data(), t.raw_data(), t.TotalBytes());
+    return out;
+  }
+  absl::Status ZeroFill(Tensor* t) override {
+    std::memset(t->raw_data(), 0, t->TotalBytes());
+    return absl::OkStatus();
+  }
 
  private:
-  struct NoMemory : Allocator {
-    std::string Name() const override { return "no memory"; }
+  struct HostBacked : Allocator {
+    std::string Name() const override { return "host-backed device memory"; }
     MemoryType memory_type() const override { return MemoryType::kDevice; }
-    void* Allocate(size_t) override { return nullptr; }
-    void Deallocate(void*, size_t) override {}
+    void* Allocate(size_t bytes) override { return std::aligned_alloc(256, (bytes + 255) / 256 * 256); }
+    void Deallocate(void* p, size_t) override { std::free(p); }
   } memory_;
 };
+
+// Makes a scalar in device memory.
+class MakeOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    ctx->allocate_output(0, TensorShape({}));
+    return absl::OkStatus();
+  }
+};
+REGISTER_KERNEL(KernelDefBuilder("ExecTestMake").Device(kDeviceGPU), MakeOp);
+// Reads its input in host memory: the executor copies it out of the
+// device first, which on a GPU waits for the device's queued work.
+REGISTER_KERNEL(KernelDefBuilder("ExecTestTake").Device(kDeviceGPU).HostMemory("x"), ThreadOp);
 
 // On a GPU a kernel's Compute only queues work on the stream: as in
 // TensorFlow, none is expensive, so both ready nodes run inline from the
@@ -395,6 +422,34 @@ TEST_F(ExecutorTest, KernelsOnADeviceWithItsOwnMemoryRunInline) {
     ASSERT_EQ(g_threads.size(), 2u);
     EXPECT_EQ(g_threads[0], std::this_thread::get_id()) << run;
     EXPECT_EQ(g_threads[1], std::this_thread::get_id()) << run;
+  }
+}
+
+// A node whose input must first be copied out of device memory waits for
+// the device: it always goes to the pool, so the thread that made it ready
+// goes on launching the rest (here: "launch", inline).
+TEST_F(ExecutorTest, ANodeWaitingForACopyOutOfTheDeviceGoesToThePool) {
+  tensorflow::GraphDef g;
+  AddNode(&g, "make", "ExecTestMake");
+  AddNode(&g, "take", "ExecTestTake", {"make"});
+  AddNode(&g, "launch", "ExecTestThread", {"^make"});
+  static OwnMemoryDevice* gpu = new OwnMemoryDevice;
+  absl::StatusOr<std::unique_ptr<Graph>> graph = Graph::FromGraphDef(g);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  absl::StatusOr<std::unique_ptr<Executor>> exec = Executor::Create(*std::move(graph), gpu);
+  ASSERT_TRUE(exec.ok()) << exec.status();
+  for (int run = 0; run < 50; ++run) {  // Still so once timed as cheap.
+    {
+      absl::MutexLock l(&g_log_mu);
+      g_threads.clear();
+    }
+    ASSERT_TRUE((*exec)->Run(args_).ok());
+    absl::MutexLock l(&g_log_mu);
+    ASSERT_EQ(g_threads.size(), 2u);
+    // One ran here (launch), the other (take) on a pool thread.
+    EXPECT_NE(g_threads[0] == std::this_thread::get_id(),
+              g_threads[1] == std::this_thread::get_id())
+        << run;
   }
 }
 
