@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
-"""A TensorFlow 1.x graph pinned to a worker's GPU, with TensorFlow's values, for
-scripts/gpu_check.sh (a dflow server on a GPU machine runs it) and for
-tests/gpu_graph_test.sh (the same graph on a CPU-only machine, soft placement).
+"""TensorFlow 1.x graphs pinned to a worker's GPU, with TensorFlow's values, for
+scripts/gpu_check.sh (a dflow server on a GPU machine runs them) and for
+tests/gpu_graph_test.py (the same graphs on a CPU-only machine, soft placement).
 
-Writes, under gpu/ beside this script:
-  tf_mlp_gpu.pbtxt   an MLP's forward and backward pass (dense 20-32-10, ReLU, sparse
-                     softmax cross-entropy, mean) built by tf.compat.v1 under
-                     tf.device("/job:worker/task:0/device:GPU:0"), weights as constants;
-                     fetch loss:0 and the gradients grads/w1:0, grads/b1:0, grads/w2:0;
-  tf_mlp_gpu_golden.json  the feeds and TensorFlow's fetched values (a local CPU session, devices cleared).
+Writes, under gpu/ beside this script, for each NAME:
+  NAME.pbtxt        the graph, built by tf.compat.v1 under
+                    tf.device("/job:worker/task:0/device:GPU:0"), weights as constants;
+  NAME_golden.json  the feeds and TensorFlow's fetched values (a local CPU session,
+                    devices cleared).
+The graphs:
+  tf_mlp_gpu  an MLP's forward and backward pass (dense 20-32-10, ReLU, sparse softmax
+              cross-entropy, mean); fetch loss:0 and grads/w1:0, grads/b1:0, grads/w2:0;
+  tf_cnn_gpu  a CNN's: conv2d 3x3 SAME + bias + ReLU, max_pool 2x2, avg_pool 3x3 stride
+              1 SAME, a global avg_pool, dense 4-10, the same loss; fetch loss:0 and
+              grads/filter:0, grads/bias:0, grads/dense:0.
 
 Run: python3 tests/data/gen_gpu_graph_reference.py   (needs tensorflow)
 """
@@ -22,9 +27,40 @@ from google.protobuf import text_format
 tf1 = tf.compat.v1
 tf1.disable_eager_execution()
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu")
+GPU = "/job:worker/task:0/device:GPU:0"
 
 
-def main():
+def write(name, graph, feeds, fetches):
+    """Writes `graph` and TensorFlow's values of `fetches` (a local session, devices
+    cleared) for `feeds` ({placeholder name: array})."""
+    local_def = graph.as_graph_def()
+    for node in local_def.node:
+        node.device = ""
+    local = tf.Graph()
+    with local.as_default():
+        tf1.import_graph_def(local_def, name="")
+    with tf1.Session(graph=local) as sess:
+        values = sess.run(fetches, {k + ":0": v for k, v in feeds.items()})
+    os.makedirs(HERE, exist_ok=True)
+    with open(os.path.join(HERE, name + ".pbtxt"), "w") as f:
+        f.write(text_format.MessageToString(graph.as_graph_def()))
+    golden = {"feeds": {k: v.tolist() for k, v in feeds.items()},
+              "fetches": {n: np.asarray(v).tolist() for n, v in zip(fetches, values)}}
+    with open(os.path.join(HERE, name + "_golden.json"), "w") as f:
+        json.dump(golden, f)
+    print("wrote", name)
+
+
+def loss_and_grads(logits, labels, params):
+    xent = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    loss = tf.reduce_mean(xent, name="loss")
+    grads = tf.gradients(loss, list(params.values()))
+    for name, grad in zip(params, grads):
+        tf.identity(grad, name="grads/" + name)
+    return ["loss:0"] + [f"grads/{name}:0" for name in params]
+
+
+def mlp():
     rng = np.random.RandomState(7)
     w1 = rng.uniform(-0.5, 0.5, (20, 32)).astype(np.float32)
     b1 = rng.uniform(-0.1, 0.1, (32,)).astype(np.float32)
@@ -35,37 +71,41 @@ def main():
     with g.as_default():
         xp = tf1.placeholder(tf.float32, [8, 20], name="x")
         yp = tf1.placeholder(tf.int32, [8], name="labels")
-        with tf.device("/job:worker/task:0/device:GPU:0"):
+        with tf.device(GPU):
             cw1 = tf.constant(w1, name="w1")
             cb1 = tf.constant(b1, name="b1")
             cw2 = tf.constant(w2, name="w2")
             h = tf.nn.relu(tf.nn.bias_add(tf.matmul(xp, cw1), cb1), name="h")
             logits = tf.matmul(h, cw2, name="logits")
-            xent = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=yp, logits=logits)
-            loss = tf.reduce_mean(xent, name="loss")
-            gw1, gb1, gw2 = tf.gradients(loss, [cw1, cb1, cw2])
-            tf.identity(gw1, name="grads/w1")
-            tf.identity(gb1, name="grads/b1")
-            tf.identity(gw2, name="grads/w2")
-    fetches = ["loss:0", "grads/w1:0", "grads/b1:0", "grads/w2:0"]
-    # TensorFlow's values: the same graph without its devices, in a local session.
-    local_def = g.as_graph_def()
-    for node in local_def.node:
-        node.device = ""
-    local = tf.Graph()
-    with local.as_default():
-        tf1.import_graph_def(local_def, name="")
-    with tf1.Session(graph=local) as sess:
-        values = sess.run(fetches, {"x:0": x, "labels:0": labels})
-    os.makedirs(HERE, exist_ok=True)
-    with open(os.path.join(HERE, "tf_mlp_gpu.pbtxt"), "w") as f:
-        f.write(text_format.MessageToString(g.as_graph_def()))
-    golden = {"feeds": {"x": x.tolist(), "labels": labels.tolist()},
-              "fetches": {name: np.asarray(v).tolist() for name, v in zip(fetches, values)}}
-    with open(os.path.join(HERE, "tf_mlp_gpu_golden.json"), "w") as f:
-        json.dump(golden, f)
-    print("wrote", HERE)
+            fetches = loss_and_grads(logits, yp, {"w1": cw1, "b1": cb1, "w2": cw2})
+    write("tf_mlp_gpu", g, {"x": x, "labels": labels}, fetches)
+
+
+def cnn():
+    rng = np.random.RandomState(11)
+    w = rng.uniform(-0.5, 0.5, (3, 3, 2, 4)).astype(np.float32)
+    b = rng.uniform(-0.1, 0.1, (4,)).astype(np.float32)
+    dense = rng.uniform(-0.5, 0.5, (4, 10)).astype(np.float32)
+    x = rng.uniform(-1, 1, (4, 8, 8, 2)).astype(np.float32)
+    labels = rng.randint(0, 10, (4,)).astype(np.int32)
+    g = tf.Graph()
+    with g.as_default():
+        xp = tf1.placeholder(tf.float32, [4, 8, 8, 2], name="x")
+        yp = tf1.placeholder(tf.int32, [4], name="labels")
+        with tf.device(GPU):
+            cw = tf.constant(w, name="filter")
+            cb = tf.constant(b, name="bias")
+            cd = tf.constant(dense, name="dense")
+            conv = tf.nn.relu(tf.nn.bias_add(tf1.nn.conv2d(xp, cw, [1, 1, 1, 1], "SAME"), cb))
+            pooled = tf1.nn.max_pool(conv, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+            smooth = tf1.nn.avg_pool(pooled, [1, 3, 3, 1], [1, 1, 1, 1], "SAME")
+            flat = tf.reshape(tf1.nn.avg_pool(smooth, [1, 4, 4, 1], [1, 1, 1, 1], "VALID"),
+                              [4, 4])
+            logits = tf.matmul(flat, cd, name="logits")
+            fetches = loss_and_grads(logits, yp, {"filter": cw, "bias": cb, "dense": cd})
+    write("tf_cnn_gpu", g, {"x": x, "labels": labels}, fetches)
 
 
 if __name__ == "__main__":
-    main()
+    mlp()
+    cnn()
