@@ -9,10 +9,14 @@
 // Deadness: Switch sets only the output its predicate selects; the executor
 // marks the other output's edges dead, deadness spreads through every node
 // it reaches, and Merge forwards whichever of its inputs is alive.
+#include <initializer_list>
+#include <memory>
+
 #include "absl/strings/str_cat.h"
 #include "dflow/framework/kernel.h"
 #include "dflow/framework/op_def.h"
 #include "dflow/framework/shape_inference.h"
+#include "dflow/ops/array_util.h"
 
 namespace dflow {
 namespace {
@@ -184,6 +188,59 @@ REGISTER_KERNEL(KernelDefBuilder("RefNextIteration").Device(kDeviceCPU), Forward
 REGISTER_KERNEL(KernelDefBuilder("LoopCond").Device(kDeviceCPU), ForwardLoopOp);
 REGISTER_KERNEL(KernelDefBuilder("ControlTrigger").Device(kDeviceCPU), ControlTriggerOp);
 REGISTER_KERNEL(KernelDefBuilder("ControlTrigger").Device(kDeviceGPU), ControlTriggerOp);
+
+// --- on a GPU -----------------------------------------------------------------
+// The kernels above only forward tensors, so they serve a GPU as they are, as
+// TensorFlow registers them: a tf.cond or tf.while_loop whose body runs on a
+// GPU stays there, instead of every loop variable crossing to the CPU and back
+// each iteration. Predicates and Merge's value_index are host memory; int32
+// tensors (counters, shapes) are host memory throughout, as TensorFlow's int32
+// GPU kernels; strings, resources and variants always are.
+
+// Registers `kernel` for `op` on a GPU: for GpuTensorTypes() and the host
+// types with `host_args` in host memory, and for int32 with every arg there.
+template <typename Kernel>
+struct GpuControlFlowKernel {
+  GpuControlFlowKernel(const char* op, std::initializer_list<const char*> host_args,
+                       std::initializer_list<const char*> int32_args) {
+    DataTypeVector types = GpuTensorTypes();
+    for (DataType t : {DT_STRING, DT_RESOURCE, tensorflow::DT_VARIANT}) types.push_back(t);
+    KernelDefBuilder b(op);
+    b.Device(kDeviceGPU).TypeConstraint("T", types);
+    for (const char* arg : host_args) b.HostMemory(arg);
+    Register(b);
+    KernelDefBuilder int32(op);
+    int32.Device(kDeviceGPU).TypeConstraint<int32_t>("T");
+    for (const char* arg : int32_args) int32.HostMemory(arg);
+    Register(int32);
+  }
+  static void Register(const KernelDefBuilder& b) {
+    KernelRegistry::Global()->Register(
+        b.Build(), [](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> {
+          return std::make_unique<Kernel>(c);
+        });
+  }
+};
+
+const GpuControlFlowKernel<SwitchOp> gpu_switch("Switch", {"pred"},
+                                                {"data", "pred", "output_false", "output_true"});
+const GpuControlFlowKernel<SwitchOp> gpu_ref_switch(
+    "RefSwitch", {"pred"}, {"data", "pred", "output_false", "output_true"});
+const GpuControlFlowKernel<MergeOp> gpu_merge("Merge", {"value_index"},
+                                              {"inputs", "output", "value_index"});
+const GpuControlFlowKernel<MergeOp> gpu_ref_merge("RefMerge", {"value_index"},
+                                                  {"inputs", "output", "value_index"});
+const GpuControlFlowKernel<ForwardLoopOp> gpu_enter("Enter", {}, {"data", "output"});
+const GpuControlFlowKernel<ForwardLoopOp> gpu_ref_enter("RefEnter", {}, {"data", "output"});
+const GpuControlFlowKernel<ForwardLoopOp> gpu_exit("Exit", {}, {"data", "output"});
+const GpuControlFlowKernel<ForwardLoopOp> gpu_ref_exit("RefExit", {}, {"data", "output"});
+const GpuControlFlowKernel<ForwardLoopOp> gpu_next_iteration("NextIteration", {},
+                                                             {"data", "output"});
+const GpuControlFlowKernel<ForwardLoopOp> gpu_ref_next_iteration("RefNextIteration", {},
+                                                                 {"data", "output"});
+REGISTER_KERNEL(KernelDefBuilder("LoopCond").Device(kDeviceGPU).HostMemory("input").HostMemory(
+                    "output"),
+                ForwardLoopOp);
 
 // --- functional ops: lowered before placement, never executed ----------------
 

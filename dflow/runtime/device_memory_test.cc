@@ -15,6 +15,7 @@
 #include "dflow/framework/kernel.h"
 #include "dflow/runtime/device_mgr.h"
 #include "dflow/runtime/direct_session.h"
+#include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 
 namespace dflow {
@@ -297,6 +298,75 @@ TEST_F(DeviceMemoryTest, Int32ShapeArithmeticRunsOnTheGpuInHostMemory) {
   }
   EXPECT_EQ(g_copies_to_device, 1);  // x
   EXPECT_EQ(g_copies_to_host, 0);
+}
+
+// A TensorFlow 1.x while loop negating x three times: i counts in int32.
+constexpr char kNegateThrice[] = R"pb(
+  node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+  node { name: "zero" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+         attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 0 } } } }
+  node { name: "three" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+         attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 3 } } } }
+  node { name: "one" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+         attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 1 } } } }
+  node { name: "i_enter" op: "Enter" input: "zero" attr { key: "T" value { type: DT_INT32 } }
+         attr { key: "frame_name" value { s: "loop" } } }
+  node { name: "x_enter" op: "Enter" input: "x" attr { key: "T" value { type: DT_FLOAT } }
+         attr { key: "frame_name" value { s: "loop" } } }
+  node { name: "limit" op: "Enter" input: "three" attr { key: "T" value { type: DT_INT32 } }
+         attr { key: "frame_name" value { s: "loop" } } attr { key: "is_constant" value { b: true } } }
+  node { name: "step" op: "Enter" input: "one" attr { key: "T" value { type: DT_INT32 } }
+         attr { key: "frame_name" value { s: "loop" } } attr { key: "is_constant" value { b: true } } }
+  node { name: "i_merge" op: "Merge" input: "i_enter" input: "i_next"
+         attr { key: "T" value { type: DT_INT32 } } attr { key: "N" value { i: 2 } } }
+  node { name: "x_merge" op: "Merge" input: "x_enter" input: "x_next"
+         attr { key: "T" value { type: DT_FLOAT } } attr { key: "N" value { i: 2 } } }
+  node { name: "less" op: "Less" input: "i_merge" input: "limit"
+         attr { key: "T" value { type: DT_INT32 } } }
+  node { name: "cond" op: "LoopCond" input: "less" }
+  node { name: "i_switch" op: "Switch" input: "i_merge" input: "cond"
+         attr { key: "T" value { type: DT_INT32 } } }
+  node { name: "x_switch" op: "Switch" input: "x_merge" input: "cond"
+         attr { key: "T" value { type: DT_FLOAT } } }
+  node { name: "i_body" op: "AddV2" input: "i_switch:1" input: "step"
+         attr { key: "T" value { type: DT_INT32 } } }
+  node { name: "x_body" op: "Neg" input: "x_switch:1" attr { key: "T" value { type: DT_FLOAT } } }
+  node { name: "i_next" op: "NextIteration" input: "i_body"
+         attr { key: "T" value { type: DT_INT32 } } }
+  node { name: "x_next" op: "NextIteration" input: "x_body"
+         attr { key: "T" value { type: DT_FLOAT } } }
+  node { name: "x_exit" op: "Exit" input: "x_switch" attr { key: "T" value { type: DT_FLOAT } } }
+)pb";
+
+// A loop whose body runs on the GPU runs there whole, as in TensorFlow: its
+// control flow has GPU kernels, so x enters device memory once and leaves
+// once, however many iterations (it used to cross to the CPU's Merge and
+// Switch and back every iteration).
+TEST_F(DeviceMemoryTest, ALoopWithItsBodyOnTheGpuStaysOnTheGpu) {
+  tensorflow::GraphDef g;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(kNegateThrice, &g));
+  auto s = Session();
+  ASSERT_TRUE(s->Create(g).ok());
+  tensorflow::RunOptions opts;
+  opts.set_output_partition_graphs(true);
+  tensorflow::RunMetadata meta;
+  std::vector<Tensor> out;
+  absl::Status st =
+      s->Run(opts, {{"x", Tensor::Vec<float>({1, -2})}}, {"x_exit"}, {}, &out, &meta);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(out[0].flat<float>()[0], -1.0f);
+  EXPECT_EQ(out[0].flat<float>()[1], 2.0f);
+  std::map<std::string, std::string> device_of;
+  for (const auto& part : meta.partition_graphs()) {
+    for (const auto& n : part.node()) device_of[n.name()] = n.device();
+  }
+  for (const char* name : {"i_enter", "x_enter", "i_merge", "x_merge", "less", "cond",
+                           "i_switch", "x_switch", "i_body", "x_body", "i_next", "x_next",
+                           "x_exit"}) {
+    EXPECT_TRUE(absl::EndsWith(device_of[name], "GPU:0")) << name << ": " << device_of[name];
+  }
+  EXPECT_EQ(g_copies_to_device, 1);  // x
+  EXPECT_EQ(g_copies_to_host, 1);    // the result
 }
 
 TEST_F(DeviceMemoryTest, AnOutputTheDeviceCannotHoldIsResourceExhaustedAndTheSessionGoesOn) {
