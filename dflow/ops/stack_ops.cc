@@ -13,6 +13,7 @@
 #include "dflow/framework/op_def.h"
 #include "dflow/framework/resource_mgr.h"
 #include "dflow/framework/shape_inference.h"
+#include "dflow/ops/array_util.h"
 #include "dflow/ops/step_resource.h"
 
 namespace dflow {
@@ -174,6 +175,31 @@ REGISTER_KERNEL(KernelDefBuilder("StackV2").Device(kDeviceCPU), StackOp);
 REGISTER_KERNEL(KernelDefBuilder("StackPushV2").Device(kDeviceCPU), StackPushOp);
 REGISTER_KERNEL(KernelDefBuilder("StackPopV2").Device(kDeviceCPU), StackPopOp);
 REGISTER_KERNEL(KernelDefBuilder("StackCloseV2").Device(kDeviceCPU), StackCloseOp);
+
+// On a GPU, as TensorFlow registers them (without swap_memory: the values stay
+// on the GPU): handle and max_size in host memory, values in device memory
+// (int32 ones in host memory), so a while loop's gradient on a GPU keeps the
+// forward values it saves there instead of copying each out and back.
+REGISTER_KERNEL(KernelDefBuilder("StackV2").Device(kDeviceGPU).HostMemory("max_size"), StackOp);
+REGISTER_KERNEL(
+    KernelDefBuilder("StackPushV2").Device(kDeviceGPU).TypeConstraint("T", GpuTensorTypes()),
+    StackPushOp);
+REGISTER_KERNEL(KernelDefBuilder("StackPushV2")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint<int32_t>("T")
+                    .HostMemory("elem")
+                    .HostMemory("output"),
+                StackPushOp);
+REGISTER_KERNEL(KernelDefBuilder("StackPopV2")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint("elem_type", GpuTensorTypes()),
+                StackPopOp);
+REGISTER_KERNEL(KernelDefBuilder("StackPopV2")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint<int32_t>("elem_type")
+                    .HostMemory("elem"),
+                StackPopOp);
+REGISTER_KERNEL(KernelDefBuilder("StackCloseV2").Device(kDeviceGPU), StackCloseOp);
 
 }  // namespace
 }  // namespace dflow

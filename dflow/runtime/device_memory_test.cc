@@ -369,6 +369,43 @@ TEST_F(DeviceMemoryTest, ALoopWithItsBodyOnTheGpuStaysOnTheGpu) {
   EXPECT_EQ(g_copies_to_host, 1);    // the result
 }
 
+// The stack a while loop's gradient saves forward values on: on a GPU the
+// values stay in device memory between the push and the pop.
+TEST_F(DeviceMemoryTest, AStackOnTheGpuKeepsItsValuesThere) {
+  tensorflow::GraphDef g;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+    node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+    node { name: "max" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+           attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: -1 } } } }
+    node { name: "stack" op: "StackV2" input: "max"
+           attr { key: "elem_type" value { type: DT_FLOAT } } }
+    node { name: "neg" op: "Neg" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "push" op: "StackPushV2" input: "stack" input: "neg"
+           attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "pop" op: "StackPopV2" input: "stack" input: "^push"
+           attr { key: "elem_type" value { type: DT_FLOAT } } }
+    node { name: "out" op: "Neg" input: "pop" attr { key: "T" value { type: DT_FLOAT } } }
+  )pb", &g));
+  auto s = Session();
+  ASSERT_TRUE(s->Create(g).ok());
+  tensorflow::RunOptions opts;
+  opts.set_output_partition_graphs(true);
+  tensorflow::RunMetadata meta;
+  std::vector<Tensor> out;
+  absl::Status st = s->Run(opts, {{"x", Tensor::Vec<float>({3})}}, {"out"}, {}, &out, &meta);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(out[0].flat<float>()[0], 3.0f);
+  std::map<std::string, std::string> device_of;
+  for (const auto& part : meta.partition_graphs()) {
+    for (const auto& n : part.node()) device_of[n.name()] = n.device();
+  }
+  for (const char* name : {"stack", "push", "pop"}) {
+    EXPECT_TRUE(absl::EndsWith(device_of[name], "GPU:0")) << name << ": " << device_of[name];
+  }
+  EXPECT_EQ(g_copies_to_device, 1);  // x
+  EXPECT_EQ(g_copies_to_host, 1);    // the result
+}
+
 TEST_F(DeviceMemoryTest, AnOutputTheDeviceCannotHoldIsResourceExhaustedAndTheSessionGoesOn) {
   auto s = Session();
   ASSERT_TRUE(s->Create(Chain()).ok());
