@@ -13,7 +13,10 @@ The graphs:
               cross-entropy, mean); fetch loss:0 and grads/w1:0, grads/b1:0, grads/w2:0;
   tf_cnn_gpu  a CNN's: conv2d 3x3 SAME + bias + ReLU, max_pool 2x2, avg_pool 3x3 stride
               1 SAME, a global avg_pool, dense 4-10, the same loss; fetch loss:0 and
-              grads/filter:0, grads/bias:0, grads/dense:0.
+              grads/filter:0, grads/bias:0, grads/dense:0;
+  tf_rnn_gpu  a hand-written RNN in a TensorFlow 1.x tf.while_loop (6 steps of
+              tanh(x_t W + h U)), dense 5-10, the same loss; its gradient loop keeps the
+              forward values on stacks; fetch loss:0 and grads/w:0, grads/u:0, grads/out:0.
 
 Run: python3 tests/data/gen_gpu_graph_reference.py   (needs tensorflow)
 """
@@ -106,6 +109,35 @@ def cnn():
     write("tf_cnn_gpu", g, {"x": x, "labels": labels}, fetches)
 
 
+def rnn():
+    tf1.disable_control_flow_v2()  # Enter/Merge/Switch/Exit loops, as TensorFlow 1.x built.
+    rng = np.random.RandomState(13)
+    w = rng.uniform(-0.5, 0.5, (3, 5)).astype(np.float32)
+    u = rng.uniform(-0.5, 0.5, (5, 5)).astype(np.float32)
+    out = rng.uniform(-0.5, 0.5, (5, 10)).astype(np.float32)
+    x = rng.uniform(-1, 1, (6, 4, 3)).astype(np.float32)  # [time, batch, features]
+    labels = rng.randint(0, 10, (4,)).astype(np.int32)
+    g = tf.Graph()
+    with g.as_default():
+        xp = tf1.placeholder(tf.float32, [6, 4, 3], name="x")
+        yp = tf1.placeholder(tf.int32, [4], name="labels")
+        with tf.device(GPU):
+            cw = tf.constant(w, name="w")
+            cu = tf.constant(u, name="u")
+            co = tf.constant(out, name="out")
+
+            def step(t, h):
+                h = tf.tanh(tf.matmul(tf.gather(xp, t), cw) + tf.matmul(h, cu))
+                return t + 1, h
+
+            _, h = tf1.while_loop(lambda t, h: t < 6, step,
+                                  [tf.constant(0), tf.zeros([4, 5])])
+            logits = tf.matmul(h, co, name="logits")
+            fetches = loss_and_grads(logits, yp, {"w": cw, "u": cu, "out": co})
+    write("tf_rnn_gpu", g, {"x": x, "labels": labels}, fetches)
+
+
 if __name__ == "__main__":
     mlp()
     cnn()
+    rnn()
