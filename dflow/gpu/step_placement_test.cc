@@ -1,9 +1,9 @@
 // Where `dflow train`'s training steps (MLP and CNN, Adam) run when the
 // worker has a GPU, checked without one: the graph is placed on a CPU and a
-// GPU-typed device that holds no memory, and each node's kernel is made for
-// its device to read the memory every edge leaves and arrives in. A step
-// crosses between host and device memory only where the GPU must wait or
-// the executor must copy, so this bounds the host round trips of a GPU step.
+// GPU-typed test device, and each node's kernel is made for its device (none
+// runs) to read the memory every edge leaves and arrives in. A step crosses
+// between host and device memory only where the GPU must wait or the
+// executor must copy, so this bounds the host round trips of a GPU step.
 #include <map>
 #include <memory>
 #include <set>
@@ -16,6 +16,7 @@
 #include "dflow/client/scope.h"
 #include "dflow/framework/device.h"
 #include "dflow/framework/kernel.h"
+#include "dflow/runtime/device_test_util.h"
 #include "dflow/runtime/graph.h"
 #include "dflow/runtime/placer.h"
 #include "dflow/train/models.h"
@@ -24,22 +25,6 @@
 
 namespace dflow {
 namespace {
-
-// A GPU-typed device whose kernels read device memory; it allocates none.
-class PlanningGpu : public Device {
- public:
-  explicit PlanningGpu(const DeviceName& name) : Device(name, 2, int64_t{1} << 30) {}
-  Allocator* device_allocator() override { return &none_; }
-
- private:
-  class NoMemory : public Allocator {
-   public:
-    std::string Name() const override { return "no memory"; }
-    MemoryType memory_type() const override { return MemoryType::kDevice; }
-    void* Allocate(size_t) override { return nullptr; }
-    void Deallocate(void*, size_t) override {}
-  } none_;
-};
 
 struct StepCrossings {
   std::set<std::string> cpu_nodes;  // Nodes of the step placed on the CPU.
@@ -65,7 +50,7 @@ StepCrossings PlaceTrainingStep(const std::string& model) {
   if (!train.ok() || !g.ok()) return out;
 
   Device cpu(*DeviceName::Parse("/job:worker/replica:0/task:0/device:CPU:0"), 1, int64_t{1} << 30);
-  PlanningGpu gpu(*DeviceName::Parse("/job:worker/replica:0/task:0/device:GPU:0"));
+  testing_util::HostMemoryGpu gpu(*DeviceName::Parse("/job:worker/replica:0/task:0/device:GPU:0"));
   absl::Status placed = Place(g->get(), {&cpu, &gpu}, &cpu, PlacerOptions());
   EXPECT_TRUE(placed.ok()) << placed;
 

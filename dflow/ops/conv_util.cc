@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <initializer_list>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -160,6 +162,29 @@ absl::StatusOr<PoolGeometry> MakePoolGeometry(const Pool2DAttrs& attrs, const Te
   return g;
 }
 
+namespace {
+
+// The pooling geometry of an `input`-shaped image (named `input_name` in
+// errors) whose pooled tensors `pooled` ({name, tensor}) must have the
+// pooled shape: InvalidArgument naming the first that has not.
+absl::StatusOr<PoolGeometry> PooledGeometry(
+    const OpKernelContext& ctx, const Pool2DAttrs& attrs, const char* input_name,
+    const TensorShape& input, std::initializer_list<std::pair<const char*, const Tensor*>> pooled) {
+  absl::StatusOr<PoolGeometry> g = MakePoolGeometry(attrs, input);
+  if (!g.ok()) return WithPrefix(g.status(), ctx.Prefix());
+  const TensorShape expected({g->batch, g->out_rows, g->out_cols, g->depth});
+  for (auto [what, t] : pooled) {
+    if (t->shape() != expected) {
+      return ctx.InvalidArgument("Expected ", what, " shape to be ", expected.DebugString(),
+                                 ", but got ", t->shape().DebugString(), " (", input_name, " ",
+                                 input.DebugString(), ")");
+    }
+  }
+  return g;
+}
+
+}  // namespace
+
 absl::StatusOr<PoolGeometry> MaxPoolGeometry(const OpKernelContext& ctx, const Pool2DAttrs& attrs,
                                              const Tensor& input) {
   if (input.dims() != 4) {
@@ -200,19 +225,8 @@ absl::StatusOr<PoolGeometry> MaxPoolGradGeometry(const OpKernelContext& ctx,
       return ctx.InvalidArgument(what, " must be 4-dimensional, got ", t->shape().DebugString());
     }
   }
-  absl::StatusOr<PoolGeometry> made = MakePoolGeometry(attrs, x.shape());
-  if (!made.ok()) return WithPrefix(made.status(), ctx.Prefix());
-  const PoolGeometry& g = *made;
-  const TensorShape expected({g.batch, g.out_rows, g.out_cols, g.depth});
-  for (auto [what, t] :
-       {std::pair<const char*, const Tensor*>{"orig_output", &y}, {"grad", &grad}}) {
-    if (t->shape() != expected) {
-      return ctx.InvalidArgument("Expected ", what, " shape to be ", expected.DebugString(),
-                                 ", but got ", t->shape().DebugString(), " (orig_input ",
-                                 x.shape().DebugString(), ")");
-    }
-  }
-  return g;
+  return PooledGeometry(ctx, attrs, "orig_input", x.shape(),
+                        {{"orig_output", &y}, {"grad", &grad}});
 }
 
 absl::StatusOr<WindowDim> ComputeWindow(int64_t in, int64_t k, int64_t dilation, int64_t stride,
@@ -452,16 +466,7 @@ absl::StatusOr<PoolGeometry> AvgPoolGradGeometry(const OpKernelContext& ctx,
   ASSIGN_OR_RETURN(*input_shape, ShapeFromSizes(ctx, "orig_input_shape", ctx.input(0),
                                                 /*allow_two=*/false, 0, 0));
   RETURN_IF_ERROR(CheckRank4(ctx, "grad", grad.shape()));
-  absl::StatusOr<PoolGeometry> made = MakePoolGeometry(attrs, *input_shape);
-  if (!made.ok()) return WithPrefix(made.status(), ctx.Prefix());
-  const PoolGeometry& g = *made;
-  const TensorShape expected({g.batch, g.out_rows, g.out_cols, g.depth});
-  if (grad.shape() != expected) {
-    return ctx.InvalidArgument("Expected grad shape to be ", expected.DebugString(),
-                               ", but got ", grad.shape().DebugString(), " (orig_input_shape ",
-                               input_shape->DebugString(), ")");
-  }
-  return g;
+  return PooledGeometry(ctx, attrs, "orig_input_shape", *input_shape, {{"grad", &grad}});
 }
 
 }  // namespace dflow

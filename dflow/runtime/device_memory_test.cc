@@ -5,8 +5,8 @@
 // copies between memories, HostMemory args, allocation failures and the
 // end-of-step Sync.
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
+#include <initializer_list>
+#include <map>
 #include <memory>
 
 #include "absl/strings/match.h"
@@ -14,6 +14,7 @@
 #include "dflow/framework/attr_util.h"
 #include "dflow/framework/kernel.h"
 #include "dflow/runtime/device_mgr.h"
+#include "dflow/runtime/device_test_util.h"
 #include "dflow/runtime/direct_session.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
@@ -21,56 +22,24 @@
 namespace dflow {
 namespace {
 
-// Host bytes that claim to be device memory, with a byte limit.
-class FakeDeviceAllocator : public Allocator {
- public:
-  std::string Name() const override { return "FakeGPU memory"; }
-  MemoryType memory_type() const override { return MemoryType::kDevice; }
-  void* Allocate(size_t bytes) override {
-    if (in_use_ + bytes > limit_) return nullptr;
-    in_use_ += bytes;
-    return std::aligned_alloc(256, (bytes + 255) / 256 * 256);
-  }
-  void Deallocate(void* p, size_t bytes) override {
-    in_use_ -= bytes;
-    std::free(p);
-  }
-  std::atomic<uint64_t> in_use_{0};
-  uint64_t limit_ = uint64_t{1} << 20;
-};
-
 std::atomic<bool> g_fake_gpus_on{false};
 std::atomic<int> g_syncs{0};
 std::atomic<int> g_copies_to_device{0};
 std::atomic<int> g_copies_to_host{0};
 
-class FakeGpu : public Device {
+// A HostMemoryGpu of 1 MiB that counts its copies and syncs.
+class FakeGpu : public testing_util::HostMemoryGpu {
  public:
-  explicit FakeGpu(const DeviceName& name) : Device(name, 77, 1 << 20) {}
-  Allocator* device_allocator() override { return &allocator_; }
+  explicit FakeGpu(const DeviceName& name) : HostMemoryGpu(name, uint64_t{1} << 20) {}
   absl::StatusOr<Tensor> CopyTensor(const Tensor& t, MemoryType to) override {
-    Tensor out;
-    if (to == MemoryType::kDevice) {
-      ASSIGN_OR_RETURN(out, Tensor::Allocate(&allocator_, t.dtype(), t.shape()));
-      ++g_copies_to_device;
-    } else {
-      out = Tensor::ForOverwrite(t.dtype(), t.shape());
-      ++g_copies_to_host;
-    }
-    std::memcpy(out.raw_data(), t.raw_data(), t.TotalBytes());
+    ASSIGN_OR_RETURN(Tensor out, HostMemoryGpu::CopyTensor(t, to));
+    ++(to == MemoryType::kDevice ? g_copies_to_device : g_copies_to_host);
     return out;
-  }
-  absl::Status ZeroFill(Tensor* t) override {
-    std::memset(t->raw_data(), 0, t->TotalBytes());
-    return absl::OkStatus();
   }
   absl::Status Sync() override {
     ++g_syncs;
     return absl::OkStatus();
   }
-
- private:
-  FakeDeviceAllocator allocator_;
 };
 
 const bool kFactory = [] {
@@ -144,6 +113,31 @@ class DeviceMemoryTest : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << s.status();
     return *std::move(s);
   }
+
+  // Runs `g` once in a new session with `x` fed, fetching `fetches` into
+  // `out`; device_of_ then says where each node ran.
+  absl::Status RunPlaced(const tensorflow::GraphDef& g, Tensor x,
+                         const std::vector<std::string>& fetches, std::vector<Tensor>* out) {
+    auto s = Session();
+    RETURN_IF_ERROR(s->Create(g));
+    tensorflow::RunOptions opts;
+    opts.set_output_partition_graphs(true);
+    tensorflow::RunMetadata meta;
+    RETURN_IF_ERROR(s->Run(opts, {{"x", std::move(x)}}, fetches, {}, out, &meta));
+    for (const auto& part : meta.partition_graphs()) {
+      for (const auto& n : part.node()) device_of_[n.name()] = n.device();
+    }
+    return absl::OkStatus();
+  }
+
+  // Each of `nodes` ran on the device whose name ends in `device` ("GPU:0").
+  void ExpectRanOn(const std::string& device, std::initializer_list<const char*> nodes) {
+    for (const char* name : nodes) {
+      EXPECT_TRUE(absl::EndsWith(device_of_[name], device)) << name << ": " << device_of_[name];
+    }
+  }
+
+  std::map<std::string, std::string> device_of_;
 };
 
 tensorflow::NodeDef* Node(tensorflow::GraphDef* g, const std::string& name, const std::string& op,
@@ -171,26 +165,16 @@ tensorflow::GraphDef Chain(const std::string& sq_device = "") {
 }
 
 TEST_F(DeviceMemoryTest, NodesWithAGpuKernelGoToTheGpuTheRestToTheCpu) {
-  auto s = Session();
-  ASSERT_TRUE(s->Create(Chain()).ok());
-  tensorflow::RunOptions opts;
-  opts.set_output_partition_graphs(true);
-  tensorflow::RunMetadata meta;
   std::vector<Tensor> out;
-  absl::Status st = s->Run(opts, {{"x", Tensor::Vec<float>({1, -2, 3})}}, {"neg2"}, {}, &out, &meta);
+  absl::Status st = RunPlaced(Chain(), Tensor::Vec<float>({1, -2, 3}), {"neg2"}, &out);
   ASSERT_TRUE(st.ok()) << st;
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].memory_type(), MemoryType::kHost);
   EXPECT_EQ(out[0].flat<float>()[0], -1.0f);
   EXPECT_EQ(out[0].flat<float>()[1], -4.0f);
   EXPECT_EQ(out[0].flat<float>()[2], -9.0f);
-  std::map<std::string, std::string> device_of;
-  for (const auto& part : meta.partition_graphs()) {
-    for (const auto& n : part.node()) device_of[n.name()] = n.device();
-  }
-  EXPECT_TRUE(absl::EndsWith(device_of["neg"], "GPU:0")) << device_of["neg"];
-  EXPECT_TRUE(absl::EndsWith(device_of["neg2"], "GPU:0")) << device_of["neg2"];
-  EXPECT_TRUE(absl::EndsWith(device_of["sq"], "CPU:0")) << device_of["sq"];
+  ExpectRanOn("GPU:0", {"neg", "neg2"});
+  ExpectRanOn("CPU:0", {"sq"});
   // x and sq's value cross into device memory, neg's and neg2's out of it.
   EXPECT_EQ(g_copies_to_device, 2);
   EXPECT_EQ(g_copies_to_host, 2);
@@ -276,26 +260,14 @@ TEST_F(DeviceMemoryTest, Int32ShapeArithmeticRunsOnTheGpuInHostMemory) {
   }
   SetAttr(Node(&g, "ones", "OnesLike", {"shape"}), "T", DT_INT32);
   SetAttr(Node(&g, "kept", "SelectV2", {"over", "bigger", "ones"}), "T", DT_INT32);
-  auto s = Session();
-  ASSERT_TRUE(s->Create(g).ok());
-  tensorflow::RunOptions opts;
-  opts.set_output_partition_graphs(true);
-  tensorflow::RunMetadata meta;
   std::vector<Tensor> out;
-  absl::Status st = s->Run(opts, {{"x", Tensor(DT_FLOAT, TensorShape({2, 3}))}}, {"half", "kept"},
-                           {}, &out, &meta);
+  absl::Status st = RunPlaced(g, Tensor(DT_FLOAT, TensorShape({2, 3})), {"half", "kept"}, &out);
   ASSERT_TRUE(st.ok()) << st;
   EXPECT_EQ(out[0].flat<int32_t>()[0], 1);  // [2, 3] // 2
   EXPECT_EQ(out[0].flat<int32_t>()[1], 1);
   EXPECT_EQ(out[1].flat<int32_t>()[0], 1);  // 2 > 2 fails: one
   EXPECT_EQ(out[1].flat<int32_t>()[1], 3);  // max(3, 2)
-  std::map<std::string, std::string> device_of;
-  for (const auto& part : meta.partition_graphs()) {
-    for (const auto& n : part.node()) device_of[n.name()] = n.device();
-  }
-  for (const char* name : {"shape", "bigger", "half", "over", "ones", "kept"}) {
-    EXPECT_TRUE(absl::EndsWith(device_of[name], "GPU:0")) << name << ": " << device_of[name];
-  }
+  ExpectRanOn("GPU:0", {"shape", "bigger", "half", "over", "ones", "kept"});
   EXPECT_EQ(g_copies_to_device, 1);  // x
   EXPECT_EQ(g_copies_to_host, 0);
 }
@@ -345,26 +317,13 @@ constexpr char kNegateThrice[] = R"pb(
 TEST_F(DeviceMemoryTest, ALoopWithItsBodyOnTheGpuStaysOnTheGpu) {
   tensorflow::GraphDef g;
   ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(kNegateThrice, &g));
-  auto s = Session();
-  ASSERT_TRUE(s->Create(g).ok());
-  tensorflow::RunOptions opts;
-  opts.set_output_partition_graphs(true);
-  tensorflow::RunMetadata meta;
   std::vector<Tensor> out;
-  absl::Status st =
-      s->Run(opts, {{"x", Tensor::Vec<float>({1, -2})}}, {"x_exit"}, {}, &out, &meta);
+  absl::Status st = RunPlaced(g, Tensor::Vec<float>({1, -2}), {"x_exit"}, &out);
   ASSERT_TRUE(st.ok()) << st;
   EXPECT_EQ(out[0].flat<float>()[0], -1.0f);
   EXPECT_EQ(out[0].flat<float>()[1], 2.0f);
-  std::map<std::string, std::string> device_of;
-  for (const auto& part : meta.partition_graphs()) {
-    for (const auto& n : part.node()) device_of[n.name()] = n.device();
-  }
-  for (const char* name : {"i_enter", "x_enter", "i_merge", "x_merge", "less", "cond",
-                           "i_switch", "x_switch", "i_body", "x_body", "i_next", "x_next",
-                           "x_exit"}) {
-    EXPECT_TRUE(absl::EndsWith(device_of[name], "GPU:0")) << name << ": " << device_of[name];
-  }
+  ExpectRanOn("GPU:0", {"i_enter", "x_enter", "i_merge", "x_merge", "less", "cond", "i_switch",
+                        "x_switch", "i_body", "x_body", "i_next", "x_next", "x_exit"});
   EXPECT_EQ(g_copies_to_device, 1);  // x
   EXPECT_EQ(g_copies_to_host, 1);    // the result
 }
@@ -386,22 +345,11 @@ TEST_F(DeviceMemoryTest, AStackOnTheGpuKeepsItsValuesThere) {
            attr { key: "elem_type" value { type: DT_FLOAT } } }
     node { name: "out" op: "Neg" input: "pop" attr { key: "T" value { type: DT_FLOAT } } }
   )pb", &g));
-  auto s = Session();
-  ASSERT_TRUE(s->Create(g).ok());
-  tensorflow::RunOptions opts;
-  opts.set_output_partition_graphs(true);
-  tensorflow::RunMetadata meta;
   std::vector<Tensor> out;
-  absl::Status st = s->Run(opts, {{"x", Tensor::Vec<float>({3})}}, {"out"}, {}, &out, &meta);
+  absl::Status st = RunPlaced(g, Tensor::Vec<float>({3}), {"out"}, &out);
   ASSERT_TRUE(st.ok()) << st;
   EXPECT_EQ(out[0].flat<float>()[0], 3.0f);
-  std::map<std::string, std::string> device_of;
-  for (const auto& part : meta.partition_graphs()) {
-    for (const auto& n : part.node()) device_of[n.name()] = n.device();
-  }
-  for (const char* name : {"stack", "push", "pop"}) {
-    EXPECT_TRUE(absl::EndsWith(device_of[name], "GPU:0")) << name << ": " << device_of[name];
-  }
+  ExpectRanOn("GPU:0", {"stack", "push", "pop"});
   EXPECT_EQ(g_copies_to_device, 1);  // x
   EXPECT_EQ(g_copies_to_host, 1);    // the result
 }
@@ -426,8 +374,9 @@ TEST_F(DeviceMemoryTest, AnOutputTheDeviceCannotHoldIsResourceExhaustedAndTheSes
 // A device tensor's bytes are not the host's to read: its DebugString (in
 // variables' DebugString, logs and errors) shows the shape only.
 TEST(DeviceTensorTest, DebugStringShowsNoValuesOfDeviceMemory) {
-  FakeDeviceAllocator device;
-  absl::StatusOr<Tensor> t = Tensor::Allocate(&device, DT_FLOAT, TensorShape({2, 3}));
+  testing_util::HostMemoryGpu gpu(*DeviceName::Parse("/job:a/replica:0/task:0/device:GPU:0"));
+  absl::StatusOr<Tensor> t =
+      Tensor::Allocate(gpu.device_allocator(), DT_FLOAT, TensorShape({2, 3}));
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_EQ(t->DebugString(), "Tensor<float, [2,3]>: (in device memory)");
   EXPECT_EQ(Tensor::Vec<float>({1, 2}).DebugString(), "Tensor<float, [2]>: [1 2]");

@@ -994,11 +994,12 @@ absl::Status Executor::InitializeNode(const Node* node, NodeItem* item) {
   }
   item->kernel = kernel->get();
   item->async = item->kernel->AsAsync();
+  item->moves_inputs = device_->device_allocator() != nullptr;
   // On a device with its own memory (a GPU) a kernel only queues its work
   // on the device's stream, which runs it in order anyway: handing it to
   // another thread buys no parallelism and costs a wake-up. As TensorFlow's
   // executor, such kernels are never expensive and run inline.
-  item->expensive = item->kernel->IsExpensive() && device_->device_allocator() == nullptr;
+  item->expensive = item->kernel->IsExpensive() && !item->moves_inputs;
   item->is_send = node->IsSend();
   item->is_switch = node->IsSwitch();
   item->is_merge = node->IsMerge();
@@ -1015,7 +1016,6 @@ absl::Status Executor::InitializeNode(const Node* node, NodeItem* item) {
     item->input_is_ref.push_back(IsRefType(item->kernel->input_type(i)));
   }
   item->output_consumed.assign(item->kernel->num_outputs(), false);
-  item->moves_inputs = device_->device_allocator() != nullptr;
   item->initial_pending = static_cast<int>(node->in_edges().size());
   kernels_.push_back(*std::move(kernel));
   return absl::OkStatus();

@@ -2,8 +2,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -18,6 +16,7 @@
 #include "dflow/framework/kernel.h"
 #include "dflow/framework/shape_inference.h"
 #include "dflow/runtime/call_frame.h"
+#include "dflow/runtime/device_test_util.h"
 #include "dflow/runtime/graph.h"
 #include "dflow/runtime/rendezvous_local.h"
 #include "dflow/runtime/step_stats_collector.h"
@@ -361,30 +360,12 @@ TEST_F(ExecutorTest, ExpensiveKernelsTimedAsCheapRunInline) {
   EXPECT_EQ(last[1], here);
 }
 
-// A GPU-typed device whose "device memory" is host memory.
-class OwnMemoryDevice : public Device {
- public:
-  OwnMemoryDevice() : Device(*DeviceName::Parse("/job:a/replica:0/task:0/device:GPU:0"), 2, 0) {}
-  Allocator* device_allocator() override { return &memory_; }
-  absl::StatusOr<Tensor> CopyTensor(const Tensor& t, MemoryType to) override {
-    Tensor out = to == MemoryType::kHost ? Tensor(t.dtype(), t.shape())
-                                         : *Tensor::Allocate(&memory_, t.dtype(), t.shape());
-    std::memcpy(out.raw_data(), t.raw_data(), t.TotalBytes());
-    return out;
-  }
-  absl::Status ZeroFill(Tensor* t) override {
-    std::memset(t->raw_data(), 0, t->TotalBytes());
-    return absl::OkStatus();
-  }
-
- private:
-  struct HostBacked : Allocator {
-    std::string Name() const override { return "host-backed device memory"; }
-    MemoryType memory_type() const override { return MemoryType::kDevice; }
-    void* Allocate(size_t bytes) override { return std::aligned_alloc(256, (bytes + 255) / 256 * 256); }
-    void Deallocate(void* p, size_t) override { std::free(p); }
-  } memory_;
-};
+// A GPU-typed device with memory of its own (host-backed).
+testing_util::HostMemoryGpu* OwnMemoryDevice() {
+  static auto* gpu =
+      new testing_util::HostMemoryGpu(*DeviceName::Parse("/job:a/replica:0/task:0/device:GPU:0"));
+  return gpu;
+}
 
 // Makes a scalar in device memory.
 class MakeOp : public OpKernel {
@@ -407,10 +388,10 @@ TEST_F(ExecutorTest, KernelsOnADeviceWithItsOwnMemoryRunInline) {
   tensorflow::GraphDef g;
   AddNode(&g, "a", "ExecTestThread");
   AddNode(&g, "b", "ExecTestThread");
-  static OwnMemoryDevice* gpu = new OwnMemoryDevice;
   absl::StatusOr<std::unique_ptr<Graph>> graph = Graph::FromGraphDef(g);
   ASSERT_TRUE(graph.ok()) << graph.status();
-  absl::StatusOr<std::unique_ptr<Executor>> exec = Executor::Create(*std::move(graph), gpu);
+  absl::StatusOr<std::unique_ptr<Executor>> exec =
+      Executor::Create(*std::move(graph), OwnMemoryDevice());
   ASSERT_TRUE(exec.ok()) << exec.status();
   for (int run = 0; run < 3; ++run) {
     {
@@ -433,10 +414,10 @@ TEST_F(ExecutorTest, ANodeWaitingForACopyOutOfTheDeviceGoesToThePool) {
   AddNode(&g, "make", "ExecTestMake");
   AddNode(&g, "take", "ExecTestTake", {"make"});
   AddNode(&g, "launch", "ExecTestThread", {"^make"});
-  static OwnMemoryDevice* gpu = new OwnMemoryDevice;
   absl::StatusOr<std::unique_ptr<Graph>> graph = Graph::FromGraphDef(g);
   ASSERT_TRUE(graph.ok()) << graph.status();
-  absl::StatusOr<std::unique_ptr<Executor>> exec = Executor::Create(*std::move(graph), gpu);
+  absl::StatusOr<std::unique_ptr<Executor>> exec =
+      Executor::Create(*std::move(graph), OwnMemoryDevice());
   ASSERT_TRUE(exec.ok()) << exec.status();
   for (int run = 0; run < 50; ++run) {  // Still so once timed as cheap.
     {
