@@ -28,4 +28,8 @@ absl::Status Device::ZeroFill(Tensor* t) {
   return absl::UnimplementedError(absl::StrCat(name_, " has no memory of its own to fill"));
 }
 
+absl::Status Device::CopyWithinDevice(const void* src, void* dst, size_t bytes) {
+  return absl::UnimplementedError(absl::StrCat(name_, " has no memory of its own to copy in"));
+}
+
 }  // namespace dflow

@@ -54,6 +54,9 @@ class Device {
   virtual absl::StatusOr<Tensor> CopyTensor(const Tensor& t, MemoryType to);
   // Zeroes a tensor of device memory (allocate_output's fill), queued.
   virtual absl::Status ZeroFill(Tensor* t);
+  // Copies `bytes` from `src` to `dst`, both in this device's memory, queued
+  // after the device's work so far (kernels that move rows, as TensorArrays).
+  virtual absl::Status CopyWithinDevice(const void* src, void* dst, size_t bytes);
   // Waits for the device's queued work; the first error it met.
   virtual absl::Status Sync() { return absl::OkStatus(); }
 

@@ -328,6 +328,13 @@ absl::Status GpuDevice::ZeroFill(Tensor* t) {
   return CudaCheck(cudaMemsetAsync(t->raw_data(), 0, t->TotalBytes(), compute_), "cudaMemsetAsync");
 }
 
+absl::Status GpuDevice::CopyWithinDevice(const void* src, void* dst, size_t bytes) {
+  if (bytes == 0) return absl::OkStatus();
+  RETURN_IF_ERROR(UseDevice(ordinal_));
+  return CudaCheck(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, compute_),
+                   absl::StrCat("copying ", bytes, " bytes within ", name()));
+}
+
 absl::Status GpuDevice::Sync() {
   RETURN_IF_ERROR(UseDevice(ordinal_));
   // Taken before waiting: a block is listed only once its copy is queued, so

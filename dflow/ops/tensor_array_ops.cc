@@ -9,6 +9,11 @@
 // the element shape is fully known. A gradient array (TensorArrayGradV3) is
 // found again by its forward array and source, so every gradient op of one
 // source shares it.
+//
+// On a GPU, as TensorFlow registers them, the elements stay in device memory
+// (handles, indices, sizes and lengths in host memory), so a dynamic_rnn on a
+// GPU reads its inputs and writes its outputs there each iteration.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,7 +50,7 @@ Tensor Sum(const Tensor& a, const Tensor& b) {
   return out;
 }
 
-absl::StatusOr<Tensor> AddTensors(const Tensor& a, const Tensor& b) {
+absl::StatusOr<Tensor> AddHostTensors(const Tensor& a, const Tensor& b) {
   switch (a.dtype()) {
     case DT_FLOAT:
       return Sum<float>(a, b);
@@ -61,6 +66,66 @@ absl::StatusOr<Tensor> AddTensors(const Tensor& a, const Tensor& b) {
   }
 }
 
+// The memory a kernel's elements live in (host memory on a CPU, the device's
+// memory on a GPU: the memory of the kernel's value argument), and how
+// elements are made, copied and added there.
+class ElementMemory {
+ public:
+  ElementMemory(OpKernelContext* ctx, MemoryType type) : device_(ctx->device()), type_(type) {}
+
+  // A new element, zero-filled when `zero`.
+  absl::StatusOr<Tensor> New(DataType dtype, const TensorShape& shape, bool zero) const {
+    if (type_ == MemoryType::kHost) {
+      return zero ? Tensor(dtype, shape) : Tensor::ForOverwrite(dtype, shape);
+    }
+    ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(device_->device_allocator(), dtype, shape));
+    if (zero) RETURN_IF_ERROR(device_->ZeroFill(&t));
+    return t;
+  }
+  // Elements [from, from + n) of `src` to [to, to + n) of `dst` (one dtype).
+  absl::Status Copy(const Tensor& src, int64_t from, Tensor* dst, int64_t to, int64_t n) const {
+    if (n == 0) return absl::OkStatus();
+    if (src.memory_type() != type_ || dst->memory_type() != type_) {
+      return absl::InternalError(absl::StrCat(
+          "TensorArray element copy from ", MemoryTypeName(src.memory_type()), " to ",
+          MemoryTypeName(dst->memory_type()), " memory; the array's elements are in ",
+          MemoryTypeName(type_), " memory"));
+    }
+    if (type_ == MemoryType::kDevice) {
+      const size_t size = DataTypeSize(src.dtype());
+      return device_->CopyWithinDevice(static_cast<const char*>(src.raw_data()) + from * size,
+                                       static_cast<char*>(dst->raw_data()) + to * size,
+                                       n * size);
+    }
+    return SwitchByElementSize(src.dtype(), "TensorArray", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      std::copy_n(ElementsOf<T>(src) + from, n, MutableElementsOf<T>(dst) + to);
+      return absl::OkStatus();
+    });
+  }
+  // a + b. Device elements are added on the host: only a gradient array
+  // whose forward element was read more than once adds, so the round trip is
+  // rare.
+  absl::StatusOr<Tensor> Add(const Tensor& a, const Tensor& b) const {
+    if (a.memory_type() == MemoryType::kHost && b.memory_type() == MemoryType::kHost) {
+      return AddHostTensors(a, b);
+    }
+    ASSIGN_OR_RETURN(Tensor x, ToHost(a));
+    ASSIGN_OR_RETURN(Tensor y, ToHost(b));
+    ASSIGN_OR_RETURN(Tensor sum, AddHostTensors(x, y));
+    return device_->CopyTensor(sum, MemoryType::kDevice);
+  }
+
+ private:
+  absl::StatusOr<Tensor> ToHost(const Tensor& t) const {
+    if (t.memory_type() == MemoryType::kHost) return t;
+    return device_->CopyTensor(t, MemoryType::kHost);
+  }
+
+  Device* const device_;
+  const MemoryType type_;
+};
+
 class TensorArray : public ResourceBase {
  public:
   static constexpr char kTypeName[] = "TensorArray";
@@ -70,7 +135,7 @@ class TensorArray : public ResourceBase {
   const std::string& name() const { return name_; }
   const TensorArrayOptions& options() const { return opts_; }
 
-  absl::Status Write(int64_t index, const Tensor& value) {
+  absl::Status Write(int64_t index, const Tensor& value, const ElementMemory& memory) {
     absl::MutexLock l(&mu_);
     RETURN_IF_ERROR(CheckOpen());
     if (value.dtype() != opts_.dtype) {
@@ -101,7 +166,7 @@ class TensorArray : public ResourceBase {
                      " because the existing shape is ", e.value.shape().DebugString(),
                      " but the new input shape is ", value.shape().DebugString(), ".");
       }
-      ASSIGN_OR_RETURN(e.value, AddTensors(e.value, value));
+      ASSIGN_OR_RETURN(e.value, memory.Add(e.value, value));
       return absl::OkStatus();
     }
     if (!element_shape_.IsCompatibleWith(value.shape())) {
@@ -118,9 +183,9 @@ class TensorArray : public ResourceBase {
     return absl::OkStatus();
   }
 
-  // The element (cleared when clear_after_read), or zeros when it was never
-  // written and the element shape is fully known.
-  absl::StatusOr<Tensor> Read(int64_t index) {
+  // The element (cleared when clear_after_read), or zeros in `memory` when it
+  // was never written and the element shape is fully known.
+  absl::StatusOr<Tensor> Read(int64_t index, const ElementMemory& memory) {
     absl::MutexLock l(&mu_);
     RETURN_IF_ERROR(CheckOpen());
     if (index < 0 || index >= size_) {
@@ -145,7 +210,7 @@ class TensorArray : public ResourceBase {
       }
       ASSIGN_OR_RETURN(TensorShape shape, TensorShape::FromDims(element_shape_.dims()));
       RETURN_IF_ERROR(CheckOutputSize(shape.num_elements(), opts_.dtype, "TensorArray"));
-      return Tensor(opts_.dtype, shape);
+      return memory.New(opts_.dtype, shape, /*zero=*/true);
     }
     Tensor out = it->second.value;
     if (opts_.clear_after_read && !opts_.aggregate) {
@@ -336,9 +401,17 @@ class TensorArrayKernel : public OpKernel {
     return ctx->InvalidArgument("TensorArray dtype is ", DataTypeString(ta.options().dtype),
                                 " but Op requested dtype ", DataTypeString(want), ".");
   }
-  // Elements [begin, begin + rows) of `value` along axis 0.
+  // The memory of input or output `i`'s elements.
+  static ElementMemory InputMemory(OpKernelContext* ctx, int i) {
+    return ElementMemory(ctx, ctx->op_kernel().input_memory_type(i));
+  }
+  static ElementMemory OutputMemory(OpKernelContext* ctx, int i) {
+    return ElementMemory(ctx, ctx->op_kernel().output_memory_type(i));
+  }
+  // Elements [begin, begin + rows) of `value` along axis 0, as a new tensor
+  // in `memory`.
   static absl::StatusOr<Tensor> Rows(const Tensor& value, int64_t begin, int64_t rows,
-                                     bool keep_axis) {
+                                     bool keep_axis, const ElementMemory& memory) {
     std::vector<int64_t> dims(value.shape().dim_sizes().begin(), value.shape().dim_sizes().end());
     const int64_t row_elems = value.NumElements() / std::max<int64_t>(dims[0], 1);
     if (keep_axis) {
@@ -347,20 +420,14 @@ class TensorArrayKernel : public OpKernel {
       dims.erase(dims.begin());
     }
     ASSIGN_OR_RETURN(TensorShape shape, TensorShape::FromDims(dims));
-    Tensor out(value.dtype(), shape);
-    RETURN_IF_ERROR(SwitchByElementSize(value.dtype(), "TensorArray", [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      std::copy_n(ElementsOf<T>(value) + begin * row_elems, rows * row_elems,
-                  MutableElementsOf<T>(&out));
-      return absl::OkStatus();
-    }));
+    ASSIGN_OR_RETURN(Tensor out, memory.New(value.dtype(), shape, /*zero=*/false));
+    RETURN_IF_ERROR(memory.Copy(value, begin * row_elems, &out, 0, rows * row_elems));
     return out;
   }
   // Stacks (or, with `concat`, concatenates along axis 0) `elems`, which
-  // share one shape (trailing shape with `concat`).
+  // share one shape (trailing shape with `concat`), into output 0.
   static absl::Status Join(OpKernelContext* ctx, const std::vector<Tensor>& elems,
-                           const PartialShape& empty_shape, bool concat, DataType dtype,
-                           Tensor** out) {
+                           const PartialShape& empty_shape, bool concat, DataType dtype) {
     if (elems.empty()) {
       if (!empty_shape.IsFullyDefined()) {
         return absl::UnimplementedError(absl::StrCat(
@@ -371,7 +438,7 @@ class TensorArrayKernel : public OpKernel {
       std::vector<int64_t> dims = empty_shape.dims();
       dims.insert(dims.begin(), 0);
       ASSIGN_OR_RETURN(TensorShape shape, TensorShape::FromDims(dims));
-      *out = ctx->allocate_output(0, shape);
+      ctx->allocate_output(0, shape);
       return absl::OkStatus();
     }
     std::vector<int64_t> dims(elems[0].shape().dim_sizes().begin(),
@@ -380,8 +447,6 @@ class TensorArrayKernel : public OpKernel {
       return ctx->InvalidArgument("Concat saw a scalar shape at index 0 but requires at least "
                                   "vectors.");
     }
-    std::vector<const Tensor*> parts;
-    std::vector<int64_t> sizes;
     int64_t rows = 0;
     for (size_t i = 0; i < elems.size(); ++i) {
       const absl::Span<const int64_t> d = elems[i].shape().dim_sizes();
@@ -394,8 +459,6 @@ class TensorArrayKernel : public OpKernel {
                                     DimsString(d));
       }
       rows += concat ? d[0] : 1;
-      parts.push_back(&elems[i]);
-      sizes.push_back(elems[i].NumElements());
     }
     if (concat) {
       dims[0] = rows;
@@ -404,8 +467,15 @@ class TensorArrayKernel : public OpKernel {
     }
     ASSIGN_OR_RETURN(TensorShape shape, TensorShape::FromDims(dims));
     RETURN_IF_ERROR(CheckOutputSize(shape.num_elements(), dtype, "TensorArray"));
-    *out = ctx->allocate_output_for_overwrite(0, shape);
-    return ConcatRows(parts, sizes, 1, *out, nullptr);
+    Tensor* out = ctx->allocate_output_for_overwrite(0, shape);
+    if (!ctx->allocation_status().ok()) return absl::OkStatus();  // The executor reports it.
+    const ElementMemory memory = OutputMemory(ctx, 0);
+    int64_t at = 0;
+    for (const Tensor& e : elems) {
+      RETURN_IF_ERROR(memory.Copy(e, 0, out, at, e.NumElements()));
+      at += e.NumElements();
+    }
+    return absl::OkStatus();
   }
 };
 
@@ -438,7 +508,7 @@ class TensorArrayOp : public TensorArrayKernel {
                                           return std::make_shared<TensorArray>(unique, n, opts_);
                                         }));
     ctx->set_output(0, std::move(handle));
-    ctx->set_output(1, Tensor::Scalar(0.0f));
+    ctx->allocate_output(1, TensorShape({}));  // The flow: 0, in the flow's memory.
     return absl::OkStatus();
   }
 
@@ -483,7 +553,7 @@ class TensorArrayWriteOp : public TensorArrayKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     ASSIGN_OR_RETURN(std::shared_ptr<TensorArray> ta, Array(ctx));
     ASSIGN_OR_RETURN(int64_t index, Index(ctx, 1));
-    RETURN_IF_ERROR(ta->Write(index, ctx->input(2)));
+    RETURN_IF_ERROR(ta->Write(index, ctx->input(2), InputMemory(ctx, 2)));
     ctx->set_output(0, ctx->input(3));
     return absl::OkStatus();
   }
@@ -498,7 +568,7 @@ class TensorArrayReadOp : public TensorArrayKernel {
     ASSIGN_OR_RETURN(std::shared_ptr<TensorArray> ta, Array(ctx));
     RETURN_IF_ERROR(CheckDtype(ctx, *ta, dtype_));
     ASSIGN_OR_RETURN(int64_t index, Index(ctx, 1));
-    ASSIGN_OR_RETURN(Tensor value, ta->Read(index));
+    ASSIGN_OR_RETURN(Tensor value, ta->Read(index, OutputMemory(ctx, 0)));
     ctx->set_output(0, std::move(value));
     return absl::OkStatus();
   }
@@ -525,12 +595,11 @@ class TensorArrayGatherOp : public TensorArrayKernel {
     }
     std::vector<Tensor> elems;
     for (int32_t i : indices.flat<int32_t>()) {
-      ASSIGN_OR_RETURN(Tensor t, ta->Read(i));
+      ASSIGN_OR_RETURN(Tensor t, ta->Read(i, OutputMemory(ctx, 0)));
       elems.push_back(std::move(t));
     }
     absl::StatusOr<PartialShape> empty = PartialShape::Merge(ta->ElementShape(), element_shape_);
-    Tensor* out = nullptr;
-    return Join(ctx, elems, empty.ok() ? *empty : element_shape_, /*concat=*/false, dtype_, &out);
+    return Join(ctx, elems, empty.ok() ? *empty : element_shape_, /*concat=*/false, dtype_);
   }
 
  private:
@@ -553,12 +622,11 @@ class TensorArrayConcatOp : public TensorArrayKernel {
     std::vector<Tensor> elems;
     Tensor* lengths = ctx->allocate_output(1, TensorShape({n}));
     for (int64_t i = 0; i < n; ++i) {
-      ASSIGN_OR_RETURN(Tensor t, ta->Read(i));
+      ASSIGN_OR_RETURN(Tensor t, ta->Read(i, OutputMemory(ctx, 0)));
       lengths->flat<int64_t>()[i] = t.dims() > 0 ? t.dim_size(0) : 0;
       elems.push_back(std::move(t));
     }
-    Tensor* out = nullptr;
-    return Join(ctx, elems, except0_, /*concat=*/true, dtype_, &out);
+    return Join(ctx, elems, except0_, /*concat=*/true, dtype_);
   }
 
  private:
@@ -588,9 +656,10 @@ class TensorArrayScatterOp : public TensorArrayKernel {
                                     size, ")");
       }
     }
+    const ElementMemory memory = InputMemory(ctx, 2);
     for (int64_t k = 0; k < indices.NumElements(); ++k) {
-      ASSIGN_OR_RETURN(Tensor row, Rows(value, k, 1, /*keep_axis=*/false));
-      RETURN_IF_ERROR(ta->Write(indices.flat<int32_t>()[k], row));
+      ASSIGN_OR_RETURN(Tensor row, Rows(value, k, 1, /*keep_axis=*/false, memory));
+      RETURN_IF_ERROR(ta->Write(indices.flat<int32_t>()[k], row, memory));
     }
     ctx->set_output(0, ctx->input(3));
     return absl::OkStatus();
@@ -624,11 +693,12 @@ class TensorArraySplitOp : public TensorArrayKernel {
                                   "sum of lengths is ", total, " and value's shape is: ",
                                   value.shape().DebugString());
     }
+    const ElementMemory memory = InputMemory(ctx, 1);
     int64_t begin = 0;
     for (int64_t k = 0; k < lengths.NumElements(); ++k) {
       const int64_t len = lengths.flat<int64_t>()[k];
-      ASSIGN_OR_RETURN(Tensor part, Rows(value, begin, len, /*keep_axis=*/true));
-      RETURN_IF_ERROR(ta->Write(k, part));
+      ASSIGN_OR_RETURN(Tensor part, Rows(value, begin, len, /*keep_axis=*/true, memory));
+      RETURN_IF_ERROR(ta->Write(k, part, memory));
       begin += len;
     }
     ctx->set_output(0, ctx->input(3));
@@ -667,6 +737,49 @@ REGISTER_KERNEL(KernelDefBuilder("TensorArrayScatterV3").Device(kDeviceCPU),
 REGISTER_KERNEL(KernelDefBuilder("TensorArraySplitV3").Device(kDeviceCPU), TensorArraySplitOp);
 REGISTER_KERNEL(KernelDefBuilder("TensorArraySizeV3").Device(kDeviceCPU), TensorArraySizeOp);
 REGISTER_KERNEL(KernelDefBuilder("TensorArrayCloseV3").Device(kDeviceCPU), TensorArrayCloseOp);
+
+// On a GPU, as TensorFlow registers them: elements and flows in device
+// memory; handles, sizes, indices and lengths in host memory. An array of
+// another dtype (int32) stays on the CPU with every op on its handle.
+REGISTER_KERNEL(KernelDefBuilder("TensorArrayV3")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint("dtype", GpuTensorTypes())
+                    .HostMemory("size"),
+                TensorArrayOp);
+REGISTER_KERNEL(KernelDefBuilder("TensorArrayGradV3").Device(kDeviceGPU), TensorArrayGradOp);
+REGISTER_KERNEL(KernelDefBuilder("TensorArrayWriteV3")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint("T", GpuTensorTypes())
+                    .HostMemory("index"),
+                TensorArrayWriteOp);
+REGISTER_KERNEL(KernelDefBuilder("TensorArrayReadV3")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint("dtype", GpuTensorTypes())
+                    .HostMemory("index"),
+                TensorArrayReadOp);
+REGISTER_KERNEL(KernelDefBuilder("TensorArrayGatherV3")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint("dtype", GpuTensorTypes())
+                    .HostMemory("indices"),
+                TensorArrayGatherOp);
+REGISTER_KERNEL(KernelDefBuilder("TensorArrayConcatV3")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint("dtype", GpuTensorTypes())
+                    .HostMemory("lengths"),
+                TensorArrayConcatOp);
+REGISTER_KERNEL(KernelDefBuilder("TensorArrayScatterV3")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint("T", GpuTensorTypes())
+                    .HostMemory("indices"),
+                TensorArrayScatterOp);
+REGISTER_KERNEL(KernelDefBuilder("TensorArraySplitV3")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint("T", GpuTensorTypes())
+                    .HostMemory("lengths"),
+                TensorArraySplitOp);
+REGISTER_KERNEL(KernelDefBuilder("TensorArraySizeV3").Device(kDeviceGPU).HostMemory("size"),
+                TensorArraySizeOp);
+REGISTER_KERNEL(KernelDefBuilder("TensorArrayCloseV3").Device(kDeviceGPU), TensorArrayCloseOp);
 
 }  // namespace
 }  // namespace dflow

@@ -354,6 +354,101 @@ TEST_F(DeviceMemoryTest, AStackOnTheGpuKeepsItsValuesThere) {
   EXPECT_EQ(g_copies_to_host, 1);    // the result
 }
 
+// What a dynamic_rnn does with TensorArrays, on a GPU: scatter the input's
+// rows, read one, write it to another array, gather (an unwritten element
+// reads as zeros), split and concat. Every array op runs on the GPU and the
+// elements never leave device memory: x goes in once, the two results come
+// out once each, and sizes and lengths are host values.
+constexpr char kTensorArrays[] = R"pb(
+  node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+  node { name: "neg" op: "Neg" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
+  node { name: "two" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+         attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 2 } } } }
+  node { name: "three" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+         attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 3 } } } }
+  node { name: "rows" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+         attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 2 } }
+                                              int_val: 0 int_val: 1 } } } }
+  node { name: "one" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+         attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 1 } } } }
+  node { name: "ends" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+         attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 2 } }
+                                              int_val: 0 int_val: 2 } } } }
+  node { name: "lengths" op: "Const" attr { key: "dtype" value { type: DT_INT64 } }
+         attr { key: "value" value { tensor { dtype: DT_INT64 tensor_shape { dim { size: 2 } }
+                                              int64_val: 1 int64_val: 1 } } } }
+  node { name: "inputs" op: "TensorArrayV3" input: "two"
+         attr { key: "dtype" value { type: DT_FLOAT } } }
+  node { name: "scatter" op: "TensorArrayScatterV3" input: "inputs" input: "rows" input: "neg"
+         input: "inputs:1" attr { key: "T" value { type: DT_FLOAT } } }
+  node { name: "read" op: "TensorArrayReadV3" input: "inputs" input: "one" input: "scatter"
+         attr { key: "dtype" value { type: DT_FLOAT } } }
+  node { name: "cell" op: "Neg" input: "read" attr { key: "T" value { type: DT_FLOAT } } }
+  node { name: "outputs" op: "TensorArrayV3" input: "three"
+         attr { key: "dtype" value { type: DT_FLOAT } }
+         attr { key: "element_shape" value { shape { dim { size: 3 } } } } }
+  node { name: "write" op: "TensorArrayWriteV3" input: "outputs" input: "two" input: "cell"
+         input: "outputs:1" attr { key: "T" value { type: DT_FLOAT } } }
+  node { name: "gather" op: "TensorArrayGatherV3" input: "outputs" input: "ends" input: "write"
+         attr { key: "dtype" value { type: DT_FLOAT } } }
+  node { name: "size" op: "TensorArraySizeV3" input: "outputs" input: "write" }
+  node { name: "parts" op: "TensorArrayV3" input: "two"
+         attr { key: "dtype" value { type: DT_FLOAT } } }
+  node { name: "split" op: "TensorArraySplitV3" input: "parts" input: "neg" input: "lengths"
+         input: "parts:1" attr { key: "T" value { type: DT_FLOAT } } }
+  node { name: "concat" op: "TensorArrayConcatV3" input: "parts" input: "split"
+         attr { key: "dtype" value { type: DT_FLOAT } } }
+)pb";
+
+TEST_F(DeviceMemoryTest, TensorArraysOnTheGpuKeepTheirElementsThere) {
+  tensorflow::GraphDef g;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(kTensorArrays, &g));
+  absl::StatusOr<Tensor> x = Tensor::Vec<float>({1, 2, 3, 4, 5, 6}).Reshaped(TensorShape({2, 3}));
+  ASSERT_TRUE(x.ok()) << x.status();
+  std::vector<Tensor> out;
+  absl::Status st = RunPlaced(g, *x, {"gather", "size", "concat", "concat:1"}, &out);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(out[0].DebugString(), "Tensor<float, [2,3]>: [0 0 0 4 5 6]");
+  EXPECT_EQ(out[1].scalar<int32_t>(), 3);
+  EXPECT_EQ(out[2].DebugString(), "Tensor<float, [2,3]>: [-1 -2 -3 -4 -5 -6]");
+  EXPECT_EQ(out[3].DebugString(), "Tensor<int64, [2]>: [1 1]");
+  ExpectRanOn("GPU:0", {"inputs", "scatter", "read", "outputs", "write", "gather", "size", "parts",
+                        "split", "concat"});
+  EXPECT_EQ(g_copies_to_device, 1);  // x
+  EXPECT_EQ(g_copies_to_host, 2);    // gather and concat
+}
+
+// A gradient array adds a second write to an element; on a GPU the sum is
+// made on the host (the rare case: a forward element read twice) and the
+// element stays in device memory.
+TEST_F(DeviceMemoryTest, AGradientTensorArrayOnTheGpuAddsItsWrites) {
+  tensorflow::GraphDef g;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+    node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+    node { name: "neg" op: "Neg" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "one" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+           attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 1 } } } }
+    node { name: "zero" op: "Const" attr { key: "dtype" value { type: DT_INT32 } }
+           attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 0 } } } }
+    node { name: "ta" op: "TensorArrayV3" input: "one"
+           attr { key: "dtype" value { type: DT_FLOAT } } }
+    node { name: "grad" op: "TensorArrayGradV3" input: "ta" input: "ta:1"
+           attr { key: "source" value { s: "gradients" } } }
+    node { name: "first" op: "TensorArrayWriteV3" input: "grad" input: "zero" input: "neg"
+           input: "grad:1" attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "second" op: "TensorArrayWriteV3" input: "grad" input: "zero" input: "neg"
+           input: "first" attr { key: "T" value { type: DT_FLOAT } } }
+    node { name: "sum" op: "TensorArrayReadV3" input: "grad" input: "zero" input: "second"
+           attr { key: "dtype" value { type: DT_FLOAT } } }
+    node { name: "out" op: "Neg" input: "sum" attr { key: "T" value { type: DT_FLOAT } } }
+  )pb", &g));
+  std::vector<Tensor> out;
+  absl::Status st = RunPlaced(g, Tensor::Vec<float>({1.5f, -2}), {"out"}, &out);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(out[0].DebugString(), "Tensor<float, [2]>: [3 -4]");
+  ExpectRanOn("GPU:0", {"ta", "grad", "first", "second", "sum", "out"});
+}
+
 TEST_F(DeviceMemoryTest, AnOutputTheDeviceCannotHoldIsResourceExhaustedAndTheSessionGoesOn) {
   auto s = Session();
   ASSERT_TRUE(s->Create(Chain()).ok());

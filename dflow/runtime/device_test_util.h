@@ -45,6 +45,10 @@ class HostMemoryGpu : public Device {
     std::memset(t->raw_data(), 0, t->TotalBytes());
     return absl::OkStatus();
   }
+  absl::Status CopyWithinDevice(const void* src, void* dst, size_t bytes) override {
+    if (bytes > 0) std::memcpy(dst, src, bytes);
+    return absl::OkStatus();
+  }
 
  private:
   // Host bytes that claim to be device memory, at most `limit` at once.

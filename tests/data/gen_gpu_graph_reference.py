@@ -16,7 +16,12 @@ The graphs:
               grads/filter:0, grads/bias:0, grads/dense:0;
   tf_rnn_gpu  a hand-written RNN in a TensorFlow 1.x tf.while_loop (6 steps of
               tanh(x_t W + h U)), dense 5-10, the same loss; its gradient loop keeps the
-              forward values on stacks; fetch loss:0 and grads/w:0, grads/u:0, grads/out:0.
+              forward values on stacks; fetch loss:0 and grads/w:0, grads/u:0, grads/out:0;
+  tf_ta_rnn_gpu  the same RNN the way dynamic_rnn runs it, on TensorArrays: the input
+              unstacked (scatter) and read each step, each step's state written and the
+              outputs stacked (gather), then split into two halves and concatenated again;
+              their gradients are the other TensorArray ops (TensorArrayGradV3, write,
+              read, scatter, gather, split, concat); fetch loss:0 and the three grads.
 
 Run: python3 tests/data/gen_gpu_graph_reference.py   (needs tensorflow)
 """
@@ -137,7 +142,42 @@ def rnn():
     write("tf_rnn_gpu", g, {"x": x, "labels": labels}, fetches)
 
 
+def ta_rnn():
+    tf1.disable_control_flow_v2()  # TensorArrayV3 ops in a Enter/Merge/Switch/Exit loop.
+    rng = np.random.RandomState(17)
+    w = rng.uniform(-0.5, 0.5, (3, 5)).astype(np.float32)
+    u = rng.uniform(-0.5, 0.5, (5, 5)).astype(np.float32)
+    out = rng.uniform(-0.5, 0.5, (5, 10)).astype(np.float32)
+    x = rng.uniform(-1, 1, (6, 4, 3)).astype(np.float32)  # [time, batch, features]
+    labels = rng.randint(0, 10, (4,)).astype(np.int32)
+    g = tf.Graph()
+    with g.as_default():
+        xp = tf1.placeholder(tf.float32, [6, 4, 3], name="x")
+        yp = tf1.placeholder(tf.int32, [4], name="labels")
+        with tf.device(GPU):
+            cw = tf.constant(w, name="w")
+            cu = tf.constant(u, name="u")
+            co = tf.constant(out, name="out")
+            inputs = tf.TensorArray(tf.float32, size=6).unstack(xp)
+            states = tf.TensorArray(tf.float32, size=6)
+
+            def step(t, h, states):
+                h = tf.tanh(tf.matmul(inputs.read(t), cw) + tf.matmul(h, cu))
+                return t + 1, h, states.write(t, h)
+
+            _, _, states = tf1.while_loop(lambda t, h, s: t < 6, step,
+                                          [tf.constant(0), tf.zeros([4, 5]), states])
+            seq = tf.reshape(states.stack(), [24, 5])
+            halves = tf.TensorArray(tf.float32, size=2).split(
+                seq, tf.constant([12, 12], dtype=tf.int64))
+            mean = tf.reduce_mean(tf.reshape(halves.concat(), [6, 4, 5]), axis=0)
+            logits = tf.matmul(mean, co, name="logits")
+            fetches = loss_and_grads(logits, yp, {"w": cw, "u": cu, "out": co})
+    write("tf_ta_rnn_gpu", g, {"x": x, "labels": labels}, fetches)
+
+
 if __name__ == "__main__":
     mlp()
     cnn()
     rnn()
+    ta_rnn()
