@@ -71,10 +71,10 @@ say "gpu_tests: $((passed - skipped)) passed, $skipped skipped (no GPU);" \
 [[ ${#failed[@]} -ne 0 ]] && status=1
 grep -hE "Failure|Expected|Which is|GPU .* vs CPU|error" "$out/gpu_tests.log" | head -40 >> "$report"
 
-say "== 1b. TensorFlow graphs (MLP, CNN, RNN loop) pinned to /job:worker/task:0/device:GPU:0 on a dflow server"
+say "== 1b. TensorFlow graphs (MLP, CNN, RNN loop, RNN on TensorArrays) pinned to /job:worker/task:0/device:GPU:0 on a dflow server"
 timeout 150 python3 tests/gpu_graph_test.py "$dflow" --require-gpu > "$out/gpu_graph.log" 2>&1
 rc=$?
-grep -v "  on CPU" "$out/gpu_graph.log" | tail -16 | tee -a "$report"
+grep -v "  on CPU" "$out/gpu_graph.log" | tail -21 | tee -a "$report"
 [[ $rc -ne 0 ]] && { say "gpu_graph_test failed (rc $rc)"; status=1; }
 
 train() {  # label, device env, args...

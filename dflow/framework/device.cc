@@ -28,7 +28,7 @@ absl::Status Device::ZeroFill(Tensor* t) {
   return absl::UnimplementedError(absl::StrCat(name_, " has no memory of its own to fill"));
 }
 
-absl::Status Device::CopyWithinDevice(const void* src, void* dst, size_t bytes) {
+absl::Status Device::CopyStrided(const void* in, void* out, const StridedCopySpec& spec) {
   return absl::UnimplementedError(absl::StrCat(name_, " has no memory of its own to copy in"));
 }
 

@@ -18,6 +18,7 @@
 #include "dflow/framework/device_name.h"
 #include "dflow/framework/tensor.h"
 #include "dflow/framework/resource_mgr.h"
+#include "dflow/framework/strided_copy.h"
 #include "dflow/framework/thread_pool.h"
 #include "dflow/proto/device_attributes.pb.h"
 
@@ -54,9 +55,9 @@ class Device {
   virtual absl::StatusOr<Tensor> CopyTensor(const Tensor& t, MemoryType to);
   // Zeroes a tensor of device memory (allocate_output's fill), queued.
   virtual absl::Status ZeroFill(Tensor* t);
-  // Copies `bytes` from `src` to `dst`, both in this device's memory, queued
-  // after the device's work so far (kernels that move rows, as TensorArrays).
-  virtual absl::Status CopyWithinDevice(const void* src, void* dst, size_t bytes);
+  // Copies elements from `in` to `out`, both in this device's memory, as
+  // `spec` says (strided_copy.h); queued after the device's work so far.
+  virtual absl::Status CopyStrided(const void* in, void* out, const StridedCopySpec& spec);
   // Waits for the device's queued work; the first error it met.
   virtual absl::Status Sync() { return absl::OkStatus(); }
 

@@ -193,6 +193,20 @@ __global__ void TileKernel(const T* in, T* out, int64_t n, TileIndex t) {
   }
 }
 
+template <typename T>
+__global__ void StridedCopyKernel(const T* in, T* out, int64_t n, StridedCopySpec s) {
+  for (int64_t i = GridStart(); i < n; i += GridStride()) {
+    int64_t rest = i, from = 0, to = 0;
+    for (int d = s.rank - 1; d >= 0; --d) {
+      const int64_t c = rest % s.dims[d];
+      rest /= s.dims[d];
+      from += c * s.in_strides[d];
+      to += c * s.out_strides[d];
+    }
+    out[to] = in[from];
+  }
+}
+
 // --- dispatch ------------------------------------------------------------------------
 
 template <Binary kOp>
@@ -307,6 +321,22 @@ void LaunchBiasAdd(cudaStream_t s, const float* x, const float* b, float* y, int
                    int64_t channels, int64_t inner) {
   if (n == 0) return;
   BiasAddKernel<<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(x, b, y, n, channels, inner);
+}
+
+void LaunchStridedCopy(cudaStream_t s, const void* in, void* out, int64_t n,
+                       const StridedCopySpec& spec) {
+  if (n == 0) return;
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    StridedCopyKernel<T><<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(
+        static_cast<const T*>(in), static_cast<T*>(out), n, spec);
+  };
+  switch (spec.element_size) {
+    case 1: return run(uint8_t{});
+    case 2: return run(uint16_t{});
+    case 4: return run(uint32_t{});
+    case 8: return run(uint64_t{});
+  }
 }
 
 void LaunchTile(cudaStream_t s, const void* in, void* out, int elem_bytes, int64_t n,

@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include "dflow/framework/strided_copy.h"
+
 namespace dflow {
 namespace gpu {
 
@@ -78,6 +80,10 @@ struct TileIndex {
 };
 void LaunchTile(cudaStream_t s, const void* in, void* out, int elem_bytes, int64_t n,
                 const TileIndex& index);
+
+// The n elements of `spec` (Device::CopyStrided), one thread each.
+void LaunchStridedCopy(cudaStream_t s, const void* in, void* out, int64_t n,
+                       const StridedCopySpec& spec);
 
 }  // namespace gpu
 }  // namespace dflow

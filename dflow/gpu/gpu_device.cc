@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "dflow/framework/status.h"
+#include "dflow/gpu/cwise_launch.h"
 #include "dflow/runtime/device_mgr.h"
 
 namespace dflow {
@@ -328,11 +329,31 @@ absl::Status GpuDevice::ZeroFill(Tensor* t) {
   return CudaCheck(cudaMemsetAsync(t->raw_data(), 0, t->TotalBytes(), compute_), "cudaMemsetAsync");
 }
 
-absl::Status GpuDevice::CopyWithinDevice(const void* src, void* dst, size_t bytes) {
-  if (bytes == 0) return absl::OkStatus();
+absl::Status GpuDevice::CopyStrided(const void* in, void* out, const StridedCopySpec& spec) {
+  const int64_t n = spec.NumElements();
+  if (n == 0) return absl::OkStatus();
   RETURN_IF_ERROR(UseDevice(ordinal_));
-  return CudaCheck(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, compute_),
-                   absl::StrCat("copying ", bytes, " bytes within ", name()));
+  const int r = spec.rank;
+  const int64_t size = spec.element_size;
+  // Contiguous rows (concat, split, slices of whole rows): the copy engine.
+  if (r <= 2 && (r == 0 || (spec.in_strides[r - 1] == 1 && spec.out_strides[r - 1] == 1))) {
+    const int64_t width = (r == 0 ? 1 : spec.dims[r - 1]) * size;
+    const int64_t rows = r == 2 ? spec.dims[0] : 1;
+    const int64_t in_pitch = r == 2 ? spec.in_strides[0] * size : 0;
+    const int64_t out_pitch = r == 2 ? spec.out_strides[0] * size : 0;
+    if (rows == 1) {
+      return CudaCheck(cudaMemcpyAsync(out, in, width, cudaMemcpyDeviceToDevice, compute_),
+                       absl::StrCat("copying ", width, " bytes within ", name()));
+    }
+    if (in_pitch >= width && out_pitch >= width) {
+      return CudaCheck(cudaMemcpy2DAsync(out, out_pitch, in, in_pitch, width, rows,
+                                         cudaMemcpyDeviceToDevice, compute_),
+                       absl::StrCat("copying ", rows, " rows of ", width, " bytes within ",
+                                    name()));
+    }
+  }
+  LaunchStridedCopy(compute_, in, out, n, spec);
+  return CudaCheck(cudaGetLastError(), absl::StrCat("strided copy on ", name()));
 }
 
 absl::Status GpuDevice::Sync() {

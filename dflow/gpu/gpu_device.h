@@ -122,7 +122,7 @@ class GpuDevice : public Device {
   Allocator* device_allocator() override { return allocator_.get(); }
   absl::StatusOr<Tensor> CopyTensor(const Tensor& t, MemoryType to) override;
   absl::Status ZeroFill(Tensor* t) override;
-  absl::Status CopyWithinDevice(const void* src, void* dst, size_t bytes) override;
+  absl::Status CopyStrided(const void* in, void* out, const StridedCopySpec& spec) override;
   // Waits for the work queued so far; then the staging blocks of the copies
   // queued before it go back to the pinned pool.
   absl::Status Sync() override;

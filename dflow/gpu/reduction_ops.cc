@@ -135,6 +135,40 @@ DFLOW_GPU_REDUCTION("Min", kMin);
 DFLOW_GPU_REDUCTION("Prod", kProd);
 #undef DFLOW_GPU_REDUCTION
 
+// --- L2Loss ----------------------------------------------------------------------------
+
+// sum(t^2) / 2 (tf.nn.l2_loss; the norms of clip_by_global_norm), from the
+// kernels above: the squares, their sum, then half of it.
+class L2LossGpuOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& t = ctx->input(0);
+    Tensor* out = OutputForOverwrite(ctx, 0, TensorShape({}));
+    if (out == nullptr) return absl::OkStatus();
+    GpuDevice* gpu = GpuOf(ctx);
+    const int64_t n = t.NumElements();
+    float* loss = MutableElementsOf<float>(out);
+    if (n == 0) {
+      LaunchFillFloat(gpu->stream(), 0.0f, loss, 1);
+      return LaunchStatus(ctx);
+    }
+    ASSIGN_OR_RETURN(Tensor squares, gpu->AllocateTemp(DT_FLOAT, t.shape()));
+    LaunchUnary(gpu->stream(), Unary::kSquare, ElementsOf<float>(t),
+                MutableElementsOf<float>(&squares), n);
+    RETURN_IF_ERROR(LaunchStatus(ctx));
+    ASSIGN_OR_RETURN(ReduceIndex all, IndexOf(TensorShape({n}), {true}));
+    RETURN_IF_ERROR(RunReduce(ctx, Reduce::kSum, squares, out, n, all));
+    ASSIGN_OR_RETURN(Tensor half, gpu->AllocateTemp(DT_FLOAT, TensorShape({})));
+    LaunchFillFloat(gpu->stream(), 0.5f, MutableElementsOf<float>(&half), 1);
+    LaunchBinary(gpu->stream(), Binary::kMul, loss, ElementsOf<float>(half), loss, 1,
+                 BroadcastIndex());
+    return LaunchStatus(ctx);
+  }
+};
+REGISTER_KERNEL(KernelDefBuilder("L2Loss").Device(kDeviceGPU).TypeConstraint<float>("T"),
+                L2LossGpuOp);
+
 // --- BiasAddGrad -------------------------------------------------------------------------
 
 class BiasAddGradGpuOp : public OpKernel {

@@ -4,9 +4,11 @@
 // runs) to read the memory every edge leaves and arrives in. A step crosses
 // between host and device memory only where the GPU must wait or the
 // executor must copy, so this bounds the host round trips of a GPU step.
+#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -16,11 +18,13 @@
 #include "dflow/client/scope.h"
 #include "dflow/framework/device.h"
 #include "dflow/framework/kernel.h"
+#include "dflow/framework/test_data_dir.h"
 #include "dflow/runtime/device_test_util.h"
 #include "dflow/runtime/graph.h"
 #include "dflow/runtime/placer.h"
 #include "dflow/train/models.h"
 #include "dflow/train/optimizer.h"
+#include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 
 namespace dflow {
@@ -32,32 +36,26 @@ struct StepCrossings {
   std::vector<std::string> host_to_device, device_to_host, host_between_devices;
 };
 
-// Places the training step of `model` ("mlp" or "cnn") and lists where it
-// crosses: the ancestors of its train op and loss, as a step runs them.
-StepCrossings PlaceTrainingStep(const std::string& model) {
+// Places `def` on a CPU and a GPU-typed device (GPU-first, as a worker with
+// a GPU places) and lists where the nodes `roots` depend on cross.
+StepCrossings PlaceStep(const tensorflow::GraphDef& def, const std::vector<std::string>& roots) {
   StepCrossings out;
-  Scope root = Scope::NewRootScope();
-  absl::StatusOr<Model> m = model == "cnn" ? BuildCnn(root) : BuildMlp(root);
-  EXPECT_TRUE(m.ok()) << m.status();
-  if (!m.ok()) return out;
-  AdamOptimizer adam;
-  absl::StatusOr<Operation> train = adam.Minimize(root, m->loss, m->variables);
-  EXPECT_TRUE(train.ok()) << train.status();
-  tensorflow::GraphDef def;
-  EXPECT_TRUE(root.ToGraphDef(&def).ok());
   absl::StatusOr<std::unique_ptr<Graph>> g = Graph::FromGraphDef(def);
   EXPECT_TRUE(g.ok()) << g.status();
-  if (!train.ok() || !g.ok()) return out;
+  if (!g.ok()) return out;
 
   Device cpu(*DeviceName::Parse("/job:worker/replica:0/task:0/device:CPU:0"), 1, int64_t{1} << 30);
   testing_util::HostMemoryGpu gpu(*DeviceName::Parse("/job:worker/replica:0/task:0/device:GPU:0"));
   absl::Status placed = Place(g->get(), {&cpu, &gpu}, &cpu, PlacerOptions());
   EXPECT_TRUE(placed.ok()) << placed;
 
-  // The step: everything the train op and the loss depend on.
+  // The step: everything the roots depend on.
   std::set<const Node*> step;
-  std::vector<const Node*> todo = {(*g)->FindNode(train->name()),
-                                   (*g)->FindNode(m->loss.op().name())};
+  std::vector<const Node*> todo;
+  for (const std::string& root : roots) {
+    todo.push_back((*g)->FindNode(root));
+    EXPECT_NE(todo.back(), nullptr) << root;
+  }
   while (!todo.empty()) {
     const Node* n = todo.back();
     todo.pop_back();
@@ -91,6 +89,22 @@ StepCrossings PlaceTrainingStep(const std::string& model) {
   return out;
 }
 
+// The training step of `dflow train`'s `model` ("mlp" or "cnn") with Adam:
+// the ancestors of its train op and loss.
+StepCrossings PlaceTrainingStep(const std::string& model) {
+  Scope root = Scope::NewRootScope();
+  absl::StatusOr<Model> m = model == "cnn" ? BuildCnn(root) : BuildMlp(root);
+  EXPECT_TRUE(m.ok()) << m.status();
+  if (!m.ok()) return {};
+  AdamOptimizer adam;
+  absl::StatusOr<Operation> train = adam.Minimize(root, m->loss, m->variables);
+  EXPECT_TRUE(train.ok()) << train.status();
+  tensorflow::GraphDef def;
+  EXPECT_TRUE(root.ToGraphDef(&def).ok());
+  if (!train.ok()) return {};
+  return PlaceStep(def, {train->name(), m->loss.op().name()});
+}
+
 // Every node of a training step but its two feeds runs on the GPU (the
 // int32 shape arithmetic of the gradients in host memory, as TensorFlow
 // runs it), nothing goes back to the host, and the host sends the GPU the
@@ -115,6 +129,40 @@ TEST(GpuStepPlacementTest, ATrainingStepCrossesToTheHostOnlyForItsFeeds) {
                             "gradients/metrics/loss_grad/Cast"}));
     EXPECT_TRUE(s.host_between_devices.empty()) << absl::StrJoin(s.host_between_devices, "; ");
   }
+}
+
+// A TF1 dynamic_rnn LSTM training step with clip_by_global_norm and Adam
+// (tests/data/tf1_corpus, devices cleared as on one worker) runs on the GPU
+// but for its feeds and its loop condition's LogicalAnd (bools from host
+// memory; no copy): its TensorArrays, the LSTM cell's concat and split, the
+// transposes and slices, L2Loss and the int32 shape arithmetic all have GPU
+// kernels, nothing returns to the host, and the host sends the GPU only the
+// feeds and Mean's count. Before session 30, 113 of its 554 nodes ran on
+// the CPU and each loop iteration's values crossed both ways.
+TEST(GpuStepPlacementTest, ADynamicRnnLstmStepRunsOnTheGpu) {
+  tensorflow::GraphDef def;
+  const std::string path = TestDataDir() + "/tf1_corpus/dynamic_rnn_lstm.pbtxt";
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(text.str(), &def)) << path;
+  std::vector<std::string> roots;
+  for (tensorflow::NodeDef& n : *def.mutable_node()) {
+    n.clear_device();
+    roots.push_back(n.name());
+  }
+  const StepCrossings s = PlaceStep(def, roots);
+  EXPECT_EQ(s.cpu_nodes, (std::set<std::string>{"rnn/while/LogicalAnd", "x", "y"}));
+  EXPECT_TRUE(s.device_to_host.empty()) << absl::StrJoin(s.device_to_host, "; ");
+  std::vector<std::string> mid_step;  // But the feeds and the variables' initializers.
+  for (const std::string& edge : s.host_to_device) {
+    if (!absl::StartsWith(edge, "x ->") && !absl::StartsWith(edge, "y ->") &&
+        !absl::StrContains(edge, "/Initializer/")) {
+      mid_step.push_back(edge);
+    }
+  }
+  EXPECT_EQ(mid_step,
+            (std::vector<std::string>{"gradients/Mean_grad/Prod -> gradients/Mean_grad/Cast"}));
 }
 
 }  // namespace

@@ -89,6 +89,13 @@ REGISTER_KERNEL(KernelDefBuilder("ConcatOffset")
                     .HostMemory("shape")
                     .HostMemory("offset"),
                 ConcatOffsetOp);
+REGISTER_KERNEL(KernelDefBuilder("ConcatOffset")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint("shape_type", {DT_INT32, DT_INT64})
+                    .HostMemory("concat_dim")
+                    .HostMemory("shape")
+                    .HostMemory("offset"),
+                ConcatOffsetOp);
 
 // --- InvertPermutation -------------------------------------------------------
 

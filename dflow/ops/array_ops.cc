@@ -168,7 +168,9 @@ REGISTER_OP("Identity")
     .Attr("T: type")
     .SetShapeFn(UnchangedShape);
 REGISTER_KERNEL(KernelDefBuilder("Identity").Device(kDeviceCPU), ForwardOp);
-REGISTER_KERNEL(KernelDefBuilder("Identity").Device(kDeviceGPU), ForwardOp);
+// On a GPU an int32 Identity (a loop's counter, read by host-memory indices)
+// stays in host memory.
+const GpuForwardKernel<ForwardOp> gpu_identity("Identity", {}, {"input", "output"});
 
 // Identity to the forward pass; gradients stop here (tf.stop_gradient).
 REGISTER_OP("StopGradient")
@@ -177,7 +179,7 @@ REGISTER_OP("StopGradient")
     .Attr("T: type")
     .SetShapeFn(UnchangedShape);
 REGISTER_KERNEL(KernelDefBuilder("StopGradient").Device(kDeviceCPU), ForwardOp);
-REGISTER_KERNEL(KernelDefBuilder("StopGradient").Device(kDeviceGPU), ForwardOp);
+const GpuForwardKernel<ForwardOp> gpu_stop_gradient("StopGradient", {}, {"input", "output"});
 
 // Identity to the forward pass; asking for its gradient is an error carrying
 // `message` (array_grad.cc).
@@ -451,6 +453,16 @@ REGISTER_KERNEL(KernelDefBuilder("Range").Device(kDeviceCPU).TypeConstraint<int3
                 RangeOp<int32_t>);
 REGISTER_KERNEL(KernelDefBuilder("Range").Device(kDeviceCPU).TypeConstraint<int64_t>("Tidx"),
                 RangeOp<int64_t>);
+// An int32 range on a GPU is an index list for host-memory args (a
+// TensorArray's gather indices): computed in host memory, as TensorFlow does.
+REGISTER_KERNEL(KernelDefBuilder("Range")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint<int32_t>("Tidx")
+                    .HostMemory("start")
+                    .HostMemory("limit")
+                    .HostMemory("delta")
+                    .HostMemory("output"),
+                RangeOp<int32_t>);
 
 // ---------------------------------------------------------------------------
 // Pack
@@ -505,11 +517,11 @@ class PackOp : public OpKernel {
     }
     TensorShape out_shape = shape;
     out_shape.InsertDim(static_cast<int>(axis), ctx->num_inputs());
-    Tensor* out = ctx->allocate_output(0, out_shape);
+    Tensor* out = ctx->allocate_output_for_overwrite(0, out_shape);
+    if (!ctx->allocation_status().ok()) return absl::OkStatus();  // The executor reports it.
     const int64_t outer = DimProduct(shape.dim_sizes(), 0, static_cast<int>(axis));
     const int64_t inner = DimProduct(shape.dim_sizes(), static_cast<int>(axis), shape.dims());
-    return ConcatRows(inputs, std::vector<int64_t>(inputs.size(), inner), outer, out,
-                      ctx->intra_op_pool());
+    return ConcatRowsOn(ctx, inputs, std::vector<int64_t>(inputs.size(), inner), outer, out);
   }
 
  private:
@@ -524,6 +536,14 @@ REGISTER_OP("Pack")
     .Attr("axis: int = 0")
     .SetShapeFn(PackShape);
 REGISTER_KERNEL(KernelDefBuilder("Pack").Device(kDeviceCPU).TypeConstraint("T", MovableTypes()),
+                PackOp);
+REGISTER_KERNEL(KernelDefBuilder("Pack").Device(kDeviceGPU).TypeConstraint("T", GpuTensorTypes()),
+                PackOp);
+REGISTER_KERNEL(KernelDefBuilder("Pack")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint<int32_t>("T")
+                    .HostMemory("values")
+                    .HostMemory("output"),
                 PackOp);
 
 // ---------------------------------------------------------------------------
@@ -621,9 +641,10 @@ class ConcatV2Op : public OpKernel {
       inputs.push_back(&t);
       row_sizes.push_back(DimProduct(t.shape().dim_sizes(), static_cast<int>(axis), rank));
     }
-    Tensor* out = ctx->allocate_output(0, out_shape);
+    Tensor* out = ctx->allocate_output_for_overwrite(0, out_shape);
+    if (!ctx->allocation_status().ok()) return absl::OkStatus();  // The executor reports it.
     const int64_t outer = DimProduct(first.dim_sizes(), 0, static_cast<int>(axis));
-    return ConcatRows(inputs, row_sizes, outer, out, ctx->intra_op_pool());
+    return ConcatRowsOn(ctx, inputs, row_sizes, outer, out);
   }
 
  private:
@@ -656,6 +677,22 @@ REGISTER_KERNEL(KernelDefBuilder("ConcatV2")
                     .Device(kDeviceCPU)
                     .TypeConstraint("T", MovableTypes())
                     .TypeConstraint("Tidx", IndexTypes()),
+                ConcatV2Op);
+// On a GPU the pieces are copied in device memory (Device::CopyStrided);
+// int32 ones are shapes, concatenated in host memory.
+REGISTER_KERNEL(KernelDefBuilder("ConcatV2")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint("T", GpuTensorTypes())
+                    .TypeConstraint("Tidx", IndexTypes())
+                    .HostMemory("axis"),
+                ConcatV2Op);
+REGISTER_KERNEL(KernelDefBuilder("ConcatV2")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint<int32_t>("T")
+                    .TypeConstraint("Tidx", IndexTypes())
+                    .HostMemory("values")
+                    .HostMemory("axis")
+                    .HostMemory("output"),
                 ConcatV2Op);
 
 }  // namespace

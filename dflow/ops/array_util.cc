@@ -3,6 +3,7 @@
 #include <limits>
 #include <algorithm>
 
+#include "dflow/framework/device.h"
 #include "dflow/framework/kernel.h"
 #include "dflow/framework/status.h"
 
@@ -182,6 +183,67 @@ absl::Status StridedCopy(const Tensor& in, absl::Span<const int64_t> begin,
     StridedCopyDim(plan, 0, src + plan.in_start, dst);
     return absl::OkStatus();
   });
+}
+
+absl::Status CopyOnDevice(OpKernelContext* ctx, const Tensor& in, int64_t in_offset, Tensor* out,
+                          int64_t out_offset, absl::Span<const int64_t> dims,
+                          absl::Span<const int64_t> in_strides,
+                          absl::Span<const int64_t> out_strides) {
+  if (in.memory_type() != MemoryType::kDevice || out->memory_type() != MemoryType::kDevice) {
+    return absl::InternalError(absl::StrCat(ctx->Prefix(), "a copy on ", ctx->device()->name(),
+                                            " from ", MemoryTypeName(in.memory_type()), " to ",
+                                            MemoryTypeName(out->memory_type()), " memory"));
+  }
+  StridedCopySpec spec;
+  spec.element_size = static_cast<int>(DataTypeSize(in.dtype()));
+  if (in.dtype() != out->dtype() || spec.element_size == 0 || in.dtype() == DT_STRING) {
+    return absl::InternalError(absl::StrCat(ctx->Prefix(), "cannot copy ",
+                                            DataTypeString(in.dtype()), " elements on ",
+                                            ctx->device()->name()));
+  }
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (dims[d] == 0) return absl::OkStatus();
+    if (dims[d] == 1) continue;
+    if (spec.rank == StridedCopySpec::kMaxDims) {
+      return absl::UnimplementedError(absl::StrCat(
+          ctx->Prefix(), "a copy of ", DimsString(dims), " keeps more than ",
+          StridedCopySpec::kMaxDims, " dimensions on ", ctx->device()->name()));
+    }
+    spec.dims[spec.rank] = dims[d];
+    spec.in_strides[spec.rank] = in_strides[d];
+    spec.out_strides[spec.rank] = out_strides[d];
+    ++spec.rank;
+  }
+  const int64_t size = spec.element_size;
+  return ctx->device()->CopyStrided(static_cast<const char*>(in.raw_data()) + in_offset * size,
+                                    static_cast<char*>(out->raw_data()) + out_offset * size, spec);
+}
+
+absl::Status ConcatRowsOn(OpKernelContext* ctx, const std::vector<const Tensor*>& inputs,
+                          const std::vector<int64_t>& row_sizes, int64_t outer, Tensor* out) {
+  if (out->memory_type() == MemoryType::kHost) {
+    return ConcatRows(inputs, row_sizes, outer, out, ctx->intra_op_pool());
+  }
+  int64_t out_row = 0;
+  for (int64_t r : row_sizes) out_row += r;
+  int64_t at = 0;  // Where input i's rows start in each output row.
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    RETURN_IF_ERROR(CopyOnDevice(ctx, *inputs[i], 0, out, at, {outer, row_sizes[i]},
+                                 {row_sizes[i], 1}, {out_row, 1}));
+    at += row_sizes[i];
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StridedCopyOn(OpKernelContext* ctx, const Tensor& in, absl::Span<const int64_t> begin,
+                           absl::Span<const int64_t> strides, Tensor* out) {
+  if (out->memory_type() == MemoryType::kHost) return StridedCopy(in, begin, strides, out);
+  if (out->NumElements() == 0) return absl::OkStatus();
+  if (out->dims() == 0) return CopyOnDevice(ctx, in, 0, out, 0, {}, {}, {});
+  const StridedPlan plan =
+      MakeStridedPlan(in.shape().dim_sizes(), begin, strides, out->shape().dim_sizes());
+  return CopyOnDevice(ctx, in, plan.in_start, out, 0, plan.out_dims, plan.in_steps,
+                      plan.out_strides);
 }
 
 absl::StatusOr<std::vector<int64_t>> ReshapeDims(absl::Span<const int64_t> input_dims,

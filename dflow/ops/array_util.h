@@ -5,6 +5,8 @@
 #define DFLOW_OPS_ARRAY_UTIL_H_
 
 #include <cstdint>
+#include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "dflow/framework/kernel.h"
 #include "dflow/framework/shape_inference.h"
 #include "dflow/framework/tensor.h"
 #include "dflow/framework/thread_pool.h"
@@ -41,6 +44,35 @@ inline const DataTypeVector& GpuTensorTypes() {
   static const DataTypeVector kTypes = {DT_FLOAT, DT_DOUBLE, DT_INT64, DT_BOOL};
   return kTypes;
 }
+
+// Registers Kernel, a kernel that forwards its inputs (Identity, Switch,
+// Merge, Enter, ...), for `op` on a GPU as TensorFlow registers such kernels:
+// for T in GpuTensorTypes() and the host-only types (string, resource,
+// variant) with `host_args` in host memory, and for T = int32 with
+// `int32_args` in host memory (int32 values on a GPU are counters, shapes
+// and indices, which host-memory args read).
+template <typename Kernel>
+struct GpuForwardKernel {
+  GpuForwardKernel(const char* op, std::initializer_list<const char*> host_args,
+                   std::initializer_list<const char*> int32_args) {
+    DataTypeVector types = GpuTensorTypes();
+    for (DataType t : {DT_STRING, DT_RESOURCE, tensorflow::DT_VARIANT}) types.push_back(t);
+    KernelDefBuilder b(op);
+    b.Device(kDeviceGPU).TypeConstraint("T", types);
+    for (const char* arg : host_args) b.HostMemory(arg);
+    Register(b);
+    KernelDefBuilder int32(op);
+    int32.Device(kDeviceGPU).TypeConstraint<int32_t>("T");
+    for (const char* arg : int32_args) int32.HostMemory(arg);
+    Register(int32);
+  }
+  static void Register(const KernelDefBuilder& b) {
+    KernelRegistry::Global()->Register(
+        b.Build(), [](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> {
+          return std::make_unique<Kernel>(c);
+        });
+  }
+};
 
 // The values of an int32/int64 tensor of any shape, in row-major order.
 // `what` names the input in the error for any other dtype.
@@ -152,6 +184,26 @@ absl::Status ConcatRows(const std::vector<const Tensor*>& inputs,
 // REQUIRES: every index read is inside `in`.
 absl::Status StridedCopy(const Tensor& in, absl::Span<const int64_t> begin,
                          absl::Span<const int64_t> strides, Tensor* out);
+
+// --- moving elements on a device with its own memory (a GPU) ----------------
+// Kernels that move rather than compute serve a GPU through
+// Device::CopyStrided: each branches on its output's memory type and, for
+// device memory, calls these instead of the host loops above.
+
+// For every index (i_0, ...) below `dims`: out[out_offset + sum(i_d *
+// out_strides[d])] = in[in_offset + sum(i_d * in_strides[d])], queued on
+// ctx's device; `in` and `out` are in its memory. Unimplemented when the
+// copy keeps more than StridedCopySpec::kMaxDims dims of size > 1.
+absl::Status CopyOnDevice(OpKernelContext* ctx, const Tensor& in, int64_t in_offset, Tensor* out,
+                          int64_t out_offset, absl::Span<const int64_t> dims,
+                          absl::Span<const int64_t> in_strides,
+                          absl::Span<const int64_t> out_strides);
+// ConcatRows into `out` (ctx's output, in either memory).
+absl::Status ConcatRowsOn(OpKernelContext* ctx, const std::vector<const Tensor*>& inputs,
+                          const std::vector<int64_t>& row_sizes, int64_t outer, Tensor* out);
+// StridedCopy into `out` (ctx's output, in either memory).
+absl::Status StridedCopyOn(OpKernelContext* ctx, const Tensor& in, absl::Span<const int64_t> begin,
+                           absl::Span<const int64_t> strides, Tensor* out);
 
 // The shape Reshape gives `input_dims` for the requested `sizes` (one may
 // be -1); errors are TensorFlow's. Shared by the CPU and GPU Reshape.

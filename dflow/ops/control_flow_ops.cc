@@ -197,50 +197,24 @@ REGISTER_KERNEL(KernelDefBuilder("ControlTrigger").Device(kDeviceGPU), ControlTr
 // tensors (counters, shapes) are host memory throughout, as TensorFlow's int32
 // GPU kernels; strings, resources and variants always are.
 
-// Registers `kernel` for `op` on a GPU: for GpuTensorTypes() and the host
-// types with `host_args` in host memory, and for int32 with every arg there.
-template <typename Kernel>
-struct GpuControlFlowKernel {
-  GpuControlFlowKernel(const char* op, std::initializer_list<const char*> host_args,
-                       std::initializer_list<const char*> int32_args) {
-    DataTypeVector types = GpuTensorTypes();
-    for (DataType t : {DT_STRING, DT_RESOURCE, tensorflow::DT_VARIANT}) types.push_back(t);
-    KernelDefBuilder b(op);
-    b.Device(kDeviceGPU).TypeConstraint("T", types);
-    for (const char* arg : host_args) b.HostMemory(arg);
-    Register(b);
-    KernelDefBuilder int32(op);
-    int32.Device(kDeviceGPU).TypeConstraint<int32_t>("T");
-    for (const char* arg : int32_args) int32.HostMemory(arg);
-    Register(int32);
-  }
-  static void Register(const KernelDefBuilder& b) {
-    KernelRegistry::Global()->Register(
-        b.Build(), [](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> {
-          return std::make_unique<Kernel>(c);
-        });
-  }
-};
-
-const GpuControlFlowKernel<SwitchOp> gpu_switch("Switch", {"pred"},
+const GpuForwardKernel<SwitchOp> gpu_switch("Switch", {"pred"},
+                                            {"data", "pred", "output_false", "output_true"});
+const GpuForwardKernel<SwitchOp> gpu_ref_switch("RefSwitch", {"pred"},
                                                 {"data", "pred", "output_false", "output_true"});
-const GpuControlFlowKernel<SwitchOp> gpu_ref_switch(
-    "RefSwitch", {"pred"}, {"data", "pred", "output_false", "output_true"});
-const GpuControlFlowKernel<MergeOp> gpu_merge("Merge", {"value_index"},
+const GpuForwardKernel<MergeOp> gpu_merge("Merge", {"value_index"},
+                                          {"inputs", "output", "value_index"});
+const GpuForwardKernel<MergeOp> gpu_ref_merge("RefMerge", {"value_index"},
                                               {"inputs", "output", "value_index"});
-const GpuControlFlowKernel<MergeOp> gpu_ref_merge("RefMerge", {"value_index"},
-                                                  {"inputs", "output", "value_index"});
-const GpuControlFlowKernel<ForwardLoopOp> gpu_enter("Enter", {}, {"data", "output"});
-const GpuControlFlowKernel<ForwardLoopOp> gpu_ref_enter("RefEnter", {}, {"data", "output"});
-const GpuControlFlowKernel<ForwardLoopOp> gpu_exit("Exit", {}, {"data", "output"});
-const GpuControlFlowKernel<ForwardLoopOp> gpu_ref_exit("RefExit", {}, {"data", "output"});
-const GpuControlFlowKernel<ForwardLoopOp> gpu_next_iteration("NextIteration", {},
+const GpuForwardKernel<ForwardLoopOp> gpu_enter("Enter", {}, {"data", "output"});
+const GpuForwardKernel<ForwardLoopOp> gpu_ref_enter("RefEnter", {}, {"data", "output"});
+const GpuForwardKernel<ForwardLoopOp> gpu_exit("Exit", {}, {"data", "output"});
+const GpuForwardKernel<ForwardLoopOp> gpu_ref_exit("RefExit", {}, {"data", "output"});
+const GpuForwardKernel<ForwardLoopOp> gpu_next_iteration("NextIteration", {}, {"data", "output"});
+const GpuForwardKernel<ForwardLoopOp> gpu_ref_next_iteration("RefNextIteration", {},
                                                              {"data", "output"});
-const GpuControlFlowKernel<ForwardLoopOp> gpu_ref_next_iteration("RefNextIteration", {},
-                                                                 {"data", "output"});
-REGISTER_KERNEL(KernelDefBuilder("LoopCond").Device(kDeviceGPU).HostMemory("input").HostMemory(
-                    "output"),
-                ForwardLoopOp);
+REGISTER_KERNEL(
+    KernelDefBuilder("LoopCond").Device(kDeviceGPU).HostMemory("input").HostMemory("output"),
+    ForwardLoopOp);
 
 // --- functional ops: lowered before placement, never executed ----------------
 

@@ -219,6 +219,18 @@ REGISTER_KERNEL(KernelDefBuilder("GatherV2")
                     .TypeConstraint("Tindices", IndexTypes())
                     .TypeConstraint("Taxis", IndexTypes()),
                 GatherV2Op);
+// An int32 gather on a GPU picks dims of a shape (Mean's gradient): in host
+// memory, with the CPU kernel.
+REGISTER_KERNEL(KernelDefBuilder("GatherV2")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint<int32_t>("Tparams")
+                    .TypeConstraint("Tindices", IndexTypes())
+                    .TypeConstraint("Taxis", IndexTypes())
+                    .HostMemory("params")
+                    .HostMemory("indices")
+                    .HostMemory("axis")
+                    .HostMemory("output"),
+                GatherV2Op);
 
 // --- Gather (v1) -------------------------------------------------------------------
 

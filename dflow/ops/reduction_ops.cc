@@ -406,6 +406,14 @@ const ReductionKernels<MinReduce> min_kernels("Min");
 const OpDefBuilderReceiver prod_op = ReductionOpDef("Prod");
 const ReductionKernels<ProdReduce> prod_kernels("Prod");
 
+// int32 reductions on a GPU reduce shapes (Mean's gradient counts elements):
+// in host memory, as TensorFlow registers them (GpuInt32HostKernel).
+constexpr std::initializer_list<const char*> kAllArgs = {"input", "reduction_indices", "output"};
+const GpuInt32HostKernel<Reduction<SumReduce>::template For> gpu_sum("Sum", kAllArgs);
+const GpuInt32HostKernel<Reduction<ProdReduce>::template For> gpu_prod("Prod", kAllArgs);
+const GpuInt32HostKernel<Reduction<MaxReduce>::template For> gpu_max("Max", kAllArgs);
+const GpuInt32HostKernel<Reduction<MinReduce>::template For> gpu_min("Min", kAllArgs);
+
 // All and Any reduce bools: no T attr.
 OpDefBuilder LogicalReductionOpDef(const std::string& name) {
   return OpDefBuilder(name)

@@ -1,5 +1,6 @@
 // Ops that select parts of a tensor: Slice, StridedSlice (GatherV2 and the
-// other gathers are in gather_ops.cc).
+// other gathers are in gather_ops.cc). On a GPU the region is copied in
+// device memory (Device::CopyStrided).
 #include "absl/strings/str_cat.h"
 #include "dflow/framework/kernel.h"
 #include "dflow/framework/op_def.h"
@@ -20,9 +21,10 @@ absl::Status EmitSlice(OpKernelContext* ctx, const Tensor& x, bool identity,
     ctx->set_output(0, std::move(y));
     return absl::OkStatus();
   }
-  Tensor* out = ctx->allocate_output(0, final_shape);
+  Tensor* out = ctx->allocate_output_for_overwrite(0, final_shape);
+  if (!ctx->allocation_status().ok()) return absl::OkStatus();  // The executor reports it.
   ASSIGN_OR_RETURN(Tensor view, out->Reshaped(processing));  // Same buffer.
-  return StridedCopy(x, begin, strides, &view);
+  return StridedCopyOn(ctx, x, begin, strides, &view);
 }
 
 // ---------------------------------------------------------------------------
@@ -119,6 +121,24 @@ REGISTER_KERNEL(KernelDefBuilder("Slice")
                     .Device(kDeviceCPU)
                     .TypeConstraint("T", MovableTypes())
                     .TypeConstraint("Index", IndexTypes()),
+                SliceOp);
+// On a GPU the region is copied in device memory (Device::CopyStrided); an
+// int32 slice is of a shape, taken in host memory.
+REGISTER_KERNEL(KernelDefBuilder("Slice")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint("T", GpuTensorTypes())
+                    .TypeConstraint("Index", IndexTypes())
+                    .HostMemory("begin")
+                    .HostMemory("size"),
+                SliceOp);
+REGISTER_KERNEL(KernelDefBuilder("Slice")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint<int32_t>("T")
+                    .TypeConstraint("Index", IndexTypes())
+                    .HostMemory("input")
+                    .HostMemory("begin")
+                    .HostMemory("size")
+                    .HostMemory("output"),
                 SliceOp);
 
 // ---------------------------------------------------------------------------
@@ -354,6 +374,24 @@ REGISTER_KERNEL(KernelDefBuilder("StridedSlice")
                     .Device(kDeviceCPU)
                     .TypeConstraint("T", MovableTypes())
                     .TypeConstraint("Index", IndexTypes()),
+                StridedSliceOp);
+REGISTER_KERNEL(KernelDefBuilder("StridedSlice")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint("T", GpuTensorTypes())
+                    .TypeConstraint("Index", IndexTypes())
+                    .HostMemory("begin")
+                    .HostMemory("end")
+                    .HostMemory("strides"),
+                StridedSliceOp);
+REGISTER_KERNEL(KernelDefBuilder("StridedSlice")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint<int32_t>("T")
+                    .TypeConstraint("Index", IndexTypes())
+                    .HostMemory("input")
+                    .HostMemory("begin")
+                    .HostMemory("end")
+                    .HostMemory("strides")
+                    .HostMemory("output"),
                 StridedSliceOp);
 
 // StridedSliceGrad: dy (the gradient of a StridedSlice's output) placed where

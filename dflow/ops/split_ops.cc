@@ -1,7 +1,8 @@
 // Ops that cut one tensor into several along an axis: Split (equal pieces),
 // SplitV (given sizes, one of them may be -1) and Unpack (pieces of size 1
 // with the axis dropped). Each output is a copy; ConcatV2 and Pack are their
-// inverses (array_ops.cc), and their gradients (array_grad.cc).
+// inverses (array_ops.cc), and their gradients (array_grad.cc). On a GPU the
+// pieces are copied in device memory (Device::CopyStrided).
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -22,6 +23,23 @@ absl::Status WritePieces(OpKernelContext* ctx, const Tensor& value, int axis,
   const int64_t outer = DimProduct(dims, 0, axis);
   const int64_t inner = DimProduct(dims, axis + 1, value.dims());
   const int64_t row = value.dim_size(axis) * inner;  // Input elements per outer index.
+  if (ctx->op_kernel().output_memory_type(0) == MemoryType::kDevice) {
+    int64_t offset = 0;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      TensorShape shape = value.shape();
+      if (drop_axis) {
+        shape.RemoveDim(axis);
+      } else {
+        shape.set_dim(axis, sizes[i]);
+      }
+      Tensor* out = ctx->allocate_output_for_overwrite(static_cast<int>(i), shape);
+      if (!ctx->allocation_status().ok()) return absl::OkStatus();  // The executor reports it.
+      const int64_t n = sizes[i] * inner;
+      RETURN_IF_ERROR(CopyOnDevice(ctx, value, offset, out, 0, {outer, n}, {row, 1}, {n, 1}));
+      offset += n;
+    }
+    return absl::OkStatus();
+  }
   return SwitchByElementSize(value.dtype(), ctx->op_kernel().def().op(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* in = ElementsOf<T>(value);
@@ -133,6 +151,11 @@ REGISTER_OP("Split")
     .SetShapeFn(SplitShape);
 REGISTER_KERNEL(KernelDefBuilder("Split").Device(kDeviceCPU).TypeConstraint("T", MovableTypes()),
                 SplitOp);
+REGISTER_KERNEL(KernelDefBuilder("Split")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint("T", GpuTensorTypes())
+                    .HostMemory("split_dim"),
+                SplitOp);
 
 // ---------------------------------------------------------------------------
 // SplitV
@@ -217,6 +240,13 @@ REGISTER_KERNEL(KernelDefBuilder("SplitV")
                     .TypeConstraint("T", MovableTypes())
                     .TypeConstraint("Tlen", IndexTypes()),
                 SplitVOp);
+REGISTER_KERNEL(KernelDefBuilder("SplitV")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint("T", GpuTensorTypes())
+                    .TypeConstraint("Tlen", IndexTypes())
+                    .HostMemory("size_splits")
+                    .HostMemory("split_dim"),
+                SplitVOp);
 
 // ---------------------------------------------------------------------------
 // Unpack
@@ -278,6 +308,8 @@ REGISTER_OP("Unpack")
     .Attr("axis: int = 0")
     .SetShapeFn(UnpackShape);
 REGISTER_KERNEL(KernelDefBuilder("Unpack").Device(kDeviceCPU).TypeConstraint("T", MovableTypes()),
+                UnpackOp);
+REGISTER_KERNEL(KernelDefBuilder("Unpack").Device(kDeviceGPU).TypeConstraint("T", GpuTensorTypes()),
                 UnpackOp);
 
 }  // namespace

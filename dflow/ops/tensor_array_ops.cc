@@ -71,31 +71,26 @@ absl::StatusOr<Tensor> AddHostTensors(const Tensor& a, const Tensor& b) {
 // elements are made, copied and added there.
 class ElementMemory {
  public:
-  ElementMemory(OpKernelContext* ctx, MemoryType type) : device_(ctx->device()), type_(type) {}
+  ElementMemory(OpKernelContext* ctx, MemoryType type) : ctx_(ctx), type_(type) {}
 
   // A new element, zero-filled when `zero`.
   absl::StatusOr<Tensor> New(DataType dtype, const TensorShape& shape, bool zero) const {
     if (type_ == MemoryType::kHost) {
       return zero ? Tensor(dtype, shape) : Tensor::ForOverwrite(dtype, shape);
     }
-    ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(device_->device_allocator(), dtype, shape));
-    if (zero) RETURN_IF_ERROR(device_->ZeroFill(&t));
+    Device* device = ctx_->device();
+    ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(device->device_allocator(), dtype, shape));
+    if (zero) RETURN_IF_ERROR(device->ZeroFill(&t));
     return t;
   }
   // Elements [from, from + n) of `src` to [to, to + n) of `dst` (one dtype).
   absl::Status Copy(const Tensor& src, int64_t from, Tensor* dst, int64_t to, int64_t n) const {
     if (n == 0) return absl::OkStatus();
-    if (src.memory_type() != type_ || dst->memory_type() != type_) {
-      return absl::InternalError(absl::StrCat(
-          "TensorArray element copy from ", MemoryTypeName(src.memory_type()), " to ",
-          MemoryTypeName(dst->memory_type()), " memory; the array's elements are in ",
-          MemoryTypeName(type_), " memory"));
-    }
-    if (type_ == MemoryType::kDevice) {
-      const size_t size = DataTypeSize(src.dtype());
-      return device_->CopyWithinDevice(static_cast<const char*>(src.raw_data()) + from * size,
-                                       static_cast<char*>(dst->raw_data()) + to * size,
-                                       n * size);
+    if (type_ == MemoryType::kDevice) return CopyOnDevice(ctx_, src, from, dst, to, {n}, {1}, {1});
+    if (src.memory_type() != MemoryType::kHost || dst->memory_type() != MemoryType::kHost) {
+      return absl::InternalError(absl::StrCat(ctx_->Prefix(),
+                                              "a host copy of TensorArray elements in device "
+                                              "memory"));
     }
     return SwitchByElementSize(src.dtype(), "TensorArray", [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -113,16 +108,16 @@ class ElementMemory {
     ASSIGN_OR_RETURN(Tensor x, ToHost(a));
     ASSIGN_OR_RETURN(Tensor y, ToHost(b));
     ASSIGN_OR_RETURN(Tensor sum, AddHostTensors(x, y));
-    return device_->CopyTensor(sum, MemoryType::kDevice);
+    return ctx_->device()->CopyTensor(sum, MemoryType::kDevice);
   }
 
  private:
   absl::StatusOr<Tensor> ToHost(const Tensor& t) const {
     if (t.memory_type() == MemoryType::kHost) return t;
-    return device_->CopyTensor(t, MemoryType::kHost);
+    return ctx_->device()->CopyTensor(t, MemoryType::kHost);
   }
 
-  Device* const device_;
+  OpKernelContext* const ctx_;
   const MemoryType type_;
 };
 

@@ -197,7 +197,8 @@ class TransposeOp : public OpKernel {
       ctx->set_output(0, std::move(y));
       return absl::OkStatus();
     }
-    Tensor* out = ctx->allocate_output(0, out_shape);
+    Tensor* out = ctx->allocate_output_for_overwrite(0, out_shape);
+    if (!ctx->allocation_status().ok()) return absl::OkStatus();  // The executor reports it.
     return Permute(ctx, x, plan, out);
   }
 
@@ -210,6 +211,11 @@ class TransposeOp : public OpKernel {
     for (int i = 0; i < r; ++i) {
       out_dims[i] = plan.in_dims[plan.perm[i]];
       steps[i] = in_strides[plan.perm[i]];
+    }
+    if (out->memory_type() == MemoryType::kDevice) {
+      std::vector<int64_t> out_strides(r, 1);
+      for (int d = r - 2; d >= 0; --d) out_strides[d] = out_strides[d + 1] * out_dims[d + 1];
+      return CopyOnDevice(ctx, x, 0, out, 0, out_dims, steps, out_strides);
     }
     const int64_t len = out_dims[r - 1];
     const int64_t rows = x.NumElements() / len;
@@ -245,6 +251,13 @@ REGISTER_KERNEL(KernelDefBuilder("Transpose")
                     .Device(kDeviceCPU)
                     .TypeConstraint("T", MovableTypes())
                     .TypeConstraint("Tperm", IndexTypes()),
+                TransposeOp);
+// On a GPU: one strided copy in device memory (Device::CopyStrided).
+REGISTER_KERNEL(KernelDefBuilder("Transpose")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint("T", GpuTensorTypes())
+                    .TypeConstraint("Tperm", IndexTypes())
+                    .HostMemory("perm"),
                 TransposeOp);
 
 // ---------------------------------------------------------------------------

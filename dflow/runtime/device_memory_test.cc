@@ -26,8 +26,10 @@ std::atomic<bool> g_fake_gpus_on{false};
 std::atomic<int> g_syncs{0};
 std::atomic<int> g_copies_to_device{0};
 std::atomic<int> g_copies_to_host{0};
+std::atomic<int> g_strided_copies{0};
 
-// A HostMemoryGpu of 1 MiB that counts its copies and syncs.
+// A HostMemoryGpu of 1 MiB that counts its copies (between memories and
+// within its own) and syncs.
 class FakeGpu : public testing_util::HostMemoryGpu {
  public:
   explicit FakeGpu(const DeviceName& name) : HostMemoryGpu(name, uint64_t{1} << 20) {}
@@ -35,6 +37,10 @@ class FakeGpu : public testing_util::HostMemoryGpu {
     ASSIGN_OR_RETURN(Tensor out, HostMemoryGpu::CopyTensor(t, to));
     ++(to == MemoryType::kDevice ? g_copies_to_device : g_copies_to_host);
     return out;
+  }
+  absl::Status CopyStrided(const void* in, void* out, const StridedCopySpec& spec) override {
+    ++g_strided_copies;
+    return HostMemoryGpu::CopyStrided(in, out, spec);
   }
   absl::Status Sync() override {
     ++g_syncs;
@@ -102,7 +108,7 @@ class DeviceMemoryTest : public ::testing::Test {
  protected:
   void SetUp() override {
     g_fake_gpus_on = true;
-    g_syncs = g_copies_to_device = g_copies_to_host = 0;
+    g_syncs = g_copies_to_device = g_copies_to_host = g_strided_copies = 0;
   }
   void TearDown() override { g_fake_gpus_on = false; }
 
@@ -414,6 +420,7 @@ TEST_F(DeviceMemoryTest, TensorArraysOnTheGpuKeepTheirElementsThere) {
   EXPECT_EQ(out[3].DebugString(), "Tensor<int64, [2]>: [1 1]");
   ExpectRanOn("GPU:0", {"inputs", "scatter", "read", "outputs", "write", "gather", "size", "parts",
                         "split", "concat"});
+  EXPECT_EQ(g_strided_copies, 2 + 2 + 2 + 2);  // scatter, gather, split, concat: 2 rows each
   EXPECT_EQ(g_copies_to_device, 1);  // x
   EXPECT_EQ(g_copies_to_host, 2);    // gather and concat
 }
@@ -447,6 +454,95 @@ TEST_F(DeviceMemoryTest, AGradientTensorArrayOnTheGpuAddsItsWrites) {
   ASSERT_TRUE(st.ok()) << st;
   EXPECT_EQ(out[0].DebugString(), "Tensor<float, [2]>: [3 -4]");
   ExpectRanOn("GPU:0", {"ta", "grad", "first", "second", "sum", "out"});
+}
+
+// An int32 vector constant (the index inputs of the ops below).
+void IndexConst(tensorflow::GraphDef* g, const std::string& name, const std::vector<int32_t>& v) {
+  tensorflow::NodeDef* n = g->add_node();
+  n->set_name(name);
+  n->set_op("Const");
+  SetAttr(n, "dtype", DT_INT32);
+  SetAttr(n, "value", Tensor::Vec<int32_t>(v));
+}
+
+// The ops that move elements rather than compute, on the negation of x:
+// [2,3,4] (fed); each output is named in `fetches`.
+tensorflow::GraphDef MovingOps(std::vector<std::string>* fetches) {
+  tensorflow::GraphDef g;
+  tensorflow::NodeDef* x = g.add_node();
+  x->set_name("x");
+  x->set_op("Placeholder");
+  SetAttr(x, "dtype", DT_FLOAT);
+  Node(&g, "neg", "Neg", {"x"});
+  IndexConst(&g, "perm", {2, 0, 1});
+  Node(&g, "transpose", "Transpose", {"neg", "perm"});
+  IndexConst(&g, "axis", {1});
+  SetAttr(Node(&g, "concat", "ConcatV2", {"neg", "neg", "axis"}), "N", 2);
+  IndexConst(&g, "last", {2});
+  SetAttr(Node(&g, "split", "Split", {"last", "neg"}), "num_split", 2);
+  IndexConst(&g, "sizes", {1, 2});
+  tensorflow::NodeDef* split_v = Node(&g, "split_v", "SplitV", {"neg", "sizes", "axis"});
+  SetAttr(split_v, "num_split", 2);
+  SetAttr(split_v, "Tlen", DT_INT32);
+  tensorflow::NodeDef* unpack = Node(&g, "unpack", "Unpack", {"neg"});
+  SetAttr(unpack, "num", 3);
+  SetAttr(unpack, "axis", 1);
+  tensorflow::NodeDef* pack = Node(&g, "pack", "Pack", {"neg", "neg"});
+  SetAttr(pack, "N", 2);
+  SetAttr(pack, "axis", 1);
+  IndexConst(&g, "begin", {0, 1, 1});
+  IndexConst(&g, "size", {2, 2, -1});
+  SetAttr(Node(&g, "slice", "Slice", {"neg", "begin", "size"}), "Index", DT_INT32);
+  // neg[:, ::2, 3:0:-2] and neg[1].
+  IndexConst(&g, "ss_begin", {0, 0, 3});
+  IndexConst(&g, "ss_end", {2, 3, 0});
+  IndexConst(&g, "ss_strides", {1, 2, -2});
+  SetAttr(Node(&g, "strided", "StridedSlice", {"neg", "ss_begin", "ss_end", "ss_strides"}),
+          "Index", DT_INT32);
+  IndexConst(&g, "one", {1});
+  IndexConst(&g, "two", {2});
+  IndexConst(&g, "step", {1});
+  tensorflow::NodeDef* row = Node(&g, "row", "StridedSlice", {"neg", "one", "two", "step"});
+  SetAttr(row, "Index", DT_INT32);
+  SetAttr(row, "shrink_axis_mask", 1);
+  *fetches = {"transpose", "concat",   "split:0", "split:1", "split_v:0", "split_v:1",
+              "unpack:0",  "unpack:2", "pack",    "slice",   "strided",   "row"};
+  return g;
+}
+
+// On a GPU they copy in device memory (Device::CopyStrided: strided layouts,
+// negative strides, pieces of rows) and give the CPU kernels' values.
+TEST_F(DeviceMemoryTest, OpsThatMoveElementsRunOnTheGpuAndMatchTheCpu) {
+  std::vector<std::string> fetches;
+  const tensorflow::GraphDef g = MovingOps(&fetches);
+  std::vector<float> values(24);
+  for (int i = 0; i < 24; ++i) values[i] = static_cast<float>(i + 1);
+  absl::StatusOr<Tensor> x = Tensor::Vec<float>(values).Reshaped(TensorShape({2, 3, 4}));
+  ASSERT_TRUE(x.ok()) << x.status();
+  std::vector<Tensor> on_gpu;
+  absl::Status st = RunPlaced(g, *x, fetches, &on_gpu);
+  ASSERT_TRUE(st.ok()) << st;
+  ExpectRanOn("GPU:0", {"transpose", "concat", "split", "split_v", "unpack", "pack", "slice",
+                        "strided", "row"});
+  EXPECT_EQ(g_copies_to_device, 1);                                    // x
+  EXPECT_EQ(g_copies_to_host, static_cast<int>(fetches.size()));  // the results
+  // One copy in device memory per output piece and per concatenated input.
+  EXPECT_EQ(g_strided_copies, 1 + 2 + 2 + 2 + 3 + 2 + 1 + 1 + 1);
+
+  g_fake_gpus_on = false;
+  auto cpu = Session();
+  ASSERT_TRUE(cpu->Create(g).ok());
+  std::vector<Tensor> on_cpu;
+  st = cpu->Run(tensorflow::RunOptions(), {{"x", *x}}, fetches, {}, &on_cpu, nullptr);
+  ASSERT_TRUE(st.ok()) << st;
+  auto values_of = [](const Tensor& t) {
+    return std::vector<float>(t.flat<float>().data(), t.flat<float>().data() + t.NumElements());
+  };
+  for (size_t i = 0; i < fetches.size(); ++i) {
+    EXPECT_EQ(on_gpu[i].shape(), on_cpu[i].shape()) << fetches[i];
+    EXPECT_EQ(values_of(on_gpu[i]), values_of(on_cpu[i])) << fetches[i];
+  }
+  EXPECT_EQ(values_of(on_gpu[10]), (std::vector<float>{-4, -2, -12, -10, -16, -14, -24, -22}));
 }
 
 TEST_F(DeviceMemoryTest, AnOutputTheDeviceCannotHoldIsResourceExhaustedAndTheSessionGoesOn) {

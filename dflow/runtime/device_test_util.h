@@ -45,8 +45,8 @@ class HostMemoryGpu : public Device {
     std::memset(t->raw_data(), 0, t->TotalBytes());
     return absl::OkStatus();
   }
-  absl::Status CopyWithinDevice(const void* src, void* dst, size_t bytes) override {
-    if (bytes > 0) std::memcpy(dst, src, bytes);
+  absl::Status CopyStrided(const void* in, void* out, const StridedCopySpec& spec) override {
+    CopyStridedOnHost(in, out, spec);
     return absl::OkStatus();
   }
 
