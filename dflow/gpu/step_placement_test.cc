@@ -131,38 +131,56 @@ TEST(GpuStepPlacementTest, ATrainingStepCrossesToTheHostOnlyForItsFeeds) {
   }
 }
 
-// A TF1 dynamic_rnn LSTM training step with clip_by_global_norm and Adam
-// (tests/data/tf1_corpus, devices cleared as on one worker) runs on the GPU
-// but for its feeds and its loop condition's LogicalAnd (bools from host
-// memory; no copy): its TensorArrays, the LSTM cell's concat and split, the
-// transposes and slices, L2Loss and the int32 shape arithmetic all have GPU
-// kernels, nothing returns to the host, and the host sends the GPU only the
-// feeds and Mean's count. Before session 30, 113 of its 554 nodes ran on
-// the CPU and each loop iteration's values crossed both ways.
-TEST(GpuStepPlacementTest, ADynamicRnnLstmStepRunsOnTheGpu) {
-  tensorflow::GraphDef def;
-  const std::string path = TestDataDir() + "/tf1_corpus/dynamic_rnn_lstm.pbtxt";
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(text.str(), &def)) << path;
-  std::vector<std::string> roots;
-  for (tensorflow::NodeDef& n : *def.mutable_node()) {
-    n.clear_device();
-    roots.push_back(n.name());
-  }
-  const StepCrossings s = PlaceStep(def, roots);
-  EXPECT_EQ(s.cpu_nodes, (std::set<std::string>{"rnn/while/LogicalAnd", "x", "y"}));
-  EXPECT_TRUE(s.device_to_host.empty()) << absl::StrJoin(s.device_to_host, "; ");
-  std::vector<std::string> mid_step;  // But the feeds and the variables' initializers.
-  for (const std::string& edge : s.host_to_device) {
-    if (!absl::StartsWith(edge, "x ->") && !absl::StartsWith(edge, "y ->") &&
-        !absl::StrContains(edge, "/Initializer/")) {
-      mid_step.push_back(edge);
+// TF1 RNN training steps from tests/data/tf1_corpus (devices cleared, as on
+// one worker) run on the GPU but for their feeds: their TensorArrays, the
+// LSTM cell's concat and split, the transposes and slices, L2Loss (of
+// clip_by_global_norm) and the int32 shape arithmetic of their gradients all
+// have GPU kernels, nothing returns to the host, and the host sends the GPU
+// only the feeds and the counts of its Means. dynamic_rnn's loop condition's
+// LogicalAnd stays on the CPU, reading bools from host memory (no copy).
+// Before session 30, dynamic_rnn_lstm kept 113 of its 554 nodes on the CPU
+// and rnn_while_v1 95 of 415, and each loop iteration's values crossed to
+// the host and back.
+TEST(GpuStepPlacementTest, TF1RnnStepsRunOnTheGpu) {
+  struct Case {
+    std::string graph;
+    std::set<std::string> cpu_nodes;
+    std::vector<std::string> mid_step_to_device;
+  };
+  const std::vector<Case> cases = {
+      {"dynamic_rnn_lstm",
+       {"rnn/while/LogicalAnd", "x", "y"},
+       {"gradients/Mean_grad/Prod -> gradients/Mean_grad/Cast"}},
+      {"rnn_while_v1",
+       {"x", "y"},
+       {"gradients/Mean_grad/Prod -> gradients/Mean_grad/Cast",
+        "gradients/Mean_1_grad/Prod -> gradients/Mean_1_grad/Cast"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.graph);
+    tensorflow::GraphDef def;
+    const std::string path = TestDataDir() + "/tf1_corpus/" + c.graph + ".pbtxt";
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(text.str(), &def)) << path;
+    std::vector<std::string> roots;
+    for (tensorflow::NodeDef& n : *def.mutable_node()) {
+      n.clear_device();
+      roots.push_back(n.name());
     }
+    const StepCrossings s = PlaceStep(def, roots);
+    EXPECT_EQ(s.cpu_nodes, c.cpu_nodes);
+    EXPECT_TRUE(s.device_to_host.empty()) << absl::StrJoin(s.device_to_host, "; ");
+    std::vector<std::string> mid_step;  // But the feeds and the variables' initializers.
+    for (const std::string& edge : s.host_to_device) {
+      if (!absl::StartsWith(edge, "x ->") && !absl::StartsWith(edge, "y ->") &&
+          !absl::StrContains(edge, "/Initializer/")) {
+        mid_step.push_back(edge);
+      }
+    }
+    EXPECT_EQ(mid_step, c.mid_step_to_device);
   }
-  EXPECT_EQ(mid_step,
-            (std::vector<std::string>{"gradients/Mean_grad/Prod -> gradients/Mean_grad/Cast"}));
 }
 
 }  // namespace

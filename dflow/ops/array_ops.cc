@@ -253,6 +253,16 @@ REGISTER_KERNEL(KernelDefBuilder("Fill")
                     .TypeConstraint("T", MovableTypes())
                     .TypeConstraint("index_type", IndexTypes()),
                 FillOp);
+// An int32 Fill on a GPU makes a shape (the ones of a reduction's
+// gradient): in host memory, with the CPU kernel.
+REGISTER_KERNEL(KernelDefBuilder("Fill")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint<int32_t>("T")
+                    .TypeConstraint("index_type", IndexTypes())
+                    .HostMemory("dims")
+                    .HostMemory("value")
+                    .HostMemory("output"),
+                FillOp);
 
 class ZerosLikeOp : public OpKernel {
  public:

@@ -217,6 +217,15 @@ const OpDefBuilderReceiver dynamic_stitch_op = StitchOpDef("DynamicStitch");
 REGISTER_KERNEL(
     KernelDefBuilder("DynamicStitch").Device(kDeviceCPU).TypeConstraint("T", MovableTypes()),
     DynamicStitchOp);
+// An int32 stitch on a GPU builds a shape (a reduction's gradient): in host
+// memory, with the CPU kernel.
+REGISTER_KERNEL(KernelDefBuilder("DynamicStitch")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint<int32_t>("T")
+                    .HostMemory("indices")
+                    .HostMemory("data")
+                    .HostMemory("merged"),
+                DynamicStitchOp);
 const OpDefBuilderReceiver parallel_dynamic_stitch_op = StitchOpDef("ParallelDynamicStitch");
 REGISTER_KERNEL(KernelDefBuilder("ParallelDynamicStitch")
                     .Device(kDeviceCPU)
