@@ -23,43 +23,35 @@ absl::Status WritePieces(OpKernelContext* ctx, const Tensor& value, int axis,
   const int64_t outer = DimProduct(dims, 0, axis);
   const int64_t inner = DimProduct(dims, axis + 1, value.dims());
   const int64_t row = value.dim_size(axis) * inner;  // Input elements per outer index.
-  if (ctx->op_kernel().output_memory_type(0) == MemoryType::kDevice) {
-    int64_t offset = 0;
-    for (size_t i = 0; i < sizes.size(); ++i) {
-      TensorShape shape = value.shape();
-      if (drop_axis) {
-        shape.RemoveDim(axis);
-      } else {
-        shape.set_dim(axis, sizes[i]);
-      }
-      Tensor* out = ctx->allocate_output_for_overwrite(static_cast<int>(i), shape);
-      if (!ctx->allocation_status().ok()) return absl::OkStatus();  // The executor reports it.
-      const int64_t n = sizes[i] * inner;
+  const bool on_device = ctx->op_kernel().output_memory_type(0) == MemoryType::kDevice;
+  int64_t offset = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    TensorShape shape = value.shape();
+    if (drop_axis) {
+      shape.RemoveDim(axis);
+    } else {
+      shape.set_dim(axis, sizes[i]);
+    }
+    Tensor* out = ctx->allocate_output_for_overwrite(static_cast<int>(i), shape);
+    if (!ctx->allocation_status().ok()) return absl::OkStatus();  // The executor reports it.
+    const int64_t n = sizes[i] * inner;
+    if (on_device) {
       RETURN_IF_ERROR(CopyOnDevice(ctx, value, offset, out, 0, {outer, n}, {row, 1}, {n, 1}));
-      offset += n;
+    } else {
+      RETURN_IF_ERROR(SwitchByElementSize(value.dtype(), ctx->op_kernel().def().op(),
+                                          [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        const T* in = ElementsOf<T>(value) + offset;
+        T* piece = MutableElementsOf<T>(out);
+        for (int64_t o = 0; o < outer && n > 0; ++o) {
+          std::copy_n(in + o * row, n, piece + o * n);
+        }
+        return absl::OkStatus();
+      }));
     }
-    return absl::OkStatus();
+    offset += n;
   }
-  return SwitchByElementSize(value.dtype(), ctx->op_kernel().def().op(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* in = ElementsOf<T>(value);
-    int64_t offset = 0;
-    for (size_t i = 0; i < sizes.size(); ++i) {
-      TensorShape shape = value.shape();
-      if (drop_axis) {
-        shape.RemoveDim(axis);
-      } else {
-        shape.set_dim(axis, sizes[i]);
-      }
-      T* out = MutableElementsOf<T>(ctx->allocate_output_for_overwrite(static_cast<int>(i), shape));
-      const int64_t n = sizes[i] * inner;
-      for (int64_t o = 0; o < outer && n > 0; ++o) {
-        std::copy_n(in + o * row + offset, n, out + o * n);
-      }
-      offset += n;
-    }
-    return absl::OkStatus();
-  });
+  return absl::OkStatus();
 }
 
 // The split_dim input as an axis of `value`, TensorFlow's message otherwise.

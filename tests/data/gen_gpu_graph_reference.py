@@ -114,14 +114,21 @@ def cnn():
     write("tf_cnn_gpu", g, {"x": x, "labels": labels}, fetches)
 
 
-def rnn():
-    tf1.disable_control_flow_v2()  # Enter/Merge/Switch/Exit loops, as TensorFlow 1.x built.
-    rng = np.random.RandomState(13)
+def rnn_inputs(seed):
+    """An RNN's weights w [3,5], u [5,5], out [5,10]; its input x [time 6, batch 4, 3]
+    and labels [4]."""
+    rng = np.random.RandomState(seed)
     w = rng.uniform(-0.5, 0.5, (3, 5)).astype(np.float32)
     u = rng.uniform(-0.5, 0.5, (5, 5)).astype(np.float32)
     out = rng.uniform(-0.5, 0.5, (5, 10)).astype(np.float32)
-    x = rng.uniform(-1, 1, (6, 4, 3)).astype(np.float32)  # [time, batch, features]
+    x = rng.uniform(-1, 1, (6, 4, 3)).astype(np.float32)
     labels = rng.randint(0, 10, (4,)).astype(np.int32)
+    return w, u, out, x, labels
+
+
+def rnn():
+    tf1.disable_control_flow_v2()  # Enter/Merge/Switch/Exit loops, as TensorFlow 1.x built.
+    w, u, out, x, labels = rnn_inputs(13)
     g = tf.Graph()
     with g.as_default():
         xp = tf1.placeholder(tf.float32, [6, 4, 3], name="x")
@@ -143,13 +150,8 @@ def rnn():
 
 
 def ta_rnn():
-    tf1.disable_control_flow_v2()  # TensorArrayV3 ops in a Enter/Merge/Switch/Exit loop.
-    rng = np.random.RandomState(17)
-    w = rng.uniform(-0.5, 0.5, (3, 5)).astype(np.float32)
-    u = rng.uniform(-0.5, 0.5, (5, 5)).astype(np.float32)
-    out = rng.uniform(-0.5, 0.5, (5, 10)).astype(np.float32)
-    x = rng.uniform(-1, 1, (6, 4, 3)).astype(np.float32)  # [time, batch, features]
-    labels = rng.randint(0, 10, (4,)).astype(np.int32)
+    tf1.disable_control_flow_v2()  # TensorArrayV3 ops in an Enter/Merge/Switch/Exit loop.
+    w, u, out, x, labels = rnn_inputs(17)
     g = tf.Graph()
     with g.as_default():
         xp = tf1.placeholder(tf.float32, [6, 4, 3], name="x")
