@@ -28,6 +28,11 @@ absl::Status Device::ZeroFill(Tensor* t) {
   return absl::UnimplementedError(absl::StrCat(name_, " has no memory of its own to fill"));
 }
 
+absl::Status Device::GatherRows(const void* in, void* out, absl::Span<const int64_t> from,
+                                int64_t row_elems, int element_size) {
+  return absl::UnimplementedError(absl::StrCat(name_, " has no memory of its own to gather in"));
+}
+
 absl::Status Device::CopyStrided(const void* in, void* out, const StridedCopySpec& spec) {
   return absl::UnimplementedError(absl::StrCat(name_, " has no memory of its own to copy in"));
 }

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "dflow/framework/allocator.h"
 #include "dflow/framework/device_name.h"
 #include "dflow/framework/tensor.h"
@@ -58,6 +59,11 @@ class Device {
   // Copies elements from `in` to `out`, both in this device's memory, as
   // `spec` says (strided_copy.h); queued after the device's work so far.
   virtual absl::Status CopyStrided(const void* in, void* out, const StridedCopySpec& spec);
+  // Row r of `out` (row_elems elements of element_size bytes, rows packed)
+  // := the row_elems elements of `in` from element from[r]; both in this
+  // device's memory, queued (Gather on a GPU).
+  virtual absl::Status GatherRows(const void* in, void* out, absl::Span<const int64_t> from,
+                                  int64_t row_elems, int element_size);
   // Waits for the device's queued work; the first error it met.
   virtual absl::Status Sync() { return absl::OkStatus(); }
 

@@ -36,4 +36,13 @@ void CopyStridedOnHost(const void* in, void* out, const StridedCopySpec& spec) {
   }
 }
 
+void GatherRowsOnHost(const void* in, void* out, const int64_t* from, int64_t rows,
+                      int64_t row_elems, int element_size) {
+  const size_t row_bytes = static_cast<size_t>(row_elems) * element_size;
+  for (int64_t r = 0; r < rows; ++r) {
+    std::memcpy(static_cast<char*>(out) + r * row_bytes,
+                static_cast<const char*>(in) + from[r] * element_size, row_bytes);
+  }
+}
+
 }  // namespace dflow

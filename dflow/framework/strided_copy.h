@@ -31,6 +31,11 @@ struct StridedCopySpec {
 // The copy on the host (a device whose memory the host can read; tests).
 void CopyStridedOnHost(const void* in, void* out, const StridedCopySpec& spec);
 
+// Device::GatherRows on the host: row r of `out` := `row_elems` elements of
+// `element_size` bytes from element from[r] of `in`.
+void GatherRowsOnHost(const void* in, void* out, const int64_t* from, int64_t rows,
+                      int64_t row_elems, int element_size);
+
 }  // namespace dflow
 
 #endif  // DFLOW_FRAMEWORK_STRIDED_COPY_H_

@@ -1,8 +1,9 @@
 // The kernels that move elements rather than compute (Transpose, ConcatV2,
-// Pack, Split, SplitV, Unpack, Slice, StridedSlice) and L2Loss on a GPU,
-// against the CPU kernels on the same graphs. The movers run the CPU's
-// kernels with their copies queued on the GPU (Device::CopyStrided: the copy
-// engine for rows, the strided-copy kernel otherwise). Skipped without a GPU.
+// Pack, Split, SplitV, Unpack, Slice, StridedSlice, GatherV2, Gather) and
+// L2Loss on a GPU, against the CPU kernels on the same graphs. The movers run
+// the CPU's kernels with their copies queued on the GPU (Device::CopyStrided:
+// the copy engine for rows, the strided-copy kernel otherwise;
+// Device::GatherRows: one kernel). Skipped without a GPU.
 #include <string>
 #include <vector>
 
@@ -66,8 +67,23 @@ tensorflow::GraphDef Movers(DataType dtype, std::vector<std::string>* fetches) {
   tensorflow::NodeDef* row = AddNode(&g, "row", "StridedSlice", {"xt", "one", "two", "one"}, dtype);
   SetAttr(row, "Index", DT_INT32);
   SetAttr(row, "shrink_axis_mask", 1);
+  // Gathers: along axis 2 with repeated indices, with batch_dims 1, and v1.
+  Index(&g, "picks", {6, 0, 6, 3});
+  AddHostConst(&g, "axis2", Tensor::Scalar(int32_t{2}));
+  AddHostConst(&g, "axis1", Tensor::Scalar(int32_t{1}));
+  absl::StatusOr<Tensor> per_row = Tensor::Vec<int32_t>({4, 0, 1, 1, 3, 2}).Reshaped({3, 2});
+  AddHostConst(&g, "per_row", *per_row);
+  Index(&g, "rows", {2, 0});
+  tensorflow::NodeDef* gather = Node(&g, "gather", "GatherV2", {"xt", "picks", "axis2"});
+  tensorflow::NodeDef* batched = Node(&g, "batched", "GatherV2", {"xt", "per_row", "axis1"});
+  SetAttr(batched, "batch_dims", 1);
+  for (tensorflow::NodeDef* n : {gather, batched, Node(&g, "gather_v1", "Gather", {"xt", "rows"})}) {
+    SetAttr(n, "Tparams", dtype);
+    SetAttr(n, "Tindices", DT_INT32);
+    if (n->op() == "GatherV2") SetAttr(n, "Taxis", DT_INT32);
+  }
   for (const char* f : {"split:0", "split:4", "split_v:0", "split_v:1", "unpack:0", "unpack:3",
-                        "pack", "slice", "reversed", "row"}) {
+                        "pack", "slice", "reversed", "row", "gather", "batched", "gather_v1"}) {
     fetches->push_back(f);
   }
   return g;
@@ -113,3 +129,4 @@ TEST(GpuArrayTest, L2LossMatchesTheCpu) {
 }  // namespace
 }  // namespace gpu
 }  // namespace dflow
+

@@ -207,6 +207,14 @@ __global__ void StridedCopyKernel(const T* in, T* out, int64_t n, StridedCopySpe
   }
 }
 
+template <typename T>
+__global__ void GatherRowsKernel(const T* in, T* out, const int64_t* from, int64_t n,
+                                 int64_t row_elems) {
+  for (int64_t i = GridStart(); i < n; i += GridStride()) {
+    out[i] = in[from[i / row_elems] + i % row_elems];
+  }
+}
+
 // --- dispatch ------------------------------------------------------------------------
 
 template <Binary kOp>
@@ -234,10 +242,11 @@ void WithElem(Elem e, Fn&& fn) {
   }
 }
 
-// fn(T{}) with an unsigned type of `bytes` bytes (1, 4 or 8).
+// fn(T{}) with an unsigned type of `bytes` bytes (1, 2, 4 or 8).
 template <typename Fn>
 void WithBytes(int bytes, Fn&& fn) {
   if (bytes == 1) fn(uint8_t{});
+  if (bytes == 2) fn(uint16_t{});
   if (bytes == 4) fn(uint32_t{});
   if (bytes == 8) fn(uint64_t{});
 }
@@ -326,17 +335,21 @@ void LaunchBiasAdd(cudaStream_t s, const float* x, const float* b, float* y, int
 void LaunchStridedCopy(cudaStream_t s, const void* in, void* out, int64_t n,
                        const StridedCopySpec& spec) {
   if (n == 0) return;
-  auto run = [&](auto tag) {
+  WithBytes(spec.element_size, [&](auto tag) {
     using T = decltype(tag);
     StridedCopyKernel<T><<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(
         static_cast<const T*>(in), static_cast<T*>(out), n, spec);
-  };
-  switch (spec.element_size) {
-    case 1: return run(uint8_t{});
-    case 2: return run(uint16_t{});
-    case 4: return run(uint32_t{});
-    case 8: return run(uint64_t{});
-  }
+  });
+}
+
+void LaunchGatherRows(cudaStream_t s, const void* in, void* out, const int64_t* from, int64_t n,
+                      int64_t row_elems, int elem_bytes) {
+  if (n == 0) return;
+  WithBytes(elem_bytes, [&](auto tag) {
+    using T = decltype(tag);
+    GatherRowsKernel<T><<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(
+        static_cast<const T*>(in), static_cast<T*>(out), from, n, row_elems);
+  });
 }
 
 void LaunchTile(cudaStream_t s, const void* in, void* out, int elem_bytes, int64_t n,

@@ -81,6 +81,11 @@ struct TileIndex {
 void LaunchTile(cudaStream_t s, const void* in, void* out, int elem_bytes, int64_t n,
                 const TileIndex& index);
 
+// Device::GatherRows: out[i] = in[from[i / row_elems] + i % row_elems] for
+// i < n, elements of elem_bytes (1, 2, 4 or 8) bytes; `from` in device memory.
+void LaunchGatherRows(cudaStream_t s, const void* in, void* out, const int64_t* from, int64_t n,
+                      int64_t row_elems, int elem_bytes);
+
 // The n elements of `spec` (Device::CopyStrided), one thread each.
 void LaunchStridedCopy(cudaStream_t s, const void* in, void* out, int64_t n,
                        const StridedCopySpec& spec);

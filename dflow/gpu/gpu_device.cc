@@ -356,6 +356,19 @@ absl::Status GpuDevice::CopyStrided(const void* in, void* out, const StridedCopy
   return CudaCheck(cudaGetLastError(), absl::StrCat("strided copy on ", name()));
 }
 
+absl::Status GpuDevice::GatherRows(const void* in, void* out, absl::Span<const int64_t> from,
+                                   int64_t row_elems, int element_size) {
+  const int64_t n = static_cast<int64_t>(from.size()) * row_elems;
+  if (n == 0) return absl::OkStatus();
+  // The row starts go to the device as a staged copy queued before the kernel.
+  Tensor starts = Tensor::ForOverwrite(DT_INT64, TensorShape({static_cast<int64_t>(from.size())}));
+  std::copy(from.begin(), from.end(), starts.flat<int64_t>().data());
+  ASSIGN_OR_RETURN(Tensor on_device, CopyTensor(starts, MemoryType::kDevice));
+  LaunchGatherRows(compute_, in, out, static_cast<const int64_t*>(on_device.raw_data()), n,
+                   row_elems, element_size);
+  return CudaCheck(cudaGetLastError(), absl::StrCat("gathering rows on ", name()));
+}
+
 absl::Status GpuDevice::Sync() {
   RETURN_IF_ERROR(UseDevice(ordinal_));
   // Taken before waiting: a block is listed only once its copy is queued, so

@@ -123,6 +123,8 @@ class GpuDevice : public Device {
   absl::StatusOr<Tensor> CopyTensor(const Tensor& t, MemoryType to) override;
   absl::Status ZeroFill(Tensor* t) override;
   absl::Status CopyStrided(const void* in, void* out, const StridedCopySpec& spec) override;
+  absl::Status GatherRows(const void* in, void* out, absl::Span<const int64_t> from,
+                          int64_t row_elems, int element_size) override;
   // Waits for the work queued so far; then the staging blocks of the copies
   // queued before it go back to the pinned pool.
   absl::Status Sync() override;

@@ -185,22 +185,34 @@ absl::Status StridedCopy(const Tensor& in, absl::Span<const int64_t> begin,
   });
 }
 
-absl::Status CopyOnDevice(OpKernelContext* ctx, const Tensor& in, int64_t in_offset, Tensor* out,
-                          int64_t out_offset, absl::Span<const int64_t> dims,
-                          absl::Span<const int64_t> in_strides,
-                          absl::Span<const int64_t> out_strides) {
-  if (in.memory_type() != MemoryType::kDevice || out->memory_type() != MemoryType::kDevice) {
+namespace {
+
+// The element size of a copy from `in` to `out` on ctx's device; Internal
+// unless both are its memory and of one fixed-size dtype.
+absl::StatusOr<int> DeviceCopyElementSize(OpKernelContext* ctx, const Tensor& in,
+                                          const Tensor& out) {
+  if (in.memory_type() != MemoryType::kDevice || out.memory_type() != MemoryType::kDevice) {
     return absl::InternalError(absl::StrCat(ctx->Prefix(), "a copy on ", ctx->device()->name(),
                                             " from ", MemoryTypeName(in.memory_type()), " to ",
-                                            MemoryTypeName(out->memory_type()), " memory"));
+                                            MemoryTypeName(out.memory_type()), " memory"));
   }
-  StridedCopySpec spec;
-  spec.element_size = static_cast<int>(DataTypeSize(in.dtype()));
-  if (in.dtype() != out->dtype() || spec.element_size == 0 || in.dtype() == DT_STRING) {
+  const int size = static_cast<int>(DataTypeSize(in.dtype()));
+  if (in.dtype() != out.dtype() || size == 0 || in.dtype() == DT_STRING) {
     return absl::InternalError(absl::StrCat(ctx->Prefix(), "cannot copy ",
                                             DataTypeString(in.dtype()), " elements on ",
                                             ctx->device()->name()));
   }
+  return size;
+}
+
+}  // namespace
+
+absl::Status CopyOnDevice(OpKernelContext* ctx, const Tensor& in, int64_t in_offset, Tensor* out,
+                          int64_t out_offset, absl::Span<const int64_t> dims,
+                          absl::Span<const int64_t> in_strides,
+                          absl::Span<const int64_t> out_strides) {
+  StridedCopySpec spec;
+  ASSIGN_OR_RETURN(spec.element_size, DeviceCopyElementSize(ctx, in, *out));
   for (size_t d = 0; d < dims.size(); ++d) {
     if (dims[d] == 0) return absl::OkStatus();
     if (dims[d] == 1) continue;
@@ -217,6 +229,13 @@ absl::Status CopyOnDevice(OpKernelContext* ctx, const Tensor& in, int64_t in_off
   const int64_t size = spec.element_size;
   return ctx->device()->CopyStrided(static_cast<const char*>(in.raw_data()) + in_offset * size,
                                     static_cast<char*>(out->raw_data()) + out_offset * size, spec);
+}
+
+absl::Status GatherRowsOnDevice(OpKernelContext* ctx, const Tensor& in,
+                                absl::Span<const int64_t> from, int64_t row_elems, Tensor* out) {
+  ASSIGN_OR_RETURN(const int size, DeviceCopyElementSize(ctx, in, *out));
+  if (row_elems == 0 || from.empty()) return absl::OkStatus();
+  return ctx->device()->GatherRows(in.raw_data(), out->raw_data(), from, row_elems, size);
 }
 
 absl::Status ConcatRowsOn(OpKernelContext* ctx, const std::vector<const Tensor*>& inputs,

@@ -198,6 +198,10 @@ absl::Status CopyOnDevice(OpKernelContext* ctx, const Tensor& in, int64_t in_off
                           int64_t out_offset, absl::Span<const int64_t> dims,
                           absl::Span<const int64_t> in_strides,
                           absl::Span<const int64_t> out_strides);
+// Row r of `out` := the row_elems elements of `in` from element from[r],
+// queued on ctx's device; `in` and `out` are in its memory.
+absl::Status GatherRowsOnDevice(OpKernelContext* ctx, const Tensor& in,
+                                absl::Span<const int64_t> from, int64_t row_elems, Tensor* out);
 // ConcatRows into `out` (ctx's output, in either memory).
 absl::Status ConcatRowsOn(OpKernelContext* ctx, const std::vector<const Tensor*>& inputs,
                           const std::vector<int64_t>& row_sizes, int64_t outer, Tensor* out);

@@ -175,6 +175,7 @@ absl::Status GatherInto(OpKernelContext* ctx, const Tensor& params, const Tensor
   ASSIGN_OR_RETURN(TensorShape out_shape,
                    OutputShape(dims, params.dtype(), ctx->op_kernel().type_string()));
   Tensor* out = ctx->allocate_output_for_overwrite(0, out_shape);
+  if (!ctx->allocation_status().ok()) return absl::OkStatus();  // The executor reports it.
   if (out->NumElements() == 0) return absl::OkStatus();
   GatherLayout l;
   l.batch = DimProduct(p, 0, batch_dims);
@@ -182,6 +183,15 @@ absl::Status GatherInto(OpKernelContext* ctx, const Tensor& params, const Tensor
   l.limit = limit;
   l.inner = DimProduct(p, axis + 1, params.dims());
   l.per_batch = indices_t.NumElements() / l.batch;
+  if (out->memory_type() == MemoryType::kDevice) {
+    // Output row r = ((b * outer + o) * per_batch + k), as CopyGatheredRows.
+    std::vector<int64_t> from(l.batch * l.outer * l.per_batch);
+    for (int64_t r = 0; r < static_cast<int64_t>(from.size()); ++r) {
+      const int64_t k = r % l.per_batch, bo = r / l.per_batch, b = bo / l.outer;
+      from[r] = (bo * l.limit + indices[b * l.per_batch + k]) * l.inner;
+    }
+    return GatherRowsOnDevice(ctx, params, from, l.inner, out);
+  }
   return CopyGatheredRows(ctx, params, indices, l, out);
 }
 
@@ -219,8 +229,19 @@ REGISTER_KERNEL(KernelDefBuilder("GatherV2")
                     .TypeConstraint("Tindices", IndexTypes())
                     .TypeConstraint("Taxis", IndexTypes()),
                 GatherV2Op);
-// An int32 gather on a GPU picks dims of a shape (Mean's gradient): in host
-// memory, with the CPU kernel.
+// On a GPU the indices are in host memory, checked there with the CPU's
+// messages (TensorFlow's GPU kernel reads a bad index as zeros), and the
+// rows are gathered in device memory by one kernel (Device::GatherRows). An
+// int32 gather picks dims of a shape (Mean's gradient): in host memory, with
+// the CPU kernel.
+REGISTER_KERNEL(KernelDefBuilder("GatherV2")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint("Tparams", GpuTensorTypes())
+                    .TypeConstraint("Tindices", IndexTypes())
+                    .TypeConstraint("Taxis", IndexTypes())
+                    .HostMemory("indices")
+                    .HostMemory("axis"),
+                GatherV2Op);
 REGISTER_KERNEL(KernelDefBuilder("GatherV2")
                     .Device(kDeviceGPU)
                     .TypeConstraint<int32_t>("Tparams")
@@ -271,6 +292,12 @@ REGISTER_KERNEL(KernelDefBuilder("Gather")
                     .Device(kDeviceCPU)
                     .TypeConstraint("Tparams", MovableTypes())
                     .TypeConstraint("Tindices", IndexTypes()),
+                GatherOp);
+REGISTER_KERNEL(KernelDefBuilder("Gather")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint("Tparams", GpuTensorTypes())
+                    .TypeConstraint("Tindices", IndexTypes())
+                    .HostMemory("indices"),
                 GatherOp);
 
 // --- ResourceGather ----------------------------------------------------------------

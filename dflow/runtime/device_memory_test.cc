@@ -26,7 +26,7 @@ std::atomic<bool> g_fake_gpus_on{false};
 std::atomic<int> g_syncs{0};
 std::atomic<int> g_copies_to_device{0};
 std::atomic<int> g_copies_to_host{0};
-std::atomic<int> g_strided_copies{0};
+std::atomic<int> g_moves{0};
 
 // A HostMemoryGpu of 1 MiB that counts its copies (between memories and
 // within its own) and syncs.
@@ -39,8 +39,13 @@ class FakeGpu : public testing_util::HostMemoryGpu {
     return out;
   }
   absl::Status CopyStrided(const void* in, void* out, const StridedCopySpec& spec) override {
-    ++g_strided_copies;
+    ++g_moves;
     return HostMemoryGpu::CopyStrided(in, out, spec);
+  }
+  absl::Status GatherRows(const void* in, void* out, absl::Span<const int64_t> from,
+                          int64_t row_elems, int element_size) override {
+    ++g_moves;
+    return HostMemoryGpu::GatherRows(in, out, from, row_elems, element_size);
   }
   absl::Status Sync() override {
     ++g_syncs;
@@ -108,7 +113,7 @@ class DeviceMemoryTest : public ::testing::Test {
  protected:
   void SetUp() override {
     g_fake_gpus_on = true;
-    g_syncs = g_copies_to_device = g_copies_to_host = g_strided_copies = 0;
+    g_syncs = g_copies_to_device = g_copies_to_host = g_moves = 0;
   }
   void TearDown() override { g_fake_gpus_on = false; }
 
@@ -420,7 +425,7 @@ TEST_F(DeviceMemoryTest, TensorArraysOnTheGpuKeepTheirElementsThere) {
   EXPECT_EQ(out[3].DebugString(), "Tensor<int64, [2]>: [1 1]");
   ExpectRanOn("GPU:0", {"inputs", "scatter", "read", "outputs", "write", "gather", "size", "parts",
                         "split", "concat"});
-  EXPECT_EQ(g_strided_copies, 2 + 2 + 2 + 2);  // scatter, gather, split, concat: 2 rows each
+  EXPECT_EQ(g_moves, 2 + 2 + 2 + 2);  // scatter, gather, split, concat: 2 rows each
   EXPECT_EQ(g_copies_to_device, 1);  // x
   EXPECT_EQ(g_copies_to_host, 2);    // gather and concat
 }
@@ -505,8 +510,22 @@ tensorflow::GraphDef MovingOps(std::vector<std::string>* fetches) {
   tensorflow::NodeDef* row = Node(&g, "row", "StridedSlice", {"neg", "one", "two", "step"});
   SetAttr(row, "Index", DT_INT32);
   SetAttr(row, "shrink_axis_mask", 1);
-  *fetches = {"transpose", "concat",   "split:0", "split:1", "split_v:0", "split_v:1",
-              "unpack:0",  "unpack:2", "pack",    "slice",   "strided",   "row"};
+  // neg[:, [2, 0, 2]] and neg[[1]].
+  IndexConst(&g, "picks", {2, 0, 2});
+  tensorflow::NodeDef* dim1 = g.add_node();
+  dim1->set_name("dim1");
+  dim1->set_op("Const");
+  SetAttr(dim1, "dtype", DT_INT32);
+  SetAttr(dim1, "value", Tensor::Scalar(int32_t{1}));
+  tensorflow::NodeDef* gather = Node(&g, "gather", "GatherV2", {"neg", "picks", "dim1"});
+  SetAttr(gather, "Taxis", DT_INT32);
+  for (tensorflow::NodeDef* n : {gather, Node(&g, "gather_v1", "Gather", {"neg", "one"})}) {
+    n->mutable_attr()->erase("T");
+    SetAttr(n, "Tparams", DT_FLOAT);
+    SetAttr(n, "Tindices", DT_INT32);
+  }
+  *fetches = {"transpose", "concat",  "split:0", "split:1", "split_v:0", "split_v:1", "unpack:0",
+              "unpack:2",  "pack",    "slice",   "strided", "row",       "gather",    "gather_v1"};
   return g;
 }
 
@@ -523,11 +542,12 @@ TEST_F(DeviceMemoryTest, OpsThatMoveElementsRunOnTheGpuAndMatchTheCpu) {
   absl::Status st = RunPlaced(g, *x, fetches, &on_gpu);
   ASSERT_TRUE(st.ok()) << st;
   ExpectRanOn("GPU:0", {"transpose", "concat", "split", "split_v", "unpack", "pack", "slice",
-                        "strided", "row"});
+                        "strided", "row", "gather", "gather_v1"});
   EXPECT_EQ(g_copies_to_device, 1);                                    // x
   EXPECT_EQ(g_copies_to_host, static_cast<int>(fetches.size()));  // the results
-  // One copy in device memory per output piece and per concatenated input.
-  EXPECT_EQ(g_strided_copies, 1 + 2 + 2 + 2 + 3 + 2 + 1 + 1 + 1);
+  // One copy in device memory per output piece and per concatenated input;
+  // one per gather.
+  EXPECT_EQ(g_moves, 1 + 2 + 2 + 2 + 3 + 2 + 1 + 1 + 1 + 2);
 
   g_fake_gpus_on = false;
   auto cpu = Session();
@@ -543,6 +563,8 @@ TEST_F(DeviceMemoryTest, OpsThatMoveElementsRunOnTheGpuAndMatchTheCpu) {
     EXPECT_EQ(values_of(on_gpu[i]), values_of(on_cpu[i])) << fetches[i];
   }
   EXPECT_EQ(values_of(on_gpu[10]), (std::vector<float>{-4, -2, -12, -10, -16, -14, -24, -22}));
+  EXPECT_EQ(values_of(on_gpu[13]), (std::vector<float>{-13, -14, -15, -16, -17, -18, -19, -20,
+                                                        -21, -22, -23, -24}));
 }
 
 TEST_F(DeviceMemoryTest, AnOutputTheDeviceCannotHoldIsResourceExhaustedAndTheSessionGoesOn) {

@@ -49,6 +49,12 @@ class HostMemoryGpu : public Device {
     CopyStridedOnHost(in, out, spec);
     return absl::OkStatus();
   }
+  absl::Status GatherRows(const void* in, void* out, absl::Span<const int64_t> from,
+                          int64_t row_elems, int element_size) override {
+    GatherRowsOnHost(in, out, from.data(), static_cast<int64_t>(from.size()), row_elems,
+                     element_size);
+    return absl::OkStatus();
+  }
 
  private:
   // Host bytes that claim to be device memory, at most `limit` at once.
