@@ -114,68 +114,60 @@ def cnn():
     write("tf_cnn_gpu", g, {"x": x, "labels": labels}, fetches)
 
 
-def rnn_inputs(seed):
-    """An RNN's weights w [3,5], u [5,5], out [5,10]; its input x [time 6, batch 4, 3]
-    and labels [4]."""
+def rnn_graph(name, seed, features):
+    """Writes graph `name`: an RNN over x [time 6, batch 4, 3] with weights w [3,5] and
+    u [5,5] (drawn with `seed`), built by features(x, w, u) under tf.device(GPU) as TensorFlow
+    1.x builds loops (Enter/Merge/Switch/Exit), and returning features [4, 5]; then dense
+    out [5,10] and the loss."""
+    tf1.disable_control_flow_v2()
     rng = np.random.RandomState(seed)
     w = rng.uniform(-0.5, 0.5, (3, 5)).astype(np.float32)
     u = rng.uniform(-0.5, 0.5, (5, 5)).astype(np.float32)
     out = rng.uniform(-0.5, 0.5, (5, 10)).astype(np.float32)
     x = rng.uniform(-1, 1, (6, 4, 3)).astype(np.float32)
     labels = rng.randint(0, 10, (4,)).astype(np.int32)
-    return w, u, out, x, labels
+    g = tf.Graph()
+    with g.as_default():
+        xp = tf1.placeholder(tf.float32, [6, 4, 3], name="x")
+        yp = tf1.placeholder(tf.int32, [4], name="labels")
+        with tf.device(GPU):
+            cw = tf.constant(w, name="w")
+            cu = tf.constant(u, name="u")
+            co = tf.constant(out, name="out")
+            logits = tf.matmul(features(xp, cw, cu), co, name="logits")
+            fetches = loss_and_grads(logits, yp, {"w": cw, "u": cu, "out": co})
+    write(name, g, {"x": x, "labels": labels}, fetches)
 
 
 def rnn():
-    tf1.disable_control_flow_v2()  # Enter/Merge/Switch/Exit loops, as TensorFlow 1.x built.
-    w, u, out, x, labels = rnn_inputs(13)
-    g = tf.Graph()
-    with g.as_default():
-        xp = tf1.placeholder(tf.float32, [6, 4, 3], name="x")
-        yp = tf1.placeholder(tf.int32, [4], name="labels")
-        with tf.device(GPU):
-            cw = tf.constant(w, name="w")
-            cu = tf.constant(u, name="u")
-            co = tf.constant(out, name="out")
+    def features(xp, cw, cu):
+        def step(t, h):
+            h = tf.tanh(tf.matmul(tf.gather(xp, t), cw) + tf.matmul(h, cu))
+            return t + 1, h
 
-            def step(t, h):
-                h = tf.tanh(tf.matmul(tf.gather(xp, t), cw) + tf.matmul(h, cu))
-                return t + 1, h
+        _, h = tf1.while_loop(lambda t, h: t < 6, step, [tf.constant(0), tf.zeros([4, 5])])
+        return h
 
-            _, h = tf1.while_loop(lambda t, h: t < 6, step,
-                                  [tf.constant(0), tf.zeros([4, 5])])
-            logits = tf.matmul(h, co, name="logits")
-            fetches = loss_and_grads(logits, yp, {"w": cw, "u": cu, "out": co})
-    write("tf_rnn_gpu", g, {"x": x, "labels": labels}, fetches)
+    rnn_graph("tf_rnn_gpu", 13, features)
 
 
 def ta_rnn():
-    tf1.disable_control_flow_v2()  # TensorArrayV3 ops in an Enter/Merge/Switch/Exit loop.
-    w, u, out, x, labels = rnn_inputs(17)
-    g = tf.Graph()
-    with g.as_default():
-        xp = tf1.placeholder(tf.float32, [6, 4, 3], name="x")
-        yp = tf1.placeholder(tf.int32, [4], name="labels")
-        with tf.device(GPU):
-            cw = tf.constant(w, name="w")
-            cu = tf.constant(u, name="u")
-            co = tf.constant(out, name="out")
-            inputs = tf.TensorArray(tf.float32, size=6).unstack(xp)
-            states = tf.TensorArray(tf.float32, size=6)
+    def features(xp, cw, cu):
+        inputs = tf.TensorArray(tf.float32, size=6).unstack(xp)
+        states = tf.TensorArray(tf.float32, size=6)
 
-            def step(t, h, states):
-                h = tf.tanh(tf.matmul(inputs.read(t), cw) + tf.matmul(h, cu))
-                return t + 1, h, states.write(t, h)
+        def step(t, h, states):
+            h = tf.tanh(tf.matmul(inputs.read(t), cw) + tf.matmul(h, cu))
+            return t + 1, h, states.write(t, h)
 
-            _, _, states = tf1.while_loop(lambda t, h, s: t < 6, step,
-                                          [tf.constant(0), tf.zeros([4, 5]), states])
-            seq = tf.reshape(states.stack(), [24, 5])
-            halves = tf.TensorArray(tf.float32, size=2).split(
-                seq, tf.constant([12, 12], dtype=tf.int64))
-            mean = tf.reduce_mean(tf.reshape(halves.concat(), [6, 4, 5]), axis=0)
-            logits = tf.matmul(mean, co, name="logits")
-            fetches = loss_and_grads(logits, yp, {"w": cw, "u": cu, "out": co})
-    write("tf_ta_rnn_gpu", g, {"x": x, "labels": labels}, fetches)
+        _, _, states = tf1.while_loop(lambda t, h, s: t < 6, step,
+                                      [tf.constant(0), tf.zeros([4, 5]), states])
+        seq = tf.reshape(states.stack(), [24, 5])
+        halves = tf.TensorArray(tf.float32, size=2).split(
+            seq, tf.constant([12, 12], dtype=tf.int64))
+        return tf.reduce_mean(tf.reshape(halves.concat(), [6, 4, 5]), axis=0)
+
+    rnn_graph("tf_ta_rnn_gpu", 17, features)
 
 
 if __name__ == "__main__":
