@@ -162,13 +162,27 @@ tensorflow::NodeDef* Node(tensorflow::GraphDef* g, const std::string& name, cons
   return n;
 }
 
-// x (fed) -> neg (GPU kernel) -> sq (CPU only) -> neg2 (GPU kernel)
-tensorflow::GraphDef Chain(const std::string& sq_device = "") {
-  tensorflow::GraphDef g;
-  tensorflow::NodeDef* x = g.add_node();
+// x, a float placeholder: every graph's fed input.
+void FedX(tensorflow::GraphDef* g) {
+  tensorflow::NodeDef* x = g->add_node();
   x->set_name("x");
   x->set_op("Placeholder");
   SetAttr(x, "dtype", DT_FLOAT);
+}
+
+// An int32 constant (shapes, axes, indices).
+void Int32Const(tensorflow::GraphDef* g, const std::string& name, const Tensor& value) {
+  tensorflow::NodeDef* n = g->add_node();
+  n->set_name(name);
+  n->set_op("Const");
+  SetAttr(n, "dtype", DT_INT32);
+  SetAttr(n, "value", value);
+}
+
+// x (fed) -> neg (GPU kernel) -> sq (CPU only) -> neg2 (GPU kernel)
+tensorflow::GraphDef Chain(const std::string& sq_device = "") {
+  tensorflow::GraphDef g;
+  FedX(&g);
   Node(&g, "neg", "Neg", {"x"});
   Node(&g, "sq", "Square", {"neg"}, sq_device);
   Node(&g, "neg2", "Neg", {"sq"});
@@ -211,15 +225,8 @@ TEST_F(DeviceMemoryTest, EmptyTensorsCrossMemoriesToo) {
 
 TEST_F(DeviceMemoryTest, HostMemoryArgsStayOnTheHost) {
   tensorflow::GraphDef g;
-  tensorflow::NodeDef* x = g.add_node();
-  x->set_name("x");
-  x->set_op("Placeholder");
-  SetAttr(x, "dtype", DT_FLOAT);
-  tensorflow::NodeDef* shape = g.add_node();
-  shape->set_name("shape");
-  shape->set_op("Const");
-  SetAttr(shape, "value", Tensor::Vec<int32_t>({2, 2}));
-  SetAttr(shape, "dtype", DT_INT32);
+  FedX(&g);
+  Int32Const(&g, "shape", Tensor::Vec<int32_t>({2, 2}));
   tensorflow::NodeDef* r = Node(&g, "r", "Reshape", {"x", "shape"}, "/device:GPU:0");
   SetAttr(r, "Tshape", DT_INT32);
   auto s = Session();
@@ -254,17 +261,10 @@ TEST_F(DeviceMemoryTest, APinnedNodeWithoutAGpuKernelFailsOrFallsBackWithSoftPla
 // crosses to the CPU and no tensor is copied but the fed x.
 TEST_F(DeviceMemoryTest, Int32ShapeArithmeticRunsOnTheGpuInHostMemory) {
   tensorflow::GraphDef g;
-  tensorflow::NodeDef* x = g.add_node();
-  x->set_name("x");
-  x->set_op("Placeholder");
-  SetAttr(x, "dtype", DT_FLOAT);
+  FedX(&g);
   Node(&g, "neg", "Neg", {"x"});
   SetAttr(Node(&g, "shape", "Shape", {"neg"}), "out_type", DT_INT32);
-  tensorflow::NodeDef* two = g.add_node();
-  two->set_name("two");
-  two->set_op("Const");
-  SetAttr(two, "value", Tensor::Scalar<int32_t>(2));
-  SetAttr(two, "dtype", DT_INT32);
+  Int32Const(&g, "two", Tensor::Scalar<int32_t>(2));
   for (auto [name, op] : std::vector<std::pair<std::string, std::string>>{
            {"bigger", "Maximum"}, {"half", "FloorDiv"}, {"over", "Greater"}}) {
     SetAttr(Node(&g, name, op, {"shape", "two"}), "T", DT_INT32);
@@ -461,31 +461,19 @@ TEST_F(DeviceMemoryTest, AGradientTensorArrayOnTheGpuAddsItsWrites) {
   ExpectRanOn("GPU:0", {"ta", "grad", "first", "second", "sum", "out"});
 }
 
-// An int32 vector constant (the index inputs of the ops below).
-void IndexConst(tensorflow::GraphDef* g, const std::string& name, const std::vector<int32_t>& v) {
-  tensorflow::NodeDef* n = g->add_node();
-  n->set_name(name);
-  n->set_op("Const");
-  SetAttr(n, "dtype", DT_INT32);
-  SetAttr(n, "value", Tensor::Vec<int32_t>(v));
-}
-
 // The ops that move elements rather than compute, on the negation of x:
 // [2,3,4] (fed); each output is named in `fetches`.
 tensorflow::GraphDef MovingOps(std::vector<std::string>* fetches) {
   tensorflow::GraphDef g;
-  tensorflow::NodeDef* x = g.add_node();
-  x->set_name("x");
-  x->set_op("Placeholder");
-  SetAttr(x, "dtype", DT_FLOAT);
+  FedX(&g);
   Node(&g, "neg", "Neg", {"x"});
-  IndexConst(&g, "perm", {2, 0, 1});
+  Int32Const(&g, "perm", Tensor::Vec<int32_t>({2, 0, 1}));
   Node(&g, "transpose", "Transpose", {"neg", "perm"});
-  IndexConst(&g, "axis", {1});
+  Int32Const(&g, "axis", Tensor::Vec<int32_t>({1}));
   SetAttr(Node(&g, "concat", "ConcatV2", {"neg", "neg", "axis"}), "N", 2);
-  IndexConst(&g, "last", {2});
+  Int32Const(&g, "last", Tensor::Vec<int32_t>({2}));
   SetAttr(Node(&g, "split", "Split", {"last", "neg"}), "num_split", 2);
-  IndexConst(&g, "sizes", {1, 2});
+  Int32Const(&g, "sizes", Tensor::Vec<int32_t>({1, 2}));
   tensorflow::NodeDef* split_v = Node(&g, "split_v", "SplitV", {"neg", "sizes", "axis"});
   SetAttr(split_v, "num_split", 2);
   SetAttr(split_v, "Tlen", DT_INT32);
@@ -495,28 +483,24 @@ tensorflow::GraphDef MovingOps(std::vector<std::string>* fetches) {
   tensorflow::NodeDef* pack = Node(&g, "pack", "Pack", {"neg", "neg"});
   SetAttr(pack, "N", 2);
   SetAttr(pack, "axis", 1);
-  IndexConst(&g, "begin", {0, 1, 1});
-  IndexConst(&g, "size", {2, 2, -1});
+  Int32Const(&g, "begin", Tensor::Vec<int32_t>({0, 1, 1}));
+  Int32Const(&g, "size", Tensor::Vec<int32_t>({2, 2, -1}));
   SetAttr(Node(&g, "slice", "Slice", {"neg", "begin", "size"}), "Index", DT_INT32);
   // neg[:, ::2, 3:0:-2] and neg[1].
-  IndexConst(&g, "ss_begin", {0, 0, 3});
-  IndexConst(&g, "ss_end", {2, 3, 0});
-  IndexConst(&g, "ss_strides", {1, 2, -2});
+  Int32Const(&g, "ss_begin", Tensor::Vec<int32_t>({0, 0, 3}));
+  Int32Const(&g, "ss_end", Tensor::Vec<int32_t>({2, 3, 0}));
+  Int32Const(&g, "ss_strides", Tensor::Vec<int32_t>({1, 2, -2}));
   SetAttr(Node(&g, "strided", "StridedSlice", {"neg", "ss_begin", "ss_end", "ss_strides"}),
           "Index", DT_INT32);
-  IndexConst(&g, "one", {1});
-  IndexConst(&g, "two", {2});
-  IndexConst(&g, "step", {1});
+  Int32Const(&g, "one", Tensor::Vec<int32_t>({1}));
+  Int32Const(&g, "two", Tensor::Vec<int32_t>({2}));
+  Int32Const(&g, "step", Tensor::Vec<int32_t>({1}));
   tensorflow::NodeDef* row = Node(&g, "row", "StridedSlice", {"neg", "one", "two", "step"});
   SetAttr(row, "Index", DT_INT32);
   SetAttr(row, "shrink_axis_mask", 1);
   // neg[:, [2, 0, 2]] and neg[[1]].
-  IndexConst(&g, "picks", {2, 0, 2});
-  tensorflow::NodeDef* dim1 = g.add_node();
-  dim1->set_name("dim1");
-  dim1->set_op("Const");
-  SetAttr(dim1, "dtype", DT_INT32);
-  SetAttr(dim1, "value", Tensor::Scalar(int32_t{1}));
+  Int32Const(&g, "picks", Tensor::Vec<int32_t>({2, 0, 2}));
+  Int32Const(&g, "dim1", Tensor::Scalar<int32_t>(1));
   tensorflow::NodeDef* gather = Node(&g, "gather", "GatherV2", {"neg", "picks", "dim1"});
   SetAttr(gather, "Taxis", DT_INT32);
   for (tensorflow::NodeDef* n : {gather, Node(&g, "gather_v1", "Gather", {"neg", "one"})}) {
