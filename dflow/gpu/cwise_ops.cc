@@ -5,6 +5,7 @@
 // arithmetic runs in cwise_kernels.cu on the device's stream.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "dflow/framework/kernel.h"
 #include "dflow/gpu/cwise_launch.h"
@@ -207,32 +208,55 @@ DFLOW_GPU_UNARY("Relu", kRelu);
 DFLOW_GPU_UNARY("Softplus", kSoftplus);
 #undef DFLOW_GPU_UNARY
 
-// --- SelectV2 ----------------------------------------------------------------------------
+// --- SelectV2 and Select ----------------------------------------------------------------
+
+// out = cond ? then : else (inputs 1 and 2), the three broadcast together.
+absl::Status RunSelect(OpKernelContext* ctx, const Tensor& cond) {
+  const Tensor& t = ctx->input(1);
+  const Tensor& e = ctx->input(2);
+  absl::StatusOr<BroadcastPlan> plan = BroadcastPlan::Make({cond.shape(), t.shape(), e.shape()});
+  if (!plan.ok()) {
+    return ctx->InvalidArgument("condition ", cond.shape().DebugString(), ", then ",
+                                t.shape().DebugString(), ", and else ", e.shape().DebugString(),
+                                " must be broadcastable");
+  }
+  absl::StatusOr<BroadcastIndex> index = IndexOf(*plan);
+  if (!index.ok()) return ctx->InvalidArgument(index.status().message());
+  Tensor* out = OutputForOverwrite(ctx, 0, plan->output_shape());
+  if (out == nullptr) return absl::OkStatus();
+  LaunchSelect(GpuOf(ctx)->stream(), ElementsOf<bool>(cond), t.raw_data(), e.raw_data(),
+               out->raw_data(), static_cast<int>(DataTypeSize(t.dtype())), plan->num_elements(),
+               *index);
+  return LaunchStatus(ctx);
+}
 
 class SelectV2GpuOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
-  absl::Status Compute(OpKernelContext* ctx) override {
-    const Tensor& cond = ctx->input(0);
-    const Tensor& t = ctx->input(1);
-    const Tensor& e = ctx->input(2);
-    absl::StatusOr<BroadcastPlan> plan = BroadcastPlan::Make({cond.shape(), t.shape(), e.shape()});
-    if (!plan.ok()) {
-      return ctx->InvalidArgument("condition ", cond.shape().DebugString(), ", then ",
-                                  t.shape().DebugString(), ", and else ", e.shape().DebugString(),
-                                  " must be broadcastable");
-    }
-    absl::StatusOr<BroadcastIndex> index = IndexOf(*plan);
-    if (!index.ok()) return ctx->InvalidArgument(index.status().message());
-    Tensor* out = OutputForOverwrite(ctx, 0, plan->output_shape());
-    if (out == nullptr) return absl::OkStatus();
-    LaunchSelect(GpuOf(ctx)->stream(), ElementsOf<bool>(cond), t.raw_data(), e.raw_data(), out->raw_data(),
-                 static_cast<int>(DataTypeSize(t.dtype())), plan->num_elements(), *index);
-    return LaunchStatus(ctx);
-  }
+  absl::Status Compute(OpKernelContext* ctx) override { return RunSelect(ctx, ctx->input(0)); }
 };
 REGISTER_KERNEL(KernelDefBuilder("SelectV2").Device(kDeviceGPU).TypeConstraint<float>("T"),
                 SelectV2GpuOp);
+
+// Select (v1; tf.where of TF1, tf.losses' weights): the CPU kernel's checks,
+// then a vector condition choosing rows reads as [rows, 1, ..., 1], which
+// broadcasts as SelectV2 does.
+class SelectGpuOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    RETURN_IF_ERROR(SelectElementsPerCondition(*ctx).status());
+    const Tensor& cond = ctx->input(0);
+    const TensorShape& t = ctx->input(1).shape();
+    if (cond.dims() != 1 || t.dims() < 2) return RunSelect(ctx, cond);
+    std::vector<int64_t> rows(t.dims(), 1);
+    rows[0] = t.dim_size(0);
+    ASSIGN_OR_RETURN(Tensor as_rows, cond.Reshaped(TensorShape(rows)));
+    return RunSelect(ctx, as_rows);
+  }
+};
+REGISTER_KERNEL(KernelDefBuilder("Select").Device(kDeviceGPU).TypeConstraint<float>("T"),
+                SelectGpuOp);
 
 // --- AddN ---------------------------------------------------------------------------------
 

@@ -179,6 +179,53 @@ TEST(GpuCwiseTest, SelectV2AndAddNMatchTheCpu) {
                 {"sel", "sum"}, kRtol, kAtol, "SelectV2/AddN");
 }
 
+// Select (v1): a scalar condition, one of the values' shape, and one per
+// row (tf.losses' weights), empty rows among them; bad shapes fail with the
+// CPU's messages.
+TEST(GpuCwiseTest, SelectMatchesTheCpu) {
+  DFLOW_SKIP_WITHOUT_GPU();
+  tensorflow::GraphDef g;
+  AddPlaceholder(&g, "c");
+  AddPlaceholder(&g, "t");
+  AddPlaceholder(&g, "e");
+  AddPlaceholder(&g, "zero");
+  AddNode(&g, "cond", "Greater", {"c", "zero"});
+  AddNode(&g, "sel", "Select", {"cond", "t", "e"});
+  const struct {
+    TensorShape cond, values;
+  } cases[] = {{TensorShape({}), TensorShape({3, 4})},      {TensorShape({5}), TensorShape({5})},
+               {TensorShape({3, 4}), TensorShape({3, 4})},  {TensorShape({6}), TensorShape({6, 2, 3})},
+               {TensorShape({0}), TensorShape({0, 3})},     {TensorShape({4}), TensorShape({4, 0})}};
+  int seed = 1;
+  for (const auto& c : cases) {
+    const Feeds feeds = {{"c", RandomTensor(c.cond, seed++)},
+                         {"t", RandomTensor(c.values, seed++)},
+                         {"e", RandomTensor(c.values, seed++)},
+                         {"zero", Tensor::Scalar(0.0f)}};
+    CompareGpuCpu(g, feeds, {"sel"}, 0, 0, "Select " + c.cond.DebugString());
+  }
+  const struct {
+    TensorShape cond, t, e;
+    std::string message;
+  } bad[] = {{TensorShape({2}), TensorShape({2, 3}), TensorShape({2, 4}),
+              "'then' and 'else' must have the same size.  but received: [2,3] vs. [2,4]"},
+             {TensorShape({3}), TensorShape({2, 3}), TensorShape({2, 3}),
+              "Number of batches of 'then' must match size of 'cond', but saw: 2 vs. 3"},
+             {TensorShape({3, 2}), TensorShape({2, 3}), TensorShape({2, 3}),
+              "'condition' and 'then' must have the same size.  but received: [3,2] vs. [2,3]"}};
+  for (const auto& b : bad) {
+    const Feeds feeds = {{"c", RandomTensor(b.cond, 1)},
+                         {"t", RandomTensor(b.t, 2)},
+                         {"e", RandomTensor(b.e, 3)},
+                         {"zero", Tensor::Scalar(0.0f)}};
+    for (const std::string device : {"/device:GPU:0", "/device:CPU:0"}) {
+      absl::Status s = RunPinned(g, device, feeds, {"sel"}).status();
+      EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << device << ": " << s;
+      EXPECT_TRUE(absl::StrContains(s.message(), b.message)) << device << ": " << s;
+    }
+  }
+}
+
 // Every pair of float, double, int32, int64 and bool, from floats that
 // include NaN, values out of int32's range and negative fractions.
 TEST(GpuCwiseTest, CastMatchesTheCpu) {

@@ -361,6 +361,29 @@ absl::StatusOr<TensorShape> TileShape(const OpKernelContext& ctx, std::vector<in
   return shape;
 }
 
+absl::StatusOr<int64_t> SelectElementsPerCondition(const OpKernelContext& ctx) {
+  const TensorShape& cond = ctx.input(0).shape();
+  const TensorShape& t = ctx.input(1).shape();
+  const TensorShape& e = ctx.input(2).shape();
+  if (t != e) {
+    return ctx.InvalidArgument("'then' and 'else' must have the same size.  but received: ",
+                               t.DebugString(), " vs. ", e.DebugString());
+  }
+  if (cond.dims() == 0) return 0;
+  if (cond.dims() == 1 && t.dims() > 1) {
+    if (cond.dim_size(0) != t.dim_size(0)) {
+      return ctx.InvalidArgument("Number of batches of 'then' must match size of 'cond', but saw: ",
+                                 t.dim_size(0), " vs. ", cond.dim_size(0));
+    }
+    return t.dim_size(0) == 0 ? 0 : t.num_elements() / t.dim_size(0);
+  }
+  if (cond != t) {
+    return ctx.InvalidArgument("'condition' and 'then' must have the same size.  but received: ",
+                               cond.DebugString(), " vs. ", t.DebugString());
+  }
+  return 1;
+}
+
 absl::StatusOr<TensorShape> BroadcastToShape(const OpKernelContext& ctx,
                                              std::vector<int64_t>* in_dims) {
   const Tensor& x = ctx.input(0);

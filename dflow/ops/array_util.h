@@ -159,6 +159,12 @@ absl::StatusOr<TensorShape> FillShape(const OpKernelContext& ctx);
 // >= 0 per dimension of x (input 0), none overflowing it; the output's
 // shape, and the multiples in `*multiples`.
 absl::StatusOr<TensorShape> TileShape(const OpKernelContext& ctx, std::vector<int64_t>* multiples);
+// Select (v1)'s kernel checks on every device: 'then' (input 1) and 'else'
+// (input 2) of one shape, the condition (input 0) a scalar, of their shape,
+// or, for 'then' of rank > 1, a vector of its first dimension's size. The
+// number of elements of 'then' each element of the condition chooses
+// between (0 for a scalar condition: it chooses for all).
+absl::StatusOr<int64_t> SelectElementsPerCondition(const OpKernelContext& ctx);
 // BroadcastTo's kernel checks on every device: `shape` (input 1) a vector
 // of sizes >= 0, of rank at least x's (input 0), and x at that rank (leading
 // 1s; `*in_dims`) has each dimension equal to the output's or 1; the

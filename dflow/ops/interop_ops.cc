@@ -25,6 +25,7 @@
 #include "dflow/framework/gradient.h"
 #include "dflow/framework/kernel.h"
 #include "dflow/framework/shape_inference.h"
+#include "dflow/ops/array_util.h"
 #include "dflow/ops/cwise_ops.h"
 
 namespace dflow {
@@ -91,34 +92,17 @@ class SelectOp : public OpKernel {
   explicit SelectOp(OpKernelConstruction* c) : OpKernel(c) {}
 
   absl::Status Compute(OpKernelContext* ctx) override {
-    const Tensor& cond = ctx->input(0);
+    ASSIGN_OR_RETURN(const int64_t inner, SelectElementsPerCondition(*ctx));
     const Tensor& t = ctx->input(1);
     const Tensor& e = ctx->input(2);
-    if (t.shape() != e.shape()) {
-      return ctx->InvalidArgument("'then' and 'else' must have the same size.  but received: ",
-                                  t.shape().DebugString(), " vs. ", e.shape().DebugString());
-    }
-    const bool* c = cond.flat<bool>().data();
-    const T* tv = t.flat<T>().data();
-    const T* ev = e.flat<T>().data();
-    const int64_t n = t.shape().num_elements();
-    if (cond.shape().dims() == 0) {
+    const bool* c = ctx->input(0).flat<bool>().data();
+    if (ctx->input(0).dims() == 0) {
       ctx->set_output(0, c[0] ? t : e);
       return absl::OkStatus();
     }
-    int64_t inner = 1;  // Elements of t per element of cond.
-    if (cond.shape().dims() == 1 && t.shape().dims() > 1) {
-      if (cond.shape().dim_size(0) != t.shape().dim_size(0)) {
-        return ctx->InvalidArgument(
-            "Number of batches of 'then' must match size of 'cond', but saw: ",
-            t.shape().dim_size(0), " vs. ", cond.shape().dim_size(0));
-      }
-      inner = t.shape().dim_size(0) == 0 ? 0 : n / t.shape().dim_size(0);
-    } else if (cond.shape() != t.shape()) {
-      return ctx->InvalidArgument(
-          "'condition' and 'then' must have the same size.  but received: ",
-          cond.shape().DebugString(), " vs. ", t.shape().DebugString());
-    }
+    const T* tv = t.flat<T>().data();
+    const T* ev = e.flat<T>().data();
+    const int64_t n = t.shape().num_elements();
     Tensor* out = ctx->allocate_output_for_overwrite(0, t.shape());
     T* o = out->flat<T>().data();
     for (int64_t i = 0; i < n; ++i) o[i] = c[inner == 0 ? 0 : i / inner] ? tv[i] : ev[i];
