@@ -136,20 +136,26 @@ TEST(GpuStepPlacementTest, ATrainingStepCrossesToTheHostOnlyForItsFeeds) {
   }
 }
 
-// TF1 RNN training steps from tests/data/tf1_corpus (devices cleared, as on
-// one worker) run on the GPU but for their feeds: their TensorArrays, the
-// LSTM cell's concat and split, the transposes, slices and gathers, L2Loss
-// (of clip_by_global_norm) and the int32 shape arithmetic of their gradients
-// all have GPU kernels, nothing returns to the host, and the host sends the
-// GPU only the feeds and the counts of their Means. dynamic_rnn's loop
-// condition's LogicalAnd stays on the CPU, reading bools from host memory
-// (no copy). Before session 30, dynamic_rnn_lstm kept 113 of its 554 nodes
-// on the CPU, nested_while_v1 36 of 345 and rnn_while_v1 95 of 415, and each
-// loop iteration's values crossed to the host and back.
-TEST(GpuStepPlacementTest, TF1RnnStepsRunOnTheGpu) {
+// TF1 training steps from tests/data/tf1_corpus (devices cleared, as on one
+// worker) run on the GPU but for their feeds, nothing returns to the host,
+// and the host sends the GPU only the feeds, the counts of their Means and
+// dropout's random numbers (drawn on the host, so that both devices draw
+// TensorFlow's values).
+//  - RNNs: their TensorArrays, the LSTM cell's concat and split, the
+//    transposes, slices and gathers, L2Loss (of clip_by_global_norm) and the
+//    int32 shape arithmetic of their gradients have GPU kernels.
+//    dynamic_rnn's loop condition's LogicalAnd stays on the CPU, reading
+//    bools from host memory (no copy). Before session 30, dynamic_rnn_lstm
+//    kept 113 of its 554 nodes on the CPU, nested_while_v1 36 of 345 and
+//    rnn_while_v1 95 of 415, and each loop iteration's values crossed to the
+//    host and back.
+//  - CNNs with batch norm: FusedBatchNormV3 and its gradient, and tf.losses'
+//    Select, have GPU kernels. Before session 31 the batch norm ran on the
+//    CPU, its activations and their gradients crossing both ways each step.
+TEST(GpuStepPlacementTest, TF1StepsRunOnTheGpu) {
   struct Case {
     std::string graph;
-    std::set<std::string> cpu_nodes;
+    std::set<std::string> cpu_nodes;  // The feeds, and what stays on the CPU.
     std::vector<std::string> mid_step_to_device;
   };
   const std::vector<Case> cases = {
@@ -163,6 +169,13 @@ TEST(GpuStepPlacementTest, TF1RnnStepsRunOnTheGpu) {
        {"x", "y"},
        {"gradients/Mean_1_grad/Prod -> gradients/Mean_1_grad/Cast",
         "gradients/Mean_grad/Prod -> gradients/Mean_grad/Cast"}},
+      {"cnn_batch_norm",
+       {"images", "labels"},
+       {"dropout/random_uniform/RandomUniform -> dropout/GreaterEqual",
+        "gradients/Mean_grad/Prod -> gradients/Mean_grad/Cast"}},
+      {"layers_batch_norm",
+       {"images", "labels"},
+       {"dropout/dropout/random_uniform/RandomUniform -> dropout/dropout/GreaterEqual"}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.graph);
@@ -180,10 +193,10 @@ TEST(GpuStepPlacementTest, TF1RnnStepsRunOnTheGpu) {
     const StepCrossings s = PlaceStep(def, roots);
     EXPECT_EQ(s.cpu_nodes, c.cpu_nodes);
     EXPECT_TRUE(s.device_to_host.empty()) << absl::StrJoin(s.device_to_host, "; ");
-    std::vector<std::string> mid_step;  // But the feeds and the variables' initializers.
+    std::vector<std::string> mid_step;  // But from the feeds and in the variables' initializers.
     for (const std::string& edge : s.host_to_device) {
-      if (!absl::StartsWith(edge, "x ->") && !absl::StartsWith(edge, "y ->") &&
-          !absl::StrContains(edge, "/Initializer/")) {
+      const std::string src = edge.substr(0, edge.find(" -> "));
+      if (!c.cpu_nodes.count(src) && !absl::StrContains(edge, "/Initializer/")) {
         mid_step.push_back(edge);
       }
     }

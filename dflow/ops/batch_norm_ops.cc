@@ -25,19 +25,10 @@
 #include "dflow/framework/kernel.h"
 #include "dflow/framework/op_def.h"
 #include "dflow/framework/shape_inference.h"
+#include "dflow/ops/normalization_util.h"
 
 namespace dflow {
 namespace {
-
-// x viewed as [outer, channels, inner]: channels last has inner = 1 (outer
-// the positions), channels first has outer = N (inner the positions of one
-// image).
-struct ChannelLayout {
-  int64_t outer = 0;
-  int64_t channels = 0;
-  int64_t inner = 0;
-  int64_t count() const { return outer * inner; }  // Values per channel.
-};
 
 // Calls fn(c, i) for element i (flat index, in order) of every channel c of
 // rows [begin, end) of the outer dimension.
@@ -55,63 +46,18 @@ void ForEachElement(const ChannelLayout& l, Fn&& fn) {
   ForEachElement(l, 0, l.outer, std::forward<Fn>(fn));
 }
 
-// Reads the attrs shared by every version; *channels_first for NCHW/NCDHW.
-absl::Status ReadCommonAttrs(OpKernelConstruction* c, float* epsilon, bool* is_training,
-                             bool* channels_first) {
-  std::string format = "NHWC";
-  RETURN_IF_ERROR(c->GetAttr("epsilon", epsilon));
-  RETURN_IF_ERROR(c->GetAttr("is_training", is_training));
-  RETURN_IF_ERROR(c->GetAttr("data_format", &format));
-  *channels_first = format == "NCHW" || format == "NCDHW";
-  return absl::OkStatus();
-}
-
-absl::StatusOr<ChannelLayout> Layout(OpKernelContext* ctx, const Tensor& x, bool channels_first) {
-  if (x.dims() != 4 && x.dims() != 5) {
-    return ctx->InvalidArgument("input must be 4-dimensional or 5-dimensional",
-                                x.shape().DebugString());
-  }
-  const int64_t channels = x.dim_size(channels_first ? 1 : x.dims() - 1);
-  const int64_t n = x.dim_size(0);
-  if (channels == 0) return ChannelLayout{0, 0, 0};
-  if (channels_first)
-    return ChannelLayout{n, channels, n == 0 ? 0 : x.NumElements() / n / channels};
-  return ChannelLayout{x.NumElements() / channels, channels, 1};
-}
-
-// `name` (input i) must be a vector of `channels` values.
-absl::Status CheckChannelVector(OpKernelContext* ctx, int i, const char* name, int64_t channels) {
-  const Tensor& t = ctx->input(i);
-  if (t.dims() != 1 || t.dim_size(0) != channels) {
-    return ctx->InvalidArgument(name, " must be a vector of ", channels,
-                                " values (the channels of x), got ", t.shape().DebugString());
-  }
-  return absl::OkStatus();
-}
-
 class FusedBatchNormOp : public OpKernel {
  public:
-  explicit FusedBatchNormOp(OpKernelConstruction* c) : OpKernel(c) {
-    c->SetStatus(ReadCommonAttrs(c, &epsilon_, &is_training_, &channels_first_));
-    c->GetAttr("exponential_avg_factor", &avg_factor_).IgnoreError();
-  }
+  explicit FusedBatchNormOp(OpKernelConstruction* c) : OpKernel(c), a_(c) {}
 
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
-    ASSIGN_OR_RETURN(ChannelLayout l, Layout(ctx, x, channels_first_));
-    RETURN_IF_ERROR(CheckChannelVector(ctx, 1, "scale", l.channels));
-    RETURN_IF_ERROR(CheckChannelVector(ctx, 2, "offset", l.channels));
-    // In training with no running averages to update, mean and variance may be empty.
-    const bool stats_needed = !is_training_ || avg_factor_ != 1.0f;
-    if (stats_needed || ctx->input(3).NumElements() != 0) {
-      RETURN_IF_ERROR(CheckChannelVector(ctx, 3, "mean", l.channels));
-      RETURN_IF_ERROR(CheckChannelVector(ctx, 4, "variance", l.channels));
-    }
+    ASSIGN_OR_RETURN(ChannelLayout l, CheckBatchNormInputs(ctx, a_));
     const float* xv = x.flat<float>().data();
     const float* scale = ctx->input(1).flat<float>().data();
     const float* offset = ctx->input(2).flat<float>().data();
     std::vector<float> mean(l.channels), var(l.channels);  // What y is normalized with.
-    if (is_training_) {
+    if (a_.is_training) {
       BatchMoments(xv, l, &mean, &var);
     } else {
       for (int64_t c = 0; c < l.channels; ++c) {
@@ -121,7 +67,7 @@ class FusedBatchNormOp : public OpKernel {
     }
     float* y = ctx->allocate_output_for_overwrite(0, x.shape())->flat<float>().data();
     std::vector<float> factor(l.channels);
-    for (int64_t c = 0; c < l.channels; ++c) factor[c] = scale[c] / std::sqrt(var[c] + epsilon_);
+    for (int64_t c = 0; c < l.channels; ++c) factor[c] = scale[c] / std::sqrt(var[c] + a_.epsilon);
     ctx->intra_op_pool()->ParallelFor(l.outer, l.channels * l.inner,
                                       [&](int64_t begin, int64_t end) {
                                         ForEachElement(l, begin, end, [&](int64_t c, int64_t i) {
@@ -139,16 +85,16 @@ class FusedBatchNormOp : public OpKernel {
     for (int64_t c = 0; c < l.channels; ++c) {
       saved_mean[c] = mean[c];
       saved_var[c] = var[c];
-      if (!is_training_) {
+      if (!a_.is_training) {
         batch_mean[c] = mean[c];
         batch_var[c] = var[c];
-      } else if (avg_factor_ == 1.0f) {
+      } else if (a_.avg_factor == 1.0f) {
         batch_mean[c] = mean[c];
         batch_var[c] = var[c] * unbiased;
       } else {
-        const float keep = 1.0f - avg_factor_;
-        batch_mean[c] = keep * ctx->input(3).flat<float>()[c] + avg_factor_ * mean[c];
-        batch_var[c] = keep * ctx->input(4).flat<float>()[c] + avg_factor_ * var[c] * unbiased;
+        const float keep = 1.0f - a_.avg_factor;
+        batch_mean[c] = keep * ctx->input(3).flat<float>()[c] + a_.avg_factor * mean[c];
+        batch_var[c] = keep * ctx->input(4).flat<float>()[c] + a_.avg_factor * var[c] * unbiased;
       }
     }
     return absl::OkStatus();
@@ -170,10 +116,7 @@ class FusedBatchNormOp : public OpKernel {
     for (int64_t c = 0; c < l.channels; ++c) (*var)[c] = static_cast<float>(squares[c] / n);
   }
 
-  float epsilon_ = 1e-4f;
-  float avg_factor_ = 1.0f;
-  bool is_training_ = true;
-  bool channels_first_ = false;
+  const BatchNormAttrs a_;
 };
 
 // Training (the batch's statistics, reserve_space_1/2):
@@ -182,22 +125,12 @@ class FusedBatchNormOp : public OpKernel {
 // Both: dscale = sum(dy (x - mean)) / sqrt(var + eps), doffset = sum(dy).
 class FusedBatchNormGradOp : public OpKernel {
  public:
-  explicit FusedBatchNormGradOp(OpKernelConstruction* c) : OpKernel(c) {
-    c->SetStatus(ReadCommonAttrs(c, &epsilon_, &is_training_, &channels_first_));
-  }
+  explicit FusedBatchNormGradOp(OpKernelConstruction* c) : OpKernel(c), a_(c) {}
 
   absl::Status Compute(OpKernelContext* ctx) override {
+    ASSIGN_OR_RETURN(ChannelLayout l, CheckBatchNormGradInputs(ctx, a_));
     const Tensor& dy_t = ctx->input(0);
     const Tensor& x_t = ctx->input(1);
-    if (dy_t.shape() != x_t.shape()) {
-      return ctx->InvalidArgument("x and y_backprop must have same shape, but x has shape ",
-                                  x_t.shape().DebugString(), " and y_backprop has shape ",
-                                  dy_t.shape().DebugString());
-    }
-    ASSIGN_OR_RETURN(ChannelLayout l, Layout(ctx, x_t, channels_first_));
-    RETURN_IF_ERROR(CheckChannelVector(ctx, 2, "scale", l.channels));
-    RETURN_IF_ERROR(CheckChannelVector(ctx, 3, "reserve_space_1 (the mean)", l.channels));
-    RETURN_IF_ERROR(CheckChannelVector(ctx, 4, "reserve_space_2 (the variance)", l.channels));
     const float* dy = dy_t.flat<float>().data();
     const float* x = x_t.flat<float>().data();
     const float* scale = ctx->input(2).flat<float>().data();
@@ -211,11 +144,11 @@ class FusedBatchNormGradOp : public OpKernel {
     const double n = l.count() > 0 ? double(l.count()) : 1.0;
     std::vector<double> inv_std(l.channels);
     for (int64_t c = 0; c < l.channels; ++c)
-      inv_std[c] = 1.0 / std::sqrt(double(var[c]) + epsilon_);
+      inv_std[c] = 1.0 / std::sqrt(double(var[c]) + a_.epsilon);
     float* dx = ctx->allocate_output_for_overwrite(0, x_t.shape())->flat<float>().data();
     ForEachElement(l, [&](int64_t c, int64_t i) {
       double g = dy[i];
-      if (is_training_) {
+      if (a_.is_training) {
         g -= sum_dy[c] / n + (x[i] - mean[c]) * (sum_dy_xc[c] / n) * inv_std[c] * inv_std[c];
       }
       dx[i] = static_cast<float>(scale[c] * inv_std[c] * g);
@@ -233,9 +166,7 @@ class FusedBatchNormGradOp : public OpKernel {
   }
 
  private:
-  float epsilon_ = 1e-4f;
-  bool is_training_ = true;
-  bool channels_first_ = false;
+  const BatchNormAttrs a_;
 };
 
 absl::Status FusedBatchNormShape(InferenceContext* c) {

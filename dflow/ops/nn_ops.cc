@@ -20,6 +20,7 @@
 #include "dflow/framework/shape_inference.h"
 #include "dflow/ops/conv_util.h"
 #include "dflow/ops/cwise_ops.h"
+#include "dflow/ops/normalization_util.h"
 #include "dflow/ops/xent_util.h"
 
 namespace dflow {
@@ -119,40 +120,11 @@ REGISTER_KERNEL(KernelDefBuilder("L2Loss").Device(kDeviceCPU).TypeConstraint<dou
 
 // --- LRN -----------------------------------------------------------------------
 
-// Local response normalization across channels (NHWC), as in AlexNet and
-// TensorFlow's CIFAR-10 model: with N_i = bias + alpha * sum of x_k^2 over
-// the channels k within depth_radius of i, y_i = x_i * N_i^-beta.
-struct LrnParams {
-  int64_t radius = 5;
-  float bias = 1, alpha = 1, beta = 0.5;
-
-  absl::Status Read(OpKernelConstruction* c) {
-    RETURN_IF_ERROR(c->GetAttr("depth_radius", &radius));
-    RETURN_IF_ERROR(c->GetAttr("bias", &bias));
-    RETURN_IF_ERROR(c->GetAttr("alpha", &alpha));
-    RETURN_IF_ERROR(c->GetAttr("beta", &beta));
-    if (radius < 0 || radius > std::numeric_limits<int32_t>::max()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("LRN: depth_radius must be in [0, 2^31), got ", radius));
-    }
-    return absl::OkStatus();
-  }
-  // The channels [begin, end) within the radius of channel i of `depth`.
-  int64_t Begin(int64_t i) const { return std::max<int64_t>(0, i - radius); }
-  int64_t End(int64_t i, int64_t depth) const { return std::min(depth, i + radius + 1); }
-  // N_i of one position's channels `x`.
-  float Norm(const float* x, int64_t i, int64_t depth) const {
-    float sum = 0;
-    for (int64_t k = Begin(i); k < End(i, depth); ++k) sum += x[k] * x[k];
-    return bias + alpha * sum;
-  }
-};
-
-absl::Status CheckLrnInput(OpKernelContext* ctx, const Tensor& t, const char* name) {
-  if (t.dims() != 4) {
-    return ctx->InvalidArgument(name, " must be 4-dimensional, got ", t.shape().DebugString());
-  }
-  return absl::OkStatus();
+// N_i of one position's channels `x` (ops/normalization_util.h).
+float LrnNorm(const LrnParams& p, const float* x, int64_t i, int64_t depth) {
+  float sum = 0;
+  for (int64_t k = p.Begin(i); k < p.End(i, depth); ++k) sum += x[k] * x[k];
+  return p.bias + p.alpha * sum;
 }
 
 class LrnOp : public OpKernel {
@@ -160,8 +132,8 @@ class LrnOp : public OpKernel {
   explicit LrnOp(OpKernelConstruction* c) : OpKernel(c) { c->SetStatus(p_.Read(c)); }
 
   absl::Status Compute(OpKernelContext* ctx) override {
+    RETURN_IF_ERROR(CheckLrnInputs(ctx));
     const Tensor& in = ctx->input(0);
-    RETURN_IF_ERROR(CheckLrnInput(ctx, in, "input"));
     const int64_t depth = in.dim_size(3), positions = depth == 0 ? 0 : in.NumElements() / depth;
     const float* x = in.flat<float>().data();
     float* y = ctx->allocate_output_for_overwrite(0, in.shape())->flat<float>().data();
@@ -169,7 +141,7 @@ class LrnOp : public OpKernel {
       for (int64_t pos = b; pos < e; ++pos) {
         const float* xp = x + pos * depth;
         for (int64_t i = 0; i < depth; ++i) {
-          y[pos * depth + i] = xp[i] * std::pow(p_.Norm(xp, i, depth), -p_.beta);
+          y[pos * depth + i] = xp[i] * std::pow(LrnNorm(p_, xp, i, depth), -p_.beta);
         }
       }
     });
@@ -187,16 +159,10 @@ class LrnGradOp : public OpKernel {
   explicit LrnGradOp(OpKernelConstruction* c) : OpKernel(c) { c->SetStatus(p_.Read(c)); }
 
   absl::Status Compute(OpKernelContext* ctx) override {
+    RETURN_IF_ERROR(CheckLrnInputs(ctx));
     const Tensor& dy_t = ctx->input(0);
     const Tensor& x_t = ctx->input(1);
     const Tensor& y_t = ctx->input(2);
-    RETURN_IF_ERROR(CheckLrnInput(ctx, dy_t, "input_grads"));
-    if (x_t.shape() != dy_t.shape() || y_t.shape() != dy_t.shape()) {
-      return ctx->InvalidArgument(
-          "input_grads, input_image, and output_image must have the same shape, got ",
-          dy_t.shape().DebugString(), ", ", x_t.shape().DebugString(), " and ",
-          y_t.shape().DebugString());
-    }
     const int64_t depth = x_t.dim_size(3), positions = depth == 0 ? 0 : x_t.NumElements() / depth;
     const float* dy = dy_t.flat<float>().data();
     const float* x = x_t.flat<float>().data();
@@ -206,7 +172,7 @@ class LrnGradOp : public OpKernel {
       for (int64_t pos = b; pos < e; ++pos) {
         const int64_t o = pos * depth;
         for (int64_t i = 0; i < depth; ++i) {
-          const float norm = p_.Norm(x + o, i, depth);
+          const float norm = LrnNorm(p_, x + o, i, depth);
           const float common = -2 * p_.alpha * p_.beta * y[o + i] / norm;
           for (int64_t k = p_.Begin(i); k < p_.End(i, depth); ++k) {
             float d = common * x[o + k];
