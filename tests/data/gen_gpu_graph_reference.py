@@ -21,7 +21,14 @@ The graphs:
               unstacked (scatter) and read each step, each step's state written and the
               outputs stacked (gather), then split into two halves and concatenated again;
               their gradients are the other TensorArray ops (TensorArrayGradV3, write,
-              read, scatter, gather, split, concat); fetch loss:0 and the three grads.
+              read, scatter, gather, split, concat); fetch loss:0 and the three grads;
+  tf_bn_cnn_gpu  a CNN with fused batch norm as tf.compat.v1.layers emits it: conv2d 3x3
+              SAME, batch norm in training (FusedBatchNormV3, running averages with
+              exponential_avg_factor 0.1), ReLU, batch norm in inference (the given mean
+              and variance), a spatial mean, dense 6-10, and tf.compat.v1.losses'
+              sparse softmax cross-entropy (its Select); fetch loss:0, the running
+              averages stats/mean:0 and stats/variance:0, and grads of the filter, both
+              batch norms' scale and offset, and the dense weights.
 
 Run: python3 tests/data/gen_gpu_graph_reference.py   (needs tensorflow)
 """
@@ -170,8 +177,47 @@ def ta_rnn():
     rnn_graph("tf_ta_rnn_gpu", 17, features)
 
 
+def bn_cnn():
+    rng = np.random.RandomState(19)
+    w = rng.uniform(-0.5, 0.5, (3, 3, 2, 6)).astype(np.float32)
+    channel = lambda lo, hi: rng.uniform(lo, hi, (6,)).astype(np.float32)  # noqa: E731
+    scale, offset, scale2, offset2 = channel(0.5, 1.5), channel(-0.2, 0.2), channel(0.5, 1.5), \
+        channel(-0.2, 0.2)
+    mean, variance = channel(0.2, 0.6), channel(0.3, 1.0)
+    dense = rng.uniform(-0.5, 0.5, (6, 10)).astype(np.float32)
+    x = rng.uniform(-1, 1, (4, 8, 8, 2)).astype(np.float32)
+    labels = rng.randint(0, 10, (4,)).astype(np.int32)
+    g = tf.Graph()
+    with g.as_default():
+        xp = tf1.placeholder(tf.float32, [4, 8, 8, 2], name="x")
+        yp = tf1.placeholder(tf.int32, [4], name="labels")
+        with tf.device(GPU):
+            params = {name: tf.constant(v, name=name) for name, v in [
+                ("filter", w), ("scale", scale), ("offset", offset), ("scale2", scale2),
+                ("offset2", offset2), ("dense", dense)]}
+            conv = tf1.nn.conv2d(xp, params["filter"], [1, 1, 1, 1], "SAME")
+            running_mean = tf.constant(mean, name="running_mean")
+            running_var = tf.constant(variance, name="running_variance")
+            y, batch_mean, batch_var = tf1.nn.fused_batch_norm(
+                conv, params["scale"], params["offset"], mean=running_mean,
+                variance=running_var, epsilon=0.001, is_training=True,
+                exponential_avg_factor=0.1)
+            tf.identity(batch_mean, name="stats/mean")
+            tf.identity(batch_var, name="stats/variance")
+            z, _, _ = tf1.nn.fused_batch_norm(
+                tf.nn.relu(y), params["scale2"], params["offset2"], mean=running_mean,
+                variance=running_var, epsilon=0.001, is_training=False)
+            logits = tf.matmul(tf.reduce_mean(z, [1, 2]), params["dense"], name="logits")
+            loss = tf.identity(tf1.losses.sparse_softmax_cross_entropy(yp, logits), name="loss")
+            for name, grad in zip(params, tf.gradients(loss, list(params.values()))):
+                tf.identity(grad, name="grads/" + name)
+    fetches = ["loss:0", "stats/mean:0", "stats/variance:0"] + [f"grads/{n}:0" for n in params]
+    write("tf_bn_cnn_gpu", g, {"x": x, "labels": labels}, fetches)
+
+
 if __name__ == "__main__":
     mlp()
     cnn()
     rnn()
     ta_rnn()
+    bn_cnn()
