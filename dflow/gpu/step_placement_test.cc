@@ -136,6 +136,23 @@ TEST(GpuStepPlacementTest, ATrainingStepCrossesToTheHostOnlyForItsFeeds) {
   }
 }
 
+// Places every node of tests/data/tf1_corpus/NAME.pbtxt, devices cleared
+// (as on one worker).
+StepCrossings PlaceCorpusGraph(const std::string& name) {
+  tensorflow::GraphDef def;
+  const std::string path = TestDataDir() + "/tf1_corpus/" + name + ".pbtxt";
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text.str(), &def)) << path;
+  std::vector<std::string> roots;
+  for (tensorflow::NodeDef& n : *def.mutable_node()) {
+    n.clear_device();
+    roots.push_back(n.name());
+  }
+  return PlaceStep(def, roots);
+}
+
 // TF1 training steps from tests/data/tf1_corpus (devices cleared, as on one
 // worker) run on the GPU but for their feeds, nothing returns to the host,
 // and the host sends the GPU only the feeds, the counts of their Means and
@@ -179,18 +196,7 @@ TEST(GpuStepPlacementTest, TF1StepsRunOnTheGpu) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.graph);
-    tensorflow::GraphDef def;
-    const std::string path = TestDataDir() + "/tf1_corpus/" + c.graph + ".pbtxt";
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(text.str(), &def)) << path;
-    std::vector<std::string> roots;
-    for (tensorflow::NodeDef& n : *def.mutable_node()) {
-      n.clear_device();
-      roots.push_back(n.name());
-    }
-    const StepCrossings s = PlaceStep(def, roots);
+    const StepCrossings s = PlaceCorpusGraph(c.graph);
     EXPECT_EQ(s.cpu_nodes, c.cpu_nodes);
     EXPECT_TRUE(s.device_to_host.empty()) << absl::StrJoin(s.device_to_host, "; ");
     std::vector<std::string> mid_step;  // But from the feeds and in the variables' initializers.
@@ -201,6 +207,26 @@ TEST(GpuStepPlacementTest, TF1StepsRunOnTheGpu) {
       }
     }
     EXPECT_EQ(mid_step, c.mid_step_to_device);
+  }
+}
+
+// TensorFlow's CIFAR-10 multi-GPU model (two towers; devices cleared): its
+// LRNs and their gradients run on the GPU (before session 31 each tower's
+// pooled activations and their gradient crossed to the CPU and back). What
+// stays on the CPU is the feeds and the summaries: the histograms and the
+// int64 arithmetic of tf.nn.zero_fraction, which reads the activations.
+TEST(GpuStepPlacementTest, CifarTowersNormalizeOnTheGpu) {
+  const StepCrossings s = PlaceCorpusGraph("cifar_towers");
+  for (const std::string& n : s.cpu_nodes) {
+    EXPECT_TRUE(absl::EndsWith(n, "Placeholder") || absl::EndsWith(n, "Placeholder_1") ||
+                absl::StrContains(n, "zero_fraction/") || absl::StrContains(n, "/activations") ||
+                absl::StrContains(n, "/sparsity") || n == "Merge/MergeSummary")
+        << n;
+  }
+  for (const std::string& edge : s.device_to_host) {
+    EXPECT_TRUE(absl::StrContains(edge, "zero_fraction") || absl::StrContains(edge, "/activations") ||
+                absl::StrContains(edge, "/sparsity"))
+        << edge;
   }
 }
 
