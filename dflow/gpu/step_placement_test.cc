@@ -155,9 +155,7 @@ StepCrossings PlaceCorpusGraph(const std::string& name) {
 
 // TF1 training steps from tests/data/tf1_corpus (devices cleared, as on one
 // worker) run on the GPU but for their feeds, nothing returns to the host,
-// and the host sends the GPU only the feeds, the counts of their Means and
-// dropout's random numbers (drawn on the host, so that both devices draw
-// TensorFlow's values).
+// and the host sends the GPU only the feeds and the counts of their Means.
 //  - RNNs: their TensorArrays, the LSTM cell's concat and split, the
 //    transposes, slices and gathers, L2Loss (of clip_by_global_norm) and the
 //    int32 shape arithmetic of their gradients have GPU kernels.
@@ -166,9 +164,10 @@ StepCrossings PlaceCorpusGraph(const std::string& name) {
 //    kept 113 of its 554 nodes on the CPU, nested_while_v1 36 of 345 and
 //    rnn_while_v1 95 of 415, and each loop iteration's values crossed to the
 //    host and back.
-//  - CNNs with batch norm: FusedBatchNormV3 and its gradient, and tf.losses'
-//    Select, have GPU kernels. Before session 31 the batch norm ran on the
-//    CPU, its activations and their gradients crossing both ways each step.
+//  - CNNs with batch norm: FusedBatchNormV3 and its gradient, tf.losses'
+//    Select and dropout's RandomUniform have GPU kernels. Before session 31
+//    the batch norm ran on the CPU, its activations and their gradients
+//    crossing both ways each step, and dropout's mask was drawn on the host.
 TEST(GpuStepPlacementTest, TF1StepsRunOnTheGpu) {
   struct Case {
     std::string graph;
@@ -188,11 +187,8 @@ TEST(GpuStepPlacementTest, TF1StepsRunOnTheGpu) {
         "gradients/Mean_grad/Prod -> gradients/Mean_grad/Cast"}},
       {"cnn_batch_norm",
        {"images", "labels"},
-       {"dropout/random_uniform/RandomUniform -> dropout/GreaterEqual",
-        "gradients/Mean_grad/Prod -> gradients/Mean_grad/Cast"}},
-      {"layers_batch_norm",
-       {"images", "labels"},
-       {"dropout/dropout/random_uniform/RandomUniform -> dropout/dropout/GreaterEqual"}},
+       {"gradients/Mean_grad/Prod -> gradients/Mean_grad/Cast"}},
+      {"layers_batch_norm", {"images", "labels"}, {}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.graph);

@@ -39,6 +39,10 @@ class Philox4x32 {
     return c;
   }
 
+  // The state, for generators elsewhere (a GPU's) to continue from.
+  const Block& counter() const { return counter_; }
+  const std::array<uint32_t, 2>& key() const { return key_; }
+
   // Advances the 128-bit counter by `n` blocks.
   void Skip(uint64_t n) {
     const uint32_t lo = static_cast<uint32_t>(n);

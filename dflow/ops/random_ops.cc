@@ -10,11 +10,10 @@
 #include <cstdint>
 #include <numbers>
 
-#include "absl/random/random.h"
-#include "absl/synchronization/mutex.h"
 #include "dflow/framework/kernel.h"
 #include "dflow/framework/shape_inference.h"
 #include "dflow/ops/philox.h"
+#include "dflow/ops/random_util.h"
 
 namespace dflow {
 namespace {
@@ -127,44 +126,17 @@ void Fill(const Philox4x32& base, absl::Span<T> out, ThreadPool* pool) {
 
 // --- kernel ------------------------------------------------------------------
 
-// The output shape held by a 1-D int32/int64 shape tensor.
-absl::StatusOr<TensorShape> ShapeFromTensor(const OpKernelContext& ctx, const Tensor& t) {
-  if (t.dims() != 1) {
-    return ctx.InvalidArgument("shape must be a vector, got a tensor of shape ",
-                               t.shape().DebugString());
-  }
-  std::vector<int64_t> dims(t.NumElements());
-  for (int64_t i = 0; i < t.NumElements(); ++i) {
-    dims[i] = t.dtype() == DT_INT32 ? t.flat<int32_t>()[i] : t.flat<int64_t>()[i];
-  }
-  absl::StatusOr<TensorShape> shape = TensorShape::FromDims(dims);
-  if (!shape.ok()) {
-    return ctx.InvalidArgument("invalid shape ", t.DebugString(), ": ",
-                               shape.status().message());
-  }
-  return shape;
-}
-
 template <typename Dist>
 class PhiloxRandomOp : public OpKernel {
  public:
-  explicit PhiloxRandomOp(OpKernelConstruction* c) : OpKernel(c), generator_(0, 0) {
-    int64_t seed = 0, seed2 = 0;
-    c->GetAttr("seed", &seed).IgnoreError();
-    c->GetAttr("seed2", &seed2).IgnoreError();
+  explicit PhiloxRandomOp(OpKernelConstruction* c) : OpKernel(c), stream_(c) {
     c->GetAttr("dtype", &dtype_).IgnoreError();
-    if (seed == 0 && seed2 == 0) {
-      absl::BitGen bits;
-      seed = static_cast<int64_t>(absl::Uniform<uint64_t>(bits));
-      seed2 = static_cast<int64_t>(absl::Uniform<uint64_t>(bits));
-    }
-    generator_ = Philox4x32(static_cast<uint64_t>(seed), static_cast<uint64_t>(seed2));
   }
 
   absl::Status Compute(OpKernelContext* ctx) override {
-    ASSIGN_OR_RETURN(TensorShape shape, ShapeFromTensor(*ctx, ctx->input(0)));
+    ASSIGN_OR_RETURN(TensorShape shape, RandomOutputShape(*ctx));
     Tensor* out = ctx->allocate_output(0, shape);
-    const Philox4x32 base = Reserve(static_cast<uint64_t>(shape.num_elements()) * 256);
+    const Philox4x32 base = stream_.Reserve(shape.num_elements());
     if (dtype_ == DT_FLOAT) {
       Fill<Dist>(base, out->flat<float>(), ctx->intra_op_pool());
     } else if (dtype_ == DT_DOUBLE) {
@@ -176,17 +148,8 @@ class PhiloxRandomOp : public OpKernel {
   }
 
  private:
-  // The generator at its current state; advances the state by `blocks`.
-  Philox4x32 Reserve(uint64_t blocks) {
-    absl::MutexLock l(&mu_);
-    Philox4x32 base = generator_;
-    generator_.Skip(blocks);
-    return base;
-  }
-
   DataType dtype_ = DT_FLOAT;
-  absl::Mutex mu_;
-  Philox4x32 generator_ ABSL_GUARDED_BY(mu_);
+  PhiloxStream stream_;
 };
 
 absl::Status RandomShape(InferenceContext* c) {
@@ -196,37 +159,44 @@ absl::Status RandomShape(InferenceContext* c) {
   return absl::OkStatus();
 }
 
-#define DFLOW_REGISTER_RANDOM_OP(NAME, DIST)                                 \
-  REGISTER_OP(NAME)                                                          \
-      .Input("shape: T")                                                     \
-      .Output("output: dtype")                                               \
-      .Attr("seed: int = 0")                                                 \
-      .Attr("seed2: int = 0")                                                \
-      .Attr("dtype: {half, bfloat16, float, double}")                        \
-      .Attr("T: {int32, int64}")                                             \
-      .SetIsStateful()                                                       \
-      .SetShapeFn(RandomShape);                                              \
-  REGISTER_KERNEL(KernelDefBuilder(NAME)                                     \
-                      .Device(kDeviceCPU)                                    \
-                      .TypeConstraint("dtype", {DT_FLOAT, DT_DOUBLE})        \
-                      .TypeConstraint("T", {DT_INT32, DT_INT64})             \
-                      .HostMemory("shape"),                                  \
-                  PhiloxRandomOp<DIST>);                                     \
-  /* On a GPU the same kernel fills host memory (the executor copies it */   \
-  /* on): equal values on both devices, and a variable's initializer does */ \
-  /* not keep its colocation group off the GPU. */                           \
-  REGISTER_KERNEL(KernelDefBuilder(NAME)                                     \
-                      .Device(kDeviceGPU)                                    \
-                      .TypeConstraint("dtype", {DT_FLOAT, DT_DOUBLE})        \
-                      .TypeConstraint("T", {DT_INT32, DT_INT64})             \
-                      .HostMemory("shape")                                   \
-                      .HostMemory("output"),                                 \
+#define DFLOW_REGISTER_RANDOM_OP(NAME, DIST)                          \
+  REGISTER_OP(NAME)                                                   \
+      .Input("shape: T")                                              \
+      .Output("output: dtype")                                        \
+      .Attr("seed: int = 0")                                          \
+      .Attr("seed2: int = 0")                                         \
+      .Attr("dtype: {half, bfloat16, float, double}")                 \
+      .Attr("T: {int32, int64}")                                      \
+      .SetIsStateful()                                                \
+      .SetShapeFn(RandomShape);                                       \
+  REGISTER_KERNEL(KernelDefBuilder(NAME)                              \
+                      .Device(kDeviceCPU)                             \
+                      .TypeConstraint("dtype", {DT_FLOAT, DT_DOUBLE}) \
+                      .TypeConstraint("T", {DT_INT32, DT_INT64})      \
+                      .HostMemory("shape"),                           \
+                  PhiloxRandomOp<DIST>)
+
+// On a GPU the normal distributions are drawn by the same kernel into host
+// memory (the executor copies them on): the GPU's transcendental functions
+// would round differently, and a variable's initializer then does not keep
+// its colocation group off the GPU. RandomUniform draws on the GPU itself
+// (gpu/random_ops.cc), the same values.
+#define DFLOW_REGISTER_HOST_RANDOM_OP_FOR_GPU(NAME, DIST)             \
+  REGISTER_KERNEL(KernelDefBuilder(NAME)                              \
+                      .Device(kDeviceGPU)                             \
+                      .TypeConstraint("dtype", {DT_FLOAT, DT_DOUBLE}) \
+                      .TypeConstraint("T", {DT_INT32, DT_INT64})      \
+                      .HostMemory("shape")                            \
+                      .HostMemory("output"),                          \
                   PhiloxRandomOp<DIST>)
 
 DFLOW_REGISTER_RANDOM_OP("RandomUniform", Uniform);
 DFLOW_REGISTER_RANDOM_OP("RandomStandardNormal", Normal);
 DFLOW_REGISTER_RANDOM_OP("TruncatedNormal", Truncated);
+DFLOW_REGISTER_HOST_RANDOM_OP_FOR_GPU("RandomStandardNormal", Normal);
+DFLOW_REGISTER_HOST_RANDOM_OP_FOR_GPU("TruncatedNormal", Truncated);
 
+#undef DFLOW_REGISTER_HOST_RANDOM_OP_FOR_GPU
 #undef DFLOW_REGISTER_RANDOM_OP
 
 }  // namespace
