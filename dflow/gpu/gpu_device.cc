@@ -43,11 +43,11 @@ absl::Status LaunchStatus(OpKernelContext* ctx) {
 }
 
 GpuDevice* GpuOf(OpKernelContext* ctx) {
-  thread_local int current = -1;
+  // Set every time (a thread-local store in CUDA's runtime): the copies,
+  // allocations and syncs of other GPUs on this thread set theirs, so a
+  // remembered "current" device would go stale with two GPUs.
   auto* gpu = static_cast<GpuDevice*>(ctx->device());
-  if (current != gpu->cuda_ordinal() && cudaSetDevice(gpu->cuda_ordinal()) == cudaSuccess) {
-    current = gpu->cuda_ordinal();
-  }
+  (void)cudaSetDevice(gpu->cuda_ordinal());
   return gpu;
 }
 
@@ -345,7 +345,11 @@ absl::Status GpuDevice::CopyStrided(const void* in, void* out, const StridedCopy
       return CudaCheck(cudaMemcpyAsync(out, in, width, cudaMemcpyDeviceToDevice, compute_),
                        absl::StrCat("copying ", width, " bytes within ", name()));
     }
-    if (in_pitch >= width && out_pitch >= width) {
+    // CUDA refuses pitches past cudaDevAttrMaxPitch (2^31 - 1 bytes on
+    // current GPUs); longer rows take the kernel.
+    constexpr int64_t kMaxPitch = (int64_t{1} << 31) - 1;
+    if (in_pitch >= width && out_pitch >= width && in_pitch <= kMaxPitch &&
+        out_pitch <= kMaxPitch) {
       return CudaCheck(cudaMemcpy2DAsync(out, out_pitch, in, in_pitch, width, rows,
                                          cudaMemcpyDeviceToDevice, compute_),
                        absl::StrCat("copying ", rows, " rows of ", width, " bytes within ",

@@ -5,8 +5,10 @@
 //    normalization and gradient kernels.
 //  - LRN: one thread per element, over the channels within the radius; the
 //    gradient gathers each element's terms in the CPU's order (no atomics).
-// Multiplications and additions that the CPU rounds separately are rounded
-// separately here (__fmul_rn, __fadd_rn: no fused multiply-add).
+// The expressions are the CPU kernels', in their order; both compilers fuse
+// a multiply and an add (the CPU build targets x86-64-v3), not necessarily
+// the same ones, so values agree to rounding rather than bit for bit. Powers
+// are taken in double: CUDA's powf is several ulp from glibc's.
 #include <algorithm>
 #include <cstdint>
 
@@ -133,7 +135,7 @@ __global__ void NormalizeKernel(ChannelDims d, BatchNormForward a, const float* 
   for (int64_t i = GridStart(); i < n; i += GridStride()) {
     const int64_t c = ChannelOf(d, i);
     const float factor = a.scale[c] / sqrtf(variance[c] + a.epsilon);
-    a.y[i] = __fadd_rn(__fmul_rn(a.x[i] - mean[c], factor), a.offset[c]);
+    a.y[i] = (a.x[i] - mean[c]) * factor + a.offset[c];
   }
 }
 
@@ -151,12 +153,11 @@ __global__ void ForwardStatisticsKernel(BatchNormForward a, const float* mean,
       a.batch_variance[c] = v;
     } else if (a.avg_factor == 1.0f) {
       a.batch_mean[c] = m;
-      a.batch_variance[c] = __fmul_rn(v, unbiased);
+      a.batch_variance[c] = v * unbiased;
     } else {
       const float keep = 1.0f - a.avg_factor;
-      a.batch_mean[c] = __fadd_rn(__fmul_rn(keep, a.mean[c]), __fmul_rn(a.avg_factor, m));
-      a.batch_variance[c] = __fadd_rn(__fmul_rn(keep, a.variance[c]),
-                                      __fmul_rn(__fmul_rn(a.avg_factor, v), unbiased));
+      a.batch_mean[c] = keep * a.mean[c] + a.avg_factor * m;
+      a.batch_variance[c] = keep * a.variance[c] + a.avg_factor * v * unbiased;
     }
   }
 }
@@ -198,32 +199,34 @@ __global__ void InputGradKernel(ChannelDims d, BatchNormBackward a, const double
     const double inv_std = stats[2 * d.channels + c];
     double g = a.dy[i];
     if (a.is_training) {
-      g -= __dadd_rn(stats[c] / per,
-                     __dmul_rn(__dmul_rn(__dmul_rn(static_cast<double>(a.x[i] - a.mean[c]),
-                                                   stats[d.channels + c] / per),
-                                         inv_std),
-                               inv_std));
+      g -= stats[c] / per +
+           (a.x[i] - a.mean[c]) * (stats[d.channels + c] / per) * inv_std * inv_std;
     }
-    a.dx[i] = static_cast<float>(__dmul_rn(__dmul_rn(a.scale[c], inv_std), g));
+    a.dx[i] = static_cast<float>(a.scale[c] * inv_std * g);
   }
 }
 
 // --- LRN ---------------------------------------------------------------------------------
+
+// base^exponent rounded from double (glibc's powf is within an ulp).
+__device__ float Power(float base, float exponent) {
+  return static_cast<float>(pow(static_cast<double>(base), static_cast<double>(exponent)));
+}
 
 // N_c of channel c of one position's channels `row`, summed as the CPU.
 __device__ float LrnNorm(const LrnArgs& p, const float* row, int64_t c, int64_t depth) {
   float sum = 0;
   const int64_t end = min(depth, c + p.radius + 1);
   for (int64_t k = max(int64_t{0}, c - p.radius); k < end; ++k) {
-    sum = __fadd_rn(sum, __fmul_rn(row[k], row[k]));
+    sum += row[k] * row[k];
   }
-  return __fadd_rn(p.bias, __fmul_rn(p.alpha, sum));
+  return p.bias + p.alpha * sum;
 }
 
 __global__ void LrnKernel(LrnArgs p, const float* x, float* y, int64_t n, int64_t depth) {
   for (int64_t i = GridStart(); i < n; i += GridStride()) {
     const int64_t c = i % depth;
-    y[i] = __fmul_rn(x[i], powf(LrnNorm(p, x + (i - c), c, depth), -p.beta));
+    y[i] = x[i] * Power(LrnNorm(p, x + (i - c), c, depth), -p.beta);
   }
 }
 
@@ -239,16 +242,16 @@ __global__ void LrnNormsKernel(LrnArgs p, const float* x, float* norms, int64_t 
 //   dy_i * ([i == k] N_i^-beta - 2 alpha beta x_k y_i / N_i).
 __global__ void LrnGradKernel(LrnArgs p, const float* dy, const float* x, const float* y,
                               const float* norms, float* dx, int64_t n, int64_t depth) {
-  const float scale = __fmul_rn(-2.0f * p.alpha, p.beta);
+  const float scale = -2.0f * p.alpha * p.beta;
   for (int64_t j = GridStart(); j < n; j += GridStride()) {
     const int64_t k = j % depth, row = j - k;
     const int64_t end = min(depth, k + p.radius + 1);
     float acc = 0;
     for (int64_t c = max(int64_t{0}, k - p.radius); c < end; ++c) {
       const float norm = norms[row + c];
-      float d = __fmul_rn(__fmul_rn(scale, y[row + c]) / norm, x[j]);
-      if (c == k) d = __fadd_rn(d, powf(norm, -p.beta));
-      acc = __fadd_rn(acc, __fmul_rn(d, dy[row + c]));
+      float d = scale * y[row + c] / norm * x[j];
+      if (c == k) d += Power(norm, -p.beta);
+      acc += d * dy[row + c];
     }
     dx[j] = acc;
   }

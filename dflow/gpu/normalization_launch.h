@@ -1,9 +1,8 @@
-// Launchers of the fused batch-norm kernels (normalization_kernels.cu): float
-// tensors in device memory, x viewed as [outer, channels, inner]
-// (ops/normalization_util.h's ChannelLayout, in plain types). Each launcher
-// queues its work on `s` and returns. Callers (normalization_ops.cc) check
-// shapes; the arithmetic is the CPU kernels' (ops/normalization_ops.cc), in
-// the same order of operations, statistics summed in double.
+// Launchers of the normalization kernels (normalization_kernels.cu): fused
+// batch norm and LRN, float tensors in device memory. Each launcher queues
+// its work on `s` and returns. Callers (normalization_ops.cc) check shapes;
+// the arithmetic is the CPU kernels' (ops/batch_norm_ops.cc, ops/nn_ops.cc)
+// in the same order of operations, batch statistics summed in double.
 #ifndef DFLOW_GPU_NORMALIZATION_LAUNCH_H_
 #define DFLOW_GPU_NORMALIZATION_LAUNCH_H_
 
