@@ -37,4 +37,40 @@ absl::Status Device::CopyStrided(const void* in, void* out, const StridedCopySpe
   return absl::UnimplementedError(absl::StrCat(name_, " has no memory of its own to copy in"));
 }
 
+absl::Status Device::AddTensors(const Tensor& a, const Tensor& b, Tensor* out) {
+  return absl::UnimplementedError(absl::StrCat(name_, " has no memory of its own to add in"));
+}
+
+namespace {
+
+template <typename T>
+void AddAs(const Tensor& a, const Tensor& b, Tensor* out) {
+  const T* x = static_cast<const T*>(a.raw_data());
+  const T* y = static_cast<const T*>(b.raw_data());
+  T* z = static_cast<T*>(out->raw_data());
+  for (int64_t i = 0; i < out->NumElements(); ++i) z[i] = x[i] + y[i];
+}
+
+}  // namespace
+
+absl::Status AddTensorsOnHost(const Tensor& a, const Tensor& b, Tensor* out) {
+  switch (a.dtype()) {
+    case DT_FLOAT:
+      AddAs<float>(a, b, out);
+      return absl::OkStatus();
+    case DT_DOUBLE:
+      AddAs<double>(a, b, out);
+      return absl::OkStatus();
+    case DT_INT32:
+      AddAs<int32_t>(a, b, out);
+      return absl::OkStatus();
+    case DT_INT64:
+      AddAs<int64_t>(a, b, out);
+      return absl::OkStatus();
+    default:
+      return absl::UnimplementedError(
+          absl::StrCat("cannot add gradients of dtype ", DataTypeString(a.dtype())));
+  }
+}
+
 }  // namespace dflow

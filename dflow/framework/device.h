@@ -64,6 +64,10 @@ class Device {
   // device's memory, queued (Gather on a GPU).
   virtual absl::Status GatherRows(const void* in, void* out, absl::Span<const int64_t> from,
                                   int64_t row_elems, int element_size);
+  // *out := a + b elementwise: three tensors of one numeric dtype and shape
+  // in this device's memory, queued (gradients that TensorArrays and
+  // TensorLists aggregate). Unimplemented for a dtype the device cannot add.
+  virtual absl::Status AddTensors(const Tensor& a, const Tensor& b, Tensor* out);
   // Waits for the device's queued work; the first error it met.
   virtual absl::Status Sync() { return absl::OkStatus(); }
 
@@ -74,6 +78,10 @@ class Device {
   const int64_t memory_limit_;
   ResourceMgr resource_mgr_;
 };
+
+// Device::AddTensors for memory the host can address (float, double,
+// int32, int64): a CPU's, or a test device's.
+absl::Status AddTensorsOnHost(const Tensor& a, const Tensor& b, Tensor* out);
 
 }  // namespace dflow
 

@@ -373,6 +373,16 @@ absl::Status GpuDevice::GatherRows(const void* in, void* out, absl::Span<const i
   return CudaCheck(cudaGetLastError(), absl::StrCat("gathering rows on ", name()));
 }
 
+absl::Status GpuDevice::AddTensors(const Tensor& a, const Tensor& b, Tensor* out) {
+  if (a.dtype() != DT_FLOAT) return Device::AddTensors(a, b, out);
+  if (out->NumElements() == 0) return absl::OkStatus();
+  RETURN_IF_ERROR(UseDevice(ordinal_));
+  LaunchBinary(compute_, Binary::kAdd, static_cast<const float*>(a.raw_data()),
+               static_cast<const float*>(b.raw_data()), out->raw_data(), out->NumElements(),
+               BroadcastIndex());
+  return CudaCheck(cudaGetLastError(), absl::StrCat("adding on ", name()));
+}
+
 absl::Status GpuDevice::Sync() {
   RETURN_IF_ERROR(UseDevice(ordinal_));
   // Taken before waiting: a block is listed only once its copy is queued, so

@@ -21,6 +21,7 @@
 #include "dflow/framework/kernel.h"
 #include "dflow/framework/test_data_dir.h"
 #include "dflow/runtime/device_test_util.h"
+#include "dflow/runtime/function.h"
 #include "dflow/runtime/graph.h"
 #include "dflow/runtime/placer.h"
 #include "dflow/train/models.h"
@@ -41,7 +42,7 @@ struct StepCrossings {
 // a GPU places) and lists where the nodes `roots` depend on cross.
 StepCrossings PlaceStep(const tensorflow::GraphDef& def, const std::vector<std::string>& roots) {
   StepCrossings out;
-  absl::StatusOr<std::unique_ptr<Graph>> g = Graph::FromGraphDef(def);
+  absl::StatusOr<std::unique_ptr<Graph>> g = GraphFromGraphDef(def);  // Functional ops lowered.
   EXPECT_TRUE(g.ok()) << g.status();
   if (!g.ok()) return out;
 
@@ -164,6 +165,12 @@ StepCrossings PlaceCorpusGraph(const std::string& name) {
 //    kept 113 of its 554 nodes on the CPU, nested_while_v1 36 of 345 and
 //    rnn_while_v1 95 of 415, and each loop iteration's values crossed to the
 //    host and back.
+//  - RNNs in control flow v2 loops (While, lowered as the executor lowers
+//    it): their TensorLists (tf.TensorArray and the gradient loop's
+//    accumulators) keep their elements on the GPU, the lowered call's
+//    IdentityN keeps int32 counters in host memory, and the gradient loop's
+//    condition (an int32 Less through an Identity) stays a host bool. Before
+//    session 31 every TensorList op ran on the CPU.
 //  - CNNs with batch norm: FusedBatchNormV3 and its gradient, tf.losses'
 //    Select and dropout's RandomUniform have GPU kernels. Before session 31
 //    the batch norm ran on the CPU, its activations and their gradients
@@ -189,6 +196,14 @@ TEST(GpuStepPlacementTest, TF1StepsRunOnTheGpu) {
        {"images", "labels"},
        {"gradients/Mean_grad/Prod -> gradients/Mean_grad/Cast"}},
       {"layers_batch_norm", {"images", "labels"}, {}},
+      {"while_v2",
+       {"x", "y"},
+       {"gradients/Mean_1_grad/Prod -> gradients/Mean_1_grad/Cast",
+        "gradients/Mean_grad/Prod -> gradients/Mean_grad/Cast"}},
+      {"while_v2_resource",
+       {"x", "y"},
+       {"gradients/Mean_1_grad/Prod -> gradients/Mean_1_grad/Cast",
+        "gradients/Mean_grad/Prod -> gradients/Mean_grad/Cast"}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.graph);

@@ -169,8 +169,11 @@ REGISTER_OP("Identity")
     .SetShapeFn(UnchangedShape);
 REGISTER_KERNEL(KernelDefBuilder("Identity").Device(kDeviceCPU), ForwardOp);
 // On a GPU an int32 Identity (a loop's counter, read by host-memory indices)
-// stays in host memory.
-const GpuForwardKernel<ForwardOp> gpu_identity("Identity", {}, {"input", "output"});
+// stays in host memory, and so does a bool one: it carries predicates (a
+// tf.cond's pred_id, a while_v2 condition's result) from host-memory
+// comparisons to the host-memory preds of Switch and LoopCond.
+const GpuForwardKernel<ForwardOp> gpu_identity("Identity", {}, {"input", "output"},
+                                               {DT_INT32, DT_BOOL});
 
 // Identity to the forward pass; gradients stop here (tf.stop_gradient).
 REGISTER_OP("StopGradient")
@@ -197,7 +200,29 @@ REGISTER_OP("IdentityN")
     .Attr("T: list(type) >= 1")
     .SetShapeFn(IdentityNShape);
 REGISTER_KERNEL(KernelDefBuilder("IdentityN").Device(kDeviceCPU), ForwardOp);
-REGISTER_KERNEL(KernelDefBuilder("IdentityN").Device(kDeviceGPU), ForwardOp);
+
+// IdentityN on a GPU (what a lowered While or If call leaves in its place):
+// its int32 values (loop counters, maximum_iterations) stay in host memory
+// as every int32 on a GPU does; a list of types cannot say so per argument
+// in its registration, so the kernel sets it.
+class GpuIdentityNOp : public ForwardOp {
+ public:
+  explicit GpuIdentityNOp(OpKernelConstruction* c) : ForwardOp(Int32OnHost(c)) {}
+
+ private:
+  static OpKernelConstruction* Int32OnHost(OpKernelConstruction* c) {
+    std::vector<MemoryType> in = c->input_memory_types(), out = c->output_memory_types();
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (c->input_type(i) == DT_INT32) in[i] = MemoryType::kHost;
+    }
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (c->output_type(i) == DT_INT32) out[i] = MemoryType::kHost;
+    }
+    c->set_memory_types(std::move(in), std::move(out));
+    return c;
+  }
+};
+REGISTER_KERNEL(KernelDefBuilder("IdentityN").Device(kDeviceGPU), GpuIdentityNOp);
 
 class NoOpOp : public OpKernel {
  public:

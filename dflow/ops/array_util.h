@@ -4,6 +4,7 @@
 #ifndef DFLOW_OPS_ARRAY_UTIL_H_
 #define DFLOW_OPS_ARRAY_UTIL_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -48,23 +49,29 @@ inline const DataTypeVector& GpuTensorTypes() {
 // Registers Kernel, a kernel that forwards its inputs (Identity, Switch,
 // Merge, Enter, ...), for `op` on a GPU as TensorFlow registers such kernels:
 // for T in GpuTensorTypes() and the host-only types (string, resource,
-// variant) with `host_args` in host memory, and for T = int32 with
-// `int32_args` in host memory (int32 values on a GPU are counters, shapes
-// and indices, which host-memory args read).
+// variant) with `host_args` in host memory, and for T in `host_value_types`
+// (int32: counters, shapes and indices, which host-memory args read) with
+// `value_args` in host memory.
 template <typename Kernel>
 struct GpuForwardKernel {
   GpuForwardKernel(const char* op, std::initializer_list<const char*> host_args,
-                   std::initializer_list<const char*> int32_args) {
-    DataTypeVector types = GpuTensorTypes();
+                   std::initializer_list<const char*> value_args,
+                   const DataTypeVector& host_value_types = {DT_INT32}) {
+    DataTypeVector types;
+    for (DataType t : GpuTensorTypes()) {
+      if (std::find(host_value_types.begin(), host_value_types.end(), t) == host_value_types.end()) {
+        types.push_back(t);
+      }
+    }
     for (DataType t : {DT_STRING, DT_RESOURCE, tensorflow::DT_VARIANT}) types.push_back(t);
     KernelDefBuilder b(op);
     b.Device(kDeviceGPU).TypeConstraint("T", types);
     for (const char* arg : host_args) b.HostMemory(arg);
     Register(b);
-    KernelDefBuilder int32(op);
-    int32.Device(kDeviceGPU).TypeConstraint<int32_t>("T");
-    for (const char* arg : int32_args) int32.HostMemory(arg);
-    Register(int32);
+    KernelDefBuilder on_host(op);
+    on_host.Device(kDeviceGPU).TypeConstraint("T", host_value_types);
+    for (const char* arg : value_args) on_host.HostMemory(arg);
+    Register(on_host);
   }
   static void Register(const KernelDefBuilder& b) {
     KernelRegistry::Global()->Register(

@@ -10,6 +10,12 @@
 // changes the input's list in place only when it holds the only reference to
 // that tensor's buffer, and otherwise a copy (the element tensors' buffers
 // are shared, not copied). Error texts are TensorFlow's.
+//
+// On a GPU, as TensorFlow registers them, a list's elements stay in device
+// memory (int32 elements in host memory, as dflow keeps int32 on a GPU);
+// the list itself, indices, lengths and element shapes are host values. So
+// a control flow v2 loop on a GPU (tf.TensorArray, while_v2's gradient
+// accumulators) reads and writes its elements there each iteration.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -24,13 +30,15 @@
 #include "dflow/framework/shape_inference.h"
 #include "dflow/framework/status.h"
 #include "dflow/framework/tensor_list.h"
+#include "dflow/ops/array_util.h"
+#include "dflow/ops/element_memory.h"
 
 namespace dflow {
 namespace {
 
 using tensorflow::DT_VARIANT;
 
-// The element types a list kernel copies and fills with zeros.
+// The element types of a list on a CPU.
 const DataTypeVector& ListElementTypes() {
   static const DataTypeVector* types =
       new DataTypeVector{DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_UINT8, DT_BOOL, DT_STRING};
@@ -95,23 +103,6 @@ absl::StatusOr<PartialShape> MergeWithElements(PartialShape shape, const TensorL
   return shape;
 }
 
-// Zeros of `dtype` and `shape`, refused over the one tensor byte limit.
-absl::StatusOr<Tensor> Zeros(DataType dtype, const TensorShape& shape) {
-  RETURN_IF_ERROR(CheckTensorBytes(dtype, shape));
-  return Tensor(dtype, shape);
-}
-
-// Copies every element of `src` into `dst` from element `offset` on.
-// REQUIRES: same dtype, one of ListElementTypes(), and room in `dst`.
-void CopyElements(const Tensor& src, int64_t offset, Tensor* dst) {
-  SwitchAll(src.dtype(), "CopyElements", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    auto from = src.flat<T>();
-    std::copy(from.begin(), from.end(), dst->flat<T>().begin() + offset);
-    return absl::OkStatus();
-  }).IgnoreError();
-}
-
 // Tensors of a list take this much memory each before holding any data.
 absl::Status CheckListSize(OpKernelContext* ctx, int64_t num_elements) {
   const uint64_t bytes = static_cast<uint64_t>(num_elements) * sizeof(Tensor);
@@ -159,16 +150,28 @@ TensorList* ForwardOrCopyList(OpKernelContext* ctx, int i, int o, const TensorLi
   return list;
 }
 
-// Element `t` of a list, or zeros of `shape` when it is unset; `unknown` is
-// the error when the shape is not fully defined.
-absl::StatusOr<Tensor> ReadElement(OpKernelContext* ctx, const Tensor& t, DataType dtype,
+// `t` (an element of a list) in the memory of this kernel's output `o`: a
+// list filled on one device may be read by a kernel of another.
+absl::StatusOr<Tensor> InOutputMemory(OpKernelContext* ctx, const Tensor& t, int o) {
+  const MemoryType want = ctx->op_kernel().output_memory_type(o);
+  if (t.memory_type() == want) return t;
+  if (ctx->device()->device_allocator() == nullptr) {
+    return ctx->InvalidArgument("a list element in ", MemoryTypeName(t.memory_type()),
+                                " memory, read on ", ctx->device()->name());
+  }
+  return ctx->device()->CopyTensor(t, want);
+}
+
+// Element `t` of a list as output `o`, or zeros of `shape` when it is unset;
+// `unknown` is the error when the shape is not fully defined.
+absl::StatusOr<Tensor> ReadElement(OpKernelContext* ctx, int o, const Tensor& t, DataType dtype,
                                    const PartialShape& shape, const std::string& unknown) {
-  if (t.IsInitialized()) return t;
+  if (t.IsInitialized()) return InOutputMemory(ctx, t, o);
   if (!shape.IsFullyDefined()) return ctx->InvalidArgument(unknown);
   ASSIGN_OR_RETURN(TensorShape s, shape.ToTensorShape());
-  absl::StatusOr<Tensor> zeros = Zeros(dtype, s);
-  if (!zeros.ok()) return WithPrefix(zeros.status(), ctx->Prefix());
-  return zeros;
+  absl::Status fits = CheckTensorBytes(dtype, s);
+  if (!fits.ok()) return WithPrefix(fits, ctx->Prefix());
+  return ElementMemory::OfOutput(ctx, o).New(dtype, s, /*zero=*/true);
 }
 
 // --- shape functions -------------------------------------------------------------
@@ -356,15 +359,11 @@ class TensorListFromTensorOp : public ListOpKernel {
     }
     TensorList list(t.dtype(), *shape);
     const int64_t n = t.dim_size(0), size = element_shape.num_elements();
+    const ElementMemory memory = ElementMemory::OfInput(ctx, 0);
     list.tensors.reserve(n);
     for (int64_t i = 0; i < n; ++i) {
-      Tensor element(t.dtype(), element_shape);
-      SwitchAll(t.dtype(), "TensorListFromTensor", [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        auto from = t.flat<T>().subspan(i * size, size);
-        std::copy(from.begin(), from.end(), element.flat<T>().begin());
-        return absl::OkStatus();
-      }).IgnoreError();
+      ASSIGN_OR_RETURN(Tensor element, memory.New(t.dtype(), element_shape, /*zero=*/false));
+      RETURN_IF_ERROR(memory.Copy(t, i * size, &element, 0, size));
       list.tensors.push_back(std::move(element));
     }
     ctx->set_output(0, TensorListTensor(std::move(list)));
@@ -408,11 +407,14 @@ class TensorListStackOp : public ListOpKernel {
     absl::Status fits = CheckTensorBytes(dtype_, *out_shape);
     if (!fits.ok()) return WithPrefix(fits, ctx->Prefix());
     Tensor* out = ctx->allocate_output(0, *out_shape);  // Unset elements stay zero.
+    if (!ctx->allocation_status().ok()) return absl::OkStatus();
     const TensorShape element_shape(absl::MakeConstSpan(dims).subspan(1));
     const int64_t size = element_shape.num_elements();
+    const ElementMemory memory = ElementMemory::OfOutput(ctx, 0);
     for (int64_t i = 0; i < n; ++i) {
-      const Tensor& t = list->tensors[i];
-      if (t.IsInitialized()) CopyElements(t, i * size, out);
+      if (!list->tensors[i].IsInitialized()) continue;
+      ASSIGN_OR_RETURN(Tensor t, InOutputMemory(ctx, list->tensors[i], 0));
+      RETURN_IF_ERROR(memory.Copy(t, 0, out, i * size, size));
     }
     return absl::OkStatus();
   }
@@ -443,7 +445,7 @@ class TensorListGetItemOp : public ListOpKernel {
     }
     ASSIGN_OR_RETURN(
         Tensor item,
-        ReadElement(ctx, t, dtype_, shape,
+        ReadElement(ctx, 0, t, dtype_, shape,
                     absl::StrCat("Trying to read an uninitialized tensor but element_shape is "
                                  "not fully defined: ",
                                  shape.DebugString(), " and no list element is set.")));
@@ -521,7 +523,7 @@ class TensorListPopBackOp : public ListOpKernel {
       shape = *s;
     }
     ASSIGN_OR_RETURN(Tensor item,
-                     ReadElement(ctx, last, dtype_, shape,
+                     ReadElement(ctx, 1, last, dtype_, shape,
                                  absl::StrCat("Trying to read an uninitialized tensor but "
                                               "element_shape is not fully defined.",
                                               shape.DebugString())));
@@ -573,7 +575,7 @@ class AddNListsOp : public OpKernel {
     TensorList sum = *first;
     for (int i = 1; i < ctx->num_inputs(); ++i) {
       ASSIGN_OR_RETURN(const TensorList* next, InputList(ctx, i));
-      absl::StatusOr<TensorList> s = AddLists(sum, *next);
+      absl::StatusOr<TensorList> s = AddLists(ctx, sum, *next);
       if (!s.ok()) return ctx->InvalidArgument(s.status().message());
       sum = *std::move(s);
     }
@@ -582,7 +584,8 @@ class AddNListsOp : public OpKernel {
   }
 
  private:
-  static absl::StatusOr<Tensor> AddElements(const Tensor& a, const Tensor& b) {
+  static absl::StatusOr<Tensor> AddElements(OpKernelContext* ctx, const Tensor& a,
+                                            const Tensor& b) {
     if (!a.IsInitialized()) return b;
     if (!b.IsInitialized()) return a;
     if (a.shape() != b.shape()) {
@@ -590,22 +593,11 @@ class AddNListsOp : public OpKernel {
           absl::StrCat("Trying to add two tensors with incompatible element shapes. One is ",
                        a.shape().DebugString(), " and the other is ", b.shape().DebugString()));
     }
-    Tensor out(a.dtype(), a.shape());
-    RETURN_IF_ERROR(SwitchNumeric(a.dtype(), "AddN of lists", [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      if constexpr (std::is_same_v<T, bool>) {
-        return absl::InvalidArgumentError("AddN of lists: unsupported dtype bool");
-      } else {
-        auto x = a.flat<T>(), y = b.flat<T>();
-        auto o = out.flat<T>();
-        for (size_t k = 0; k < o.size(); ++k) o[k] = x[k] + y[k];
-        return absl::OkStatus();
-      }
-    }));
-    return out;
+    return ElementMemory(ctx, a.memory_type()).Add(a, b);
   }
 
-  static absl::StatusOr<TensorList> AddLists(const TensorList& a, const TensorList& b) {
+  static absl::StatusOr<TensorList> AddLists(OpKernelContext* ctx, const TensorList& a,
+                                             const TensorList& b) {
     if (a.element_dtype != b.element_dtype) {
       return absl::InvalidArgumentError(absl::StrCat(
           "Trying to add two lists of tensors of different dtypes. One is ",
@@ -626,7 +618,7 @@ class AddNListsOp : public OpKernel {
     out.max_num_elements = a.max_num_elements;
     out.tensors.reserve(a.tensors.size());
     for (size_t i = 0; i < a.tensors.size(); ++i) {
-      ASSIGN_OR_RETURN(Tensor t, AddElements(a.tensors[i], b.tensors[i]));
+      ASSIGN_OR_RETURN(Tensor t, AddElements(ctx, a.tensors[i], b.tensors[i]));
       out.tensors.push_back(std::move(t));
     }
     return out;
@@ -644,34 +636,76 @@ class ZerosLikeListOp : public OpKernel {
     out.max_num_elements = in->max_num_elements;
     out.tensors.reserve(in->tensors.size());
     for (const Tensor& t : in->tensors) {
-      out.tensors.push_back(t.IsInitialized() ? Tensor(t.dtype(), t.shape()) : Tensor());
+      if (!t.IsInitialized()) {
+        out.tensors.emplace_back();
+        continue;
+      }
+      ASSIGN_OR_RETURN(Tensor zeros,
+                       ElementMemory(ctx, t.memory_type()).New(t.dtype(), t.shape(), /*zero=*/true));
+      out.tensors.push_back(std::move(zeros));
     }
     ctx->set_output(0, TensorListTensor(std::move(out)));
     return absl::OkStatus();
   }
 };
 
-KernelDefBuilder ListKernel(const char* op) {
-  return KernelDefBuilder(op)
-      .Device(kDeviceCPU)
-      .TypeConstraint("element_dtype", ListElementTypes());
+// Registers K for `op` on a CPU (every list element type) and on a GPU as
+// TensorFlow does: `host_args` (indices, lengths, element shapes) in host
+// memory; the `element_args` in device memory for GpuTensorTypes(), in host
+// memory for int32. The lists themselves are variants, host values.
+template <typename K>
+void RegisterListKernels(const char* op, std::initializer_list<const char*> host_args,
+                         std::initializer_list<const char*> element_args) {
+  const KernelFactory make = [](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> {
+    return std::make_unique<K>(c);
+  };
+  KernelRegistry* registry = KernelRegistry::Global();
+  registry->Register(KernelDefBuilder(op)
+                         .Device(kDeviceCPU)
+                         .TypeConstraint("element_dtype", ListElementTypes())
+                         .Build(),
+                     make);
+  KernelDefBuilder gpu(op), gpu_int32(op);
+  gpu.Device(kDeviceGPU).TypeConstraint("element_dtype", GpuTensorTypes());
+  gpu_int32.Device(kDeviceGPU).TypeConstraint("element_dtype", {DT_INT32});
+  for (const char* arg : host_args) {
+    gpu.HostMemory(arg);
+    gpu_int32.HostMemory(arg);
+  }
+  for (const char* arg : element_args) gpu_int32.HostMemory(arg);
+  registry->Register(gpu.Build(), make);
+  registry->Register(gpu_int32.Build(), make);
 }
 
-REGISTER_KERNEL(ListKernel("EmptyTensorList"), EmptyTensorListOp);
-REGISTER_KERNEL(ListKernel("TensorListReserve"), TensorListReserveOp);
-REGISTER_KERNEL(ListKernel("TensorListFromTensor"), TensorListFromTensorOp);
-REGISTER_KERNEL(ListKernel("TensorListStack"), TensorListStackOp);
-REGISTER_KERNEL(ListKernel("TensorListGetItem"), TensorListGetItemOp);
-REGISTER_KERNEL(ListKernel("TensorListSetItem"), TensorListSetItemOp);
-REGISTER_KERNEL(ListKernel("TensorListPushBack"), TensorListPushBackOp);
-REGISTER_KERNEL(ListKernel("TensorListPopBack"), TensorListPopBackOp);
-REGISTER_KERNEL(KernelDefBuilder("TensorListLength").Device(kDeviceCPU), TensorListLengthOp);
-REGISTER_KERNEL(KernelDefBuilder("ZerosLike").Device(kDeviceCPU).TypeConstraint("T", {DT_VARIANT}),
-                ZerosLikeListOp);
-REGISTER_KERNEL(KernelDefBuilder("AddN").Device(kDeviceCPU).TypeConstraint("T", {DT_VARIANT}),
-                AddNListsOp);
-REGISTER_KERNEL(KernelDefBuilder("TensorListElementShape").Device(kDeviceCPU),
-                TensorListElementShapeOp);
+const bool kListKernelsRegistered = [] {
+  RegisterListKernels<EmptyTensorListOp>("EmptyTensorList", {"element_shape", "max_num_elements"},
+                                         {});
+  RegisterListKernels<TensorListReserveOp>("TensorListReserve", {"element_shape", "num_elements"},
+                                           {});
+  RegisterListKernels<TensorListFromTensorOp>("TensorListFromTensor", {"element_shape"},
+                                              {"tensor"});
+  RegisterListKernels<TensorListStackOp>("TensorListStack", {"element_shape"}, {"tensor"});
+  RegisterListKernels<TensorListGetItemOp>("TensorListGetItem", {"index", "element_shape"},
+                                           {"item"});
+  RegisterListKernels<TensorListSetItemOp>("TensorListSetItem", {"index"}, {"item"});
+  RegisterListKernels<TensorListPushBackOp>("TensorListPushBack", {}, {"tensor"});
+  RegisterListKernels<TensorListPopBackOp>("TensorListPopBack", {"element_shape"}, {"tensor"});
+  return true;
+}();
+
+// The kernels that touch no element (or only through the list, a host value).
+#define DFLOW_REGISTER_LIST_KERNEL(BUILDER, KERNEL)                     \
+  REGISTER_KERNEL(BUILDER.Device(kDeviceCPU), KERNEL);                  \
+  REGISTER_KERNEL(BUILDER.Device(kDeviceGPU), KERNEL)
+DFLOW_REGISTER_LIST_KERNEL(KernelDefBuilder("TensorListLength").HostMemory("length"),
+                           TensorListLengthOp);
+DFLOW_REGISTER_LIST_KERNEL(KernelDefBuilder("TensorListElementShape").HostMemory("element_shape"),
+                           TensorListElementShapeOp);
+DFLOW_REGISTER_LIST_KERNEL(KernelDefBuilder("ZerosLike").TypeConstraint("T", {DT_VARIANT}),
+                           ZerosLikeListOp);
+DFLOW_REGISTER_LIST_KERNEL(KernelDefBuilder("AddN").TypeConstraint("T", {DT_VARIANT}),
+                           AddNListsOp);
+#undef DFLOW_REGISTER_LIST_KERNEL
 
 }  // namespace
 }  // namespace dflow

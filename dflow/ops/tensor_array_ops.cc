@@ -26,6 +26,7 @@
 #include "dflow/framework/op_def.h"
 #include "dflow/framework/shape_inference.h"
 #include "dflow/ops/array_util.h"
+#include "dflow/ops/element_memory.h"
 #include "dflow/ops/step_resource.h"
 
 namespace dflow {
@@ -38,87 +39,6 @@ struct TensorArrayOptions {
   bool clear_after_read = true;
   bool identical_element_shapes = false;
   bool aggregate = false;  // Gradient arrays: later writes add.
-};
-
-// a + b elementwise, as a new tensor (a's buffer may be shared).
-template <typename T>
-Tensor Sum(const Tensor& a, const Tensor& b) {
-  Tensor out(a.dtype(), a.shape());
-  auto x = a.flat<T>(), y = b.flat<T>();
-  auto z = out.flat<T>();
-  for (int64_t i = 0; i < z.size(); ++i) z[i] = x[i] + y[i];
-  return out;
-}
-
-absl::StatusOr<Tensor> AddHostTensors(const Tensor& a, const Tensor& b) {
-  switch (a.dtype()) {
-    case DT_FLOAT:
-      return Sum<float>(a, b);
-    case DT_DOUBLE:
-      return Sum<double>(a, b);
-    case DT_INT32:
-      return Sum<int32_t>(a, b);
-    case DT_INT64:
-      return Sum<int64_t>(a, b);
-    default:
-      return absl::UnimplementedError(
-          absl::StrCat("cannot add gradients of dtype ", DataTypeString(a.dtype())));
-  }
-}
-
-// The memory a kernel's elements live in (host memory on a CPU, the device's
-// memory on a GPU: the memory of the kernel's value argument), and how
-// elements are made, copied and added there.
-class ElementMemory {
- public:
-  ElementMemory(OpKernelContext* ctx, MemoryType type) : ctx_(ctx), type_(type) {}
-
-  // A new element, zero-filled when `zero`.
-  absl::StatusOr<Tensor> New(DataType dtype, const TensorShape& shape, bool zero) const {
-    if (type_ == MemoryType::kHost) {
-      return zero ? Tensor(dtype, shape) : Tensor::ForOverwrite(dtype, shape);
-    }
-    Device* device = ctx_->device();
-    ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(device->device_allocator(), dtype, shape));
-    if (zero) RETURN_IF_ERROR(device->ZeroFill(&t));
-    return t;
-  }
-  // Elements [from, from + n) of `src` to [to, to + n) of `dst` (one dtype).
-  absl::Status Copy(const Tensor& src, int64_t from, Tensor* dst, int64_t to, int64_t n) const {
-    if (n == 0) return absl::OkStatus();
-    if (type_ == MemoryType::kDevice) return CopyOnDevice(ctx_, src, from, dst, to, {n}, {1}, {1});
-    if (src.memory_type() != MemoryType::kHost || dst->memory_type() != MemoryType::kHost) {
-      return absl::InternalError(absl::StrCat(ctx_->Prefix(),
-                                              "a host copy of TensorArray elements in device "
-                                              "memory"));
-    }
-    return SwitchByElementSize(src.dtype(), "TensorArray", [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      std::copy_n(ElementsOf<T>(src) + from, n, MutableElementsOf<T>(dst) + to);
-      return absl::OkStatus();
-    });
-  }
-  // a + b. Device elements are added on the host: only a gradient array
-  // whose forward element was read more than once adds, so the round trip is
-  // rare.
-  absl::StatusOr<Tensor> Add(const Tensor& a, const Tensor& b) const {
-    if (a.memory_type() == MemoryType::kHost && b.memory_type() == MemoryType::kHost) {
-      return AddHostTensors(a, b);
-    }
-    ASSIGN_OR_RETURN(Tensor x, ToHost(a));
-    ASSIGN_OR_RETURN(Tensor y, ToHost(b));
-    ASSIGN_OR_RETURN(Tensor sum, AddHostTensors(x, y));
-    return ctx_->device()->CopyTensor(sum, MemoryType::kDevice);
-  }
-
- private:
-  absl::StatusOr<Tensor> ToHost(const Tensor& t) const {
-    if (t.memory_type() == MemoryType::kHost) return t;
-    return ctx_->device()->CopyTensor(t, MemoryType::kHost);
-  }
-
-  OpKernelContext* const ctx_;
-  const MemoryType type_;
 };
 
 class TensorArray : public ResourceBase {
@@ -396,13 +316,6 @@ class TensorArrayKernel : public OpKernel {
     return ctx->InvalidArgument("TensorArray dtype is ", DataTypeString(ta.options().dtype),
                                 " but Op requested dtype ", DataTypeString(want), ".");
   }
-  // The memory of input or output `i`'s elements.
-  static ElementMemory InputMemory(OpKernelContext* ctx, int i) {
-    return ElementMemory(ctx, ctx->op_kernel().input_memory_type(i));
-  }
-  static ElementMemory OutputMemory(OpKernelContext* ctx, int i) {
-    return ElementMemory(ctx, ctx->op_kernel().output_memory_type(i));
-  }
   // Elements [begin, begin + rows) of `value` along axis 0, as a new tensor
   // in `memory`.
   static absl::StatusOr<Tensor> Rows(const Tensor& value, int64_t begin, int64_t rows,
@@ -464,7 +377,7 @@ class TensorArrayKernel : public OpKernel {
     RETURN_IF_ERROR(CheckOutputSize(shape.num_elements(), dtype, "TensorArray"));
     Tensor* out = ctx->allocate_output_for_overwrite(0, shape);
     if (!ctx->allocation_status().ok()) return absl::OkStatus();  // The executor reports it.
-    const ElementMemory memory = OutputMemory(ctx, 0);
+    const ElementMemory memory = ElementMemory::OfOutput(ctx, 0);
     int64_t at = 0;
     for (const Tensor& e : elems) {
       RETURN_IF_ERROR(memory.Copy(e, 0, out, at, e.NumElements()));
@@ -548,7 +461,7 @@ class TensorArrayWriteOp : public TensorArrayKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     ASSIGN_OR_RETURN(std::shared_ptr<TensorArray> ta, Array(ctx));
     ASSIGN_OR_RETURN(int64_t index, Index(ctx, 1));
-    RETURN_IF_ERROR(ta->Write(index, ctx->input(2), InputMemory(ctx, 2)));
+    RETURN_IF_ERROR(ta->Write(index, ctx->input(2), ElementMemory::OfInput(ctx, 2)));
     ctx->set_output(0, ctx->input(3));
     return absl::OkStatus();
   }
@@ -563,7 +476,7 @@ class TensorArrayReadOp : public TensorArrayKernel {
     ASSIGN_OR_RETURN(std::shared_ptr<TensorArray> ta, Array(ctx));
     RETURN_IF_ERROR(CheckDtype(ctx, *ta, dtype_));
     ASSIGN_OR_RETURN(int64_t index, Index(ctx, 1));
-    ASSIGN_OR_RETURN(Tensor value, ta->Read(index, OutputMemory(ctx, 0)));
+    ASSIGN_OR_RETURN(Tensor value, ta->Read(index, ElementMemory::OfOutput(ctx, 0)));
     ctx->set_output(0, std::move(value));
     return absl::OkStatus();
   }
@@ -590,7 +503,7 @@ class TensorArrayGatherOp : public TensorArrayKernel {
     }
     std::vector<Tensor> elems;
     for (int32_t i : indices.flat<int32_t>()) {
-      ASSIGN_OR_RETURN(Tensor t, ta->Read(i, OutputMemory(ctx, 0)));
+      ASSIGN_OR_RETURN(Tensor t, ta->Read(i, ElementMemory::OfOutput(ctx, 0)));
       elems.push_back(std::move(t));
     }
     absl::StatusOr<PartialShape> empty = PartialShape::Merge(ta->ElementShape(), element_shape_);
@@ -617,7 +530,7 @@ class TensorArrayConcatOp : public TensorArrayKernel {
     std::vector<Tensor> elems;
     Tensor* lengths = ctx->allocate_output(1, TensorShape({n}));
     for (int64_t i = 0; i < n; ++i) {
-      ASSIGN_OR_RETURN(Tensor t, ta->Read(i, OutputMemory(ctx, 0)));
+      ASSIGN_OR_RETURN(Tensor t, ta->Read(i, ElementMemory::OfOutput(ctx, 0)));
       lengths->flat<int64_t>()[i] = t.dims() > 0 ? t.dim_size(0) : 0;
       elems.push_back(std::move(t));
     }
@@ -651,7 +564,7 @@ class TensorArrayScatterOp : public TensorArrayKernel {
                                     size, ")");
       }
     }
-    const ElementMemory memory = InputMemory(ctx, 2);
+    const ElementMemory memory = ElementMemory::OfInput(ctx, 2);
     for (int64_t k = 0; k < indices.NumElements(); ++k) {
       ASSIGN_OR_RETURN(Tensor row, Rows(value, k, 1, /*keep_axis=*/false, memory));
       RETURN_IF_ERROR(ta->Write(indices.flat<int32_t>()[k], row, memory));
@@ -688,7 +601,7 @@ class TensorArraySplitOp : public TensorArrayKernel {
                                   "sum of lengths is ", total, " and value's shape is: ",
                                   value.shape().DebugString());
     }
-    const ElementMemory memory = InputMemory(ctx, 1);
+    const ElementMemory memory = ElementMemory::OfInput(ctx, 1);
     int64_t begin = 0;
     for (int64_t k = 0; k < lengths.NumElements(); ++k) {
       const int64_t len = lengths.flat<int64_t>()[k];

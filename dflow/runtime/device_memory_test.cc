@@ -27,9 +27,10 @@ std::atomic<int> g_syncs{0};
 std::atomic<int> g_copies_to_device{0};
 std::atomic<int> g_copies_to_host{0};
 std::atomic<int> g_moves{0};
+std::atomic<int> g_adds{0};
 
 // A HostMemoryGpu of 1 MiB that counts its copies (between memories and
-// within its own) and syncs.
+// within its own), additions and syncs.
 class FakeGpu : public testing_util::HostMemoryGpu {
  public:
   explicit FakeGpu(const DeviceName& name) : HostMemoryGpu(name, uint64_t{1} << 20) {}
@@ -46,6 +47,10 @@ class FakeGpu : public testing_util::HostMemoryGpu {
                           int64_t row_elems, int element_size) override {
     ++g_moves;
     return HostMemoryGpu::GatherRows(in, out, from, row_elems, element_size);
+  }
+  absl::Status AddTensors(const Tensor& a, const Tensor& b, Tensor* out) override {
+    ++g_adds;
+    return HostMemoryGpu::AddTensors(a, b, out);
   }
   absl::Status Sync() override {
     ++g_syncs;
@@ -113,7 +118,7 @@ class DeviceMemoryTest : public ::testing::Test {
  protected:
   void SetUp() override {
     g_fake_gpus_on = true;
-    g_syncs = g_copies_to_device = g_copies_to_host = g_moves = 0;
+    g_syncs = g_copies_to_device = g_copies_to_host = g_moves = g_adds = 0;
   }
   void TearDown() override { g_fake_gpus_on = false; }
 
@@ -160,6 +165,11 @@ tensorflow::NodeDef* Node(tensorflow::GraphDef* g, const std::string& name, cons
   for (auto& in : inputs) n->add_input(in);
   SetAttr(n, "T", DT_FLOAT);
   return n;
+}
+
+// The values of a float tensor in host memory.
+std::vector<float> FloatsOf(const Tensor& t) {
+  return std::vector<float>(t.flat<float>().data(), t.flat<float>().data() + t.NumElements());
 }
 
 // x, a float placeholder: every graph's fed input.
@@ -539,16 +549,78 @@ TEST_F(DeviceMemoryTest, OpsThatMoveElementsRunOnTheGpuAndMatchTheCpu) {
   std::vector<Tensor> on_cpu;
   st = cpu->Run(tensorflow::RunOptions(), {{"x", *x}}, fetches, {}, &on_cpu, nullptr);
   ASSERT_TRUE(st.ok()) << st;
-  auto values_of = [](const Tensor& t) {
-    return std::vector<float>(t.flat<float>().data(), t.flat<float>().data() + t.NumElements());
-  };
   for (size_t i = 0; i < fetches.size(); ++i) {
     EXPECT_EQ(on_gpu[i].shape(), on_cpu[i].shape()) << fetches[i];
-    EXPECT_EQ(values_of(on_gpu[i]), values_of(on_cpu[i])) << fetches[i];
+    EXPECT_EQ(FloatsOf(on_gpu[i]), FloatsOf(on_cpu[i])) << fetches[i];
   }
-  EXPECT_EQ(values_of(on_gpu[10]), (std::vector<float>{-4, -2, -12, -10, -16, -14, -24, -22}));
-  EXPECT_EQ(values_of(on_gpu[13]), (std::vector<float>{-13, -14, -15, -16, -17, -18, -19, -20,
+  EXPECT_EQ(FloatsOf(on_gpu[10]), (std::vector<float>{-4, -2, -12, -10, -16, -14, -24, -22}));
+  EXPECT_EQ(FloatsOf(on_gpu[13]), (std::vector<float>{-13, -14, -15, -16, -17, -18, -19, -20,
                                                         -21, -22, -23, -24}));
+}
+
+// The TensorList ops of control flow v2 on x = [2,3] (fed, negated on the
+// GPU): a list made from it, one element read and negated into a reserved
+// list (its unset elements stack as zeros), pushed onto and popped from an
+// empty list, the first list added to itself (a gradient's AddN of lists)
+// and zeros like the reserved one. Every list op runs on the GPU with its
+// elements in device memory: x goes in once, the three stacked or popped
+// results come out once each, and the two lists are added by the device.
+TEST_F(DeviceMemoryTest, TensorListsOnTheGpuKeepTheirElementsThere) {
+  tensorflow::GraphDef g;
+  FedX(&g);
+  Node(&g, "neg", "Neg", {"x"});
+  Int32Const(&g, "shape", Tensor::Vec<int32_t>({3}));
+  Int32Const(&g, "one", Tensor::Scalar<int32_t>(1));
+  Int32Const(&g, "two", Tensor::Scalar<int32_t>(2));
+  Int32Const(&g, "three", Tensor::Scalar<int32_t>(3));
+  Int32Const(&g, "unbounded", Tensor::Scalar<int32_t>(-1));
+  auto list_op = [&](const std::string& name, const std::string& op,
+                     std::vector<std::string> inputs) {
+    tensorflow::NodeDef* n = Node(&g, name, op, std::move(inputs));
+    n->mutable_attr()->erase("T");
+    SetAttr(n, "element_dtype", DT_FLOAT);
+    if (op != "TensorListStack" && op != "TensorListGetItem" && op != "TensorListSetItem" &&
+        op != "TensorListPushBack" && op != "TensorListPopBack") {
+      SetAttr(n, "shape_type", DT_INT32);
+    }
+    return n;
+  };
+  list_op("rows", "TensorListFromTensor", {"neg", "shape"});
+  list_op("item", "TensorListGetItem", {"rows", "one", "shape"});
+  Node(&g, "cell", "Neg", {"item"});
+  list_op("reserved", "TensorListReserve", {"shape", "three"});
+  list_op("set", "TensorListSetItem", {"reserved", "two", "cell"});
+  SetAttr(list_op("stack", "TensorListStack", {"set", "shape"}), "num_elements", int64_t{3});
+  list_op("empty", "EmptyTensorList", {"shape", "unbounded"});
+  list_op("push", "TensorListPushBack", {"empty", "cell"});
+  list_op("pop", "TensorListPopBack", {"push", "shape"});
+  tensorflow::NodeDef* sum = Node(&g, "sum", "AddN", {"rows", "rows"});
+  SetAttr(sum, "T", tensorflow::DT_VARIANT);
+  SetAttr(sum, "N", 2);
+  list_op("stack_sum", "TensorListStack", {"sum", "shape"});
+  SetAttr(Node(&g, "zeros", "ZerosLike", {"set"}), "T", tensorflow::DT_VARIANT);
+  list_op("stack_zeros", "TensorListStack", {"zeros", "shape"});
+  tensorflow::NodeDef* length = Node(&g, "length", "TensorListLength", {"set"});
+  length->mutable_attr()->erase("T");
+
+  absl::StatusOr<Tensor> x = Tensor::Vec<float>({1, 2, 3, 4, 5, 6}).Reshaped(TensorShape({2, 3}));
+  ASSERT_TRUE(x.ok()) << x.status();
+  std::vector<Tensor> out;
+  absl::Status st =
+      RunPlaced(g, *x, {"stack", "pop:1", "stack_sum", "stack_zeros", "length"}, &out);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_EQ(out[0].shape(), TensorShape({3, 3}));
+  EXPECT_EQ(FloatsOf(out[0]), (std::vector<float>{0, 0, 0, 0, 0, 0, 4, 5, 6}));
+  EXPECT_EQ(out[1].DebugString(), "Tensor<float, [3]>: [4 5 6]");
+  EXPECT_EQ(out[2].DebugString(), "Tensor<float, [2,3]>: [-2 -4 -6 -8 -10 -12]");
+  EXPECT_EQ(out[3].shape(), TensorShape({3, 3}));
+  EXPECT_EQ(FloatsOf(out[3]), std::vector<float>(9, 0.0f));
+  EXPECT_EQ(out[4].scalar<int32_t>(), 3);
+  ExpectRanOn("GPU:0", {"rows", "item", "reserved", "set", "stack", "empty", "push", "pop", "sum",
+                        "stack_sum", "zeros", "stack_zeros", "length"});
+  EXPECT_EQ(g_copies_to_device, 1);  // x
+  EXPECT_EQ(g_copies_to_host, 4);    // the stacks and the popped element
+  EXPECT_EQ(g_adds, 2);              // one per element of the added lists
 }
 
 TEST_F(DeviceMemoryTest, AnOutputTheDeviceCannotHoldIsResourceExhaustedAndTheSessionGoesOn) {

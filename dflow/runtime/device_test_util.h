@@ -55,6 +55,9 @@ class HostMemoryGpu : public Device {
                      element_size);
     return absl::OkStatus();
   }
+  absl::Status AddTensors(const Tensor& a, const Tensor& b, Tensor* out) override {
+    return AddTensorsOnHost(a, b, out);
+  }
 
  private:
   // Host bytes that claim to be device memory, at most `limit` at once.
