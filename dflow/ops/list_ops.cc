@@ -1,6 +1,7 @@
 // TensorList ops: EmptyTensorList, TensorListReserve, TensorListFromTensor,
 // TensorListStack, TensorListGetItem, TensorListSetItem, TensorListPushBack,
-// TensorListPopBack, TensorListLength, TensorListElementShape, and the
+// TensorListPopBack, TensorListSplit, TensorListConcatV2 (a TensorArray's
+// split and concat), TensorListLength, TensorListElementShape, and the
 // variant kernels of AddN (a list's gradients summed) and ZerosLike. Control flow v2
 // builds TensorArrays and while-loop gradient accumulators from them: a list
 // is a TensorList (framework/tensor_list.h) in a scalar DT_VARIANT tensor.
@@ -101,6 +102,11 @@ absl::StatusOr<PartialShape> MergeWithElements(PartialShape shape, const TensorL
     ASSIGN_OR_RETURN(shape, MergeShapes(shape, PartialShape(t.shape())));
   }
   return shape;
+}
+
+// The dimensions after the first (of a rank >= 1 shape).
+std::vector<int64_t> DimsAfterFirst(absl::Span<const int64_t> dims) {
+  return std::vector<int64_t>(dims.begin() + 1, dims.end());
 }
 
 // Tensors of a list take this much memory each before holding any data.
@@ -269,6 +275,35 @@ REGISTER_OP("TensorListPopBack")
     .SetShapeFn([](InferenceContext* c) {
       c->set_output(0, PartialShape::Scalar());
       c->set_output(1, ElementShapeInput(c, 1));
+      return absl::OkStatus();
+    });
+
+REGISTER_OP("TensorListSplit")
+    .Input("tensor: element_dtype")
+    .Input("element_shape: shape_type")
+    .Input("lengths: int64")
+    .Output("output_handle: variant")
+    .Attr("element_dtype: type")
+    .Attr("shape_type: {int32, int64}")
+    .SetShapeFn(ScalarShape);
+
+REGISTER_OP("TensorListConcatV2")
+    .Input("input_handle: variant")
+    .Input("element_shape: shape_type")
+    .Input("leading_dims: int64")
+    .Output("tensor: element_dtype")
+    .Output("lengths: int64")
+    .Attr("element_dtype: type")
+    .Attr("shape_type: {int32, int64}")
+    .SetShapeFn([](InferenceContext* c) {
+      PartialShape element = ElementShapeInput(c, 1);
+      if (element.rank_known() && element.rank() > 0) {
+        std::vector<int64_t> dims = element.dims();
+        dims[0] = kUnknownDim;
+        element = PartialShape(std::move(dims));
+      }
+      c->set_output(0, element);
+      c->set_output(1, PartialShape({kUnknownDim}));
       return absl::OkStatus();
     });
 
@@ -533,6 +568,172 @@ class TensorListPopBackOp : public ListOpKernel {
   }
 };
 
+// Rows [start, start + lengths[i]) of the tensor as element i.
+class TensorListSplitOp : public ListOpKernel {
+ public:
+  using ListOpKernel::ListOpKernel;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    absl::StatusOr<PartialShape> shape = ShapeFromTensor(ctx->input(1));
+    if (!shape.ok()) return ctx->InvalidArgument(shape.status().message());
+    if (shape->rank_known() && shape->rank() < 1) {
+      return ctx->InvalidArgument(
+          "TensorListSplit requires element_shape to be at least of rank 1, but saw: ",
+          shape->DebugString());
+    }
+    const Tensor& t = ctx->input(0);
+    if (t.dims() < 1) {
+      return ctx->InvalidArgument("Tensor must be at least a vector, but saw shape: ",
+                                  t.shape().DebugString());
+    }
+    const std::vector<int64_t> rest = DimsAfterFirst(t.shape().dim_sizes());
+    const PartialShape shape_rest =
+        shape->rank_known() ? PartialShape(DimsAfterFirst(shape->dims())) : PartialShape::Unknown();
+    if (!shape_rest.IsCompatibleWith(PartialShape(rest))) {
+      return ctx->InvalidArgument("tensor shape ", t.shape().DebugString(),
+                                  " is not compatible with element_shape ", shape->DebugString());
+    }
+    const Tensor& lengths = ctx->input(2);
+    if (lengths.dims() != 1) {
+      return ctx->InvalidArgument("Expected lengths to be a vector, received shape: ",
+                                  lengths.shape().DebugString());
+    }
+    RETURN_IF_ERROR(CheckListSize(ctx, lengths.NumElements()));
+    TensorList list(t.dtype(), *shape);
+    list.tensors.reserve(lengths.NumElements());
+    const ElementMemory memory = ElementMemory::OfInput(ctx, 0);
+    const int64_t rows = t.dim_size(0), row_size = DimProduct(rest, 0, rest.size());
+    int64_t end = 0;
+    for (int64_t i = 0; i < lengths.NumElements(); ++i) {
+      const int64_t length = lengths.flat<int64_t>()[i];
+      if (length < 0) return ctx->InvalidArgument("Invalid value in lengths: ", length);
+      const int64_t start = end;
+      if (length > rows - start) {
+        return ctx->InvalidArgument("Attempting to slice [", start, ", ", start + length,
+                                    "] from tensor with length ", rows);
+      }
+      end = start + length;
+      std::vector<int64_t> dims = rest;
+      dims.insert(dims.begin(), length);
+      ASSIGN_OR_RETURN(Tensor element, memory.New(t.dtype(), TensorShape(dims), /*zero=*/false));
+      RETURN_IF_ERROR(memory.Copy(t, start * row_size, &element, 0, length * row_size));
+      list.tensors.push_back(std::move(element));
+    }
+    if (end != rows) {
+      return ctx->InvalidArgument("Unused values in tensor. Length of tensor: ", rows,
+                                  " Values used: ", end);
+    }
+    ctx->set_output(0, TensorListTensor(std::move(list)));
+    return absl::OkStatus();
+  }
+};
+
+// The elements one after another along their first dimension, and each
+// one's length; an unset element is zeros, as long as leading_dims[i] (or
+// the length every set element shares).
+class TensorListConcatOp : public ListOpKernel {
+ public:
+  using ListOpKernel::ListOpKernel;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    ASSIGN_OR_RETURN(const TensorList* list, InputList(ctx, 0));
+    RETURN_IF_ERROR(CheckDtype(ctx, dtype_, *list));
+    absl::StatusOr<PartialShape> shape = ElementShapeFromInput(ctx, *list, 1);
+    if (!shape.ok()) return ctx->InvalidArgument(shape.status().message());
+    if (shape->rank_known() && shape->rank() < 1) {
+      return ctx->InvalidArgument(
+          "Concat requires elements to be at least vectors, found scalars instead.");
+    }
+    int64_t first_dim = shape->rank_known() ? shape->dim(0) : kUnknownDim;
+    PartialShape rest =
+        shape->rank_known() ? PartialShape(DimsAfterFirst(shape->dims())) : PartialShape::Unknown();
+    const std::vector<Tensor>& elements = list->tensors;
+    if (elements.empty() && !rest.IsFullyDefined()) {
+      return ctx->InvalidArgument(
+          "All except the first dimension must be fully defined when concating an empty "
+          "tensor list. element_shape: ",
+          rest.DebugString());
+    }
+    if (!list->element_shape.IsFullyDefined()) {
+      // Every set element's shape, and their shared first dimension if any.
+      bool shared = first_dim == kUnknownDim;
+      int64_t inferred = first_dim;
+      for (size_t i = 0; i < elements.size(); ++i) {
+        const Tensor& t = elements[i];
+        if (!t.IsInitialized()) continue;
+        if (t.dims() < 1) {
+          return ctx->InvalidArgument("Concat saw a scalar shape at index ", i,
+                                      " but requires at least vectors.");
+        }
+        absl::StatusOr<PartialShape> merged =
+            MergeShapes(rest, PartialShape(DimsAfterFirst(t.shape().dim_sizes())));
+        if (!merged.ok()) return ctx->InvalidArgument(merged.status().message());
+        rest = *std::move(merged);
+        if (first_dim != kUnknownDim && first_dim != t.dim_size(0)) {
+          return ctx->InvalidArgument(
+              "First entry of element_shape input does not match the first dim of list element "
+              "at index: ",
+              i, " Expected: ", first_dim, " Actual: ", t.dim_size(0));
+        }
+        if (shared) {
+          if (inferred == kUnknownDim) {
+            inferred = t.dim_size(0);
+          } else if (inferred != t.dim_size(0)) {
+            inferred = kUnknownDim;
+            shared = false;
+          }
+        }
+      }
+      first_dim = inferred;
+    }
+    if (!rest.IsFullyDefined()) {
+      return ctx->InvalidArgument(
+          "Trying to concat list with only uninitialized tensors but "
+          "element_shape_except_first_dim is not fully defined: ",
+          rest.DebugString());
+    }
+    const Tensor& leading = ctx->input(2);
+    Tensor* lengths = ctx->allocate_output(1, TensorShape({static_cast<int64_t>(elements.size())}));
+    int64_t total = 0;
+    for (size_t i = 0; i < elements.size(); ++i) {
+      int64_t dim;
+      const int64_t i64 = static_cast<int64_t>(i);
+      if (elements[i].IsInitialized()) {
+        dim = elements[i].dim_size(0);
+      } else if (i64 >= leading.NumElements() && first_dim != kUnknownDim) {
+        dim = first_dim;
+      } else if (i64 >= leading.NumElements()) {
+        return ctx->InvalidArgument("List contains uninitialized tensor at index ", i,
+                                    " but leading_dims has only ", leading.NumElements(),
+                                    " elements.");
+      } else {
+        dim = leading.flat<int64_t>()[i];
+        if (dim < 0) return ctx->InvalidArgument("Invalid value in leading_dims: ", dim);
+      }
+      lengths->flat<int64_t>()[i] = dim;
+      total += dim;
+    }
+    std::vector<int64_t> dims = rest.dims();
+    dims.insert(dims.begin(), total);
+    absl::StatusOr<TensorShape> out_shape = TensorShape::FromDims(dims);
+    if (!out_shape.ok()) return ctx->InvalidArgument(out_shape.status().message());
+    absl::Status fits = CheckTensorBytes(dtype_, *out_shape);
+    if (!fits.ok()) return WithPrefix(fits, ctx->Prefix());
+    Tensor* out = ctx->allocate_output(0, *out_shape);  // Unset elements stay zero.
+    if (!ctx->allocation_status().ok()) return absl::OkStatus();
+    const int64_t row_size = DimProduct(rest.dims(), 0, rest.rank());
+    const ElementMemory memory = ElementMemory::OfOutput(ctx, 0);
+    int64_t offset = 0;
+    for (size_t i = 0; i < elements.size(); ++i) {
+      const int64_t size = lengths->flat<int64_t>()[i] * row_size;
+      if (elements[i].IsInitialized()) {
+        ASSIGN_OR_RETURN(Tensor t, InOutputMemory(ctx, elements[i], 0));
+        RETURN_IF_ERROR(memory.Copy(t, 0, out, offset, size));
+      }
+      offset += size;
+    }
+    return absl::OkStatus();
+  }
+};
+
 class TensorListLengthOp : public ListOpKernel {
  public:
   using ListOpKernel::ListOpKernel;
@@ -690,6 +891,10 @@ const bool kListKernelsRegistered = [] {
   RegisterListKernels<TensorListSetItemOp>("TensorListSetItem", {"index"}, {"item"});
   RegisterListKernels<TensorListPushBackOp>("TensorListPushBack", {}, {"tensor"});
   RegisterListKernels<TensorListPopBackOp>("TensorListPopBack", {"element_shape"}, {"tensor"});
+  RegisterListKernels<TensorListSplitOp>("TensorListSplit", {"element_shape", "lengths"},
+                                         {"tensor"});
+  RegisterListKernels<TensorListConcatOp>("TensorListConcatV2",
+                                          {"element_shape", "leading_dims", "lengths"}, {"tensor"});
   return true;
 }();
 

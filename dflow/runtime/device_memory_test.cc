@@ -561,10 +561,11 @@ TEST_F(DeviceMemoryTest, OpsThatMoveElementsRunOnTheGpuAndMatchTheCpu) {
 // The TensorList ops of control flow v2 on x = [2,3] (fed, negated on the
 // GPU): a list made from it, one element read and negated into a reserved
 // list (its unset elements stack as zeros), pushed onto and popped from an
-// empty list, the first list added to itself (a gradient's AddN of lists)
-// and zeros like the reserved one. Every list op runs on the GPU with its
-// elements in device memory: x goes in once, the three stacked or popped
-// results come out once each, and the two lists are added by the device.
+// empty list, the first list added to itself (a gradient's AddN of lists),
+// zeros like the reserved one, and x split into rows and concatenated.
+// Every list op runs on the GPU with its elements in device memory: x goes
+// in once, the five stacked, popped or concatenated results come out once
+// each (lengths are host values), and the two lists are added by the device.
 TEST_F(DeviceMemoryTest, TensorListsOnTheGpuKeepTheirElementsThere) {
   tensorflow::GraphDef g;
   FedX(&g);
@@ -602,12 +603,23 @@ TEST_F(DeviceMemoryTest, TensorListsOnTheGpuKeepTheirElementsThere) {
   list_op("stack_zeros", "TensorListStack", {"zeros", "shape"});
   tensorflow::NodeDef* length = Node(&g, "length", "TensorListLength", {"set"});
   length->mutable_attr()->erase("T");
+  Int32Const(&g, "row_shape", Tensor::Vec<int32_t>({-1, 3}));
+  for (const auto& [name, value] :
+       {std::pair{"lengths", Tensor::Vec<int64_t>({1, 1})}, {"no_lengths", Tensor::Vec<int64_t>({})}}) {
+    tensorflow::NodeDef* c = Node(&g, name, "Const", {});
+    c->mutable_attr()->erase("T");
+    SetAttr(c, "dtype", DT_INT64);
+    SetAttr(c, "value", value);
+  }
+  list_op("split", "TensorListSplit", {"neg", "row_shape", "lengths"});
+  list_op("concat", "TensorListConcatV2", {"split", "row_shape", "no_lengths"});
 
   absl::StatusOr<Tensor> x = Tensor::Vec<float>({1, 2, 3, 4, 5, 6}).Reshaped(TensorShape({2, 3}));
   ASSERT_TRUE(x.ok()) << x.status();
   std::vector<Tensor> out;
   absl::Status st =
-      RunPlaced(g, *x, {"stack", "pop:1", "stack_sum", "stack_zeros", "length"}, &out);
+      RunPlaced(g, *x, {"stack", "pop:1", "stack_sum", "stack_zeros", "length", "concat",
+                        "concat:1"}, &out);
   ASSERT_TRUE(st.ok()) << st;
   EXPECT_EQ(out[0].shape(), TensorShape({3, 3}));
   EXPECT_EQ(FloatsOf(out[0]), (std::vector<float>{0, 0, 0, 0, 0, 0, 4, 5, 6}));
@@ -616,10 +628,12 @@ TEST_F(DeviceMemoryTest, TensorListsOnTheGpuKeepTheirElementsThere) {
   EXPECT_EQ(out[3].shape(), TensorShape({3, 3}));
   EXPECT_EQ(FloatsOf(out[3]), std::vector<float>(9, 0.0f));
   EXPECT_EQ(out[4].scalar<int32_t>(), 3);
+  EXPECT_EQ(out[5].DebugString(), "Tensor<float, [2,3]>: [-1 -2 -3 -4 -5 -6]");
+  EXPECT_EQ(out[6].DebugString(), "Tensor<int64, [2]>: [1 1]");
   ExpectRanOn("GPU:0", {"rows", "item", "reserved", "set", "stack", "empty", "push", "pop", "sum",
-                        "stack_sum", "zeros", "stack_zeros", "length"});
+                        "stack_sum", "zeros", "stack_zeros", "length", "split", "concat"});
   EXPECT_EQ(g_copies_to_device, 1);  // x
-  EXPECT_EQ(g_copies_to_host, 4);    // the stacks and the popped element
+  EXPECT_EQ(g_copies_to_host, 5);    // the stacks, the popped element and the concat
   EXPECT_EQ(g_adds, 2);              // one per element of the added lists
 }
 

@@ -22,6 +22,9 @@ The graphs:
               outputs stacked (gather), then split into two halves and concatenated again;
               their gradients are the other TensorArray ops (TensorArrayGradV3, write,
               read, scatter, gather, split, concat); fetch loss:0 and the three grads;
+  tf_ta_rnn_v2_gpu  the same, built with control flow v2 (TensorFlow 2's default for
+              tf.compat.v1 graphs): While ops with function bodies, the TensorArrays
+              TensorLists, the gradient's accumulators TensorLists too;
   tf_bn_cnn_gpu  a CNN with fused batch norm as tf.compat.v1.layers emits it: conv2d 3x3
               SAME, batch norm in training (FusedBatchNormV3, running averages with
               exponential_avg_factor 0.1), ReLU, batch norm in inference (the given mean
@@ -49,7 +52,8 @@ def write(name, graph, feeds, fetches):
     """Writes `graph` and TensorFlow's values of `fetches` (a local session, devices
     cleared) for `feeds` ({placeholder name: array})."""
     local_def = graph.as_graph_def()
-    for node in local_def.node:
+    for node in list(local_def.node) + [n for f in local_def.library.function
+                                        for n in f.node_def]:
         node.device = ""
     local = tf.Graph()
     with local.as_default():
@@ -121,12 +125,15 @@ def cnn():
     write("tf_cnn_gpu", g, {"x": x, "labels": labels}, fetches)
 
 
-def rnn_graph(name, seed, features):
+def rnn_graph(name, seed, features, control_flow_v2=False):
     """Writes graph `name`: an RNN over x [time 6, batch 4, 3] with weights w [3,5] and
     u [5,5] (drawn with `seed`), built by features(x, w, u) under tf.device(GPU) as TensorFlow
-    1.x builds loops (Enter/Merge/Switch/Exit), and returning features [4, 5]; then dense
-    out [5,10] and the loss."""
-    tf1.disable_control_flow_v2()
+    1.x builds loops (Enter/Merge/Switch/Exit; with control_flow_v2, functional While ops
+    and TensorLists), and returning features [4, 5]; then dense out [5,10] and the loss."""
+    if control_flow_v2:
+        tf1.enable_control_flow_v2()
+    else:
+        tf1.disable_control_flow_v2()
     rng = np.random.RandomState(seed)
     w = rng.uniform(-0.5, 0.5, (3, 5)).astype(np.float32)
     u = rng.uniform(-0.5, 0.5, (5, 5)).astype(np.float32)
@@ -158,7 +165,7 @@ def rnn():
     rnn_graph("tf_rnn_gpu", 13, features)
 
 
-def ta_rnn():
+def ta_rnn(name="tf_ta_rnn_gpu", control_flow_v2=False):
     def features(xp, cw, cu):
         inputs = tf.TensorArray(tf.float32, size=6).unstack(xp)
         states = tf.TensorArray(tf.float32, size=6)
@@ -174,7 +181,7 @@ def ta_rnn():
             seq, tf.constant([12, 12], dtype=tf.int64))
         return tf.reduce_mean(tf.reshape(halves.concat(), [6, 4, 5]), axis=0)
 
-    rnn_graph("tf_ta_rnn_gpu", 17, features)
+    rnn_graph(name, 17, features, control_flow_v2)
 
 
 def bn_cnn():
@@ -220,4 +227,5 @@ if __name__ == "__main__":
     cnn()
     rnn()
     ta_rnn()
+    ta_rnn("tf_ta_rnn_v2_gpu", control_flow_v2=True)
     bn_cnn()

@@ -2,7 +2,7 @@
 """Writes tests/data/list_ops_golden.json: what TensorFlow's TensorList kernels
 (EmptyTensorList, TensorListReserve, TensorListFromTensor, TensorListStack,
 TensorListGetItem, TensorListSetItem, TensorListPushBack, TensorListPopBack,
-TensorListLength, TensorListElementShape) compute, or the error they give, for
+TensorListSplit, TensorListConcatV2, TensorListLength, TensorListElementShape) compute, or the error they give, for
 dflow/ops/list_ops_test.cc.
 
 Each case is a little program run eagerly with tf.raw_ops: steps, each an op with
@@ -240,6 +240,41 @@ z = p.op("ZerosLike", [r], T=tf.variant)
 z = p.op("TensorListSetItem", [z, scalar(0), vec([7, 8, 9])], element_dtype=F)
 p.fetch(p.op("TensorListStack", [z, shape(UNKNOWN)], element_dtype=F))
 
+p = Program("split_then_concat")
+r = p.op("TensorListSplit", [arange(5, 2), shape([-1, 2]), vec([2, 0, 3], np.int64)],
+         element_dtype=F, shape_type=I32)
+p.fetch(p.op("TensorListConcatV2", [r, shape([-1, 2]), vec([], np.int64)], element_dtype=F,
+             shape_type=I32)[0])
+
+p = Program("split_element_read")
+r = p.op("TensorListSplit", [arange(5, 2), shape([-1, 2]), vec([2, 3], np.int64)],
+         element_dtype=F, shape_type=I32)
+p.fetch(p.op("TensorListGetItem", [r, scalar(1), shape([-1, 2])], element_dtype=F))
+
+p = Program("concat_lengths")
+r = p.op("TensorListSplit", [arange(5, 2), shape([-1, 2]), vec([2, 0, 3], np.int64)],
+         element_dtype=F, shape_type=I32)
+p.fetch(p.op("TensorListConcatV2", [r, shape([-1, 2]), vec([], np.int64)], element_dtype=F,
+             shape_type=I32)[1])
+
+p = Program("concat_unset_elements_from_leading_dims")
+r = p.op("TensorListReserve", [shape([-1, 2]), scalar(3)], element_dtype=F)
+r = p.op("TensorListSetItem", [r, scalar(1), vec([[1, 2], [3, 4]])], element_dtype=F)
+p.fetch(p.op("TensorListConcatV2", [r, shape([-1, 2]), vec([1, 5, 2], np.int64)],
+             element_dtype=F, shape_type=I32)[0])
+
+p = Program("concat_unset_elements_take_the_shared_length")
+r = p.op("TensorListReserve", [shape([-1, 2]), scalar(3)], element_dtype=F)
+r = p.op("TensorListSetItem", [r, scalar(0), vec([[1, 2]])], element_dtype=F)
+r = p.op("TensorListSetItem", [r, scalar(2), vec([[5, 6]])], element_dtype=F)
+p.fetch(p.op("TensorListConcatV2", [r, shape([-1, 2]), vec([], np.int64)], element_dtype=F,
+             shape_type=I32)[0])
+
+p = Program("concat_empty_list")
+r = p.op("EmptyTensorList", [shape([-1, 3]), scalar(-1)], element_dtype=F, shape_type=I32)
+p.fetch(p.op("TensorListConcatV2", [r, shape([-1, 3]), vec([], np.int64)], element_dtype=F,
+             shape_type=I32)[0])
+
 # --- errors ---
 p = Program("get_item_index_past_end")
 r = p.op("TensorListFromTensor", [arange(3, 2), shape([2])], element_dtype=F, shape_type=I32)
@@ -348,6 +383,49 @@ p.fetch(p.op("TensorListLength", [r]))
 p = Program("from_tensor_shape_mismatch")
 r = p.op("TensorListFromTensor", [arange(3, 2), shape([3])], element_dtype=F, shape_type=I32)
 p.fetch(p.op("TensorListLength", [r]))
+
+p = Program("split_lengths_past_the_end")
+r = p.op("TensorListSplit", [arange(3, 2), shape([-1, 2]), vec([2, 2], np.int64)],
+         element_dtype=F, shape_type=I32)
+p.fetch(p.op("TensorListLength", [r]))
+
+p = Program("split_unused_values")
+r = p.op("TensorListSplit", [arange(3, 2), shape([-1, 2]), vec([1, 1], np.int64)],
+         element_dtype=F, shape_type=I32)
+p.fetch(p.op("TensorListLength", [r]))
+
+p = Program("split_negative_length")
+r = p.op("TensorListSplit", [arange(3, 2), shape([-1, 2]), vec([-1, 4], np.int64)],
+         element_dtype=F, shape_type=I32)
+p.fetch(p.op("TensorListLength", [r]))
+
+p = Program("split_scalar_element_shape")
+r = p.op("TensorListSplit", [arange(3, 2), shape([]), vec([3], np.int64)],
+         element_dtype=F, shape_type=I32)
+p.fetch(p.op("TensorListLength", [r]))
+
+p = Program("split_incompatible_shape")
+r = p.op("TensorListSplit", [arange(3, 2), shape([-1, 3]), vec([3], np.int64)],
+         element_dtype=F, shape_type=I32)
+p.fetch(p.op("TensorListLength", [r]))
+
+p = Program("concat_scalars")
+r = p.op("TensorListFromTensor", [vec([1, 2, 3]), shape([])], element_dtype=F, shape_type=I32)
+p.fetch(p.op("TensorListConcatV2", [r, shape(UNKNOWN), vec([], np.int64)], element_dtype=F,
+             shape_type=I32)[0])
+
+p = Program("concat_unset_element_without_a_length")  # Set elements of 1 and 2 rows.
+r = p.op("TensorListReserve", [shape([-1, 2]), scalar(2)], element_dtype=F)
+r = p.op("TensorListSetItem", [r, scalar(0), vec([[1, 2]])], element_dtype=F)
+r = p.op("TensorListPushBack", [r, vec([[1, 2], [3, 4]])], element_dtype=F)
+p.fetch(p.op("TensorListConcatV2", [r, shape([-1, 2]), vec([], np.int64)], element_dtype=F,
+             shape_type=I32)[0])
+
+p = Program("concat_first_dim_mismatch")
+r = p.op("TensorListSplit", [arange(3, 2), shape([-1, 2]), vec([1, 2], np.int64)],
+         element_dtype=F, shape_type=I32)
+p.fetch(p.op("TensorListConcatV2", [r, shape([1, 2]), vec([], np.int64)], element_dtype=F,
+             shape_type=I32)[0])
 
 with open(os.path.join(HERE, "list_ops_golden.json"), "w") as f:
     json.dump({"tensorflow_version": tf.__version__, "cases": cases}, f, indent=1)

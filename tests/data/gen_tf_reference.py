@@ -72,7 +72,7 @@ VariableShape
 
 EmptyTensorList TensorListReserve TensorListFromTensor TensorListStack TensorListGetItem
 TensorListSetItem TensorListPushBack TensorListPopBack TensorListLength
-TensorListElementShape Sin Cos
+TensorListElementShape TensorListSplit TensorListConcatV2 Sin Cos
 
 ParseExampleV2 ParseSingleExample ParseExample DecodeCSV StringToNumber SerializeTensor ParseTensor
 StringSplit StringSplitV2 ReadFile DecodePng DecodeJpeg StridedSliceGrad
