@@ -440,9 +440,9 @@ TEST_F(DeviceMemoryTest, TensorArraysOnTheGpuKeepTheirElementsThere) {
   EXPECT_EQ(g_copies_to_host, 2);    // gather and concat
 }
 
-// A gradient array adds a second write to an element; on a GPU the sum is
-// made on the host (the rare case: a forward element read twice) and the
-// element stays in device memory.
+// A gradient array adds a second write to an element (a forward element
+// read twice); on a GPU the device adds, and the element stays in device
+// memory.
 TEST_F(DeviceMemoryTest, AGradientTensorArrayOnTheGpuAddsItsWrites) {
   tensorflow::GraphDef g;
   ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
@@ -469,6 +469,8 @@ TEST_F(DeviceMemoryTest, AGradientTensorArrayOnTheGpuAddsItsWrites) {
   ASSERT_TRUE(st.ok()) << st;
   EXPECT_EQ(out[0].DebugString(), "Tensor<float, [2]>: [3 -4]");
   ExpectRanOn("GPU:0", {"ta", "grad", "first", "second", "sum", "out"});
+  EXPECT_EQ(g_adds, 1);
+  EXPECT_EQ(g_copies_to_host, 1);  // out: the sum made no round trip
 }
 
 // The ops that move elements rather than compute, on the negation of x:
