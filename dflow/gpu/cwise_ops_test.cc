@@ -162,15 +162,18 @@ TEST(GpuCwiseTest, ElementwiseGradientsMatchTheCpu) {
   }
 }
 
+// sel = `op`(c > zero, t, e), all four fed.
+tensorflow::GraphDef SelectGraph(const std::string& op) {
+  tensorflow::GraphDef g;
+  for (const char* in : {"c", "t", "e", "zero"}) AddPlaceholder(&g, in);
+  AddNode(&g, "cond", "Greater", {"c", "zero"});
+  AddNode(&g, "sel", op, {"cond", "t", "e"});
+  return g;
+}
+
 TEST(GpuCwiseTest, SelectV2AndAddNMatchTheCpu) {
   DFLOW_SKIP_WITHOUT_GPU();
-  tensorflow::GraphDef g;
-  AddPlaceholder(&g, "c");
-  AddPlaceholder(&g, "t");
-  AddPlaceholder(&g, "e");
-  AddPlaceholder(&g, "zero");
-  AddNode(&g, "cond", "Greater", {"c", "zero"});
-  AddNode(&g, "sel", "SelectV2", {"cond", "t", "e"});
+  tensorflow::GraphDef g = SelectGraph("SelectV2");
   tensorflow::NodeDef* add_n = AddNode(&g, "sum", "AddN", {"t", "t", "sel"});
   SetAttr(add_n, "N", 3);
   const Tensor c = RandomTensor(TensorShape({4, 1}), 1);
@@ -184,13 +187,7 @@ TEST(GpuCwiseTest, SelectV2AndAddNMatchTheCpu) {
 // CPU's messages.
 TEST(GpuCwiseTest, SelectMatchesTheCpu) {
   DFLOW_SKIP_WITHOUT_GPU();
-  tensorflow::GraphDef g;
-  AddPlaceholder(&g, "c");
-  AddPlaceholder(&g, "t");
-  AddPlaceholder(&g, "e");
-  AddPlaceholder(&g, "zero");
-  AddNode(&g, "cond", "Greater", {"c", "zero"});
-  AddNode(&g, "sel", "Select", {"cond", "t", "e"});
+  const tensorflow::GraphDef g = SelectGraph("Select");
   const struct {
     TensorShape cond, values;
   } cases[] = {{TensorShape({}), TensorShape({3, 4})},      {TensorShape({5}), TensorShape({5})},

@@ -87,6 +87,13 @@ absl::StatusOr<PartialShape> MergeShapes(const PartialShape& a, const PartialSha
   return PartialShape::Merge(a, b);
 }
 
+// The shape input `i` gives, or InvalidArgument naming the kernel.
+absl::StatusOr<PartialShape> ShapeInput(OpKernelContext* ctx, int i) {
+  absl::StatusOr<PartialShape> shape = ShapeFromTensor(ctx->input(i));
+  if (!shape.ok()) return ctx->InvalidArgument(shape.status().message());
+  return shape;
+}
+
 // The element shape input `i` gives, merged with the list's.
 absl::StatusOr<PartialShape> ElementShapeFromInput(OpKernelContext* ctx, const TensorList& list,
                                                    int i) {
@@ -343,9 +350,8 @@ class EmptyTensorListOp : public ListOpKernel {
     }
     TensorList list(dtype_, PartialShape::Unknown());
     list.max_num_elements = max.scalar<int32_t>();
-    absl::StatusOr<PartialShape> shape = ShapeFromTensor(ctx->input(0));
-    if (!shape.ok()) return ctx->InvalidArgument(shape.status().message());
-    list.element_shape = *shape;
+    ASSIGN_OR_RETURN(const PartialShape shape, ShapeInput(ctx, 0));
+    list.element_shape = shape;
     ctx->set_output(0, TensorListTensor(std::move(list)));
     return absl::OkStatus();
   }
@@ -355,8 +361,7 @@ class TensorListReserveOp : public ListOpKernel {
  public:
   using ListOpKernel::ListOpKernel;
   absl::Status Compute(OpKernelContext* ctx) override {
-    absl::StatusOr<PartialShape> shape = ShapeFromTensor(ctx->input(0));
-    if (!shape.ok()) return ctx->InvalidArgument(shape.status().message());
+    ASSIGN_OR_RETURN(const PartialShape shape, ShapeInput(ctx, 0));
     const Tensor& n = ctx->input(1);
     if (n.dims() != 0) {
       return ctx->InvalidArgument("The num_elements to reserve must be a tensor size 1, but got ",
@@ -368,7 +373,7 @@ class TensorListReserveOp : public ListOpKernel {
           "The num_elements to reserve must be a non negative number, but got ", num_elements);
     }
     RETURN_IF_ERROR(CheckListSize(ctx, num_elements));
-    TensorList list(dtype_, *shape);
+    TensorList list(dtype_, shape);
     list.tensors.resize(num_elements);
     ctx->set_output(0, TensorListTensor(std::move(list)));
     return absl::OkStatus();
@@ -379,8 +384,7 @@ class TensorListFromTensorOp : public ListOpKernel {
  public:
   using ListOpKernel::ListOpKernel;
   absl::Status Compute(OpKernelContext* ctx) override {
-    absl::StatusOr<PartialShape> shape = ShapeFromTensor(ctx->input(1));
-    if (!shape.ok()) return ctx->InvalidArgument(shape.status().message());
+    ASSIGN_OR_RETURN(const PartialShape shape, ShapeInput(ctx, 1));
     const Tensor& t = ctx->input(0);
     if (t.dims() < 1) {
       return ctx->InvalidArgument("Tensor must be at least a vector, but saw shape: ",
@@ -388,11 +392,11 @@ class TensorListFromTensorOp : public ListOpKernel {
     }
     TensorShape element_shape = t.shape();
     element_shape.RemoveDim(0);
-    if (!shape->IsCompatibleWith(element_shape)) {
-      return ctx->InvalidArgument("Specified a list with shape ", shape->DebugString(),
+    if (!shape.IsCompatibleWith(element_shape)) {
+      return ctx->InvalidArgument("Specified a list with shape ", shape.DebugString(),
                                   " from a tensor with shape ", element_shape.DebugString());
     }
-    TensorList list(t.dtype(), *shape);
+    TensorList list(t.dtype(), shape);
     const int64_t n = t.dim_size(0), size = element_shape.num_elements();
     const ElementMemory memory = ElementMemory::OfInput(ctx, 0);
     list.tensors.reserve(n);
@@ -573,12 +577,11 @@ class TensorListSplitOp : public ListOpKernel {
  public:
   using ListOpKernel::ListOpKernel;
   absl::Status Compute(OpKernelContext* ctx) override {
-    absl::StatusOr<PartialShape> shape = ShapeFromTensor(ctx->input(1));
-    if (!shape.ok()) return ctx->InvalidArgument(shape.status().message());
-    if (shape->rank_known() && shape->rank() < 1) {
+    ASSIGN_OR_RETURN(const PartialShape shape, ShapeInput(ctx, 1));
+    if (shape.rank_known() && shape.rank() < 1) {
       return ctx->InvalidArgument(
           "TensorListSplit requires element_shape to be at least of rank 1, but saw: ",
-          shape->DebugString());
+          shape.DebugString());
     }
     const Tensor& t = ctx->input(0);
     if (t.dims() < 1) {
@@ -587,10 +590,10 @@ class TensorListSplitOp : public ListOpKernel {
     }
     const std::vector<int64_t> rest = DimsAfterFirst(t.shape().dim_sizes());
     const PartialShape shape_rest =
-        shape->rank_known() ? PartialShape(DimsAfterFirst(shape->dims())) : PartialShape::Unknown();
+        shape.rank_known() ? PartialShape(DimsAfterFirst(shape.dims())) : PartialShape::Unknown();
     if (!shape_rest.IsCompatibleWith(PartialShape(rest))) {
       return ctx->InvalidArgument("tensor shape ", t.shape().DebugString(),
-                                  " is not compatible with element_shape ", shape->DebugString());
+                                  " is not compatible with element_shape ", shape.DebugString());
     }
     const Tensor& lengths = ctx->input(2);
     if (lengths.dims() != 1) {
@@ -598,7 +601,7 @@ class TensorListSplitOp : public ListOpKernel {
                                   lengths.shape().DebugString());
     }
     RETURN_IF_ERROR(CheckListSize(ctx, lengths.NumElements()));
-    TensorList list(t.dtype(), *shape);
+    TensorList list(t.dtype(), shape);
     list.tensors.reserve(lengths.NumElements());
     const ElementMemory memory = ElementMemory::OfInput(ctx, 0);
     const int64_t rows = t.dim_size(0), row_size = DimProduct(rest, 0, rest.size());

@@ -100,17 +100,26 @@ def mlp():
     write("tf_mlp_gpu", g, {"x": x, "labels": labels}, fetches)
 
 
+def images(rng):
+    """The CNNs' inputs: 4 images 8x8x2 and their labels, drawn from `rng`."""
+    x = rng.uniform(-1, 1, (4, 8, 8, 2)).astype(np.float32)
+    return x, rng.randint(0, 10, (4,)).astype(np.int32)
+
+
+def image_placeholders():
+    return (tf1.placeholder(tf.float32, [4, 8, 8, 2], name="x"),
+            tf1.placeholder(tf.int32, [4], name="labels"))
+
+
 def cnn():
     rng = np.random.RandomState(11)
     w = rng.uniform(-0.5, 0.5, (3, 3, 2, 4)).astype(np.float32)
     b = rng.uniform(-0.1, 0.1, (4,)).astype(np.float32)
     dense = rng.uniform(-0.5, 0.5, (4, 10)).astype(np.float32)
-    x = rng.uniform(-1, 1, (4, 8, 8, 2)).astype(np.float32)
-    labels = rng.randint(0, 10, (4,)).astype(np.int32)
+    x, labels = images(rng)
     g = tf.Graph()
     with g.as_default():
-        xp = tf1.placeholder(tf.float32, [4, 8, 8, 2], name="x")
-        yp = tf1.placeholder(tf.int32, [4], name="labels")
+        xp, yp = image_placeholders()
         with tf.device(GPU):
             cw = tf.constant(w, name="filter")
             cb = tf.constant(b, name="bias")
@@ -192,12 +201,10 @@ def bn_cnn():
         channel(-0.2, 0.2)
     mean, variance = channel(0.2, 0.6), channel(0.3, 1.0)
     dense = rng.uniform(-0.5, 0.5, (6, 10)).astype(np.float32)
-    x = rng.uniform(-1, 1, (4, 8, 8, 2)).astype(np.float32)
-    labels = rng.randint(0, 10, (4,)).astype(np.int32)
+    x, labels = images(rng)
     g = tf.Graph()
     with g.as_default():
-        xp = tf1.placeholder(tf.float32, [4, 8, 8, 2], name="x")
-        yp = tf1.placeholder(tf.int32, [4], name="labels")
+        xp, yp = image_placeholders()
         with tf.device(GPU):
             params = {name: tf.constant(v, name=name) for name, v in [
                 ("filter", w), ("scale", scale), ("offset", offset), ("scale2", scale2),
