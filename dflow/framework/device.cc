@@ -1,5 +1,7 @@
 #include "dflow/framework/device.h"
 
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "dflow/framework/tensor.h"
 
@@ -35,6 +37,16 @@ absl::Status Device::GatherRows(const void* in, void* out, absl::Span<const int6
 
 absl::Status Device::CopyStrided(const void* in, void* out, const StridedCopySpec& spec) {
   return absl::UnimplementedError(absl::StrCat(name_, " has no memory of its own to copy in"));
+}
+
+absl::Status Device::CopyPieces(absl::Span<const CopyPiece> pieces) {
+  return absl::UnimplementedError(absl::StrCat(name_, " has no memory of its own to copy in"));
+}
+
+void CopyPiecesOnHost(absl::Span<const CopyPiece> pieces) {
+  for (const CopyPiece& p : pieces) {
+    if (p.bytes > 0) std::memcpy(p.to, p.from, static_cast<size_t>(p.bytes));
+  }
 }
 
 absl::Status Device::AddTensors(const Tensor& a, const Tensor& b, Tensor* out) {

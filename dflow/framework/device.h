@@ -28,6 +28,13 @@ namespace dflow {
 inline constexpr char kDeviceCPU[] = "CPU";
 inline constexpr char kDeviceGPU[] = "GPU";
 
+// A run of bytes to copy within one device's memory.
+struct CopyPiece {
+  const void* from;
+  void* to;
+  int64_t bytes;
+};
+
 class Device {
  public:
   // `name` is a full device name; `incarnation` identifies this instance of
@@ -64,6 +71,10 @@ class Device {
   // device's memory, queued (Gather on a GPU).
   virtual absl::Status GatherRows(const void* in, void* out, absl::Span<const int64_t> from,
                                   int64_t row_elems, int element_size);
+  // Copies every piece (none overlapping another's destination), queued
+  // after the device's work so far: the elements of a TensorArray or a
+  // TensorList gathered into one tensor or cut out of one, in one call.
+  virtual absl::Status CopyPieces(absl::Span<const CopyPiece> pieces);
   // *out := a + b elementwise: three tensors of one numeric dtype and shape
   // in this device's memory, queued (gradients that TensorArrays and
   // TensorLists aggregate). Unimplemented for a dtype the device cannot add.
@@ -78,6 +89,9 @@ class Device {
   const int64_t memory_limit_;
   ResourceMgr resource_mgr_;
 };
+
+// Device::CopyPieces for memory the host can address.
+void CopyPiecesOnHost(absl::Span<const CopyPiece> pieces);
 
 // Device::AddTensors for memory the host can address (float, double,
 // int32, int64): a CPU's, or a test device's.

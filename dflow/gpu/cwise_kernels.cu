@@ -215,6 +215,34 @@ __global__ void GatherRowsKernel(const T* in, T* out, const int64_t* from, int64
   }
 }
 
+// Copies `bytes` bytes as words of T (bytes a multiple of sizeof(T), both
+// pointers aligned to it), the block's threads striding over them.
+template <typename T>
+__device__ void CopyWords(const char* from, char* to, int64_t bytes) {
+  const T* f = reinterpret_cast<const T*>(from);
+  T* t = reinterpret_cast<T*>(to);
+  const int64_t n = bytes / static_cast<int64_t>(sizeof(T));
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) t[i] = f[i];
+}
+
+__global__ void CopyPiecesKernel(const int64_t* table, int64_t n) {
+  for (int64_t p = blockIdx.x; p < n; p += gridDim.x) {
+    const char* from = reinterpret_cast<const char*>(table[3 * p]);
+    char* to = reinterpret_cast<char*>(table[3 * p + 1]);
+    const int64_t bytes = table[3 * p + 2];
+    const uint64_t alignment = static_cast<uint64_t>(table[3 * p]) |
+                               static_cast<uint64_t>(table[3 * p + 1]) |
+                               static_cast<uint64_t>(bytes);
+    if (alignment % 16 == 0) {
+      CopyWords<uint4>(from, to, bytes);
+    } else if (alignment % 4 == 0) {
+      CopyWords<uint32_t>(from, to, bytes);
+    } else {
+      CopyWords<uint8_t>(from, to, bytes);
+    }
+  }
+}
+
 // --- dispatch ------------------------------------------------------------------------
 
 template <Binary kOp>
@@ -350,6 +378,12 @@ void LaunchGatherRows(cudaStream_t s, const void* in, void* out, const int64_t* 
     GatherRowsKernel<T><<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(
         static_cast<const T*>(in), static_cast<T*>(out), from, n, row_elems);
   });
+}
+
+void LaunchCopyPieces(cudaStream_t s, const int64_t* table, int64_t n) {
+  if (n == 0) return;
+  CopyPiecesKernel<<<static_cast<int>(n < kMaxBlocks ? n : kMaxBlocks), kThreadsPerBlock, 0, s>>>(
+      table, n);
 }
 
 void LaunchTile(cudaStream_t s, const void* in, void* out, int elem_bytes, int64_t n,

@@ -86,6 +86,11 @@ void LaunchTile(cudaStream_t s, const void* in, void* out, int elem_bytes, int64
 void LaunchGatherRows(cudaStream_t s, const void* in, void* out, const int64_t* from, int64_t n,
                       int64_t row_elems, int elem_bytes);
 
+// Device::CopyPieces for `n` pieces listed in device memory as (from, to,
+// bytes) triples of int64: one block a piece at a time, 16-, 4- or 1-byte
+// words as the piece's alignment allows.
+void LaunchCopyPieces(cudaStream_t s, const int64_t* table, int64_t n);
+
 // The n elements of `spec` (Device::CopyStrided), one thread each.
 void LaunchStridedCopy(cudaStream_t s, const void* in, void* out, int64_t n,
                        const StridedCopySpec& spec);

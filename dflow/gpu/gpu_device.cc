@@ -373,6 +373,33 @@ absl::Status GpuDevice::GatherRows(const void* in, void* out, absl::Span<const i
   return CudaCheck(cudaGetLastError(), absl::StrCat("gathering rows on ", name()));
 }
 
+absl::Status GpuDevice::CopyPieces(absl::Span<const CopyPiece> pieces) {
+  // Past this, a piece's copy outweighs a call of its own, and one block a
+  // piece would leave the GPU idle.
+  constexpr int64_t kOwnCopyBytes = int64_t{1} << 20;
+  RETURN_IF_ERROR(UseDevice(ordinal_));
+  std::vector<int64_t> table;
+  for (const CopyPiece& p : pieces) {
+    if (p.bytes == 0) continue;
+    if (p.bytes >= kOwnCopyBytes || pieces.size() == 1) {
+      RETURN_IF_ERROR(CudaCheck(
+          cudaMemcpyAsync(p.to, p.from, p.bytes, cudaMemcpyDeviceToDevice, compute_),
+          absl::StrCat("copying ", p.bytes, " bytes within ", name())));
+      continue;
+    }
+    table.insert(table.end(), {static_cast<int64_t>(reinterpret_cast<uintptr_t>(p.from)),
+                               static_cast<int64_t>(reinterpret_cast<uintptr_t>(p.to)), p.bytes});
+  }
+  if (table.empty()) return absl::OkStatus();
+  // The table goes to the device as a staged copy queued before the kernel.
+  const int64_t n = static_cast<int64_t>(table.size() / 3);
+  Tensor listed = Tensor::ForOverwrite(DT_INT64, TensorShape({3 * n}));
+  std::copy(table.begin(), table.end(), listed.flat<int64_t>().data());
+  ASSIGN_OR_RETURN(Tensor on_device, CopyTensor(listed, MemoryType::kDevice));
+  LaunchCopyPieces(compute_, static_cast<const int64_t*>(on_device.raw_data()), n);
+  return CudaCheck(cudaGetLastError(), absl::StrCat("copying ", n, " pieces within ", name()));
+}
+
 absl::Status GpuDevice::AddTensors(const Tensor& a, const Tensor& b, Tensor* out) {
   if (a.dtype() != DT_FLOAT) return Device::AddTensors(a, b, out);
   if (out->NumElements() == 0) return absl::OkStatus();

@@ -185,10 +185,6 @@ absl::Status StridedCopy(const Tensor& in, absl::Span<const int64_t> begin,
   });
 }
 
-namespace {
-
-// The element size of a copy from `in` to `out` on ctx's device; Internal
-// unless both are its memory and of one fixed-size dtype.
 absl::StatusOr<int> DeviceCopyElementSize(OpKernelContext* ctx, const Tensor& in,
                                           const Tensor& out) {
   if (in.memory_type() != MemoryType::kDevice || out.memory_type() != MemoryType::kDevice) {
@@ -206,8 +202,6 @@ absl::StatusOr<int> DeviceCopyElementSize(OpKernelContext* ctx, const Tensor& in
   }
   return size;
 }
-
-}  // namespace
 
 absl::Status CopyOnDevice(OpKernelContext* ctx, const Tensor& in, int64_t in_offset, Tensor* out,
                           int64_t out_offset, absl::Span<const int64_t> dims,

@@ -203,6 +203,10 @@ absl::Status StridedCopy(const Tensor& in, absl::Span<const int64_t> begin,
 // Device::CopyStrided: each branches on its output's memory type and, for
 // device memory, calls these instead of the host loops above.
 
+// The element size of a copy from `in` to `out` on ctx's device; Internal
+// unless both are its memory and of one dtype of 1, 2, 4 or 8 bytes.
+absl::StatusOr<int> DeviceCopyElementSize(OpKernelContext* ctx, const Tensor& in,
+                                          const Tensor& out);
 // For every index (i_0, ...) below `dims`: out[out_offset + sum(i_d *
 // out_strides[d])] = in[in_offset + sum(i_d * in_strides[d])], queued on
 // ctx's device; `in` and `out` are in its memory. Unimplemented when the

@@ -1,6 +1,7 @@
 #include "dflow/ops/element_memory.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "dflow/framework/device.h"
@@ -23,19 +24,34 @@ absl::StatusOr<Tensor> ElementMemory::New(DataType dtype, const TensorShape& sha
   return t;
 }
 
-absl::Status ElementMemory::Copy(const Tensor& src, int64_t from, Tensor* dst, int64_t to,
-                                 int64_t n) const {
-  if (n == 0) return absl::OkStatus();
-  if (type_ == MemoryType::kDevice) return CopyOnDevice(ctx_, src, from, dst, to, {n}, {1}, {1});
-  if (src.memory_type() != MemoryType::kHost || dst->memory_type() != MemoryType::kHost) {
+absl::Status ElementMemory::CopyOnHost(const ElementCopy& c) const {
+  if (c.n == 0) return absl::OkStatus();
+  if (c.src.memory_type() != MemoryType::kHost || c.dst.memory_type() != MemoryType::kHost) {
     return absl::InternalError(
         absl::StrCat(ctx_->Prefix(), "a host copy of elements in device memory"));
   }
-  return SwitchByElementSize(src.dtype(), "element copy", [&](auto tag) {
+  Tensor dst = c.dst;  // Shares the buffer it writes.
+  return SwitchByElementSize(c.src.dtype(), "element copy", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    std::copy_n(ElementsOf<T>(src) + from, n, MutableElementsOf<T>(dst) + to);
+    std::copy_n(ElementsOf<T>(c.src) + c.from, c.n, MutableElementsOf<T>(&dst) + c.to);
     return absl::OkStatus();
   });
+}
+
+absl::Status ElementMemory::CopyAll(absl::Span<const ElementCopy> copies) const {
+  if (type_ == MemoryType::kHost) {
+    for (const ElementCopy& c : copies) RETURN_IF_ERROR(CopyOnHost(c));
+    return absl::OkStatus();
+  }
+  std::vector<CopyPiece> pieces;
+  pieces.reserve(copies.size());
+  for (const ElementCopy& c : copies) {
+    Tensor dst = c.dst;
+    ASSIGN_OR_RETURN(const int size, DeviceCopyElementSize(ctx_, c.src, dst));
+    pieces.push_back({static_cast<const char*>(c.src.raw_data()) + c.from * size,
+                      static_cast<char*>(dst.raw_data()) + c.to * size, c.n * size});
+  }
+  return ctx_->device()->CopyPieces(pieces);
 }
 
 absl::StatusOr<Tensor> ElementMemory::Add(const Tensor& a, const Tensor& b) const {

@@ -8,9 +8,20 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "dflow/framework/kernel.h"
 
 namespace dflow {
+
+// Elements [from, from + n) of `src` to [to, to + n) of `dst` (one dtype);
+// the tensors share the buffers they name.
+struct ElementCopy {
+  Tensor src;
+  int64_t from = 0;
+  Tensor dst;
+  int64_t to = 0;
+  int64_t n = 0;
+};
 
 class ElementMemory {
  public:
@@ -25,14 +36,16 @@ class ElementMemory {
 
   // A new element, zero-filled when `zero`.
   absl::StatusOr<Tensor> New(DataType dtype, const TensorShape& shape, bool zero) const;
-  // Elements [from, from + n) of `src` to [to, to + n) of `dst` (one dtype).
-  absl::Status Copy(const Tensor& src, int64_t from, Tensor* dst, int64_t to, int64_t n) const;
+  // Every copy, in order; on a device queued as one Device::CopyPieces (one
+  // kernel on a GPU for a stack or split of T elements, not T copies).
+  absl::Status CopyAll(absl::Span<const ElementCopy> copies) const;
   // a + b (one dtype and shape), a new element: added by the device where
   // both are in its memory and it adds their dtype (Device::AddTensors),
   // else on the host (a device's elements make a round trip).
   absl::StatusOr<Tensor> Add(const Tensor& a, const Tensor& b) const;
 
  private:
+  absl::Status CopyOnHost(const ElementCopy& c) const;
   absl::StatusOr<Tensor> ToHost(const Tensor& t) const;
 
   OpKernelContext* const ctx_;

@@ -399,12 +399,14 @@ class TensorListFromTensorOp : public ListOpKernel {
     TensorList list(t.dtype(), shape);
     const int64_t n = t.dim_size(0), size = element_shape.num_elements();
     const ElementMemory memory = ElementMemory::OfInput(ctx, 0);
+    std::vector<ElementCopy> copies;
     list.tensors.reserve(n);
     for (int64_t i = 0; i < n; ++i) {
       ASSIGN_OR_RETURN(Tensor element, memory.New(t.dtype(), element_shape, /*zero=*/false));
-      RETURN_IF_ERROR(memory.Copy(t, i * size, &element, 0, size));
+      copies.push_back({t, i * size, element, 0, size});
       list.tensors.push_back(std::move(element));
     }
+    RETURN_IF_ERROR(memory.CopyAll(copies));
     ctx->set_output(0, TensorListTensor(std::move(list)));
     return absl::OkStatus();
   }
@@ -449,13 +451,13 @@ class TensorListStackOp : public ListOpKernel {
     if (!ctx->allocation_status().ok()) return absl::OkStatus();
     const TensorShape element_shape(absl::MakeConstSpan(dims).subspan(1));
     const int64_t size = element_shape.num_elements();
-    const ElementMemory memory = ElementMemory::OfOutput(ctx, 0);
+    std::vector<ElementCopy> copies;
     for (int64_t i = 0; i < n; ++i) {
       if (!list->tensors[i].IsInitialized()) continue;
       ASSIGN_OR_RETURN(Tensor t, InOutputMemory(ctx, list->tensors[i], 0));
-      RETURN_IF_ERROR(memory.Copy(t, 0, out, i * size, size));
+      copies.push_back({std::move(t), 0, *out, i * size, size});
     }
-    return absl::OkStatus();
+    return ElementMemory::OfOutput(ctx, 0).CopyAll(copies);
   }
 
  private:
@@ -604,6 +606,7 @@ class TensorListSplitOp : public ListOpKernel {
     TensorList list(t.dtype(), shape);
     list.tensors.reserve(lengths.NumElements());
     const ElementMemory memory = ElementMemory::OfInput(ctx, 0);
+    std::vector<ElementCopy> copies;
     const int64_t rows = t.dim_size(0), row_size = DimProduct(rest, 0, rest.size());
     int64_t end = 0;
     for (int64_t i = 0; i < lengths.NumElements(); ++i) {
@@ -618,13 +621,14 @@ class TensorListSplitOp : public ListOpKernel {
       std::vector<int64_t> dims = rest;
       dims.insert(dims.begin(), length);
       ASSIGN_OR_RETURN(Tensor element, memory.New(t.dtype(), TensorShape(dims), /*zero=*/false));
-      RETURN_IF_ERROR(memory.Copy(t, start * row_size, &element, 0, length * row_size));
+      copies.push_back({t, start * row_size, element, 0, length * row_size});
       list.tensors.push_back(std::move(element));
     }
     if (end != rows) {
       return ctx->InvalidArgument("Unused values in tensor. Length of tensor: ", rows,
                                   " Values used: ", end);
     }
+    RETURN_IF_ERROR(memory.CopyAll(copies));
     ctx->set_output(0, TensorListTensor(std::move(list)));
     return absl::OkStatus();
   }
@@ -723,17 +727,17 @@ class TensorListConcatOp : public ListOpKernel {
     Tensor* out = ctx->allocate_output(0, *out_shape);  // Unset elements stay zero.
     if (!ctx->allocation_status().ok()) return absl::OkStatus();
     const int64_t row_size = DimProduct(rest.dims(), 0, rest.rank());
-    const ElementMemory memory = ElementMemory::OfOutput(ctx, 0);
+    std::vector<ElementCopy> copies;
     int64_t offset = 0;
     for (size_t i = 0; i < elements.size(); ++i) {
       const int64_t size = lengths->flat<int64_t>()[i] * row_size;
       if (elements[i].IsInitialized()) {
         ASSIGN_OR_RETURN(Tensor t, InOutputMemory(ctx, elements[i], 0));
-        RETURN_IF_ERROR(memory.Copy(t, 0, out, offset, size));
+        copies.push_back({std::move(t), 0, *out, offset, size});
       }
       offset += size;
     }
-    return absl::OkStatus();
+    return ElementMemory::OfOutput(ctx, 0).CopyAll(copies);
   }
 };
 

@@ -317,9 +317,10 @@ class TensorArrayKernel : public OpKernel {
                                 " but Op requested dtype ", DataTypeString(want), ".");
   }
   // Elements [begin, begin + rows) of `value` along axis 0, as a new tensor
-  // in `memory`.
+  // in `memory` whose copy is appended to `copies` (to run before it is read).
   static absl::StatusOr<Tensor> Rows(const Tensor& value, int64_t begin, int64_t rows,
-                                     bool keep_axis, const ElementMemory& memory) {
+                                     bool keep_axis, const ElementMemory& memory,
+                                     std::vector<ElementCopy>* copies) {
     std::vector<int64_t> dims(value.shape().dim_sizes().begin(), value.shape().dim_sizes().end());
     const int64_t row_elems = value.NumElements() / std::max<int64_t>(dims[0], 1);
     if (keep_axis) {
@@ -329,7 +330,7 @@ class TensorArrayKernel : public OpKernel {
     }
     ASSIGN_OR_RETURN(TensorShape shape, TensorShape::FromDims(dims));
     ASSIGN_OR_RETURN(Tensor out, memory.New(value.dtype(), shape, /*zero=*/false));
-    RETURN_IF_ERROR(memory.Copy(value, begin * row_elems, &out, 0, rows * row_elems));
+    copies->push_back({value, begin * row_elems, out, 0, rows * row_elems});
     return out;
   }
   // Stacks (or, with `concat`, concatenates along axis 0) `elems`, which
@@ -377,13 +378,13 @@ class TensorArrayKernel : public OpKernel {
     RETURN_IF_ERROR(CheckOutputSize(shape.num_elements(), dtype, "TensorArray"));
     Tensor* out = ctx->allocate_output_for_overwrite(0, shape);
     if (!ctx->allocation_status().ok()) return absl::OkStatus();  // The executor reports it.
-    const ElementMemory memory = ElementMemory::OfOutput(ctx, 0);
+    std::vector<ElementCopy> copies;
     int64_t at = 0;
     for (const Tensor& e : elems) {
-      RETURN_IF_ERROR(memory.Copy(e, 0, out, at, e.NumElements()));
+      copies.push_back({e, 0, *out, at, e.NumElements()});
       at += e.NumElements();
     }
-    return absl::OkStatus();
+    return ElementMemory::OfOutput(ctx, 0).CopyAll(copies);
   }
 };
 
@@ -565,9 +566,15 @@ class TensorArrayScatterOp : public TensorArrayKernel {
       }
     }
     const ElementMemory memory = ElementMemory::OfInput(ctx, 2);
+    std::vector<Tensor> rows;
+    std::vector<ElementCopy> copies;
     for (int64_t k = 0; k < indices.NumElements(); ++k) {
-      ASSIGN_OR_RETURN(Tensor row, Rows(value, k, 1, /*keep_axis=*/false, memory));
-      RETURN_IF_ERROR(ta->Write(indices.flat<int32_t>()[k], row, memory));
+      ASSIGN_OR_RETURN(Tensor row, Rows(value, k, 1, /*keep_axis=*/false, memory, &copies));
+      rows.push_back(std::move(row));
+    }
+    RETURN_IF_ERROR(memory.CopyAll(copies));  // Before a gradient array's write adds them.
+    for (int64_t k = 0; k < indices.NumElements(); ++k) {
+      RETURN_IF_ERROR(ta->Write(indices.flat<int32_t>()[k], rows[k], memory));
     }
     ctx->set_output(0, ctx->input(3));
     return absl::OkStatus();
@@ -602,12 +609,19 @@ class TensorArraySplitOp : public TensorArrayKernel {
                                   value.shape().DebugString());
     }
     const ElementMemory memory = ElementMemory::OfInput(ctx, 1);
+    std::vector<Tensor> parts;
+    std::vector<ElementCopy> copies;
     int64_t begin = 0;
     for (int64_t k = 0; k < lengths.NumElements(); ++k) {
       const int64_t len = lengths.flat<int64_t>()[k];
-      ASSIGN_OR_RETURN(Tensor part, Rows(value, begin, len, /*keep_axis=*/true, memory));
-      RETURN_IF_ERROR(ta->Write(k, part, memory));
+      ASSIGN_OR_RETURN(Tensor part,
+                       Rows(value, begin, len, /*keep_axis=*/true, memory, &copies));
+      parts.push_back(std::move(part));
       begin += len;
+    }
+    RETURN_IF_ERROR(memory.CopyAll(copies));  // Before a gradient array's write adds them.
+    for (int64_t k = 0; k < lengths.NumElements(); ++k) {
+      RETURN_IF_ERROR(ta->Write(k, parts[k], memory));
     }
     ctx->set_output(0, ctx->input(3));
     return absl::OkStatus();

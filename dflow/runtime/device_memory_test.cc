@@ -48,6 +48,10 @@ class FakeGpu : public testing_util::HostMemoryGpu {
     ++g_moves;
     return HostMemoryGpu::GatherRows(in, out, from, row_elems, element_size);
   }
+  absl::Status CopyPieces(absl::Span<const CopyPiece> pieces) override {
+    ++g_moves;
+    return HostMemoryGpu::CopyPieces(pieces);
+  }
   absl::Status AddTensors(const Tensor& a, const Tensor& b, Tensor* out) override {
     ++g_adds;
     return HostMemoryGpu::AddTensors(a, b, out);
@@ -435,7 +439,7 @@ TEST_F(DeviceMemoryTest, TensorArraysOnTheGpuKeepTheirElementsThere) {
   EXPECT_EQ(out[3].DebugString(), "Tensor<int64, [2]>: [1 1]");
   ExpectRanOn("GPU:0", {"inputs", "scatter", "read", "outputs", "write", "gather", "size", "parts",
                         "split", "concat"});
-  EXPECT_EQ(g_moves, 2 + 2 + 2 + 2);  // scatter, gather, split, concat: 2 rows each
+  EXPECT_EQ(g_moves, 4);  // scatter, gather, split, concat: one device call each for 2 rows
   EXPECT_EQ(g_copies_to_device, 1);  // x
   EXPECT_EQ(g_copies_to_host, 2);    // gather and concat
 }
@@ -637,6 +641,9 @@ TEST_F(DeviceMemoryTest, TensorListsOnTheGpuKeepTheirElementsThere) {
   EXPECT_EQ(g_copies_to_device, 1);  // x
   EXPECT_EQ(g_copies_to_host, 5);    // the stacks, the popped element and the concat
   EXPECT_EQ(g_adds, 2);              // one per element of the added lists
+  // One device call for each op that copies elements (FromTensor, Stack x3,
+  // Split, ConcatV2), whatever their count.
+  EXPECT_EQ(g_moves, 6);
 }
 
 TEST_F(DeviceMemoryTest, AnOutputTheDeviceCannotHoldIsResourceExhaustedAndTheSessionGoesOn) {

@@ -55,6 +55,10 @@ class HostMemoryGpu : public Device {
                      element_size);
     return absl::OkStatus();
   }
+  absl::Status CopyPieces(absl::Span<const CopyPiece> pieces) override {
+    CopyPiecesOnHost(pieces);
+    return absl::OkStatus();
+  }
   absl::Status AddTensors(const Tensor& a, const Tensor& b, Tensor* out) override {
     return AddTensorsOnHost(a, b, out);
   }
