@@ -374,9 +374,12 @@ absl::Status GpuDevice::GatherRows(const void* in, void* out, absl::Span<const i
 }
 
 absl::Status GpuDevice::CopyPieces(absl::Span<const CopyPiece> pieces) {
-  // Past this, a piece's copy outweighs a call of its own, and one block a
-  // piece would leave the GPU idle.
+  // Past this, a piece's copy outweighs a call of its own.
   constexpr int64_t kOwnCopyBytes = int64_t{1} << 20;
+  // The kernel copies one piece a block: longer pieces are cut into chunks
+  // of this (a multiple of 16, so each chunk keeps its piece's alignment),
+  // that many blocks share them.
+  constexpr int64_t kChunkBytes = int64_t{64} << 10;
   RETURN_IF_ERROR(UseDevice(ordinal_));
   std::vector<int64_t> table;
   for (const CopyPiece& p : pieces) {
@@ -387,8 +390,11 @@ absl::Status GpuDevice::CopyPieces(absl::Span<const CopyPiece> pieces) {
           absl::StrCat("copying ", p.bytes, " bytes within ", name())));
       continue;
     }
-    table.insert(table.end(), {static_cast<int64_t>(reinterpret_cast<uintptr_t>(p.from)),
-                               static_cast<int64_t>(reinterpret_cast<uintptr_t>(p.to)), p.bytes});
+    const auto from = static_cast<int64_t>(reinterpret_cast<uintptr_t>(p.from));
+    const auto to = static_cast<int64_t>(reinterpret_cast<uintptr_t>(p.to));
+    for (int64_t at = 0; at < p.bytes; at += kChunkBytes) {
+      table.insert(table.end(), {from + at, to + at, std::min(kChunkBytes, p.bytes - at)});
+    }
   }
   if (table.empty()) return absl::OkStatus();
   // The table goes to the device as a staged copy queued before the kernel.

@@ -125,7 +125,8 @@ class GpuDevice : public Device {
   absl::Status CopyStrided(const void* in, void* out, const StridedCopySpec& spec) override;
   absl::Status GatherRows(const void* in, void* out, absl::Span<const int64_t> from,
                           int64_t row_elems, int element_size) override;
-  // Pieces of a MiB or more by the copy engine, the rest by one kernel.
+  // Pieces of a MiB or more by the copy engine, the rest by one kernel (in
+  // chunks of 64 KiB, one a block).
   absl::Status CopyPieces(absl::Span<const CopyPiece> pieces) override;
   // float only (the gradients of a GPU's TensorArrays and TensorLists).
   absl::Status AddTensors(const Tensor& a, const Tensor& b, Tensor* out) override;

@@ -88,9 +88,10 @@ TEST(GpuDeviceTest, TensorsCopyToTheDeviceAndBack) {
 }
 
 // CopyPieces moves pieces of every alignment (whole floats at 16-byte
-// boundaries, odd bytes at odd offsets, none) and one of over a MiB (the
-// copy engine's) as the host does: bytes of a source tensor into a
-// destination tensor, the gaps left alone.
+// boundaries, odd bytes at odd offsets, none), one cut into 64 KiB chunks
+// with an odd tail, and one of over a MiB (the copy engine's) as the host
+// does: bytes of a source tensor into a destination tensor, the gaps left
+// alone.
 TEST(GpuDeviceTest, CopyPiecesMatchesTheHost) {
   DFLOW_SKIP_WITHOUT_GPU();
   auto devices = CreateLocalDevices(tensorflow::ConfigProto(), "localhost", 0, 0);
@@ -102,7 +103,8 @@ TEST(GpuDeviceTest, CopyPiecesMatchesTheHost) {
   const struct {
     int64_t from, to, bytes;
   } spans[] = {{0, 64, 4096}, {7, 5001, 13}, {4, 20004, 8}, {100, 30000, 0},
-               {40000, 40000, 1}, {(1 << 20) - 12, 65536, (1 << 20) + 4}};
+               {40000, 40000, 1}, {(1 << 20) - 12, 65536, (1 << 20) + 4},
+               {8192, 1200000, 200003}};
   absl::StatusOr<Tensor> src_gpu = gpu->CopyTensor(src, MemoryType::kDevice);
   absl::StatusOr<Tensor> dst_gpu = gpu->CopyTensor(dst, MemoryType::kDevice);
   ASSERT_TRUE(src_gpu.ok() && dst_gpu.ok());
