@@ -10,7 +10,6 @@
 #include <memory>
 #include <string>
 
-#include "absl/strings/str_cat.h"
 #include "dflow/framework/kernel.h"
 #include "dflow/gpu/normalization_launch.h"
 #include "dflow/gpu/gpu_device.h"
@@ -112,6 +111,8 @@ class FusedBatchNormGradGpuOp : public OpKernel {
   const BatchNormAttrs a_;
 };
 
+LrnArgs ArgsOf(const LrnParams& p) { return LrnArgs{p.radius, p.bias, p.alpha, p.beta}; }
+
 class LrnGpuOp : public OpKernel {
  public:
   explicit LrnGpuOp(OpKernelConstruction* c) : OpKernel(c) { c->SetStatus(p_.Read(c)); }
@@ -121,12 +122,10 @@ class LrnGpuOp : public OpKernel {
     const Tensor& x = ctx->input(0);
     Tensor* y = OutputForOverwrite(ctx, 0, x.shape());
     if (y == nullptr) return absl::OkStatus();
-    LaunchLrn(GpuOf(ctx)->stream(), Args(p_), ElementsOf<float>(x), MutableElementsOf<float>(y),
+    LaunchLrn(GpuOf(ctx)->stream(), ArgsOf(p_), ElementsOf<float>(x), MutableElementsOf<float>(y),
               x.NumElements(), x.dim_size(3));
     return LaunchStatus(ctx);
   }
-
-  static LrnArgs Args(const LrnParams& p) { return LrnArgs{p.radius, p.bias, p.alpha, p.beta}; }
 
  private:
   LrnParams p_;
@@ -143,7 +142,7 @@ class LrnGradGpuOp : public OpKernel {
     if (dx == nullptr || x.NumElements() == 0) return absl::OkStatus();
     GpuDevice* gpu = GpuOf(ctx);
     ASSIGN_OR_RETURN(Tensor norms, gpu->AllocateTemp(DT_FLOAT, x.shape()));
-    LaunchLrnGrad(gpu->stream(), LrnGpuOp::Args(p_), ElementsOf<float>(ctx->input(0)),
+    LaunchLrnGrad(gpu->stream(), ArgsOf(p_), ElementsOf<float>(ctx->input(0)),
                   ElementsOf<float>(x), ElementsOf<float>(ctx->input(2)),
                   MutableElementsOf<float>(dx), x.NumElements(), x.dim_size(3),
                   MutableElementsOf<float>(&norms));
@@ -158,23 +157,9 @@ REGISTER_KERNEL(KernelDefBuilder("LRN").Device(kDeviceGPU).TypeConstraint<float>
 REGISTER_KERNEL(KernelDefBuilder("LRNGrad").Device(kDeviceGPU).TypeConstraint<float>("T"),
                 LrnGradGpuOp);
 
-// Version v's kernel: T (and U from V2 on) float, every argument in device memory.
-template <typename K>
-void RegisterGpuKernel(const std::string& op, int v) {
-  KernelDefBuilder k(op);
-  k.Device(kDeviceGPU).TypeConstraint<float>("T");
-  if (v > 1) k.TypeConstraint<float>("U");
-  KernelRegistry::Global()->Register(
-      k.Build(),
-      [](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> { return std::make_unique<K>(c); });
-}
-
+// Every argument in device memory.
 const bool kRegistered = [] {
-  for (int v = 1; v <= 3; ++v) {
-    const std::string suffix = v == 1 ? "" : absl::StrCat("V", v);
-    RegisterGpuKernel<FusedBatchNormGpuOp>("FusedBatchNorm" + suffix, v);
-    RegisterGpuKernel<FusedBatchNormGradGpuOp>("FusedBatchNormGrad" + suffix, v);
-  }
+  RegisterBatchNormKernels<FusedBatchNormGpuOp, FusedBatchNormGradGpuOp>(kDeviceGPU);
   return true;
 }();
 

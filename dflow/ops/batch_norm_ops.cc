@@ -186,11 +186,6 @@ absl::Status FusedBatchNormGradShape(InferenceContext* c) {
   return absl::OkStatus();
 }
 
-// Version v's name: FusedBatchNorm<Grad>, then ...V2, ...V3.
-std::string VersionName(const std::string& base, int v) {
-  return v == 1 ? base : absl::StrCat(base, "V", v);
-}
-
 // Attrs shared by the forward and gradient OpDefs of version v.
 void AddBatchNormAttrs(OpDefBuilder& b, int v, bool grad) {
   b.Attr("T: {float}");
@@ -205,7 +200,7 @@ void AddBatchNormAttrs(OpDefBuilder& b, int v, bool grad) {
 // V1 types the statistics T, V2 and V3 U; V3 adds reserve_space_3.
 OpDefBuilder BatchNormOpDef(int v) {
   const std::string u = v == 1 ? ": T" : ": U";
-  OpDefBuilder b(VersionName("FusedBatchNorm", v));
+  OpDefBuilder b(BatchNormOpName("FusedBatchNorm", v));
   b.Input("x: T");
   for (const char* in : {"scale", "offset", "mean", "variance"}) b.Input(in + u);
   b.Output("y: T");
@@ -220,7 +215,7 @@ OpDefBuilder BatchNormOpDef(int v) {
 
 OpDefBuilder BatchNormGradOpDef(int v) {
   const std::string u = v == 1 ? ": T" : ": U";
-  OpDefBuilder b(VersionName("FusedBatchNormGrad", v));
+  OpDefBuilder b(BatchNormOpName("FusedBatchNormGrad", v));
   b.Input("y_backprop: T").Input("x: T").Input(v == 1 ? "scale: T" : "scale: float");
   b.Input("reserve_space_1" + u).Input("reserve_space_2" + u);
   if (v == 3) b.Input("reserve_space_3: U");
@@ -233,23 +228,12 @@ OpDefBuilder BatchNormGradOpDef(int v) {
   return b;
 }
 
-template <typename K>
-void RegisterBatchNormKernel(const std::string& op, int v) {
-  KernelDefBuilder k(op);
-  k.Device(kDeviceCPU).TypeConstraint<float>("T");
-  if (v > 1) k.TypeConstraint<float>("U");
-  KernelRegistry::Global()->Register(
-      k.Build(),
-      [](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> { return std::make_unique<K>(c); });
-}
-
 const bool kBatchNormRegistered = [] {
   for (int v = 1; v <= 3; ++v) {
     OpDefBuilderReceiver forward(BatchNormOpDef(v));
     OpDefBuilderReceiver backward(BatchNormGradOpDef(v));
-    RegisterBatchNormKernel<FusedBatchNormOp>(VersionName("FusedBatchNorm", v), v);
-    RegisterBatchNormKernel<FusedBatchNormGradOp>(VersionName("FusedBatchNormGrad", v), v);
   }
+  RegisterBatchNormKernels<FusedBatchNormOp, FusedBatchNormGradOp>(kDeviceCPU);
   return true;
 }();
 

@@ -35,6 +35,10 @@ absl::Status CheckChannelVector(OpKernelContext* ctx, int i, const char* name, i
 
 }  // namespace
 
+std::string BatchNormOpName(const std::string& base, int v) {
+  return v == 1 ? base : absl::StrCat(base, "V", v);
+}
+
 BatchNormAttrs::BatchNormAttrs(OpKernelConstruction* c) {
   std::string format = "NHWC";
   c->GetAttr("epsilon", &epsilon).IgnoreError();  // Failures are recorded on c.

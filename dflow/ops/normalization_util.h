@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -46,6 +49,31 @@ absl::StatusOr<ChannelLayout> CheckBatchNormInputs(OpKernelContext* ctx, const B
 // reserve_space_2) checked the same way. Returns x's layout.
 absl::StatusOr<ChannelLayout> CheckBatchNormGradInputs(OpKernelContext* ctx,
                                                        const BatchNormAttrs& a);
+
+// FusedBatchNorm<base> in version v: the name alone for 1, then V2, V3.
+std::string BatchNormOpName(const std::string& base, int v);
+
+// Registers Forward (FusedBatchNorm*) and Grad (FusedBatchNormGrad*) of
+// every version for `device_type`: T float, and U float from V2 on.
+template <typename Forward, typename Grad>
+void RegisterBatchNormKernels(const char* device_type) {
+  auto reg = [device_type](const std::string& op, int v, KernelFactory make) {
+    KernelDefBuilder k(op);
+    k.Device(device_type).TypeConstraint<float>("T");
+    if (v > 1) k.TypeConstraint<float>("U");
+    KernelRegistry::Global()->Register(k.Build(), std::move(make));
+  };
+  for (int v = 1; v <= 3; ++v) {
+    reg(BatchNormOpName("FusedBatchNorm", v), v,
+        [](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> {
+          return std::make_unique<Forward>(c);
+        });
+    reg(BatchNormOpName("FusedBatchNormGrad", v), v,
+        [](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> {
+          return std::make_unique<Grad>(c);
+        });
+  }
+}
 
 // LRN and LRNGrad (local response normalization across channels, NHWC, as
 // in AlexNet and TensorFlow's CIFAR-10 model): with N_i = bias + alpha * sum
