@@ -6,24 +6,13 @@
 
 #include "dflow/gpu/cwise_launch.h"
 #include "dflow/gpu/launch_util.h"
+#include "dflow/gpu/nan_math.h"
 
 namespace dflow {
 namespace gpu {
 namespace {
 
 // --- functors ------------------------------------------------------------------
-
-// NaN when either operand is NaN, as TensorFlow's (Eigen's PropagateNaN).
-__device__ inline float MaxNaN(float a, float b) {
-  if (isnan(a)) return a;
-  if (isnan(b)) return b;
-  return a < b ? b : a;
-}
-__device__ inline float MinNaN(float a, float b) {
-  if (isnan(a)) return a;
-  if (isnan(b)) return b;
-  return b < a ? b : a;
-}
 
 template <Binary kOp>
 struct BinaryFn;
@@ -61,6 +50,27 @@ DFLOW_BINARY(kTanhGrad, float, y * (1.0f - x * x));
 DFLOW_BINARY(kSigmoidGrad, float, y * x * (1.0f - x));
 DFLOW_BINARY(kReciprocalGrad, float, -y * x * x);
 #undef DFLOW_BINARY
+
+// The ops of RunsOnDouble / RunsOnInt64 for either type (float has the
+// functors above).
+template <Binary kOp>
+struct TypedBinaryFn {
+  template <typename T>
+  __device__ auto operator()(T x, T y) const {
+    if constexpr (kOp == Binary::kAdd) return T(x + y);
+    if constexpr (kOp == Binary::kSub) return T(x - y);
+    if constexpr (kOp == Binary::kMul) return T(x * y);
+    if constexpr (kOp == Binary::kDiv) return T(x / y);
+    if constexpr (kOp == Binary::kMaximum) return MaxNaN(x, y);
+    if constexpr (kOp == Binary::kMinimum) return MinNaN(x, y);
+    if constexpr (kOp == Binary::kEqual) return x == y;
+    if constexpr (kOp == Binary::kNotEqual) return x != y;
+    if constexpr (kOp == Binary::kGreater) return x > y;
+    if constexpr (kOp == Binary::kLess) return x < y;
+    if constexpr (kOp == Binary::kGreaterEqual) return x >= y;
+    if constexpr (kOp == Binary::kLessEqual) return x <= y;
+  }
+};
 
 // Softplus as TensorFlow computes it (nn_ops.cc): x above -threshold,
 // exp(x) below threshold, log(exp(x) + 1) between; threshold = log(eps) + 2.
@@ -113,9 +123,8 @@ __device__ inline int64_t InputOffset(const BroadcastIndex& b, int k, int64_t i)
 
 // --- kernels -----------------------------------------------------------------------
 
-template <typename F>
-__global__ void BinaryKernel(const float* x, const float* y, typename F::Out* z, int64_t n,
-                             BroadcastIndex b) {
+template <typename F, typename T, typename Out>
+__global__ void BinaryKernel(const T* x, const T* y, Out* z, int64_t n, BroadcastIndex b) {
   const F f;
   for (int64_t i = GridStart(); i < n; i += GridStride()) {
     z[i] = f(x[InputOffset(b, 0, i)], y[InputOffset(b, 1, i)]);
@@ -245,12 +254,30 @@ __global__ void CopyPiecesKernel(const int64_t* table, int64_t n) {
 
 // --- dispatch ------------------------------------------------------------------------
 
-template <Binary kOp>
-void RunBinary(cudaStream_t s, const float* x, const float* y, void* z, int64_t n,
+template <typename F, typename T>
+void RunBinary(cudaStream_t s, const T* x, const T* y, void* z, int64_t n,
                const BroadcastIndex& b) {
-  using F = BinaryFn<kOp>;
-  BinaryKernel<F><<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(
-      x, y, static_cast<typename F::Out*>(z), n, b);
+  using Out = decltype(F()(T(), T()));
+  BinaryKernel<F, T, Out><<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(x, y, static_cast<Out*>(z), n, b);
+}
+
+// LaunchBinary of double or int64 (`kDiv`: RealDiv, double only).
+template <typename T>
+void LaunchTypedBinary(cudaStream_t s, Binary op, const T* x, const T* y, void* z, int64_t n,
+                       const BroadcastIndex& b) {
+  if (n == 0) return;
+  switch (op) {
+#define DFLOW_CASE(OP) \
+  case Binary::OP: return RunBinary<TypedBinaryFn<Binary::OP>>(s, x, y, z, n, b);
+    DFLOW_CASE(kAdd) DFLOW_CASE(kSub) DFLOW_CASE(kMul) DFLOW_CASE(kMaximum) DFLOW_CASE(kMinimum)
+    DFLOW_CASE(kEqual) DFLOW_CASE(kNotEqual) DFLOW_CASE(kGreater) DFLOW_CASE(kLess)
+    DFLOW_CASE(kGreaterEqual) DFLOW_CASE(kLessEqual)
+#undef DFLOW_CASE
+    case Binary::kDiv:
+      if constexpr (std::is_floating_point_v<T>) RunBinary<TypedBinaryFn<Binary::kDiv>>(s, x, y, z, n, b);
+      return;
+    default: return;  // Not RunsOnDouble / RunsOnInt64.
+  }
 }
 
 template <Unary kOp>
@@ -286,7 +313,7 @@ void LaunchBinary(cudaStream_t s, Binary op, const float* x, const float* y, voi
   if (n == 0) return;
   switch (op) {
 #define DFLOW_CASE(OP) \
-  case Binary::OP: return RunBinary<Binary::OP>(s, x, y, z, n, b);
+  case Binary::OP: return RunBinary<BinaryFn<Binary::OP>>(s, x, y, z, n, b);
     DFLOW_CASE(kAdd) DFLOW_CASE(kSub) DFLOW_CASE(kMul) DFLOW_CASE(kDiv) DFLOW_CASE(kDivNoNan)
     DFLOW_CASE(kPow) DFLOW_CASE(kFloorDiv) DFLOW_CASE(kFloorMod) DFLOW_CASE(kMaximum)
     DFLOW_CASE(kMinimum) DFLOW_CASE(kEqual) DFLOW_CASE(kNotEqual) DFLOW_CASE(kGreater)
@@ -295,6 +322,16 @@ void LaunchBinary(cudaStream_t s, Binary op, const float* x, const float* y, voi
     DFLOW_CASE(kSigmoidGrad) DFLOW_CASE(kReciprocalGrad)
 #undef DFLOW_CASE
   }
+}
+
+void LaunchBinary(cudaStream_t s, Binary op, const double* x, const double* y, void* z, int64_t n,
+                  const BroadcastIndex& b) {
+  LaunchTypedBinary(s, op, x, y, z, n, b);
+}
+
+void LaunchBinary(cudaStream_t s, Binary op, const int64_t* x, const int64_t* y, void* z,
+                  int64_t n, const BroadcastIndex& b) {
+  LaunchTypedBinary(s, op, x, y, z, n, b);
 }
 
 void LaunchUnary(cudaStream_t s, Unary op, const float* x, float* y, int64_t n) {

@@ -32,16 +32,30 @@ struct BroadcastIndex {
   int64_t strides[kMaxBroadcastInputs][kMaxBroadcastDims] = {};
 };
 
-// z = f(x, y), float inputs. The comparisons write bool, the rest float.
+// z = f(x, y). The comparisons write bool, the rest the inputs' type.
 // The *Grad ops take (y, dy) / (gradients, features) as TensorFlow's do.
 enum class Binary {
   kAdd, kSub, kMul, kDiv, kDivNoNan, kPow, kFloorDiv, kFloorMod, kMaximum, kMinimum,
   kEqual, kNotEqual, kGreater, kLess, kGreaterEqual, kLessEqual,
   kReluGrad, kSoftplusGrad, kSqrtGrad, kRsqrtGrad, kTanhGrad, kSigmoidGrad, kReciprocalGrad,
 };
-inline bool WritesBool(Binary op) { return op >= Binary::kEqual && op <= Binary::kLessEqual; }
+inline constexpr bool WritesBool(Binary op) { return op >= Binary::kEqual && op <= Binary::kLessEqual; }
 void LaunchBinary(cudaStream_t s, Binary op, const float* x, const float* y, void* z, int64_t n,
                   const BroadcastIndex& index);
+
+// The ops of Binary that also run on double and int64 (TensorFlow's
+// int64 and double GPU kernels that TF1 metrics, summaries and float64
+// models use): the arithmetic, Maximum/Minimum and the comparisons; RealDiv
+// on double only.
+inline constexpr bool RunsOnDouble(Binary op) {
+  return op <= Binary::kDiv || op == Binary::kMaximum || op == Binary::kMinimum || WritesBool(op);
+}
+inline constexpr bool RunsOnInt64(Binary op) { return RunsOnDouble(op) && op != Binary::kDiv; }
+// REQUIRES: RunsOnDouble(op) / RunsOnInt64(op); otherwise nothing is queued.
+void LaunchBinary(cudaStream_t s, Binary op, const double* x, const double* y, void* z, int64_t n,
+                  const BroadcastIndex& index);
+void LaunchBinary(cudaStream_t s, Binary op, const int64_t* x, const int64_t* y, void* z,
+                  int64_t n, const BroadcastIndex& index);
 
 // y = f(x), float.
 enum class Unary {

@@ -56,7 +56,7 @@ absl::StatusOr<BroadcastIndex> IndexOf(const BroadcastPlan& plan) {
 
 // --- binary ops with broadcasting ------------------------------------------------
 
-template <Binary kOp>
+template <Binary kOp, typename T>
 class BinaryGpuOp : public OpKernel {
  public:
   explicit BinaryGpuOp(OpKernelConstruction* c) : OpKernel(c) {
@@ -83,7 +83,7 @@ class BinaryGpuOp : public OpKernel {
     if (!index.ok()) return ctx->InvalidArgument(index.status().message());
     Tensor* z = OutputForOverwrite(ctx, 0, plan->output_shape());
     if (z == nullptr) return absl::OkStatus();
-    LaunchBinary(GpuOf(ctx)->stream(), kOp, ElementsOf<float>(x), ElementsOf<float>(y), z->raw_data(),
+    LaunchBinary(GpuOf(ctx)->stream(), kOp, ElementsOf<T>(x), ElementsOf<T>(y), z->raw_data(),
                  plan->num_elements(), *index);
     return LaunchStatus(ctx);
   }
@@ -92,9 +92,25 @@ class BinaryGpuOp : public OpKernel {
   bool incompatible_shape_error_ = true;
 };
 
-#define DFLOW_GPU_BINARY(NAME, OP)                                                        \
-  REGISTER_KERNEL(KernelDefBuilder(NAME).Device(kDeviceGPU).TypeConstraint<float>("T"), \
-                  BinaryGpuOp<Binary::OP>)
+// Float, and double and int64 where RunsOnDouble / RunsOnInt64 (int32 runs
+// in host memory: ops/cwise_ops.cc).
+template <Binary kOp>
+struct GpuBinaryKernels {
+  explicit GpuBinaryKernels(const char* name) {
+    Register<float>(name);
+    if constexpr (RunsOnDouble(kOp)) Register<double>(name);
+    if constexpr (RunsOnInt64(kOp)) Register<int64_t>(name);
+  }
+  template <typename T>
+  static void Register(const char* name) {
+    KernelRegistry::Global()->Register(
+        KernelDefBuilder(name).Device(kDeviceGPU).TypeConstraint<T>("T").Build(),
+        [](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> {
+          return std::make_unique<BinaryGpuOp<kOp, T>>(c);
+        });
+  }
+};
+#define DFLOW_GPU_BINARY(NAME, OP) const GpuBinaryKernels<Binary::OP> DFLOW_CONCAT(gpu_binary_, __COUNTER__)(NAME)
 DFLOW_GPU_BINARY("Add", kAdd);
 DFLOW_GPU_BINARY("AddV2", kAdd);
 DFLOW_GPU_BINARY("Sub", kSub);

@@ -44,6 +44,20 @@ TEST(GpuKernelRegistryTest, KernelsAreRegisteredForTheirTypes) {
   EXPECT_TRUE(r->HasKernel(kDeviceGPU, node("SparseSoftmaxCrossEntropyWithLogits",
                                             {{"T", DT_FLOAT}, {"Tlabels", DT_INT64}})));
   EXPECT_TRUE(r->HasKernel(kDeviceGPU, node("Fill", {{"T", DT_INT64}, {"index_type", DT_INT32}})));
+  // int64 and double: the arithmetic and comparisons of metrics and summaries.
+  for (const DataType t : {DT_INT64, DT_DOUBLE}) {
+    for (const std::string op : {"AddV2", "Sub", "Mul", "Maximum", "Minimum", "Equal", "NotEqual",
+                                 "Greater", "Less", "GreaterEqual", "LessEqual"}) {
+      EXPECT_TRUE(r->HasKernel(kDeviceGPU, node(op, {{"T", t}}))) << op << " " << DataTypeString(t);
+    }
+    EXPECT_FALSE(r->HasKernel(kDeviceGPU, node("FloorMod", {{"T", t}}))) << DataTypeString(t);
+  }
+  EXPECT_TRUE(r->HasKernel(kDeviceGPU, node("RealDiv", {{"T", DT_DOUBLE}})));
+  // A classifier's accuracy: ArgMax of the logits, the axis in host memory.
+  absl::StatusOr<const KernelDef*> arg_max =
+      r->Find(kDeviceGPU, node("ArgMax", {{"T", DT_FLOAT}, {"output_type", DT_INT64}}));
+  ASSERT_TRUE(arg_max.ok()) << arg_max.status();
+  EXPECT_EQ((*arg_max)->host_memory_args, (std::vector<std::string>{"dimension"}));
 }
 
 // x op y for each pair of shapes; inputs are multiples of 0.25 in [-2, 2]
@@ -80,6 +94,51 @@ TEST(GpuCwiseTest, BinaryOpsBroadcastLikeTheCpu) {
     const Tensor y = RandomTensor(ys, seed++, -2, 2, 0.25f);
     CompareGpuCpu(g, {{"x", x}, {"y", y}}, fetches, kRtol, kAtol,
                   xs.DebugString() + " op " + ys.DebugString());
+  }
+}
+
+// The ops that also run on double and int64, broadcasting as the float ones
+// do: double inputs are multiples of 0.25 in [-2, 2] (NaN among them), int64
+// ones span [-2^40, 2^40] in steps of 2^38 (ties, and sums past 32 bits).
+TEST(GpuCwiseTest, BinaryOpsOfDoubleAndInt64MatchTheCpu) {
+  DFLOW_SKIP_WITHOUT_GPU();
+  const std::vector<std::pair<TensorShape, TensorShape>> shapes = {
+      {TensorShape({1000}), TensorShape({1000})},
+      {TensorShape({37, 300}), TensorShape({})},
+      {TensorShape({37, 1}), TensorShape({37, 300})},
+      {TensorShape({2, 3, 1, 5, 1, 7}), TensorShape({3, 4, 1, 6, 1})},
+  };
+  for (const DataType t : {DT_DOUBLE, DT_INT64}) {
+    std::vector<std::string> ops = {"AddV2", "Sub", "Mul", "Maximum", "Minimum", "Equal",
+                                    "NotEqual", "Greater", "Less", "GreaterEqual", "LessEqual"};
+    if (t == DT_DOUBLE) ops.push_back("RealDiv");
+    tensorflow::GraphDef g;
+    AddPlaceholder(&g, "x", t);
+    AddPlaceholder(&g, "y", t);
+    std::vector<std::string> fetches;
+    for (const std::string& op : ops) {
+      AddNode(&g, op, op, {"x", "y"}, t);
+      fetches.push_back(op);
+    }
+    auto typed = [t](const Tensor& f) {
+      Tensor out(t, f.shape());
+      for (int64_t i = 0; i < f.NumElements(); ++i) {
+        const float v = f.flat<float>()[i];
+        if (t == DT_DOUBLE) {
+          out.flat<double>()[i] = i == 3 ? std::nan("") : v;
+        } else {
+          out.flat<int64_t>()[i] = static_cast<int64_t>(v * 4) << 38;
+        }
+      }
+      return out;
+    };
+    int seed = 1;
+    for (const auto& [xs, ys] : shapes) {
+      const Tensor x = typed(RandomTensor(xs, seed++, -2, 2, 0.25f));
+      const Tensor y = typed(RandomTensor(ys, seed++, -2, 2, 0.25f));
+      CompareGpuCpu(g, {{"x", x}, {"y", y}}, fetches, 0, 0,
+                    DataTypeString(t) + " " + xs.DebugString() + " op " + ys.DebugString());
+    }
   }
 }
 

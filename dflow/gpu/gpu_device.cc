@@ -406,13 +406,25 @@ absl::Status GpuDevice::CopyPieces(absl::Span<const CopyPiece> pieces) {
   return CudaCheck(cudaGetLastError(), absl::StrCat("copying ", n, " pieces within ", name()));
 }
 
+namespace {
+
+template <typename T>
+void LaunchAdd(cudaStream_t s, const Tensor& a, const Tensor& b, Tensor* out) {
+  LaunchBinary(s, Binary::kAdd, static_cast<const T*>(a.raw_data()),
+               static_cast<const T*>(b.raw_data()), out->raw_data(), out->NumElements(),
+               BroadcastIndex());
+}
+
+}  // namespace
+
 absl::Status GpuDevice::AddTensors(const Tensor& a, const Tensor& b, Tensor* out) {
-  if (a.dtype() != DT_FLOAT) return Device::AddTensors(a, b, out);
+  const DataType t = a.dtype();
+  if (t != DT_FLOAT && t != DT_DOUBLE && t != DT_INT64) return Device::AddTensors(a, b, out);
   if (out->NumElements() == 0) return absl::OkStatus();
   RETURN_IF_ERROR(UseDevice(ordinal_));
-  LaunchBinary(compute_, Binary::kAdd, static_cast<const float*>(a.raw_data()),
-               static_cast<const float*>(b.raw_data()), out->raw_data(), out->NumElements(),
-               BroadcastIndex());
+  if (t == DT_FLOAT) LaunchAdd<float>(compute_, a, b, out);
+  if (t == DT_DOUBLE) LaunchAdd<double>(compute_, a, b, out);
+  if (t == DT_INT64) LaunchAdd<int64_t>(compute_, a, b, out);
   return CudaCheck(cudaGetLastError(), absl::StrCat("adding on ", name()));
 }
 

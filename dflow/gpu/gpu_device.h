@@ -128,7 +128,8 @@ class GpuDevice : public Device {
   // Pieces of a MiB or more by the copy engine, the rest by one kernel (in
   // chunks of 64 KiB, one a block).
   absl::Status CopyPieces(absl::Span<const CopyPiece> pieces) override;
-  // float only (the gradients of a GPU's TensorArrays and TensorLists).
+  // float, double and int64 (the gradients of a GPU's TensorArrays and
+  // TensorLists); other dtypes: Unimplemented, so the caller adds on the host.
   absl::Status AddTensors(const Tensor& a, const Tensor& b, Tensor* out) override;
   // Waits for the work queued so far; then the staging blocks of the copies
   // queued before it go back to the pinned pool.

@@ -3,8 +3,10 @@
 // with one thread per output looping over its reduced elements, which reads
 // coalesced when the kept dimension is the innermost (Sum over axis 0).
 #include <cstdint>
+#include <limits>
 
 #include "dflow/gpu/launch_util.h"
+#include "dflow/gpu/nan_math.h"
 #include "dflow/gpu/reduction_launch.h"
 
 namespace dflow {
@@ -15,17 +17,6 @@ namespace {
 // number of partial sums of the first pass.
 constexpr int64_t kTwoPassMinCount = 1 << 16;
 constexpr int64_t kPartials = 1024;
-
-__device__ inline float MaxNaN(float a, float b) {
-  if (isnan(a)) return a;
-  if (isnan(b)) return b;
-  return a < b ? b : a;
-}
-__device__ inline float MinNaN(float a, float b) {
-  if (isnan(a)) return a;
-  if (isnan(b)) return b;
-  return b < a ? b : a;
-}
 
 template <Reduce kOp>
 struct Reducer {
@@ -256,6 +247,26 @@ __global__ void XentKernel(const float* x, Strides2D xs, const float* labels, St
   }
 }
 
+// One thread an output (o, j): the scan of ArgExtremeRows (ops/reduction_ops.cc)
+// from `start` (the type's lowest for ArgMax, its max for ArgMin).
+template <bool kMin, typename T, typename Index>
+__global__ void ArgExtremeKernel(const T* in, int64_t n, int64_t inner, int64_t num_out, T start,
+                                 Index* out) {
+  for (int64_t k = GridStart(); k < num_out; k += GridStride()) {
+    const T* x = in + (k / inner) * n * inner + k % inner;
+    T best = start;
+    Index index = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const T v = x[i * inner];
+      if (kMin ? v < best : v > best) {
+        best = v;
+        index = static_cast<Index>(i);
+      }
+    }
+    out[k] = index;
+  }
+}
+
 }  // namespace
 
 int64_t ReduceScratchElements(int64_t num_out, int64_t count, const ReduceIndex& index) {
@@ -276,6 +287,24 @@ void LaunchReduce(cudaStream_t s, Reduce op, const float* in, float* out, int64_
     case Reduce::kProd: return RunReduce<Reduce::kProd>(s, in, out, num_out, count, index, scratch);
   }
 }
+
+template <typename T, typename Index>
+void LaunchArgExtreme(cudaStream_t s, bool min, const T* in, int64_t outer, int64_t n,
+                      int64_t inner, Index* out) {
+  const int64_t num_out = outer * inner;
+  if (num_out == 0) return;
+  if (min) {
+    ArgExtremeKernel<true><<<BlocksFor(num_out), kThreadsPerBlock, 0, s>>>(
+        in, n, inner, num_out, std::numeric_limits<T>::max(), out);
+  } else {
+    ArgExtremeKernel<false><<<BlocksFor(num_out), kThreadsPerBlock, 0, s>>>(
+        in, n, inner, num_out, std::numeric_limits<T>::lowest(), out);
+  }
+}
+template void LaunchArgExtreme(cudaStream_t, bool, const float*, int64_t, int64_t, int64_t, int32_t*);
+template void LaunchArgExtreme(cudaStream_t, bool, const float*, int64_t, int64_t, int64_t, int64_t*);
+template void LaunchArgExtreme(cudaStream_t, bool, const double*, int64_t, int64_t, int64_t, int32_t*);
+template void LaunchArgExtreme(cudaStream_t, bool, const double*, int64_t, int64_t, int64_t, int64_t*);
 
 void LaunchSoftmax(cudaStream_t s, const float* x, float* y, int64_t rows, int64_t cols,
                    bool log) {

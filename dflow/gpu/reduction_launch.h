@@ -1,5 +1,5 @@
 // Launchers of the reduction and row-wise GPU kernels (reduction_kernels.cu):
-// Sum, Mean, Max, Min, Prod over any axes, Softmax, LogSoftmax and the
+// Sum, Mean, Max, Min, Prod over any axes, ArgMax, ArgMin, Softmax, LogSoftmax and the
 // softmax cross entropies. Plain pointers to device memory; each launcher
 // queues its work on `s` and returns. Callers (reduction_ops.cc) check shapes.
 #ifndef DFLOW_GPU_REDUCTION_LAUNCH_H_
@@ -39,6 +39,14 @@ int64_t ReduceScratchElements(int64_t num_out, int64_t count, const ReduceIndex&
 // ReduceScratchElements(num_out, count) floats of device memory.
 void LaunchReduce(cudaStream_t s, Reduce op, const float* in, float* out, int64_t num_out,
                   int64_t count, const ReduceIndex& index, float* scratch);
+
+// ArgMax (ArgMin when `min`) of `in` seen as [outer, n, inner], along its
+// middle axis: out[o * inner + j] is the first index of the extreme, NaN
+// never chosen (all NaN: 0), by the CPU kernel's rule. One thread an output.
+// T: float or double; Index: int32_t or int64_t. REQUIRES: n >= 1.
+template <typename T, typename Index>
+void LaunchArgExtreme(cudaStream_t s, bool min, const T* in, int64_t outer, int64_t n,
+                      int64_t inner, Index* out);
 
 // Softmax (or log-softmax when `log`) of each row of a [rows, cols] matrix.
 void LaunchSoftmax(cudaStream_t s, const float* x, float* y, int64_t rows, int64_t cols, bool log);

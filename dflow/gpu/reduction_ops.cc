@@ -1,6 +1,7 @@
 // Reductions and row-wise ops on a GPU (float): Sum, Mean, Max, Min, Prod
-// (reduction_indices in host memory), BiasAddGrad, Softmax, LogSoftmax,
-// SparseSoftmaxCrossEntropyWithLogits and SoftmaxCrossEntropyWithLogits.
+// (reduction_indices in host memory), ArgMax and ArgMin (float and double),
+// BiasAddGrad, Softmax, LogSoftmax, SparseSoftmaxCrossEntropyWithLogits and
+// SoftmaxCrossEntropyWithLogits.
 // Shapes are checked as the CPU kernels check them (reduction_ops.cc,
 // nn_ops.cc, nn_grad_ops.cc), with their messages.
 #include <cstdint>
@@ -134,6 +135,48 @@ DFLOW_GPU_REDUCTION("Max", kMax);
 DFLOW_GPU_REDUCTION("Min", kMin);
 DFLOW_GPU_REDUCTION("Prod", kProd);
 #undef DFLOW_GPU_REDUCTION
+
+// --- ArgMax, ArgMin ----------------------------------------------------------------------
+
+// The accuracy of a classifier (tf.argmax of the logits against the labels)
+// without sending the logits to the host.
+template <typename T, bool kMin>
+class ArgExtremeGpuOp : public OpKernel {
+ public:
+  explicit ArgExtremeGpuOp(OpKernelConstruction* c) : OpKernel(c) {
+    c->GetAttr("output_type", &output_type_).IgnoreError();  // Recorded on c.
+  }
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    absl::StatusOr<ArgExtremeLayout> l = ArgExtremeLayoutOf(x.shape(), ctx->input(1));
+    if (!l.ok()) return ctx->InvalidArgument(l.status().message());
+    Tensor* out = OutputForOverwrite(ctx, 0, l->output);
+    if (out == nullptr) return absl::OkStatus();
+    cudaStream_t s = GpuOf(ctx)->stream();
+    if (output_type_ == DT_INT32) {
+      LaunchArgExtreme(s, kMin, ElementsOf<T>(x), l->outer, l->n, l->inner,
+                       MutableElementsOf<int32_t>(out));
+    } else {
+      LaunchArgExtreme(s, kMin, ElementsOf<T>(x), l->outer, l->n, l->inner,
+                       MutableElementsOf<int64_t>(out));
+    }
+    return LaunchStatus(ctx);
+  }
+
+ private:
+  DataType output_type_ = DT_INT64;
+};
+
+#define DFLOW_GPU_ARG_EXTREME(NAME, T, MIN)                                                \
+  REGISTER_KERNEL(                                                                         \
+      KernelDefBuilder(NAME).Device(kDeviceGPU).TypeConstraint<T>("T").HostMemory("dimension"), \
+      ArgExtremeGpuOp<T, MIN>)
+DFLOW_GPU_ARG_EXTREME("ArgMax", float, false);
+DFLOW_GPU_ARG_EXTREME("ArgMax", double, false);
+DFLOW_GPU_ARG_EXTREME("ArgMin", float, true);
+DFLOW_GPU_ARG_EXTREME("ArgMin", double, true);
+#undef DFLOW_GPU_ARG_EXTREME
 
 // --- L2Loss ----------------------------------------------------------------------------
 

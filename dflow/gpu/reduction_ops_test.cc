@@ -1,6 +1,7 @@
 // The GPU reductions, BiasAddGrad, softmax and cross entropies against the
 // CPU kernels on the same graphs and inputs. Skipped without a GPU.
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,62 @@ TEST(GpuReductionTest, BadAxesAreErrors) {
   s = GpuRunStatus(ReductionGraph(Tensor::Vec<int32_t>({1, -1}), false), {{"x", x}}, {"Max"});
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   EXPECT_TRUE(absl::StrContains(s.message(), "duplicate")) << s;
+}
+
+// ArgMax and ArgMin over each axis of several shapes, float and double,
+// int32 and int64 indices: inputs are multiples of 0.25 (ties: the first
+// index wins), with NaN, -inf and the type's lowest value planted (never
+// chosen / chosen by the CPU's rule).
+TEST(GpuReductionTest, ArgMaxAndArgMinMatchTheCpu) {
+  DFLOW_SKIP_WITHOUT_GPU();
+  const std::vector<TensorShape> shapes = {TensorShape({128, 10}), TensorShape({3, 4, 5}),
+                                           TensorShape({1000}), TensorShape({0, 4}),
+                                           TensorShape({6, 1})};
+  int seed = 1;
+  for (const DataType t : {DT_FLOAT, DT_DOUBLE}) {
+    for (const TensorShape& shape : shapes) {
+      Tensor x(t, shape);
+      const Tensor f = RandomTensor(shape, seed++, -2, 2, 0.25f);
+      for (int64_t i = 0; i < x.NumElements(); ++i) {
+        double v = f.flat<float>()[i];
+        if (i % 7 == 3) v = std::nan("");
+        if (i % 11 == 5) v = -INFINITY;
+        if (i % 13 == 6) v = t == DT_FLOAT ? std::numeric_limits<float>::lowest()
+                                          : std::numeric_limits<double>::lowest();
+        if (t == DT_FLOAT) x.flat<float>()[i] = static_cast<float>(v);
+        if (t == DT_DOUBLE) x.flat<double>()[i] = v;
+      }
+      for (int axis = -shape.dims(); axis < shape.dims(); ++axis) {
+        if (shape.dim_size(axis < 0 ? axis + shape.dims() : axis) == 0) continue;
+        tensorflow::GraphDef g;
+        AddPlaceholder(&g, "x", t);
+        AddHostConst(&g, "axis", Tensor::Scalar<int32_t>(axis));
+        std::vector<std::string> fetches;
+        for (const std::string op : {"ArgMax", "ArgMin"}) {
+          for (const DataType index : {DT_INT32, DT_INT64}) {
+            const std::string name = op + DataTypeString(index);
+            tensorflow::NodeDef* n = AddNode(&g, name, op, {"x", "axis"}, t);
+            SetAttr(n, "output_type", index);
+            fetches.push_back(name);
+          }
+        }
+        CompareGpuCpu(g, {{"x", x}}, fetches, 0, 0,
+                      absl::StrCat(DataTypeString(t), " ", shape.DebugString(), " axis ", axis));
+      }
+    }
+  }
+  // The CPU's messages: an axis out of range, an empty axis.
+  tensorflow::GraphDef g;
+  AddPlaceholder(&g, "x");
+  AddHostConst(&g, "axis", Tensor::Scalar<int32_t>(2));
+  AddNode(&g, "argmax", "ArgMax", {"x", "axis"});
+  absl::Status s = GpuRunStatus(g, {{"x", RandomTensor(TensorShape({2, 3}), 1)}}, {"argmax"});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "Expected dimension in the range [-2, 2), but got 2"))
+      << s;
+  s = GpuRunStatus(g, {{"x", RandomTensor(TensorShape({2, 3, 0}), 1)}}, {"argmax"});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "Reduction axis 2 is empty in shape [2,3,0]")) << s;
 }
 
 TEST(GpuReductionTest, BiasAddGradMatchesTheCpu) {

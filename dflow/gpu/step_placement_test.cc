@@ -224,21 +224,46 @@ TEST(GpuStepPlacementTest, TF1StepsRunOnTheGpu) {
 // TensorFlow's CIFAR-10 multi-GPU model (two towers; devices cleared): its
 // LRNs and their gradients run on the GPU (before session 31 each tower's
 // pooled activations and their gradient crossed to the CPU and back). What
-// stays on the CPU is the feeds and the summaries: the histograms and the
-// int64 arithmetic of tf.nn.zero_fraction, which reads the activations.
+// stays on the CPU is the feeds and the summaries (the histograms read the
+// activations), and of tf.nn.zero_fraction only the int64 Sum of its branch
+// for tensors past 2^31 elements; its int64 comparison and subtraction run
+// on the GPU since session 32 (41 nodes on the CPU before session 31, 37
+// before session 32).
 TEST(GpuStepPlacementTest, CifarTowersNormalizeOnTheGpu) {
   const StepCrossings s = PlaceCorpusGraph("cifar_towers");
   for (const std::string& n : s.cpu_nodes) {
     EXPECT_TRUE(absl::EndsWith(n, "Placeholder") || absl::EndsWith(n, "Placeholder_1") ||
-                absl::StrContains(n, "zero_fraction/") || absl::StrContains(n, "/activations") ||
-                absl::StrContains(n, "/sparsity") || n == "Merge/MergeSummary")
+                absl::EndsWith(n, "zero_fraction/cond/count_nonzero_1/nonzero_count") ||
+                absl::StrContains(n, "/activations") || absl::StrContains(n, "/sparsity") ||
+                n == "Merge/MergeSummary")
         << n;
   }
+  EXPECT_EQ(s.cpu_nodes.size(), 25u);
   for (const std::string& edge : s.device_to_host) {
     EXPECT_TRUE(absl::StrContains(edge, "zero_fraction") || absl::StrContains(edge, "/activations") ||
                 absl::StrContains(edge, "/sparsity"))
         << edge;
   }
+}
+
+// tf.metrics and a classifier's accuracy (devices cleared): ArgMax of the
+// logits and the int64 comparisons with the labels run on the GPU, so the
+// logits stay there; what reads them on the CPU is InTopKV2 (no GPU kernel,
+// as in TensorFlow). Before session 32 the logits crossed to the CPU for
+// ArgMax too.
+TEST(GpuStepPlacementTest, MetricsCompareOnTheGpu) {
+  const StepCrossings s = PlaceCorpusGraph("metrics");
+  // tf.metrics.accuracy and mean_per_class_accuracy of ArgMax against the
+  // int64 labels.
+  for (const std::string n : {"ArgMax", "Equal_1", "Equal_2", "Cast", "accuracy/Sum",
+                              "accuracy/AssignAdd", "mean_accuracy/Equal", "mean_accuracy/Cast"}) {
+    EXPECT_EQ(s.cpu_nodes.count(n), 0u) << n;
+  }
+  std::vector<std::string> logits_to_host;
+  for (const std::string& edge : s.device_to_host) {
+    if (absl::StartsWith(edge, "MatMul -> ")) logits_to_host.push_back(edge);
+  }
+  EXPECT_EQ(logits_to_host, (std::vector<std::string>{"MatMul -> in_top_k/InTopKV2"}));
 }
 
 }  // namespace

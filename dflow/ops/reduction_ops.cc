@@ -456,23 +456,6 @@ void ArgExtremeRows(const T* in, int64_t outer_begin, int64_t outer_end, int64_t
   }
 }
 
-absl::StatusOr<int64_t> ReadAxis(const Tensor& dim) {
-  if (dim.NumElements() != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dimension must be a scalar, got shape ", dim.shape().DebugString()));
-  }
-  if (dim.dtype() == DT_INT32) return dim.flat<int32_t>()[0];
-  if (dim.dtype() == DT_INT64) return dim.flat<int64_t>()[0];
-  return absl::InvalidArgumentError(
-      absl::StrCat("dimension must be int32 or int64, got ", DataTypeString(dim.dtype())));
-}
-
-absl::Status CheckAxisRange(int64_t axis, int rank) {
-  if (axis >= -rank && axis < rank) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("Expected dimension in the range [", -rank, ", ", rank, "), but got ", axis));
-}
-
 template <typename T, bool kMin>
 class ArgExtremeOp : public OpKernel {
  public:
@@ -482,36 +465,24 @@ class ArgExtremeOp : public OpKernel {
 
   absl::Status Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
-    absl::StatusOr<int64_t> axis = ReadAxis(ctx->input(1));
-    absl::Status s = axis.ok() ? CheckAxisRange(*axis, x.dims()) : axis.status();
-    if (!s.ok()) return ctx->InvalidArgument(s.message());
-    const int d = static_cast<int>(*axis < 0 ? *axis + x.dims() : *axis);
-    if (x.dim_size(d) == 0) {
-      return ctx->InvalidArgument("Reduction axis ", d, " is empty in shape ",
-                                  x.shape().DebugString());
-    }
-    TensorShape out_shape = x.shape();
-    out_shape.RemoveDim(d);
-    Tensor* out = ctx->allocate_output(0, out_shape);
-    int64_t outer = 1, inner = 1;
-    for (int i = 0; i < d; ++i) outer *= x.dim_size(i);
-    for (int i = d + 1; i < x.dims(); ++i) inner *= x.dim_size(i);
+    absl::StatusOr<ArgExtremeLayout> layout = ArgExtremeLayoutOf(x.shape(), ctx->input(1));
+    if (!layout.ok()) return ctx->InvalidArgument(layout.status().message());
+    Tensor* out = ctx->allocate_output(0, layout->output);
     if (output_type_ == DT_INT32) {
-      Run(ctx, x, outer, x.dim_size(d), inner, out->flat<int32_t>().data());
+      Run(ctx, x, *layout, out->flat<int32_t>().data());
     } else {
-      Run(ctx, x, outer, x.dim_size(d), inner, out->flat<int64_t>().data());
+      Run(ctx, x, *layout, out->flat<int64_t>().data());
     }
     return absl::OkStatus();
   }
 
  private:
   template <typename Index>
-  static void Run(OpKernelContext* ctx, const Tensor& x, int64_t outer, int64_t n, int64_t inner,
-                  Index* out) {
-    if (outer * inner == 0) return;
+  static void Run(OpKernelContext* ctx, const Tensor& x, const ArgExtremeLayout& l, Index* out) {
+    if (l.outer * l.inner == 0) return;
     const T* in = x.flat<T>().data();
-    ParallelForUnits(ctx->intra_op_pool(), outer, n * inner, [&](int64_t o0, int64_t o1) {
-      ArgExtremeRows<kMin, T, Index>(in, o0, o1, n, inner, out);
+    ParallelForUnits(ctx->intra_op_pool(), l.outer, l.n * l.inner, [&](int64_t o0, int64_t o1) {
+      ArgExtremeRows<kMin, T, Index>(in, o0, o1, l.n, l.inner, out);
     });
   }
 
@@ -530,11 +501,10 @@ absl::Status ArgMaxShape(InferenceContext* c) {
     c->set_output(0, PartialShape::UnknownDims(in.rank() - 1));
     return absl::OkStatus();
   }
-  absl::StatusOr<int64_t> axis = ReadAxis(*dim);
-  absl::Status s = axis.ok() ? CheckAxisRange(*axis, in.rank()) : axis.status();
-  if (!s.ok()) return c->Error(std::string(s.message()));
+  absl::StatusOr<int> axis = ArgExtremeAxis(*dim, in.rank());
+  if (!axis.ok()) return c->Error(std::string(axis.status().message()));
   std::vector<int64_t> dims = in.dims();
-  dims.erase(dims.begin() + (*axis < 0 ? *axis + in.rank() : *axis));
+  dims.erase(dims.begin() + *axis);
   c->set_output(0, PartialShape(dims));
   return absl::OkStatus();
 }

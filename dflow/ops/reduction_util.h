@@ -22,6 +22,20 @@ absl::StatusOr<std::vector<bool>> ReductionMask(const Tensor& axes, const Partia
 // or, with `keep_dims`, 1.
 TensorShape ReducedShape(const TensorShape& x, const std::vector<bool>& mask, bool keep_dims);
 
+// ArgMax's and ArgMin's axis: `dimension` is a scalar int32 or int64 in
+// [-rank, rank); the axis counted from the front, else InvalidArgument in
+// TensorFlow's words.
+absl::StatusOr<int> ArgExtremeAxis(const Tensor& dimension, int rank);
+
+// ArgMax's and ArgMin's input `x` seen as [outer, n, inner] around the axis
+// `dimension` names, and the output's shape (x's without it); the axis must
+// not be empty.
+struct ArgExtremeLayout {
+  TensorShape output;
+  int64_t outer = 1, n = 1, inner = 1;
+};
+absl::StatusOr<ArgExtremeLayout> ArgExtremeLayoutOf(const TensorShape& x, const Tensor& dimension);
+
 }  // namespace dflow
 
 #endif  // DFLOW_OPS_REDUCTION_UTIL_H_
