@@ -413,7 +413,7 @@ absl::StatusOr<MasterSession::Signature> MasterSession::Canonicalize(
 
 bool MasterSession::HasPlanFor(const tensorflow::RunStepRequest& req) const {
   Feeds named;  // Canonicalize reads the names only.
-  for (const tensorflow::NamedTensorProto& f : req.feed()) named.emplace_back(f.name(), Tensor());
+  for (const tensorflow::NamedTensorProto& f : req.feed()) named.emplace_back().first = f.name();
   absl::StatusOr<Signature> sig =
       Canonicalize(named, std::vector<std::string>(req.fetch().begin(), req.fetch().end()));
   if (!sig.ok()) return false;

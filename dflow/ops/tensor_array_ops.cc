@@ -127,12 +127,9 @@ class TensorArray : public ResourceBase {
       RETURN_IF_ERROR(CheckOutputSize(shape.num_elements(), opts_.dtype, "TensorArray"));
       return memory.New(opts_.dtype, shape, /*zero=*/true);
     }
-    Tensor out = it->second.value;
-    if (opts_.clear_after_read && !opts_.aggregate) {
-      it->second.value = Tensor();
-      it->second.cleared = true;
-    }
-    return out;
+    if (!opts_.clear_after_read || opts_.aggregate) return it->second.value;
+    it->second.cleared = true;
+    return std::move(it->second.value);  // Its buffer is freed with the reader's.
   }
 
   int64_t Size() {
