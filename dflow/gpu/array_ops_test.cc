@@ -1,9 +1,9 @@
 // The kernels that move elements rather than compute (Transpose, ConcatV2,
-// Pack, Split, SplitV, Unpack, Slice, StridedSlice, GatherV2, Gather) and
-// L2Loss on a GPU, against the CPU kernels on the same graphs. The movers run
-// the CPU's kernels with their copies queued on the GPU (Device::CopyStrided:
-// the copy engine for rows, the strided-copy kernel otherwise;
-// Device::GatherRows: one kernel). Skipped without a GPU.
+// Pack, Split, SplitV, Unpack, Slice, StridedSlice, GatherV2, Gather, Pad,
+// StridedSliceGrad) and L2Loss on a GPU, against the CPU kernels on the same
+// graphs. The movers run the CPU's kernels with their copies queued on the
+// GPU (Device::CopyStrided: the copy engine for rows, the strided-copy kernel
+// otherwise; Device::GatherRows: one kernel). Skipped without a GPU.
 #include <string>
 #include <vector>
 
@@ -82,8 +82,32 @@ tensorflow::GraphDef Movers(DataType dtype, std::vector<std::string>* fetches) {
     SetAttr(n, "Tindices", DT_INT32);
     if (n->op() == "GatherV2") SetAttr(n, "Taxis", DT_INT32);
   }
+  // The gradients of Slice and StridedSlice: Pad (a rank-0 one too), and the
+  // reversed slice put back in zeros of x's shape.
+  absl::StatusOr<Tensor> paddings =
+      Tensor::Vec<int32_t>({0, 2, 1, 1, 0, 0, 3, 0}).Reshaped(TensorShape({4, 2}));
+  AddHostConst(&g, "paddings", *paddings);
+  SetAttr(AddNode(&g, "pad", "Pad", {"xt", "paddings"}, dtype), "Tpaddings", DT_INT32);
+  Index(&g, "zeros4", {0, 0, 0, 0});
+  Index(&g, "ones4", {1, 1, 1, 1});
+  tensorflow::NodeDef* scalar =
+      AddNode(&g, "scalar", "StridedSlice", {"xt", "zeros4", "ones4", "ones4"}, dtype);
+  SetAttr(scalar, "Index", DT_INT32);
+  SetAttr(scalar, "shrink_axis_mask", 15);  // x[0, 0, 0, 0]
+  AddHostConst(&g, "no_paddings", Tensor(DT_INT32, TensorShape({0, 2})));
+  SetAttr(AddNode(&g, "pad_scalar", "Pad", {"scalar", "no_paddings"}, dtype), "Tpaddings",
+          DT_INT32);
+  Index(&g, "x_shape", {3, 5, 7, 4});
+  SetAttr(AddNode(&g, "reversed_grad", "StridedSliceGrad",
+                  {"x_shape", "ss_begin", "ss_end", "ss_strides", "reversed"}, dtype),
+          "Index", DT_INT32);
+  tensorflow::NodeDef* row_grad =
+      AddNode(&g, "row_grad", "StridedSliceGrad", {"x_shape", "one", "two", "one", "row"}, dtype);
+  SetAttr(row_grad, "Index", DT_INT32);
+  SetAttr(row_grad, "shrink_axis_mask", 1);
   for (const char* f : {"split:0", "split:4", "split_v:0", "split_v:1", "unpack:0", "unpack:3",
-                        "pack", "slice", "reversed", "row", "gather", "batched", "gather_v1"}) {
+                        "pack", "slice", "reversed", "row", "gather", "batched", "gather_v1",
+                        "pad", "pad_scalar", "reversed_grad", "row_grad"}) {
     fetches->push_back(f);
   }
   return g;

@@ -203,8 +203,14 @@ class PadOp : public OpKernel {
       dims.push_back(in.dim_size(d) + (*pads)[2 * d] + (*pads)[2 * d + 1]);
     }
     RETURN_IF_ERROR(CheckOutputSize(DimProduct(dims, 0, dims.size()), in.dtype(), "Pad"));
-    Tensor* out = ctx->allocate_output(0, TensorShape(dims));
+    Tensor* out = ctx->allocate_output(0, TensorShape(dims));  // Zeros, on either device.
+    if (!ctx->allocation_status().ok()) return absl::OkStatus();  // The executor reports it.
     if (in.NumElements() == 0) return absl::OkStatus();
+    if (out->memory_type() == MemoryType::kDevice) {
+      std::vector<int64_t> before, ones(in.dims(), 1);
+      for (int d = 0; d < in.dims(); ++d) before.push_back((*pads)[2 * d]);
+      return StridedScatterOnDevice(ctx, in, before, ones, out);
+    }
     return SwitchByElementSize(in.dtype(), "Pad", [&](auto tag) -> absl::Status {
       PadCopy<typename decltype(tag)::type>(in, *pads, out);
       return absl::OkStatus();
@@ -246,6 +252,23 @@ REGISTER_KERNEL(KernelDefBuilder("Pad")
                     .TypeConstraint("T", MovableTypes())
                     .TypeConstraint("Tpaddings", IndexTypes())
                     .HostMemory("paddings"),
+                PadOp);
+// On a GPU (Slice's gradient, tf.pad): the output's zeros and the copy of
+// the input into its interior are queued in device memory; an int32 Pad is
+// of a shape, in host memory.
+REGISTER_KERNEL(KernelDefBuilder("Pad")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint("T", GpuTensorTypes())
+                    .TypeConstraint("Tpaddings", IndexTypes())
+                    .HostMemory("paddings"),
+                PadOp);
+REGISTER_KERNEL(KernelDefBuilder("Pad")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint<int32_t>("T")
+                    .TypeConstraint("Tpaddings", IndexTypes())
+                    .HostMemory("input")
+                    .HostMemory("paddings")
+                    .HostMemory("output"),
                 PadOp);
 
 }  // namespace

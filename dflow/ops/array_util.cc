@@ -250,6 +250,23 @@ absl::Status ConcatRowsOn(OpKernelContext* ctx, const std::vector<const Tensor*>
   return absl::OkStatus();
 }
 
+absl::Status StridedScatterOnDevice(OpKernelContext* ctx, const Tensor& in,
+                                    absl::Span<const int64_t> begin,
+                                    absl::Span<const int64_t> strides, Tensor* out) {
+  const int rank = in.dims();
+  std::vector<int64_t> dims(rank), in_strides(rank), out_strides(rank);
+  int64_t in_stride = 1, out_stride = 1, offset = 0;
+  for (int d = rank - 1; d >= 0; --d) {
+    dims[d] = in.dim_size(d);
+    in_strides[d] = in_stride;
+    out_strides[d] = strides[d] * out_stride;
+    offset += begin[d] * out_stride;
+    in_stride *= in.dim_size(d);
+    out_stride *= out->dim_size(d);
+  }
+  return CopyOnDevice(ctx, in, 0, out, offset, dims, in_strides, out_strides);
+}
+
 absl::Status StridedCopyOn(OpKernelContext* ctx, const Tensor& in, absl::Span<const int64_t> begin,
                            absl::Span<const int64_t> strides, Tensor* out) {
   if (out->memory_type() == MemoryType::kHost) return StridedCopy(in, begin, strides, out);

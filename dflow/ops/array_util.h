@@ -219,6 +219,12 @@ absl::Status CopyOnDevice(OpKernelContext* ctx, const Tensor& in, int64_t in_off
 // queued on ctx's device; `in` and `out` are in its memory.
 absl::Status GatherRowsOnDevice(OpKernelContext* ctx, const Tensor& in,
                                 absl::Span<const int64_t> from, int64_t row_elems, Tensor* out);
+// StridedCopyOn's reverse in device memory: out[begin + i * strides] = in[i]
+// for every index i of `in` (of out's rank), queued on ctx's device; out's
+// other elements are left as they are (Pad's and StridedSliceGrad's zeros).
+absl::Status StridedScatterOnDevice(OpKernelContext* ctx, const Tensor& in,
+                                    absl::Span<const int64_t> begin,
+                                    absl::Span<const int64_t> strides, Tensor* out);
 // ConcatRows into `out` (ctx's output, in either memory).
 absl::Status ConcatRowsOn(OpKernelContext* ctx, const std::vector<const Tensor*>& inputs,
                           const std::vector<int64_t>& row_sizes, int64_t outer, Tensor* out);

@@ -1,6 +1,6 @@
-// Ops that select parts of a tensor: Slice, StridedSlice (GatherV2 and the
-// other gathers are in gather_ops.cc). On a GPU the region is copied in
-// device memory (Device::CopyStrided).
+// Ops that select parts of a tensor: Slice, StridedSlice and its gradient
+// StridedSliceGrad (GatherV2 and the other gathers are in gather_ops.cc). On
+// a GPU the region is copied in device memory (Device::CopyStrided).
 #include "absl/strings/str_cat.h"
 #include "dflow/framework/kernel.h"
 #include "dflow/framework/op_def.h"
@@ -429,6 +429,13 @@ class StridedSliceGradOp : public OpKernel {
                                                TensorShape(spec->final_dims).DebugString()));
     }
     RETURN_IF_ERROR(CheckTensorBytes(dy.dtype(), *dx_shape));
+    if (ctx->op_kernel().output_memory_type(0) == MemoryType::kDevice) {
+      Tensor* dx = ctx->allocate_output(0, *dx_shape);  // Zeros.
+      if (!ctx->allocation_status().ok()) return absl::OkStatus();  // The executor reports it.
+      if (dy.NumElements() == 0) return absl::OkStatus();
+      ASSIGN_OR_RETURN(Tensor dy_view, dy.Reshaped(TensorShape(spec->processing_dims)));
+      return StridedScatterOnDevice(ctx, dy_view, spec->begin, spec->strides, dx);
+    }
     Tensor dx(dy.dtype(), *dx_shape);  // Zeros.
     const int rank = static_cast<int>(dims.size());
     std::vector<int64_t> dx_strides(rank, 1);
@@ -481,6 +488,28 @@ REGISTER_KERNEL(KernelDefBuilder("StridedSliceGrad")
                     .Device(kDeviceCPU)
                     .TypeConstraint("T", MovableTypes())
                     .TypeConstraint("Index", IndexTypes()),
+                StridedSliceGradOp);
+// On a GPU (StridedSlice's gradient): dy is copied into dx's zeros in
+// device memory; the spec (shape, begin, end, strides) is read on the host.
+REGISTER_KERNEL(KernelDefBuilder("StridedSliceGrad")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint("T", GpuTensorTypes())
+                    .TypeConstraint("Index", IndexTypes())
+                    .HostMemory("shape")
+                    .HostMemory("begin")
+                    .HostMemory("end")
+                    .HostMemory("strides"),
+                StridedSliceGradOp);
+REGISTER_KERNEL(KernelDefBuilder("StridedSliceGrad")
+                    .Device(kDeviceGPU)
+                    .TypeConstraint<int32_t>("T")
+                    .TypeConstraint("Index", IndexTypes())
+                    .HostMemory("shape")
+                    .HostMemory("begin")
+                    .HostMemory("end")
+                    .HostMemory("strides")
+                    .HostMemory("dy")
+                    .HostMemory("output"),
                 StridedSliceGradOp);
 
 }  // namespace

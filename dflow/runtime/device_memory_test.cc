@@ -524,8 +524,19 @@ tensorflow::GraphDef MovingOps(std::vector<std::string>* fetches) {
     SetAttr(n, "Tparams", DT_FLOAT);
     SetAttr(n, "Tindices", DT_INT32);
   }
+  // The gradients of Slice and StridedSlice: neg padded by [[1, 0], [0, 2],
+  // [1, 1]], and `strided` put back where it came from in zeros of x's shape.
+  absl::StatusOr<Tensor> paddings = Tensor::Vec<int32_t>({1, 0, 0, 2, 1, 1}).Reshaped(
+      TensorShape({3, 2}));
+  Int32Const(&g, "paddings", *paddings);
+  SetAttr(Node(&g, "pad", "Pad", {"neg", "paddings"}), "Tpaddings", DT_INT32);
+  Int32Const(&g, "x_shape", Tensor::Vec<int32_t>({2, 3, 4}));
+  SetAttr(Node(&g, "strided_grad", "StridedSliceGrad",
+               {"x_shape", "ss_begin", "ss_end", "ss_strides", "strided"}),
+          "Index", DT_INT32);
   *fetches = {"transpose", "concat",  "split:0", "split:1", "split_v:0", "split_v:1", "unpack:0",
-              "unpack:2",  "pack",    "slice",   "strided", "row",       "gather",    "gather_v1"};
+              "unpack:2",  "pack",    "slice",   "strided", "row",       "gather",    "gather_v1",
+              "pad",       "strided_grad"};
   return g;
 }
 
@@ -542,12 +553,12 @@ TEST_F(DeviceMemoryTest, OpsThatMoveElementsRunOnTheGpuAndMatchTheCpu) {
   absl::Status st = RunPlaced(g, *x, fetches, &on_gpu);
   ASSERT_TRUE(st.ok()) << st;
   ExpectRanOn("GPU:0", {"transpose", "concat", "split", "split_v", "unpack", "pack", "slice",
-                        "strided", "row", "gather", "gather_v1"});
+                        "strided", "row", "gather", "gather_v1", "pad", "strided_grad"});
   EXPECT_EQ(g_copies_to_device, 1);                                    // x
   EXPECT_EQ(g_copies_to_host, static_cast<int>(fetches.size()));  // the results
   // One copy in device memory per output piece and per concatenated input;
-  // one per gather.
-  EXPECT_EQ(g_moves, 1 + 2 + 2 + 2 + 3 + 2 + 1 + 1 + 1 + 2);
+  // one per gather, pad and gradient.
+  EXPECT_EQ(g_moves, 1 + 2 + 2 + 2 + 3 + 2 + 1 + 1 + 1 + 2 + 2);
 
   g_fake_gpus_on = false;
   auto cpu = Session();
@@ -562,6 +573,10 @@ TEST_F(DeviceMemoryTest, OpsThatMoveElementsRunOnTheGpuAndMatchTheCpu) {
   EXPECT_EQ(FloatsOf(on_gpu[10]), (std::vector<float>{-4, -2, -12, -10, -16, -14, -24, -22}));
   EXPECT_EQ(FloatsOf(on_gpu[13]), (std::vector<float>{-13, -14, -15, -16, -17, -18, -19, -20,
                                                         -21, -22, -23, -24}));
+  EXPECT_EQ(on_gpu[14].shape(), TensorShape({3, 5, 6}));
+  std::vector<float> strided_grad(24, 0.0f);  // neg[:, ::2, 3:0:-2] back in place.
+  for (int i : {3, 1, 11, 9, 15, 13, 23, 21}) strided_grad[i] = -(i + 1.0f);
+  EXPECT_EQ(FloatsOf(on_gpu[15]), strided_grad);
 }
 
 // The TensorList ops of control flow v2 on x = [2,3] (fed, negated on the
