@@ -1,6 +1,8 @@
 #include "dflow/framework/device.h"
 
+#include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "dflow/framework/tensor.h"
@@ -63,7 +65,77 @@ void AddAs(const Tensor& a, const Tensor& b, Tensor* out) {
   for (int64_t i = 0; i < out->NumElements(); ++i) z[i] = x[i] + y[i];
 }
 
+// x / y; for integers (y != 0) the lowest value divided by -1 wraps to
+// itself instead of trapping.
+template <typename T>
+T Divide(T x, T y) {
+  if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
+    if (y == T(-1)) return static_cast<T>(std::make_unsigned_t<T>(0) - std::make_unsigned_t<T>(x));
+  }
+  return x / y;
+}
+
+template <ScatterOp kOp, typename T>
+void ScatterAs(const Tensor& updates, absl::Span<const int64_t> indices, Tensor* ref) {
+  const int64_t rows = ref->dim_size(0);
+  const int64_t row = rows == 0 ? 0 : ref->NumElements() / rows;
+  const bool scalar = updates.dims() == 0;
+  const T* in = static_cast<const T*>(updates.raw_data());
+  T* out = static_cast<T*>(ref->raw_data());
+  for (size_t i = 0; i < indices.size(); ++i) {
+    if (indices[i] < 0) continue;
+    T* dst = out + indices[i] * row;
+    for (int64_t k = 0; k < row; ++k) {
+      const T& v = scalar ? in[0] : in[i * row + k];
+      if constexpr (kOp == ScatterOp::kAdd) dst[k] += v;
+      if constexpr (kOp == ScatterOp::kSub) dst[k] -= v;
+      if constexpr (kOp == ScatterOp::kMul) dst[k] *= v;
+      if constexpr (kOp == ScatterOp::kDiv) dst[k] = Divide(dst[k], v);
+      if constexpr (kOp == ScatterOp::kMin) dst[k] = std::min(dst[k], v);
+      if constexpr (kOp == ScatterOp::kMax) dst[k] = std::max(dst[k], v);
+      if constexpr (kOp == ScatterOp::kUpdate) dst[k] = v;
+    }
+  }
+}
+
+template <typename T>
+void ScatterAs(ScatterOp op, const Tensor& updates, absl::Span<const int64_t> indices,
+               Tensor* ref) {
+  switch (op) {
+    case ScatterOp::kAdd: return ScatterAs<ScatterOp::kAdd, T>(updates, indices, ref);
+    case ScatterOp::kSub: return ScatterAs<ScatterOp::kSub, T>(updates, indices, ref);
+    case ScatterOp::kMul: return ScatterAs<ScatterOp::kMul, T>(updates, indices, ref);
+    case ScatterOp::kDiv: return ScatterAs<ScatterOp::kDiv, T>(updates, indices, ref);
+    case ScatterOp::kMin: return ScatterAs<ScatterOp::kMin, T>(updates, indices, ref);
+    case ScatterOp::kMax: return ScatterAs<ScatterOp::kMax, T>(updates, indices, ref);
+    case ScatterOp::kUpdate: return ScatterAs<ScatterOp::kUpdate, T>(updates, indices, ref);
+  }
+}
+
 }  // namespace
+
+absl::Status Device::ScatterRows(ScatterOp op, const Tensor& updates,
+                                 absl::Span<const int64_t> indices, Tensor* ref) {
+  return absl::UnimplementedError(absl::StrCat(name_, " has no memory of its own to scatter in"));
+}
+
+absl::Status ScatterRowsOnHost(ScatterOp op, const Tensor& updates,
+                               absl::Span<const int64_t> indices, Tensor* ref) {
+  switch (ref->dtype()) {
+    case DT_FLOAT: ScatterAs<float>(op, updates, indices, ref); break;
+    case DT_DOUBLE: ScatterAs<double>(op, updates, indices, ref); break;
+    case DT_INT32: ScatterAs<int32_t>(op, updates, indices, ref); break;
+    case DT_INT64: ScatterAs<int64_t>(op, updates, indices, ref); break;
+    case DT_BOOL:
+      if (op != ScatterOp::kUpdate) return absl::UnimplementedError("cannot scatter into bool");
+      ScatterAs<ScatterOp::kUpdate, bool>(updates, indices, ref);
+      break;
+    default:
+      return absl::UnimplementedError(
+          absl::StrCat("cannot scatter into dtype ", DataTypeString(ref->dtype())));
+  }
+  return absl::OkStatus();
+}
 
 absl::Status AddTensorsOnHost(const Tensor& a, const Tensor& b, Tensor* out) {
   switch (a.dtype()) {

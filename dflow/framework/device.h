@@ -35,6 +35,11 @@ struct CopyPiece {
   int64_t bytes;
 };
 
+// How Device::ScatterRows combines an update with a row's element: +=, -=,
+// *=, /=, min=, max=, = (the Scatter* ops; min and max as std::min/std::max,
+// integer division of the lowest value by -1 wrapping).
+enum class ScatterOp { kAdd, kSub, kMul, kDiv, kMin, kMax, kUpdate };
+
 class Device {
  public:
   // `name` is a full device name; `incarnation` identifies this instance of
@@ -79,6 +84,14 @@ class Device {
   // in this device's memory, queued (gradients that TensorArrays and
   // TensorLists aggregate). Unimplemented for a dtype the device cannot add.
   virtual absl::Status AddTensors(const Tensor& a, const Tensor& b, Tensor* out);
+  // For i in order, row indices[i] of `ref` (op)= row i of `updates` (or,
+  // when `updates` is a scalar, that value): rows of ref's dimension 0;
+  // negative indices are skipped. Both in this device's memory, queued.
+  // REQUIRES: every index < ref's rows, updates of ref's dtype and of
+  // indices.size() rows of ref's row shape (or a scalar), no integer
+  // division by 0. Unimplemented for a dtype the device cannot scatter.
+  virtual absl::Status ScatterRows(ScatterOp op, const Tensor& updates,
+                                   absl::Span<const int64_t> indices, Tensor* ref);
   // Waits for the device's queued work; the first error it met.
   virtual absl::Status Sync() { return absl::OkStatus(); }
 
@@ -96,6 +109,11 @@ void CopyPiecesOnHost(absl::Span<const CopyPiece> pieces);
 // Device::AddTensors for memory the host can address (float, double,
 // int32, int64): a CPU's, or a test device's.
 absl::Status AddTensorsOnHost(const Tensor& a, const Tensor& b, Tensor* out);
+
+// Device::ScatterRows for memory the host can address (float, double,
+// int32, int64; bool for kUpdate): a CPU's, or a test device's.
+absl::Status ScatterRowsOnHost(ScatterOp op, const Tensor& updates,
+                               absl::Span<const int64_t> indices, Tensor* ref);
 
 }  // namespace dflow
 

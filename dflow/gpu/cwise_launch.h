@@ -105,6 +105,17 @@ void LaunchGatherRows(cudaStream_t s, const void* in, void* out, const int64_t* 
 // words as the piece's alignment allows.
 void LaunchCopyPieces(cudaStream_t s, const int64_t* table, int64_t n);
 
+// Device::ScatterRows. `table` (device memory, int64): the `num_dest`
+// destination rows, then num_dest + 1 starts into the update rows that
+// follow, grouped by destination, each group in the updates' order. Output
+// element (u, j) for j < row_elems: ref[dest[u], j] combined with each of
+// its group's updates[k, j] in turn (updates[0] for every one when
+// `scalar`), as the host does it, so repeated rows give the host's values.
+enum class ScatterCombine { kAdd, kSub, kMul, kDiv, kMin, kMax, kUpdate };
+void LaunchScatterRows(cudaStream_t s, ScatterCombine op, Elem type, const void* updates,
+                       bool scalar, void* ref, const int64_t* table, int64_t num_dest,
+                       int64_t row_elems);
+
 // The n elements of `spec` (Device::CopyStrided), one thread each.
 void LaunchStridedCopy(cudaStream_t s, const void* in, void* out, int64_t n,
                        const StridedCopySpec& spec);

@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "dflow/framework/status.h"
 #include "dflow/gpu/cwise_launch.h"
+#include "dflow/gpu/scatter_rows.h"
 #include "dflow/runtime/device_mgr.h"
 
 namespace dflow {
@@ -426,6 +427,37 @@ absl::Status GpuDevice::AddTensors(const Tensor& a, const Tensor& b, Tensor* out
   if (t == DT_DOUBLE) LaunchAdd<double>(compute_, a, b, out);
   if (t == DT_INT64) LaunchAdd<int64_t>(compute_, a, b, out);
   return CudaCheck(cudaGetLastError(), absl::StrCat("adding on ", name()));
+}
+
+absl::Status GpuDevice::ScatterRows(ScatterOp op, const Tensor& updates,
+                                    absl::Span<const int64_t> indices, Tensor* ref) {
+  Elem type;
+  switch (ref->dtype()) {
+    case DT_FLOAT: type = Elem::kFloat; break;
+    case DT_DOUBLE: type = Elem::kDouble; break;
+    case DT_INT64: type = Elem::kInt64; break;
+    default: return Device::ScatterRows(op, updates, indices, ref);
+  }
+  const int64_t rows = ref->dim_size(0);
+  const int64_t row_elems = rows == 0 ? 0 : ref->NumElements() / rows;
+  if (row_elems == 0) return absl::OkStatus();
+  const ScatterRowsTable plan = MakeScatterRowsTable(indices);
+  if (plan.num_dest == 0) return absl::OkStatus();
+  Tensor listed =
+      Tensor::ForOverwrite(DT_INT64, TensorShape({static_cast<int64_t>(plan.table.size())}));
+  std::copy(plan.table.begin(), plan.table.end(), listed.flat<int64_t>().data());
+  ASSIGN_OR_RETURN(Tensor table, CopyTensor(listed, MemoryType::kDevice));  // Staged, queued.
+  RETURN_IF_ERROR(UseDevice(ordinal_));
+  // In ScatterOp's order.
+  static_assert(static_cast<int>(ScatterOp::kUpdate) == 6);
+  const ScatterCombine combine[] = {ScatterCombine::kAdd, ScatterCombine::kSub,
+                                    ScatterCombine::kMul, ScatterCombine::kDiv,
+                                    ScatterCombine::kMin, ScatterCombine::kMax,
+                                    ScatterCombine::kUpdate};
+  LaunchScatterRows(compute_, combine[static_cast<int>(op)], type, updates.raw_data(),
+                    updates.dims() == 0, ref->raw_data(),
+                    static_cast<const int64_t*>(table.raw_data()), plan.num_dest, row_elems);
+  return CudaCheck(cudaGetLastError(), absl::StrCat("scattering rows on ", name()));
 }
 
 absl::Status GpuDevice::Sync() {

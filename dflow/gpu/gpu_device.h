@@ -131,6 +131,12 @@ class GpuDevice : public Device {
   // float, double and int64 (the gradients of a GPU's TensorArrays and
   // TensorLists); other dtypes: Unimplemented, so the caller adds on the host.
   absl::Status AddTensors(const Tensor& a, const Tensor& b, Tensor* out) override;
+  // float, double and int64 (a GPU's variables): the updates grouped by
+  // row on the host, one kernel over (row, element) applying each group in
+  // order, so repeated indices give the host's values. Other dtypes:
+  // Unimplemented.
+  absl::Status ScatterRows(ScatterOp op, const Tensor& updates, absl::Span<const int64_t> indices,
+                           Tensor* ref) override;
   // Waits for the work queued so far; then the staging blocks of the copies
   // queued before it go back to the pinned pool.
   absl::Status Sync() override;

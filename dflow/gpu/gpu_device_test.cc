@@ -10,6 +10,7 @@
 #include "absl/time/time.h"
 #include "dflow/framework/attr_util.h"
 #include "dflow/gpu/gpu_test_util.h"
+#include "dflow/gpu/scatter_rows.h"
 #include "dflow/runtime/device_mgr.h"
 
 namespace dflow {
@@ -162,6 +163,96 @@ TEST(GpuDeviceTest, AddTensorsMatchesTheHost) {
   }
   Tensor ints(DT_INT32, TensorShape({4}));
   EXPECT_TRUE(absl::IsUnimplemented(gpu->AddTensors(ints, ints, &ints)));
+  ASSERT_TRUE(gpu->Sync().ok());
+}
+
+// Runs without a GPU: the table ScatterRows hands its kernel, applied as the
+// kernel applies it (each destination row's updates in turn), gives the
+// host's ScatterRowsOnHost for every op, with repeated, negative and
+// unsorted indices.
+TEST(ScatterRowsTableTest, AppliedAsTheKernelDoesItMatchesTheHost) {
+  const std::vector<int64_t> indices = {3, 0, 3, -1, 5, 0, 3, 2};
+  const ScatterRowsTable plan = MakeScatterRowsTable(indices);
+  ASSERT_EQ(plan.num_dest, 4);  // Rows 0, 2, 3, 5.
+  const int64_t* dest = plan.table.data();
+  const int64_t* starts = dest + plan.num_dest;
+  const int64_t* sources = starts + plan.num_dest + 1;
+  EXPECT_EQ(std::vector<int64_t>(dest, dest + 4), (std::vector<int64_t>{0, 2, 3, 5}));
+  EXPECT_EQ(std::vector<int64_t>(sources, sources + 7), (std::vector<int64_t>{1, 5, 7, 0, 2, 6, 4}));
+  std::mt19937 gen(3);
+  std::uniform_real_distribution<float> u(-2, 2);
+  for (const ScatterOp op : {ScatterOp::kAdd, ScatterOp::kSub, ScatterOp::kMul, ScatterOp::kDiv,
+                             ScatterOp::kMin, ScatterOp::kMax, ScatterOp::kUpdate}) {
+    Tensor ref(DT_FLOAT, TensorShape({6, 3})), updates(DT_FLOAT, TensorShape({8, 3}));
+    for (float& v : ref.flat<float>()) v = u(gen);
+    for (float& v : updates.flat<float>()) v = u(gen);
+    Tensor expected = ref.DeepCopy();
+    ASSERT_TRUE(ScatterRowsOnHost(op, updates, indices, &expected).ok());
+    float* r = ref.flat<float>().data();
+    const float* in = updates.flat<float>().data();
+    for (int64_t d = 0; d < plan.num_dest; ++d) {
+      for (int64_t j = 0; j < 3; ++j) {
+        // The element, combined with each of its updates in turn (one
+        // host scatter of one element each: the host's arithmetic).
+        Tensor acc = Tensor::Vec<float>({r[dest[d] * 3 + j]});
+        for (int64_t k = starts[d]; k < starts[d + 1]; ++k) {
+          const Tensor v = Tensor::Vec<float>({in[sources[k] * 3 + j]});
+          ASSERT_TRUE(ScatterRowsOnHost(op, v, std::vector<int64_t>{0}, &acc).ok());
+        }
+        r[dest[d] * 3 + j] = acc.flat<float>()[0];
+      }
+    }
+    EXPECT_EQ(std::memcmp(ref.raw_data(), expected.raw_data(), ref.TotalBytes()), 0)
+        << static_cast<int>(op);
+  }
+}
+
+// ScatterRows on a GPU gives the host's values for each op and dtype, with
+// repeated indices (applied in order), a skipped negative one and a scalar
+// update.
+TEST(GpuDeviceTest, ScatterRowsMatchesTheHost) {
+  DFLOW_SKIP_WITHOUT_GPU();
+  auto devices = CreateLocalDevices(tensorflow::ConfigProto(), "localhost", 0, 0);
+  ASSERT_TRUE(devices.ok()) << devices.status();
+  Device* gpu = (*devices)[1].get();
+  std::mt19937 gen(7);
+  std::uniform_int_distribution<int64_t> row(-1, 299);
+  std::vector<int64_t> indices(5000);
+  for (int64_t& i : indices) i = row(gen);
+  auto random = [&](DataType t, const TensorShape& shape) {
+    const Tensor f = RandomTensor(shape, static_cast<int>(gen() % 1000), 0.5f, 2.0f);
+    Tensor out(t, shape);
+    for (int64_t i = 0; i < f.NumElements(); ++i) {
+      const float v = f.flat<float>()[i];
+      if (t == DT_FLOAT) out.flat<float>()[i] = v;
+      if (t == DT_DOUBLE) out.flat<double>()[i] = v;
+      if (t == DT_INT64) out.flat<int64_t>()[i] = static_cast<int64_t>(v * 4);
+    }
+    return out;
+  };
+  for (const DataType t : {DT_FLOAT, DT_DOUBLE, DT_INT64}) {
+    for (const ScatterOp op : {ScatterOp::kAdd, ScatterOp::kSub, ScatterOp::kMul,
+                               ScatterOp::kDiv, ScatterOp::kMin, ScatterOp::kMax,
+                               ScatterOp::kUpdate}) {
+      if (op == ScatterOp::kDiv && t == DT_INT64) continue;  // Not on a GPU.
+      for (const bool scalar : {false, true}) {
+        SCOPED_TRACE(absl::StrCat(DataTypeString(t), " op ", static_cast<int>(op), " scalar ",
+                                  scalar));
+        const Tensor ref = random(t, TensorShape({300, 7}));
+        const Tensor updates =
+            random(t, scalar ? TensorShape({}) : TensorShape({static_cast<int64_t>(indices.size()), 7}));
+        Tensor expected = ref.DeepCopy();
+        ASSERT_TRUE(ScatterRowsOnHost(op, updates, indices, &expected).ok());
+        absl::StatusOr<Tensor> ref_gpu = gpu->CopyTensor(ref, MemoryType::kDevice);
+        absl::StatusOr<Tensor> updates_gpu = gpu->CopyTensor(updates, MemoryType::kDevice);
+        ASSERT_TRUE(ref_gpu.ok() && updates_gpu.ok());
+        ASSERT_TRUE(gpu->ScatterRows(op, *updates_gpu, indices, &*ref_gpu).ok());
+        absl::StatusOr<Tensor> back = gpu->CopyTensor(*ref_gpu, MemoryType::kHost);
+        ASSERT_TRUE(back.ok()) << back.status();
+        EXPECT_EQ(std::memcmp(back->raw_data(), expected.raw_data(), expected.TotalBytes()), 0);
+      }
+    }
+  }
   ASSERT_TRUE(gpu->Sync().ok());
 }
 

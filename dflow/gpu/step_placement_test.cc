@@ -266,5 +266,24 @@ TEST(GpuStepPlacementTest, MetricsCompareOnTheGpu) {
   EXPECT_EQ(logits_to_host, (std::vector<std::string>{"MatMul -> in_top_k/InTopKV2"}));
 }
 
+// word2vec (partitioned embeddings, NCE loss, SGD; devices cleared): the
+// embedding and NCE weight partitions, their lookups and their sparse SGD
+// updates (ScatterSub) run on the GPU (before session 32 the variables and
+// everything colocated with them ran on the CPU: 95 nodes). What stays on
+// the CPU partitions the ids (DynamicPartition, int64 floordiv and mod),
+// stitches the looked-up rows back (ParallelDynamicStitch, CPU-only in
+// TensorFlow too), and samples the NCE candidates.
+TEST(GpuStepPlacementTest, Word2vecEmbeddingsUpdateOnTheGpu) {
+  const StepCrossings s = PlaceCorpusGraph("word2vec");
+  for (const std::string n :
+       {"embeddings/part_0", "embeddings/part_1", "nce_w/part_0", "nce_b",
+        "GradientDescent/update_embeddings/part_0/ScatterSub",
+        "GradientDescent/update_nce_w/part_1/ScatterSub", "GradientDescent/update_nce_b/ScatterSub",
+        "gradients/nce_loss/Slice_grad/Pad"}) {
+    EXPECT_EQ(s.cpu_nodes.count(n), 0u) << n;
+  }
+  EXPECT_EQ(s.cpu_nodes.size(), 22u) << absl::StrJoin(s.cpu_nodes, ", ");
+}
+
 }  // namespace
 }  // namespace dflow

@@ -61,6 +61,50 @@ TEST(GpuVariableTest, RefVariableAssignAddSubMatchTheCpu) {
   }
 }
 
+// v: [200, 3] := x; then each Scatter op in turn with 500 int64 indices
+// (repeated, so one row takes many updates in order) and the updates u (a
+// scalar for ScatterMul). Returns the variable after each op.
+std::vector<Tensor> ScatterSteps(const std::string& device) {
+  tensorflow::GraphDef g = RefVariableGraph(TensorShape({200, 3}));
+  AddPlaceholder(&g, "u");
+  AddPlaceholder(&g, "scale");
+  AddPlaceholder(&g, "rows", DT_INT64);
+  const std::vector<std::string> ops = {"ScatterAdd", "ScatterSub", "ScatterMul", "ScatterDiv",
+                                        "ScatterMin", "ScatterMax", "ScatterUpdate"};
+  for (const std::string& op : ops) {
+    tensorflow::NodeDef* n =
+        AddNode(&g, op, op, {"v", "rows", op == "ScatterMul" ? "scale" : "u"}, DT_FLOAT);
+    SetAttr(n, "Tindices", DT_INT64);
+  }
+  DeviceSession s(g, device);
+  EXPECT_TRUE(s.create_status().ok()) << s.create_status();
+  Tensor rows(DT_INT64, TensorShape({500}));
+  for (int64_t i = 0; i < 500; ++i) rows.flat<int64_t>()[i] = (i * 37) % 200 / 2;  // Rows < 100.
+  const Feeds feeds = {{"x", RandomTensor(TensorShape({200, 3}), 1, 0.5f, 2)},
+                       {"u", RandomTensor(TensorShape({500, 3}), 2, 0.5f, 2)},
+                       {"scale", Tensor::Scalar(1.0625f)},
+                       {"rows", rows}};
+  std::vector<Tensor> values;
+  EXPECT_TRUE(s.Run(feeds, {}, {"init"}).ok());
+  for (const std::string& op : ops) {
+    auto out = s.Run(feeds, {op});
+    EXPECT_TRUE(out.ok()) << op << ": " << out.status();
+    if (out.ok()) values.push_back((*out)[0].DeepCopy());
+  }
+  return values;
+}
+
+// Sparse updates of a GPU variable (an embedding's) give the CPU's values
+// exactly: a row's repeated updates apply in the updates' order.
+TEST(GpuVariableTest, ScatterOpsMatchTheCpu) {
+  DFLOW_SKIP_WITHOUT_GPU();
+  std::vector<Tensor> gpu = ScatterSteps(kGpu);
+  std::vector<Tensor> cpu = ScatterSteps(kCpu);
+  ASSERT_EQ(gpu.size(), 7u);
+  ASSERT_EQ(cpu.size(), 7u);
+  for (size_t i = 0; i < gpu.size(); ++i) ExpectSame(gpu[i], cpu[i], 0, 0, absl::StrCat("op ", i));
+}
+
 TEST(GpuVariableTest, IsVariableInitializedAndUninitializedErrors) {
   DFLOW_SKIP_WITHOUT_GPU();
   const TensorShape shape({5});

@@ -46,22 +46,10 @@ absl::StatusOr<std::vector<int64_t>> IndexInput(OpKernelContext* ctx, int i, con
   return v;
 }
 
-enum class Scatter { kAdd, kSub, kMul, kDiv, kMin, kMax, kUpdate };
-
-// x / y; for integers (y != 0) the lowest value divided by -1 wraps to
-// itself instead of trapping.
-template <typename T>
-T Divide(T x, T y) {
-  if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
-    if (y == T(-1)) return static_cast<T>(std::make_unsigned_t<T>(0) - std::make_unsigned_t<T>(x));
-  }
-  return x / y;
-}
-
 // ref[indices[i], ...] (op)= updates[i, ...] in place, after checking
 // updates' shape and every index (and, for integer division, every divisor)
 // so that an error changes nothing. REQUIRES: the caller holds ref's lock.
-template <Scatter kOp, typename T>
+template <ScatterOp kOp, typename T>
 absl::Status ScatterIntoRows(OpKernelContext* ctx, const std::vector<int64_t>& indices,
                              Tensor* ref) {
   const Tensor& indices_t = ctx->input(1);
@@ -79,38 +67,26 @@ absl::Status ScatterIntoRows(OpKernelContext* ctx, const std::vector<int64_t>& i
         ", params.shape ", ref->shape().DebugString());
   }
   const int64_t rows = ref->dim_size(0);
-  const int64_t row = rows == 0 ? 0 : ref->NumElements() / rows;
   for (size_t i = 0; i < indices.size(); ++i) {
     if (indices[i] < 0 || indices[i] >= rows) {
       return ctx->InvalidArgument("indices[", i, "] = ", indices[i], " is not in [0, ", rows,
                                   ")");
     }
   }
-  const T* in = updates.flat<T>().data();
-  if constexpr (kOp == Scatter::kDiv && std::is_integral_v<T>) {
+  if (ref->memory_type() == MemoryType::kDevice) {  // A GPU's variable: queued there.
+    return ctx->device()->ScatterRows(kOp, updates, indices, ref);
+  }
+  if constexpr (kOp == ScatterOp::kDiv && std::is_integral_v<T>) {
+    const T* in = updates.flat<T>().data();
     if (std::find(in, in + updates.NumElements(), T(0)) != in + updates.NumElements()) {
       return ctx->InvalidArgument("updates must not contain 0");
     }
   }
-  T* out = ref->flat<T>().data();
-  for (size_t i = 0; i < indices.size(); ++i) {
-    T* dst = out + indices[i] * row;
-    for (int64_t k = 0; k < row; ++k) {
-      const T& v = scalar ? in[0] : in[i * row + k];
-      if constexpr (kOp == Scatter::kAdd) dst[k] += v;
-      if constexpr (kOp == Scatter::kSub) dst[k] -= v;
-      if constexpr (kOp == Scatter::kMul) dst[k] *= v;
-      if constexpr (kOp == Scatter::kDiv) dst[k] = Divide(dst[k], v);
-      if constexpr (kOp == Scatter::kMin) dst[k] = std::min(dst[k], v);
-      if constexpr (kOp == Scatter::kMax) dst[k] = std::max(dst[k], v);
-      if constexpr (kOp == Scatter::kUpdate) dst[k] = v;
-    }
-  }
-  return absl::OkStatus();
+  return ScatterRowsOnHost(kOp, updates, indices, ref);
 }
 
 // Scatter<op> on a reference variable (input 0), which it outputs.
-template <Scatter kOp>
+template <ScatterOp kOp>
 struct ScatterRef {
   template <typename T>
   class Op : public OpKernel {
@@ -131,7 +107,7 @@ struct ScatterRef {
 };
 
 // ResourceScatter<op> on the resource variable input 0 names.
-template <Scatter kOp>
+template <ScatterOp kOp>
 struct ScatterResource {
   template <typename T>
   class Op : public OpKernel {
@@ -184,7 +160,7 @@ constexpr char kNumbers[] = "{float, double, int32, int64}";
 
 // Registers Scatter<name> (ref) and ResourceScatter<name> with their kernels
 // for float, double, int32 and int64.
-template <Scatter kOp>
+template <ScatterOp kOp>
 struct ScatterFamily {
   ScatterFamily(const std::string& name, const std::string& types, bool locking)
       : ref_op(ScatterOpDef("Scatter" + name, types, locking)),
@@ -198,17 +174,43 @@ struct ScatterFamily {
       resource_kernels;
 };
 
-const ScatterFamily<Scatter::kAdd> scatter_add("Add", kNumbers, false);
-const ScatterFamily<Scatter::kSub> scatter_sub("Sub", kNumbers, false);
-const ScatterFamily<Scatter::kMul> scatter_mul("Mul", kNumbers, false);
-const ScatterFamily<Scatter::kDiv> scatter_div("Div", kNumbers, false);
-const ScatterFamily<Scatter::kMin> scatter_min("Min", kNumbers, false);
-const ScatterFamily<Scatter::kMax> scatter_max("Max", kNumbers, false);
-const ScatterFamily<Scatter::kUpdate> scatter_update("Update", "type", true);
+const ScatterFamily<ScatterOp::kAdd> scatter_add("Add", kNumbers, false);
+const ScatterFamily<ScatterOp::kSub> scatter_sub("Sub", kNumbers, false);
+const ScatterFamily<ScatterOp::kMul> scatter_mul("Mul", kNumbers, false);
+const ScatterFamily<ScatterOp::kDiv> scatter_div("Div", kNumbers, false);
+const ScatterFamily<ScatterOp::kMin> scatter_min("Min", kNumbers, false);
+const ScatterFamily<ScatterOp::kMax> scatter_max("Max", kNumbers, false);
+const ScatterFamily<ScatterOp::kUpdate> scatter_update("Update", "type", true);
 // ScatterUpdate also moves bools.
-CpuKernels<ScatterRef<Scatter::kUpdate>::Op, bool> scatter_update_bool_kernels("ScatterUpdate");
-CpuKernels<ScatterResource<Scatter::kUpdate>::Op, bool> resource_scatter_update_bool_kernels(
+CpuKernels<ScatterRef<ScatterOp::kUpdate>::Op, bool> scatter_update_bool_kernels("ScatterUpdate");
+CpuKernels<ScatterResource<ScatterOp::kUpdate>::Op, bool> resource_scatter_update_bool_kernels(
     "ResourceScatterUpdate", "dtype");
+
+// On a GPU, Scatter<name> of a variable in device memory (float, double,
+// int64; Div of floating point only), its indices read on the host: the rows
+// are combined there (Device::ScatterRows), as embedding models' sparse
+// updates (ScatterSub of SGD, ScatterAdd of Adam's slots) need. int32
+// variables stay on the CPU, as in TensorFlow.
+template <ScatterOp kOp, typename... Ts>
+struct GpuScatterKernels {
+  explicit GpuScatterKernels(const std::string& op) { (Register<Ts>(op), ...); }
+  template <typename T>
+  static void Register(const std::string& op) {
+    KernelRegistry::Global()->Register(
+        KernelDefBuilder(op).Device(kDeviceGPU).TypeConstraint<T>("T").HostMemory("indices").Build(),
+        [](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> {
+          return std::make_unique<typename ScatterRef<kOp>::template Op<T>>(c);
+        });
+  }
+};
+const GpuScatterKernels<ScatterOp::kAdd, float, double, int64_t> gpu_scatter_add("ScatterAdd");
+const GpuScatterKernels<ScatterOp::kSub, float, double, int64_t> gpu_scatter_sub("ScatterSub");
+const GpuScatterKernels<ScatterOp::kMul, float, double, int64_t> gpu_scatter_mul("ScatterMul");
+const GpuScatterKernels<ScatterOp::kDiv, float, double> gpu_scatter_div("ScatterDiv");
+const GpuScatterKernels<ScatterOp::kMin, float, double, int64_t> gpu_scatter_min("ScatterMin");
+const GpuScatterKernels<ScatterOp::kMax, float, double, int64_t> gpu_scatter_max("ScatterMax");
+const GpuScatterKernels<ScatterOp::kUpdate, float, double, int64_t> gpu_scatter_update(
+    "ScatterUpdate");
 
 // --- ScatterNd -------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "dflow/framework/attr_util.h"
 #include "dflow/framework/kernel.h"
+#include "dflow/ops/state_ops.h"
 #include "dflow/runtime/device_mgr.h"
 #include "dflow/runtime/device_test_util.h"
 #include "dflow/runtime/direct_session.h"
@@ -28,6 +29,7 @@ std::atomic<int> g_copies_to_device{0};
 std::atomic<int> g_copies_to_host{0};
 std::atomic<int> g_moves{0};
 std::atomic<int> g_adds{0};
+std::atomic<int> g_scatters{0};
 
 // A HostMemoryGpu of 1 MiB that counts its copies (between memories and
 // within its own), additions and syncs.
@@ -55,6 +57,11 @@ class FakeGpu : public testing_util::HostMemoryGpu {
   absl::Status AddTensors(const Tensor& a, const Tensor& b, Tensor* out) override {
     ++g_adds;
     return HostMemoryGpu::AddTensors(a, b, out);
+  }
+  absl::Status ScatterRows(ScatterOp op, const Tensor& updates, absl::Span<const int64_t> indices,
+                           Tensor* ref) override {
+    ++g_scatters;
+    return HostMemoryGpu::ScatterRows(op, updates, indices, ref);
   }
   absl::Status Sync() override {
     ++g_syncs;
@@ -118,11 +125,30 @@ class FakeGpuReshape : public OpKernel {
 REGISTER_KERNEL(KernelDefBuilder("Reshape").Device(kDeviceGPU).HostMemory("shape"),
                 FakeGpuReshape);
 
+// Assign of a ref variable in "device" memory, as a GPU's: the value is
+// copied into the device's memory.
+class FakeGpuAssign : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  absl::Status Compute(OpKernelContext* ctx) override {
+    RETURN_IF_ERROR(ExpectMemory(ctx, 1, MemoryType::kDevice));
+    ASSIGN_OR_RETURN(Tensor value, ctx->device()->CopyTensor(ctx->input(1), MemoryType::kDevice));
+    {
+      absl::MutexLock l(ctx->input_ref_mutex(0));
+      *ctx->mutable_input(0) = std::move(value);
+    }
+    ForwardRefInput(ctx, 0, 0);
+    return absl::OkStatus();
+  }
+};
+REGISTER_KERNEL(KernelDefBuilder("Assign").Device(kDeviceGPU).TypeConstraint<float>("T"),
+                FakeGpuAssign);
+
 class DeviceMemoryTest : public ::testing::Test {
  protected:
   void SetUp() override {
     g_fake_gpus_on = true;
-    g_syncs = g_copies_to_device = g_copies_to_host = g_moves = g_adds = 0;
+    g_syncs = g_copies_to_device = g_copies_to_host = g_moves = g_adds = g_scatters = 0;
   }
   void TearDown() override { g_fake_gpus_on = false; }
 
@@ -577,6 +603,41 @@ TEST_F(DeviceMemoryTest, OpsThatMoveElementsRunOnTheGpuAndMatchTheCpu) {
   std::vector<float> strided_grad(24, 0.0f);  // neg[:, ::2, 3:0:-2] back in place.
   for (int i : {3, 1, 11, 9, 15, 13, 23, 21}) strided_grad[i] = -(i + 1.0f);
   EXPECT_EQ(FloatsOf(on_gpu[15]), strided_grad);
+}
+
+// A ref variable on the GPU (an embedding) takes sparse updates there:
+// ScatterSub and ScatterAdd (SGD's update of an embedding, Adam's of its
+// slots) with repeated indices combine its rows in device memory, one device
+// call each, in the updates' order. x = [4,2] of 1..8 (fed); var := -x; the
+// updates are -x's first three rows.
+TEST_F(DeviceMemoryTest, ScattersIntoAGpuVariableStayOnTheGpu) {
+  tensorflow::GraphDef g;
+  FedX(&g);
+  Node(&g, "neg", "Neg", {"x"});
+  tensorflow::NodeDef* var = Node(&g, "var", "VariableV2", {});
+  var->mutable_attr()->erase("T");
+  SetAttr(var, "dtype", DT_FLOAT);
+  SetAttr(var, "shape", TensorShape({4, 2}));
+  Node(&g, "init", "Assign", {"var", "neg"});
+  Int32Const(&g, "begin", Tensor::Vec<int32_t>({0, 0}));
+  Int32Const(&g, "size", Tensor::Vec<int32_t>({3, 2}));
+  SetAttr(Node(&g, "updates", "Slice", {"neg", "begin", "size"}), "Index", DT_INT32);
+  Int32Const(&g, "rows", Tensor::Vec<int32_t>({2, 0, 2}));
+  Int32Const(&g, "other_rows", Tensor::Vec<int32_t>({1, 1, 3}));
+  SetAttr(Node(&g, "sub", "ScatterSub", {"var", "rows", "updates", "^init"}), "Tindices",
+          DT_INT32);
+  SetAttr(Node(&g, "add", "ScatterAdd", {"sub", "other_rows", "updates"}), "Tindices", DT_INT32);
+  absl::StatusOr<Tensor> x = Tensor::Vec<float>({1, 2, 3, 4, 5, 6, 7, 8}).Reshaped({4, 2});
+  ASSERT_TRUE(x.ok()) << x.status();
+  std::vector<Tensor> out;
+  absl::Status st = RunPlaced(g, *x, {"add"}, &out);
+  ASSERT_TRUE(st.ok()) << st;
+  ExpectRanOn("GPU:0", {"var", "init", "updates", "sub", "add"});
+  EXPECT_EQ(g_scatters, 2);
+  EXPECT_EQ(g_copies_to_device, 2);  // x, and Assign's copy of -x into the variable
+  EXPECT_EQ(g_copies_to_host, 1);    // the variable's value, fetched
+  // Row 2: -5 - (-1) - (-5), row 0: -1 - (-3); rows 1 and 3 get 2 and 1 adds.
+  EXPECT_EQ(FloatsOf(out[0]), (std::vector<float>{2, 2, -7, -10, 1, 2, -12, -14}));
 }
 
 // The TensorList ops of control flow v2 on x = [2,3] (fed, negated on the

@@ -62,6 +62,10 @@ class HostMemoryGpu : public Device {
   absl::Status AddTensors(const Tensor& a, const Tensor& b, Tensor* out) override {
     return AddTensorsOnHost(a, b, out);
   }
+  absl::Status ScatterRows(ScatterOp op, const Tensor& updates, absl::Span<const int64_t> indices,
+                           Tensor* ref) override {
+    return ScatterRowsOnHost(op, updates, indices, ref);
+  }
 
  private:
   // Host bytes that claim to be device memory, at most `limit` at once.
