@@ -1,7 +1,7 @@
 // Variables on a GPU, so that a model's weights and optimizer slots stay in
 // device memory: Assign, AssignAdd, AssignSub and Const (reference
-// variables), AssignVariableOp, AssignAddVariableOp and AssignSubVariableOp
-// (resource variables). The kernels that only hold storage or pass handles,
+// variables), AssignVariableOp, AssignAddVariableOp, AssignSubVariableOp and
+// ResourceScatter* (resource variables). The kernels that only hold storage or pass handles,
 // refs, snapshots, flags and shapes (VariableV2, IsVariableInitialized,
 // VarHandleOp, ReadVariableOp, VariableShape, VarIsInitializedOp,
 // DestroyResourceOp, and an int32 Const in host memory) are the CPU's,
@@ -25,6 +25,7 @@
 #include "dflow/gpu/gpu_device.h"
 #include "dflow/gpu/training_launch.h"
 #include "dflow/gpu/variable_util.h"
+#include "dflow/ops/scatter_ops.h"
 #include "dflow/ops/state_ops.h"
 #include "dflow/ops/variable_ops.h"
 
@@ -242,6 +243,27 @@ class AssignUpdateVariableGpuOp : public OpKernel {
   DataType dtype_ = DT_INVALID;
 };
 
+// --- ResourceScatter* ----------------------------------------------------------------------
+
+// Sparse updates of a resource variable in device memory (an embedding, or
+// Adam's slots of one): its value is first copied when a read still shares
+// it, then its rows are combined there (Device::ScatterRows).
+template <ScatterOp kOp>
+class ResourceScatterGpuOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  absl::Status Compute(OpKernelContext* ctx) override {
+    GpuDevice* gpu = GpuOf(ctx);
+    RETURN_IF_ERROR(ScatterIntoVariable(ctx, kOp, [&](Var* var) -> absl::StatusOr<Tensor*> {
+      absl::StatusOr<Tensor*> value = MutableDeviceTensor(gpu, var);
+      RETURN_IF_ERROR(Prefixed(*ctx, value.status()));
+      return value;
+    }));
+    return LaunchStatus(ctx);
+  }
+};
+
 // --- registration ----------------------------------------------------------------------
 
 KernelDefBuilder Gpu(const char* op) { return std::move(KernelDefBuilder(op).Device(kDeviceGPU)); }
@@ -256,6 +278,17 @@ REGISTER_KERNEL(Gpu("AssignAddVariableOp").TypeConstraint("dtype", GpuVariableTy
                 AssignUpdateVariableGpuOp<false>);
 REGISTER_KERNEL(Gpu("AssignSubVariableOp").TypeConstraint("dtype", GpuVariableTypes()),
                 AssignUpdateVariableGpuOp<true>);
+#define DFLOW_GPU_RESOURCE_SCATTER(NAME, OP, TYPES)                                 \
+  REGISTER_KERNEL(Gpu(NAME).TypeConstraint("dtype", TYPES).HostMemory("indices"), \
+                  ResourceScatterGpuOp<ScatterOp::OP>)
+DFLOW_GPU_RESOURCE_SCATTER("ResourceScatterAdd", kAdd, GpuVariableTypes());
+DFLOW_GPU_RESOURCE_SCATTER("ResourceScatterSub", kSub, GpuVariableTypes());
+DFLOW_GPU_RESOURCE_SCATTER("ResourceScatterMul", kMul, GpuVariableTypes());
+DFLOW_GPU_RESOURCE_SCATTER("ResourceScatterDiv", kDiv, (DataTypeVector{DT_FLOAT, DT_DOUBLE}));
+DFLOW_GPU_RESOURCE_SCATTER("ResourceScatterMin", kMin, GpuVariableTypes());
+DFLOW_GPU_RESOURCE_SCATTER("ResourceScatterMax", kMax, GpuVariableTypes());
+DFLOW_GPU_RESOURCE_SCATTER("ResourceScatterUpdate", kUpdate, GpuVariableTypes());
+#undef DFLOW_GPU_RESOURCE_SCATTER
 
 }  // namespace
 }  // namespace gpu

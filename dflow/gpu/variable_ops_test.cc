@@ -61,50 +61,6 @@ TEST(GpuVariableTest, RefVariableAssignAddSubMatchTheCpu) {
   }
 }
 
-// v: [200, 3] := x; then each Scatter op in turn with 500 int64 indices
-// (repeated, so one row takes many updates in order) and the updates u (a
-// scalar for ScatterMul). Returns the variable after each op.
-std::vector<Tensor> ScatterSteps(const std::string& device) {
-  tensorflow::GraphDef g = RefVariableGraph(TensorShape({200, 3}));
-  AddPlaceholder(&g, "u");
-  AddPlaceholder(&g, "scale");
-  AddPlaceholder(&g, "rows", DT_INT64);
-  const std::vector<std::string> ops = {"ScatterAdd", "ScatterSub", "ScatterMul", "ScatterDiv",
-                                        "ScatterMin", "ScatterMax", "ScatterUpdate"};
-  for (const std::string& op : ops) {
-    tensorflow::NodeDef* n =
-        AddNode(&g, op, op, {"v", "rows", op == "ScatterMul" ? "scale" : "u"}, DT_FLOAT);
-    SetAttr(n, "Tindices", DT_INT64);
-  }
-  DeviceSession s(g, device);
-  EXPECT_TRUE(s.create_status().ok()) << s.create_status();
-  Tensor rows(DT_INT64, TensorShape({500}));
-  for (int64_t i = 0; i < 500; ++i) rows.flat<int64_t>()[i] = (i * 37) % 200 / 2;  // Rows < 100.
-  const Feeds feeds = {{"x", RandomTensor(TensorShape({200, 3}), 1, 0.5f, 2)},
-                       {"u", RandomTensor(TensorShape({500, 3}), 2, 0.5f, 2)},
-                       {"scale", Tensor::Scalar(1.0625f)},
-                       {"rows", rows}};
-  std::vector<Tensor> values;
-  EXPECT_TRUE(s.Run(feeds, {}, {"init"}).ok());
-  for (const std::string& op : ops) {
-    auto out = s.Run(feeds, {op});
-    EXPECT_TRUE(out.ok()) << op << ": " << out.status();
-    if (out.ok()) values.push_back((*out)[0].DeepCopy());
-  }
-  return values;
-}
-
-// Sparse updates of a GPU variable (an embedding's) give the CPU's values
-// exactly: a row's repeated updates apply in the updates' order.
-TEST(GpuVariableTest, ScatterOpsMatchTheCpu) {
-  DFLOW_SKIP_WITHOUT_GPU();
-  std::vector<Tensor> gpu = ScatterSteps(kGpu);
-  std::vector<Tensor> cpu = ScatterSteps(kCpu);
-  ASSERT_EQ(gpu.size(), 7u);
-  ASSERT_EQ(cpu.size(), 7u);
-  for (size_t i = 0; i < gpu.size(); ++i) ExpectSame(gpu[i], cpu[i], 0, 0, absl::StrCat("op ", i));
-}
-
 TEST(GpuVariableTest, IsVariableInitializedAndUninitializedErrors) {
   DFLOW_SKIP_WITHOUT_GPU();
   const TensorShape shape({5});
@@ -214,6 +170,76 @@ TEST(GpuVariableTest, ResourceVariableUpdatesMatchTheCpu) {
     for (int i = 0; i < 4; ++i) {
       ExpectSame(gpu[i], cpu[i], 1e-6f, 1e-6f, absl::StrCat(shape.DebugString(), " step ", i));
     }
+  }
+}
+
+// A variable of [200, 3] := x (a reference one, or with `resource` a
+// resource one); then each Scatter op (ResourceScatter op) in turn with 500
+// int64 indices (repeated, so a row takes many updates in order) and the
+// updates u (a scalar for Mul). Returns the variable after each op, and for
+// a resource variable last a read taken before a ResourceScatterAdd of the
+// same step (a snapshot the update must not change).
+std::vector<Tensor> ScatterSteps(const std::string& device, bool resource) {
+  const TensorShape shape({200, 3});
+  tensorflow::GraphDef g = resource ? ResourceGraph(shape) : RefVariableGraph(shape);
+  AddPlaceholder(&g, "u");
+  AddPlaceholder(&g, "scale");
+  AddPlaceholder(&g, "rows", DT_INT64);
+  const std::vector<std::string> ops = {"Add", "Sub", "Mul", "Div", "Min", "Max", "Update"};
+  for (const std::string& op : ops) {
+    const std::string updates = op == "Mul" ? "scale" : "u";
+    tensorflow::NodeDef* n =
+        resource ? Node(&g, op, "ResourceScatter" + op, {"h", "rows", updates})
+                 : AddNode(&g, op, "Scatter" + op, {"v", "rows", updates}, DT_FLOAT);
+    SetAttr(n, resource ? "dtype" : "T", DT_FLOAT);
+    SetAttr(n, "Tindices", DT_INT64);
+  }
+  if (resource) {
+    tensorflow::NodeDef* n =
+        Node(&g, "add_after_snap_rows", "ResourceScatterAdd", {"h", "rows", "u", "^snap"});
+    SetAttr(n, "dtype", DT_FLOAT);
+    SetAttr(n, "Tindices", DT_INT64);
+  }
+  DeviceSession s(g, device);
+  EXPECT_TRUE(s.create_status().ok()) << s.create_status();
+  Tensor rows(DT_INT64, TensorShape({500}));
+  for (int64_t i = 0; i < 500; ++i) rows.flat<int64_t>()[i] = (i * 37) % 200 / 2;  // Rows < 100.
+  const Feeds feeds = {{"x", RandomTensor(shape, 1, 0.5f, 2)},
+                       {"u", RandomTensor(TensorShape({500, 3}), 2, 0.5f, 2)},
+                       {"scale", Tensor::Scalar(1.0625f)},
+                       {"rows", rows}};
+  EXPECT_TRUE(s.Run(feeds, {}, {"init"}).ok());
+  std::vector<Tensor> values;
+  auto keep = [&](const std::string& what, absl::StatusOr<std::vector<Tensor>> out) {
+    EXPECT_TRUE(out.ok()) << what << ": " << out.status();
+    if (out.ok()) values.push_back((*out)[0].DeepCopy());
+  };
+  for (const std::string& op : ops) {
+    if (!resource) {  // A reference op outputs the variable.
+      keep(op, s.Run(feeds, {op}));
+      continue;
+    }
+    EXPECT_TRUE(s.Run(feeds, {}, {op}).ok()) << op;
+    keep(op, s.Run({}, {"read"}));
+  }
+  if (resource) keep("snapshot", s.Run(feeds, {"snap"}, {"add_after_snap_rows"}));
+  return values;
+}
+
+// Sparse updates of a GPU variable (an embedding's) give the CPU's values
+// exactly: a row's repeated updates apply in the updates' order; a resource
+// variable's earlier read keeps its value.
+TEST(GpuVariableTest, ScatterOpsMatchTheCpu) {
+  DFLOW_SKIP_WITHOUT_GPU();
+  for (const bool resource : {false, true}) {
+    std::vector<Tensor> gpu = ScatterSteps(kGpu, resource);
+    std::vector<Tensor> cpu = ScatterSteps(kCpu, resource);
+    ASSERT_EQ(gpu.size(), resource ? 8u : 7u);
+    ASSERT_EQ(cpu.size(), gpu.size());
+    for (size_t i = 0; i < gpu.size(); ++i) {
+      ExpectSame(gpu[i], cpu[i], 0, 0, absl::StrCat("resource ", resource, " step ", i));
+    }
+    if (resource) ExpectSame(gpu[7], gpu[6], 0, 0, "the read before the last update");
   }
 }
 

@@ -30,6 +30,7 @@
 #include "dflow/framework/gradient.h"
 #include "dflow/framework/shape_inference.h"
 #include "dflow/ops/array_util.h"
+#include "dflow/ops/scatter_ops.h"
 #include "dflow/ops/cwise_ops.h"
 #include "dflow/ops/grad_util.h"
 #include "dflow/ops/state_ops.h"
@@ -46,12 +47,22 @@ absl::StatusOr<std::vector<int64_t>> IndexInput(OpKernelContext* ctx, int i, con
   return v;
 }
 
-// ref[indices[i], ...] (op)= updates[i, ...] in place, after checking
-// updates' shape and every index (and, for integer division, every divisor)
-// so that an error changes nothing. REQUIRES: the caller holds ref's lock.
-template <ScatterOp kOp, typename T>
-absl::Status ScatterIntoRows(OpKernelContext* ctx, const std::vector<int64_t>& indices,
-                             Tensor* ref) {
+// True when the integer tensor `t` (in host memory) holds a 0.
+bool HasZero(const Tensor& t) {
+  if (t.dtype() == DT_INT32) {
+    auto v = t.flat<int32_t>();
+    return std::find(v.begin(), v.end(), 0) != v.end();
+  }
+  auto v = t.flat<int64_t>();
+  return std::find(v.begin(), v.end(), int64_t{0}) != v.end();
+}
+
+// ref[indices[i], ...] (op)= updates[i, ...] (inputs 1 and 2) in place, in
+// ref's memory (a device's: Device::ScatterRows), after checking updates'
+// shape and every index (and, for integer division, every divisor) so that
+// an error changes nothing. REQUIRES: the caller holds ref's lock.
+absl::Status ScatterIntoRows(OpKernelContext* ctx, ScatterOp op, Tensor* ref) {
+  ASSIGN_OR_RETURN(const std::vector<int64_t> indices, IndexInput(ctx, 1, "indices"));
   const Tensor& indices_t = ctx->input(1);
   const Tensor& updates = ctx->input(2);
   if (ref->dims() < 1) return ctx->InvalidArgument("Expected ref to be at least 1-D");
@@ -73,16 +84,19 @@ absl::Status ScatterIntoRows(OpKernelContext* ctx, const std::vector<int64_t>& i
                                   ")");
     }
   }
+  const bool integer_division =
+      op == ScatterOp::kDiv && (updates.dtype() == DT_INT32 || updates.dtype() == DT_INT64);
   if (ref->memory_type() == MemoryType::kDevice) {  // A GPU's variable: queued there.
-    return ctx->device()->ScatterRows(kOp, updates, indices, ref);
-  }
-  if constexpr (kOp == ScatterOp::kDiv && std::is_integral_v<T>) {
-    const T* in = updates.flat<T>().data();
-    if (std::find(in, in + updates.NumElements(), T(0)) != in + updates.NumElements()) {
-      return ctx->InvalidArgument("updates must not contain 0");
+    if (integer_division) {  // Its divisors would have to come back to be checked.
+      return absl::UnimplementedError(
+          absl::StrCat(ctx->Prefix(), "integer division of a variable in device memory"));
     }
+    return ctx->device()->ScatterRows(op, updates, indices, ref);
   }
-  return ScatterRowsOnHost(kOp, updates, indices, ref);
+  if (integer_division && HasZero(updates)) {
+    return ctx->InvalidArgument("updates must not contain 0");
+  }
+  return ScatterRowsOnHost(op, updates, indices, ref);
 }
 
 // Scatter<op> on a reference variable (input 0), which it outputs.
@@ -94,11 +108,10 @@ struct ScatterRef {
     using OpKernel::OpKernel;
 
     absl::Status Compute(OpKernelContext* ctx) override {
-      ASSIGN_OR_RETURN(const std::vector<int64_t> indices, IndexInput(ctx, 1, "indices"));
       {
         RefInputsLock lock(*ctx, {0});
         RETURN_IF_ERROR(CheckRefInitialized(*ctx, 0));
-        RETURN_IF_ERROR((ScatterIntoRows<kOp, T>(ctx, indices, MutableRefInput(ctx, 0))));
+        RETURN_IF_ERROR(ScatterIntoRows(ctx, kOp, MutableRefInput(ctx, 0)));
       }
       ForwardRefInput(ctx, 0, 0);
       return absl::OkStatus();
@@ -115,15 +128,9 @@ struct ScatterResource {
     using OpKernel::OpKernel;
 
     absl::Status Compute(OpKernelContext* ctx) override {
-      ASSIGN_OR_RETURN(const std::vector<int64_t> indices, IndexInput(ctx, 1, "indices"));
-      ASSIGN_OR_RETURN(std::shared_ptr<Var> var, LookupInitializedVar(*ctx, 0));
-      if (var->dtype() != DataTypeToEnum<T>::value) {
-        return ctx->InvalidArgument("DType of scatter resource and updates does not match: ",
-                                    DataTypeString(var->dtype()), " vs. ",
-                                    DataTypeString(DataTypeToEnum<T>::value));
-      }
-      absl::MutexLock l(var->mu());
-      return ScatterIntoRows<kOp, T>(ctx, indices, var->MutableTensor());
+      return ScatterIntoVariable(ctx, kOp, [](Var* var) -> absl::StatusOr<Tensor*> {
+        return var->MutableTensor();
+      });
     }
   };
 };
@@ -445,4 +452,18 @@ REGISTER_NO_GRADIENT("ScatterMax");
 REGISTER_NO_GRADIENT("ScatterUpdate");
 
 }  // namespace
+
+absl::Status ScatterIntoVariable(OpKernelContext* ctx, ScatterOp op,
+                                 absl::FunctionRef<absl::StatusOr<Tensor*>(Var*)> mutable_value) {
+  ASSIGN_OR_RETURN(std::shared_ptr<Var> var, LookupInitializedVar(*ctx, 0));
+  const DataType dtype = ctx->input(2).dtype();
+  if (var->dtype() != dtype) {
+    return ctx->InvalidArgument("DType of scatter resource and updates does not match: ",
+                                DataTypeString(var->dtype()), " vs. ", DataTypeString(dtype));
+  }
+  absl::MutexLock l(var->mu());
+  ASSIGN_OR_RETURN(Tensor* value, mutable_value(var.get()));
+  return ScatterIntoRows(ctx, op, value);
+}
+
 }  // namespace dflow
