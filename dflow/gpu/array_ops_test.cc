@@ -1,9 +1,10 @@
 // The kernels that move elements rather than compute (Transpose, ConcatV2,
 // Pack, Split, SplitV, Unpack, Slice, StridedSlice, GatherV2, Gather, Pad,
-// StridedSliceGrad) and L2Loss on a GPU, against the CPU kernels on the same
-// graphs. The movers run the CPU's kernels with their copies queued on the
-// GPU (Device::CopyStrided: the copy engine for rows, the strided-copy kernel
-// otherwise; Device::GatherRows: one kernel). Skipped without a GPU.
+// StridedSliceGrad), UnsortedSegmentSum and L2Loss on a GPU, against the CPU
+// kernels on the same graphs. The movers run the CPU's kernels with their
+// copies queued on the GPU (Device::CopyStrided: the copy engine for rows,
+// the strided-copy kernel otherwise; Device::GatherRows: one kernel;
+// Device::ScatterRows: one kernel). Skipped without a GPU.
 #include <string>
 #include <vector>
 
@@ -124,6 +125,29 @@ TEST(GpuArrayTest, OpsThatMoveElementsMatchTheCpu) {
 }
 
 // Long rows: ConcatV2 and Split of [256, 1000] floats (copy-engine rows).
+// UnsortedSegmentSum (a gather's gradient made dense) gives the CPU's sums
+// exactly: each segment adds its rows in the ids' order; negative ids are
+// dropped; empty segments are zeros.
+TEST(GpuArrayTest, UnsortedSegmentSumMatchesTheCpu) {
+  DFLOW_SKIP_WITHOUT_GPU();
+  Tensor ids(DT_INT64, TensorShape({1000}));
+  for (int64_t i = 0; i < 1000; ++i) ids.flat<int64_t>()[i] = (i * 7919) % 51 - 1;  // [-1, 50)
+  for (const DataType dtype : {DT_FLOAT, DT_DOUBLE, DT_INT64}) {
+    tensorflow::GraphDef g;
+    AddPlaceholder(&g, "x");
+    tensorflow::NodeDef* cast = Node(&g, "xt", "Cast", {"x"});
+    SetAttr(cast, "SrcT", DT_FLOAT);
+    SetAttr(cast, "DstT", dtype);
+    AddHostConst(&g, "ids", ids);
+    AddHostConst(&g, "num", Tensor::Scalar(int32_t{60}));
+    tensorflow::NodeDef* sum = AddNode(&g, "sum", "UnsortedSegmentSum", {"xt", "ids", "num"}, dtype);
+    SetAttr(sum, "Tindices", DT_INT64);
+    SetAttr(sum, "Tnumsegments", DT_INT32);
+    CompareGpuCpu(g, {{"x", RandomTensor(TensorShape({1000, 16}), 5, -100, 100, 0.125f)}},
+                  {"sum"}, 0, 0, DataTypeString(dtype));
+  }
+}
+
 TEST(GpuArrayTest, ConcatAndSplitOfLongRows) {
   DFLOW_SKIP_WITHOUT_GPU();
   tensorflow::GraphDef g;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "dflow/framework/device.h"
 #include "dflow/framework/gradient.h"
 #include "dflow/framework/kernel.h"
 #include "dflow/framework/op_def.h"
@@ -305,10 +306,21 @@ struct UnsortedSegment {
       for (int d = ids_shape.dims(); d < data.dims(); ++d) dims.push_back(data.dim_size(d));
       ASSIGN_OR_RETURN(TensorShape shape,
                        OutputShape(dims, data.dtype(), ctx->op_kernel().type_string()));
+      const int64_t inner = ids.empty() ? 0 : data.NumElements() / ids.size();
+      if constexpr (kCombine == Combine::kSum) {
+        if (ctx->op_kernel().output_memory_type(0) == MemoryType::kDevice) {
+          // A GPU's: the rows added into zeros in device memory, in order.
+          Tensor* out = ctx->allocate_output(0, shape);
+          if (!ctx->allocation_status().ok()) return absl::OkStatus();  // The executor reports it.
+          if (inner == 0 || out->NumElements() == 0) return absl::OkStatus();
+          ASSIGN_OR_RETURN(Tensor rows,
+                           data.Reshaped(TensorShape({static_cast<int64_t>(ids.size()), inner})));
+          return ctx->device()->ScatterRows(ScatterOp::kAdd, rows, ids, out);
+        }
+      }
       Tensor* out = ctx->allocate_output_for_overwrite(0, shape);
       T* o = out->flat<T>().data();
       std::fill(o, o + out->NumElements(), Identity());
-      const int64_t inner = ids.empty() ? 0 : data.NumElements() / ids.size();
       const T* in = data.flat<T>().data();
       for (size_t i = 0; i < ids.size(); ++i) {
         if (ids[i] < 0) continue;  // Dropped, as in TensorFlow.
@@ -380,6 +392,20 @@ const UnsortedSegmentFamily<Combine::kSum> unsorted_segment_sum("UnsortedSegment
 // axes with it: on a GPU, int32 in host memory (GpuInt32HostKernel).
 const GpuInt32HostKernel<UnsortedSegment<Combine::kSum>::template Op> gpu_unsorted_segment_sum(
     "UnsortedSegmentSum", {"data", "segment_ids", "num_segments", "output"});
+// On a GPU (float, double, int64): the sum of a gather's gradient rows when
+// they meet a dense one (IndexedSlices made dense), added in device memory
+// by Device::ScatterRows; the ids are read on the host.
+#define DFLOW_GPU_UNSORTED_SEGMENT_SUM(T)                                    \
+  REGISTER_KERNEL(KernelDefBuilder("UnsortedSegmentSum")                     \
+                      .Device(kDeviceGPU)                                    \
+                      .TypeConstraint<T>("T")                                \
+                      .HostMemory("segment_ids")                             \
+                      .HostMemory("num_segments"),                           \
+                  UnsortedSegment<Combine::kSum>::Op<T>)
+DFLOW_GPU_UNSORTED_SEGMENT_SUM(float);
+DFLOW_GPU_UNSORTED_SEGMENT_SUM(double);
+DFLOW_GPU_UNSORTED_SEGMENT_SUM(int64_t);
+#undef DFLOW_GPU_UNSORTED_SEGMENT_SUM
 const UnsortedSegmentFamily<Combine::kMax> unsorted_segment_max("UnsortedSegmentMax");
 const UnsortedSegmentFamily<Combine::kMin> unsorted_segment_min("UnsortedSegmentMin");
 const UnsortedSegmentFamily<Combine::kProd> unsorted_segment_prod("UnsortedSegmentProd");

@@ -640,6 +640,29 @@ TEST_F(DeviceMemoryTest, ScattersIntoAGpuVariableStayOnTheGpu) {
   EXPECT_EQ(FloatsOf(out[0]), (std::vector<float>{2, 2, -7, -10, 1, 2, -12, -14}));
 }
 
+// UnsortedSegmentSum on the GPU (a gather's gradient made dense): rows of
+// -x added into zeros in device memory, negative ids dropped, one device
+// call. x = [4,2] of 1..8.
+TEST_F(DeviceMemoryTest, UnsortedSegmentSumAddsOnTheGpu) {
+  tensorflow::GraphDef g;
+  FedX(&g);
+  Node(&g, "neg", "Neg", {"x"});
+  Int32Const(&g, "ids", Tensor::Vec<int32_t>({1, -1, 1, 0}));
+  Int32Const(&g, "num", Tensor::Scalar<int32_t>(3));
+  tensorflow::NodeDef* sum = Node(&g, "sum", "UnsortedSegmentSum", {"neg", "ids", "num"});
+  SetAttr(sum, "Tindices", DT_INT32);
+  SetAttr(sum, "Tnumsegments", DT_INT32);
+  absl::StatusOr<Tensor> x = Tensor::Vec<float>({1, 2, 3, 4, 5, 6, 7, 8}).Reshaped({4, 2});
+  ASSERT_TRUE(x.ok()) << x.status();
+  std::vector<Tensor> out;
+  absl::Status st = RunPlaced(g, *x, {"sum"}, &out);
+  ASSERT_TRUE(st.ok()) << st;
+  ExpectRanOn("GPU:0", {"neg", "sum"});
+  EXPECT_EQ(g_scatters, 1);
+  EXPECT_EQ(out[0].shape(), TensorShape({3, 2}));
+  EXPECT_EQ(FloatsOf(out[0]), (std::vector<float>{-7, -8, -6, -8, 0, 0}));
+}
+
 // The TensorList ops of control flow v2 on x = [2,3] (fed, negated on the
 // GPU): a list made from it, one element read and negated into a reserved
 // list (its unset elements stack as zeros), pushed onto and popped from an
