@@ -366,9 +366,7 @@ absl::Status GpuDevice::GatherRows(const void* in, void* out, absl::Span<const i
   const int64_t n = static_cast<int64_t>(from.size()) * row_elems;
   if (n == 0) return absl::OkStatus();
   // The row starts go to the device as a staged copy queued before the kernel.
-  Tensor starts = Tensor::ForOverwrite(DT_INT64, TensorShape({static_cast<int64_t>(from.size())}));
-  std::copy(from.begin(), from.end(), starts.flat<int64_t>().data());
-  ASSIGN_OR_RETURN(Tensor on_device, CopyTensor(starts, MemoryType::kDevice));
+  ASSIGN_OR_RETURN(Tensor on_device, CopyInt64sToDevice(from));
   LaunchGatherRows(compute_, in, out, static_cast<const int64_t*>(on_device.raw_data()), n,
                    row_elems, element_size);
   return CudaCheck(cudaGetLastError(), absl::StrCat("gathering rows on ", name()));
@@ -400,9 +398,7 @@ absl::Status GpuDevice::CopyPieces(absl::Span<const CopyPiece> pieces) {
   if (table.empty()) return absl::OkStatus();
   // The table goes to the device as a staged copy queued before the kernel.
   const int64_t n = static_cast<int64_t>(table.size() / 3);
-  Tensor listed = Tensor::ForOverwrite(DT_INT64, TensorShape({3 * n}));
-  std::copy(table.begin(), table.end(), listed.flat<int64_t>().data());
-  ASSIGN_OR_RETURN(Tensor on_device, CopyTensor(listed, MemoryType::kDevice));
+  ASSIGN_OR_RETURN(Tensor on_device, CopyInt64sToDevice(table));
   LaunchCopyPieces(compute_, static_cast<const int64_t*>(on_device.raw_data()), n);
   return CudaCheck(cudaGetLastError(), absl::StrCat("copying ", n, " pieces within ", name()));
 }
@@ -429,6 +425,13 @@ absl::Status GpuDevice::AddTensors(const Tensor& a, const Tensor& b, Tensor* out
   return CudaCheck(cudaGetLastError(), absl::StrCat("adding on ", name()));
 }
 
+absl::StatusOr<Tensor> GpuDevice::CopyInt64sToDevice(absl::Span<const int64_t> values) {
+  Tensor listed =
+      Tensor::ForOverwrite(DT_INT64, TensorShape({static_cast<int64_t>(values.size())}));
+  std::copy(values.begin(), values.end(), listed.flat<int64_t>().data());
+  return CopyTensor(listed, MemoryType::kDevice);
+}
+
 absl::Status GpuDevice::ScatterRows(ScatterOp op, const Tensor& updates,
                                     absl::Span<const int64_t> indices, Tensor* ref) {
   Elem type;
@@ -443,10 +446,7 @@ absl::Status GpuDevice::ScatterRows(ScatterOp op, const Tensor& updates,
   if (row_elems == 0) return absl::OkStatus();
   const ScatterRowsTable plan = MakeScatterRowsTable(indices);
   if (plan.num_dest == 0) return absl::OkStatus();
-  Tensor listed =
-      Tensor::ForOverwrite(DT_INT64, TensorShape({static_cast<int64_t>(plan.table.size())}));
-  std::copy(plan.table.begin(), plan.table.end(), listed.flat<int64_t>().data());
-  ASSIGN_OR_RETURN(Tensor table, CopyTensor(listed, MemoryType::kDevice));  // Staged, queued.
+  ASSIGN_OR_RETURN(Tensor table, CopyInt64sToDevice(plan.table));
   RETURN_IF_ERROR(UseDevice(ordinal_));
   // In ScatterOp's order.
   static_assert(static_cast<int>(ScatterOp::kUpdate) == 6);

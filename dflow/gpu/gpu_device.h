@@ -125,6 +125,10 @@ class GpuDevice : public Device {
   absl::Status CopyStrided(const void* in, void* out, const StridedCopySpec& spec) override;
   absl::Status GatherRows(const void* in, void* out, absl::Span<const int64_t> from,
                           int64_t row_elems, int element_size) override;
+  // A new device tensor holding `values` (a kernel's table), copied through
+  // pinned staging memory and queued on the compute stream: later kernels
+  // read it, the host does not wait.
+  absl::StatusOr<Tensor> CopyInt64sToDevice(absl::Span<const int64_t> values);
   // Pieces of a MiB or more by the copy engine, the rest by one kernel (in
   // chunks of 64 KiB, one a block).
   absl::Status CopyPieces(absl::Span<const CopyPiece> pieces) override;

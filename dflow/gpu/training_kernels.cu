@@ -1,9 +1,10 @@
-// GPU kernels that update variables in place: AssignAdd/AssignSub and the
-// dense optimizer steps, with the CPU kernels' formulas (ops/training_ops.cc)
+// GPU kernels that update variables in place: AssignAdd/AssignSub, the
+// dense optimizer steps and the sparse Momentum, Adagrad and RMSProp steps, with the CPU kernels' formulas (ops/training_ops.cc)
 // in the same order of operations. Hyperparameters are read from device
 // memory by every thread (one cached load each).
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "dflow/gpu/launch_util.h"
 #include "dflow/gpu/training_launch.h"
@@ -25,19 +26,48 @@ __global__ void GradientDescentKernel(T* var, const T* alpha, const T* delta, in
   DFLOW_GRID_STRIDE_LOOP(i, n) { var[i] -= delta[i] * a; }
 }
 
+// --- one element's update, shared by the dense and sparse kernels ----------------
+
+template <typename T>
+struct MomentumStep {
+  T lr, momentum;
+  bool use_nesterov;
+  __device__ void operator()(T& var, T& accum, T g) const {
+    const T a = accum * momentum + g;
+    accum = a;
+    if (use_nesterov) {
+      var -= g * lr + a * (momentum * lr);
+    } else {
+      var -= a * lr;
+    }
+  }
+};
+
+template <typename T>
+struct AdagradStep {
+  T lr;
+  bool update_slots;
+  __device__ void operator()(T& var, T& accum, T g) const {
+    if (update_slots) accum += g * g;
+    var -= g * lr * (T(1) / sqrt(accum));
+  }
+};
+
+template <typename T>
+struct RMSPropStep {
+  T lr, rho, momentum, epsilon;
+  __device__ void operator()(T& var, T& ms, T& mom, T g) const {
+    ms = ms + (g * g - ms) * (T(1) - rho);
+    mom = mom * momentum + (g * lr) / sqrt(ms + epsilon);
+    var -= mom;
+  }
+};
+
 template <typename T>
 __global__ void MomentumKernel(T* var, T* accum, const T* lr_p, const T* grad,
                                const T* momentum_p, bool use_nesterov, int64_t n) {
-  const T lr = *lr_p, momentum = *momentum_p;
-  DFLOW_GRID_STRIDE_LOOP(i, n) {
-    const T a = accum[i] * momentum + grad[i];
-    accum[i] = a;
-    if (use_nesterov) {
-      var[i] -= grad[i] * lr + a * (momentum * lr);
-    } else {
-      var[i] -= a * lr;
-    }
-  }
+  const MomentumStep<T> step{*lr_p, *momentum_p, use_nesterov};
+  DFLOW_GRID_STRIDE_LOOP(i, n) { step(var[i], accum[i], grad[i]); }
 }
 
 template <typename T>
@@ -63,30 +93,77 @@ __global__ void AdamKernel(T* var, T* m, T* v, AdamScalars<T> s, const T* grad,
 template <typename T>
 __global__ void AdagradKernel(T* var, T* accum, const T* lr_p, const T* grad, bool update_slots,
                               int64_t n) {
-  const T lr = *lr_p;
-  DFLOW_GRID_STRIDE_LOOP(i, n) {
-    const T g = grad[i];
-    T a = accum[i];
-    if (update_slots) {
-      a += g * g;
-      accum[i] = a;
-    }
-    var[i] -= g * lr * (T(1) / sqrt(a));
-  }
+  const AdagradStep<T> step{*lr_p, update_slots};
+  DFLOW_GRID_STRIDE_LOOP(i, n) { step(var[i], accum[i], grad[i]); }
 }
 
 template <typename T>
 __global__ void RMSPropKernel(T* var, T* ms, T* mom, const T* lr_p, const T* rho_p,
                               const T* momentum_p, const T* epsilon_p, const T* grad, int64_t n) {
-  const T lr = *lr_p, rho = *rho_p, momentum = *momentum_p, epsilon = *epsilon_p;
-  DFLOW_GRID_STRIDE_LOOP(i, n) {
-    const T g = grad[i];
-    const T msi = ms[i] + (g * g - ms[i]) * (T(1) - rho);
-    const T momi = mom[i] * momentum + (g * lr) / sqrt(msi + epsilon);
-    ms[i] = msi;
-    mom[i] = momi;
-    var[i] -= momi;
+  const RMSPropStep<T> step{*lr_p, *rho_p, *momentum_p, *epsilon_p};
+  DFLOW_GRID_STRIDE_LOOP(i, n) { step(var[i], ms[i], mom[i], grad[i]); }
+}
+
+// The sparse form of a step: element j of each destination row, updated in
+// registers with each of its gradient rows in turn (a repeated index once
+// per occurrence, in order, as on the CPU). kSlots: 1 (slot1 unused) or 2.
+// `load` makes the step from its hyperparameters in device memory.
+template <typename T, int kSlots, typename Load>
+__global__ void SparseApplyKernel(Load load, T* var, T* slot0, T* slot1, const T* grad,
+                                  SparseRows rows) {
+  const auto step = load();
+  const int64_t* dest = rows.table;
+  const int64_t* starts = dest + rows.num_dest;
+  const int64_t* sources = starts + rows.num_dest + 1;
+  const int64_t row = rows.row_elems;
+  DFLOW_GRID_STRIDE_LOOP(i, rows.num_dest * row) {
+    const int64_t j = i % row, e = dest[i / row] * row + j;
+    T v = var[e], s0 = slot0[e], s1 = kSlots == 2 ? slot1[e] : T(0);
+    for (int64_t k = starts[i / row]; k < starts[i / row + 1]; ++k) {
+      const T g = grad[sources[k] * row + j];
+      if constexpr (kSlots == 2) {
+        step(v, s0, s1, g);
+      } else {
+        step(v, s0, g);
+      }
+    }
+    var[e] = v;
+    slot0[e] = s0;
+    if constexpr (kSlots == 2) slot1[e] = s1;
   }
+}
+
+template <typename T>
+struct LoadMomentum {
+  const T* lr;
+  const T* momentum;
+  bool use_nesterov;
+  __device__ MomentumStep<T> operator()() const { return {*lr, *momentum, use_nesterov}; }
+};
+
+template <typename T>
+struct LoadAdagrad {
+  const T* lr;
+  bool update_slots;
+  __device__ AdagradStep<T> operator()() const { return {*lr, update_slots}; }
+};
+
+template <typename T>
+struct LoadRMSProp {
+  const T* lr;
+  const T* rho;
+  const T* momentum;
+  const T* epsilon;
+  __device__ RMSPropStep<T> operator()() const { return {*lr, *rho, *momentum, *epsilon}; }
+};
+
+template <typename T, int kSlots, typename Load>
+void LaunchSparse(cudaStream_t s, Load load, T* var, T* slot0, T* slot1, const T* grad,
+                  const SparseRows& rows) {
+  const int64_t n = rows.num_dest * rows.row_elems;
+  if (n <= 0) return;
+  SparseApplyKernel<T, kSlots, Load><<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(
+      load, var, slot0, slot1, grad, rows);
 }
 
 }  // namespace
@@ -134,6 +211,26 @@ void LaunchApplyRMSProp(cudaStream_t s, T* var, T* ms, T* mom, const T* lr, cons
                                                   n);
 }
 
+template <typename T>
+void LaunchSparseApplyMomentum(cudaStream_t s, T* var, T* accum, const T* lr, const T* grad,
+                               const T* momentum, bool use_nesterov, const SparseRows& rows) {
+  LaunchSparse<T, 1>(s, LoadMomentum<T>{lr, momentum, use_nesterov}, var, accum, nullptr, grad,
+                     rows);
+}
+
+template <typename T>
+void LaunchSparseApplyAdagrad(cudaStream_t s, T* var, T* accum, const T* lr, const T* grad,
+                              bool update_slots, const SparseRows& rows) {
+  LaunchSparse<T, 1>(s, LoadAdagrad<T>{lr, update_slots}, var, accum, nullptr, grad, rows);
+}
+
+template <typename T>
+void LaunchSparseApplyRMSProp(cudaStream_t s, T* var, T* ms, T* mom, const T* lr, const T* rho,
+                              const T* momentum, const T* epsilon, const T* grad,
+                              const SparseRows& rows) {
+  LaunchSparse<T, 2>(s, LoadRMSProp<T>{lr, rho, momentum, epsilon}, var, ms, mom, grad, rows);
+}
+
 template void LaunchAssignUpdate<float>(cudaStream_t, float*, const float*, bool, int64_t);
 template void LaunchAssignUpdate<double>(cudaStream_t, double*, const double*, bool, int64_t);
 template void LaunchAssignUpdate<int64_t>(cudaStream_t, int64_t*, const int64_t*, bool, int64_t);
@@ -146,7 +243,13 @@ template void LaunchAssignUpdate<int64_t>(cudaStream_t, int64_t*, const int64_t*
                                    bool, int64_t);                                             \
   template void LaunchApplyAdagrad<T>(cudaStream_t, T*, T*, const T*, const T*, bool, int64_t); \
   template void LaunchApplyRMSProp<T>(cudaStream_t, T*, T*, T*, const T*, const T*, const T*,  \
-                                      const T*, const T*, int64_t);
+                                      const T*, const T*, int64_t);                            \
+  template void LaunchSparseApplyMomentum<T>(cudaStream_t, T*, T*, const T*, const T*,         \
+                                             const T*, bool, const SparseRows&);               \
+  template void LaunchSparseApplyAdagrad<T>(cudaStream_t, T*, T*, const T*, const T*, bool,    \
+                                            const SparseRows&);                                \
+  template void LaunchSparseApplyRMSProp<T>(cudaStream_t, T*, T*, T*, const T*, const T*,      \
+                                            const T*, const T*, const T*, const SparseRows&);
 DFLOW_INSTANTIATE_APPLY(float)
 DFLOW_INSTANTIATE_APPLY(double)
 #undef DFLOW_INSTANTIATE_APPLY

@@ -1,10 +1,11 @@
 // Launchers of the GPU kernels that update variables in place
-// (training_kernels.cu): AssignAdd/AssignSub and the dense optimizer
-// updates. Every pointer is device memory, including the hyperparameters
-// (0-d tensors the kernels read themselves: they may be computed on the
-// device, as Adam's beta powers are). Each launcher queues its work on `s`
-// and returns; nothing is launched when n is 0. T is float or double
-// (LaunchAssignUpdate also int64_t).
+// (training_kernels.cu): AssignAdd/AssignSub, the dense optimizer updates
+// and the sparse Momentum, Adagrad and RMSProp updates. Every pointer is
+// device memory, including the hyperparameters (0-d tensors the kernels
+// read themselves: they may be computed on the device, as Adam's beta
+// powers are). Each launcher queues its work on `s` and returns; nothing is
+// launched when n is 0. T is float or double (LaunchAssignUpdate also
+// int64_t).
 #ifndef DFLOW_GPU_TRAINING_LAUNCH_H_
 #define DFLOW_GPU_TRAINING_LAUNCH_H_
 
@@ -58,6 +59,28 @@ void LaunchApplyAdagrad(cudaStream_t s, T* var, T* accum, const T* lr, const T* 
 template <typename T>
 void LaunchApplyRMSProp(cudaStream_t s, T* var, T* ms, T* mom, const T* lr, const T* rho,
                         const T* momentum, const T* epsilon, const T* grad, int64_t n);
+
+// The sparse forms (SparseApply*): the rows of a ScatterRowsTable
+// (gpu/scatter_rows.h) staged in device memory, `row_elems` elements each;
+// grad holds one row per update position. Each destination row takes the
+// dense step once per gradient row, in order (a repeated index once per
+// occurrence, as on the CPU).
+struct SparseRows {
+  const int64_t* table = nullptr;
+  int64_t num_dest = 0;
+  int64_t row_elems = 0;
+};
+
+template <typename T>
+void LaunchSparseApplyMomentum(cudaStream_t s, T* var, T* accum, const T* lr, const T* grad,
+                               const T* momentum, bool use_nesterov, const SparseRows& rows);
+template <typename T>
+void LaunchSparseApplyAdagrad(cudaStream_t s, T* var, T* accum, const T* lr, const T* grad,
+                              bool update_slots, const SparseRows& rows);
+template <typename T>
+void LaunchSparseApplyRMSProp(cudaStream_t s, T* var, T* ms, T* mom, const T* lr, const T* rho,
+                              const T* momentum, const T* epsilon, const T* grad,
+                              const SparseRows& rows);
 
 }  // namespace gpu
 }  // namespace dflow

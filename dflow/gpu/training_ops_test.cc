@@ -1,5 +1,7 @@
-// GPU optimizer updates against the CPU's: three steps of each Apply op,
-// ref and resource forms, comparing the variable and every slot.
+// GPU optimizer updates against the CPU's: three steps of each Apply and
+// SparseApply op, ref and resource forms, comparing the variable and every
+// slot.
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -43,8 +45,29 @@ const std::vector<Optimizer>& Optimizers() {
   return *all;
 }
 
+// The sparse forms a GPU runs: their inputs in TensorFlow's order.
+const std::vector<Optimizer>& SparseOptimizers() {
+  static const auto* all = new std::vector<Optimizer>{
+      {"Momentum", 2, {"var", "accum", "lr", "grad", "indices", "momentum"}, {{"use_nesterov", false}}},
+      {"Momentum", 2, {"var", "accum", "lr", "grad", "indices", "momentum"}, {{"use_nesterov", true}}},
+      {"Adagrad", 2, {"var", "accum", "lr", "grad", "indices"}, {{"update_slots", true}}},
+      {"Adagrad", 2, {"var", "accum", "lr", "grad", "indices"}, {{"update_slots", false}}},
+      {"RMSProp", 3, {"var", "ms", "mom", "lr", "rho", "momentum", "epsilon", "grad", "indices"}, {}},
+  };
+  return *all;
+}
+
+bool IsSparse(const Optimizer& o) {
+  return std::find(o.inputs.begin(), o.inputs.end(), "indices") != o.inputs.end();
+}
+
+// "Apply", "SparseApply", with "Resource" before them for resource variables.
+std::string OpName(const Optimizer& o, bool resource) {
+  return std::string(resource ? "Resource" : "") + (IsSparse(o) ? "SparseApply" : "Apply") + o.name;
+}
+
 std::string Describe(const Optimizer& o, bool resource) {
-  std::string s = (resource ? "ResourceApply" : "Apply") + o.name;
+  std::string s = OpName(o, resource);
   for (const auto& [k, v] : o.attrs) absl::StrAppend(&s, " ", k, "=", v);
   return s;
 }
@@ -83,12 +106,12 @@ tensorflow::GraphDef ApplyGraph(const Optimizer& o, bool resource, const TensorS
     apply_inputs.push_back(v);
   }
   for (size_t i = o.num_vars; i < o.inputs.size(); ++i) {
-    AddPlaceholder(&g, o.inputs[i]);
+    AddPlaceholder(&g, o.inputs[i], o.inputs[i] == "indices" ? DT_INT64 : DT_FLOAT);
     apply_inputs.push_back(o.inputs[i]);
   }
-  tensorflow::NodeDef* apply =
-      Node(&g, "apply", (resource ? "ResourceApply" : "Apply") + o.name, apply_inputs);
+  tensorflow::NodeDef* apply = Node(&g, "apply", OpName(o, resource), apply_inputs);
   SetAttr(apply, "T", DT_FLOAT);
+  if (IsSparse(o)) SetAttr(apply, "Tindices", DT_INT64);
   SetAttr(apply, "use_locking", true);
   for (const auto& [k, v] : o.attrs) SetAttr(apply, k, v);
   return g;
@@ -104,11 +127,28 @@ Feeds InitFeeds(const Optimizer& o, const TensorShape& shape) {
   return feeds;
 }
 
+// A sparse step's rows: 3 per variable row, a repeated index among them.
+Tensor StepRows(const TensorShape& shape, int t) {
+  const int64_t n = shape.dims() == 0 ? 0 : 3 * shape.dim_size(0) / 2;
+  Tensor rows(DT_INT64, TensorShape({n}));
+  for (int64_t i = 0; i < n; ++i) rows.flat<int64_t>()[i] = (i * 7 + t) % shape.dim_size(0);
+  return rows;
+}
+
 Feeds StepFeeds(const Optimizer& o, const TensorShape& shape, int t) {
   Feeds feeds;
+  const Tensor rows = StepRows(shape, t);
   for (size_t i = o.num_vars; i < o.inputs.size(); ++i) {
     const std::string& name = o.inputs[i];
-    feeds.push_back({name, IsGrad(name) ? RandomTensor(shape, 100 + t) : Tensor::Scalar(ScalarAt(name, t))});
+    if (name == "indices") {
+      feeds.push_back({name, rows});
+    } else if (IsGrad(name)) {
+      TensorShape grad = shape;  // Sparse: one row per index.
+      if (IsSparse(o)) grad.set_dim(0, rows.NumElements());
+      feeds.push_back({name, RandomTensor(grad, 100 + t)});
+    } else {
+      feeds.push_back({name, Tensor::Scalar(ScalarAt(name, t))});
+    }
   }
   return feeds;
 }
@@ -147,6 +187,9 @@ TEST(GpuTrainingRegistryTest, KernelsAreRegisteredForTheirTypes) {
   for (const char* op : {"ApplyGradientDescent", "ApplyMomentum", "ApplyAdam", "ApplyAdagrad",
                          "ApplyRMSProp", "ResourceApplyGradientDescent", "ResourceApplyMomentum",
                          "ResourceApplyAdam", "ResourceApplyAdagrad", "ResourceApplyRMSProp",
+                         "SparseApplyMomentum", "SparseApplyAdagrad", "SparseApplyRMSProp",
+                         "ResourceSparseApplyMomentum", "ResourceSparseApplyAdagrad",
+                         "ResourceSparseApplyRMSProp",
                          "Assign", "AssignAdd", "AssignSub", "Conv2D", "Conv2DBackpropInput",
                          "Conv2DBackpropFilter", "MaxPool", "MaxPoolGrad", "AvgPool"}) {
     EXPECT_TRUE(r->HasKernel(kDeviceGPU, node(op, "T", DT_FLOAT))) << op;
@@ -172,6 +215,27 @@ TEST(GpuTrainingTest, ThreeStepsOfEveryOptimizerMatchTheCpu) {
   for (const Optimizer& o : Optimizers()) {
     for (bool resource : {false, true}) {
       for (const TensorShape& shape : {TensorShape({37, 29}), TensorShape({1}), TensorShape({0})}) {
+        const std::string what = absl::StrCat(Describe(o, resource), " ", shape.DebugString());
+        std::vector<Tensor> gpu = RunSteps(kGpu, o, resource, shape);
+        std::vector<Tensor> cpu = RunSteps(kCpu, o, resource, shape);
+        ASSERT_EQ(gpu.size(), static_cast<size_t>(o.num_vars)) << what;
+        ASSERT_EQ(cpu.size(), static_cast<size_t>(o.num_vars)) << what;
+        for (int k = 0; k < o.num_vars; ++k) {
+          ExpectSame(gpu[k], cpu[k], 1e-5f, 1e-6f, absl::StrCat(what, " ", o.inputs[k]));
+        }
+      }
+    }
+  }
+}
+
+// Embedding rows updated by SparseApply* (each row 1.5 times a step on
+// average, some repeated in a step): three steps give the CPU's variable and
+// slots, within float rounding of the fused arithmetic.
+TEST(GpuTrainingTest, ThreeSparseStepsOfEveryOptimizerMatchTheCpu) {
+  DFLOW_SKIP_WITHOUT_GPU();
+  for (const Optimizer& o : SparseOptimizers()) {
+    for (bool resource : {false, true}) {
+      for (const TensorShape& shape : {TensorShape({40, 29}), TensorShape({2}), TensorShape({0, 3})}) {
         const std::string what = absl::StrCat(Describe(o, resource), " ", shape.DebugString());
         std::vector<Tensor> gpu = RunSteps(kGpu, o, resource, shape);
         std::vector<Tensor> cpu = RunSteps(kCpu, o, resource, shape);

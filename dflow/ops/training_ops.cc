@@ -331,11 +331,7 @@ class ApplyOp : public OpKernel {
   absl::Status Compute(OpKernelContext* ctx) override {
     std::vector<int64_t> rows;  // Sparse: the rows to update, read before any lock.
     if constexpr (kSparse) {
-      const Tensor& indices = ctx->input(layout_.indices);
-      if (indices.dims() != 1) return ctx->InvalidArgument("indices must be one-dimensional");
-      absl::StatusOr<std::vector<int64_t>> v = IndexValues(indices, "indices");
-      if (!v.ok()) return ctx->InvalidArgument(v.status().message());
-      rows = *std::move(v);
+      ASSIGN_OR_RETURN(rows, SparseApplyRows(*ctx, layout_));
     }
     if constexpr (kResource) {
       return ComputeResource(ctx, rows);
@@ -387,36 +383,7 @@ class ApplyOp : public OpKernel {
   absl::Status Validate(const OpKernelContext& ctx, const std::array<const Tensor*, kNumVars>& vars,
                         const std::vector<int64_t>& rows) const {
     RETURN_IF_ERROR(CheckApplyShapes(ctx, layout_, vars, /*check_grad=*/!kSparse));
-    if constexpr (kSparse) return ValidateRows(ctx, vars[0]->shape(), rows);
-    return absl::OkStatus();
-  }
-
-  // grad is [rows.size()] + var.shape[1:] and every row is in var.
-  absl::Status ValidateRows(const OpKernelContext& ctx, const TensorShape& var,
-                            const std::vector<int64_t>& rows) const {
-    const TensorShape& grad = ctx.input(layout_.grad).shape();
-    if (var.dims() < 1) return ctx.InvalidArgument("var must be at least 1 dimensional");
-    if (grad.dims() != var.dims()) {
-      return ctx.InvalidArgument("var and grad do not have the same rank: var=",
-                                 var.DebugString(), " grad=", grad.DebugString());
-    }
-    for (int d = 1; d < var.dims(); ++d) {
-      if (grad.dim_size(d) != var.dim_size(d)) {
-        return ctx.InvalidArgument("var and grad must match in dimension ", d, ": var=",
-                                   var.DebugString(), " grad=", grad.DebugString());
-      }
-    }
-    if (grad.dim_size(0) != static_cast<int64_t>(rows.size())) {
-      return ctx.InvalidArgument(
-          "grad must be the same size as indices in the first dimension: grad=",
-          grad.DebugString(), ", ", rows.size(), " indices");
-    }
-    for (size_t i = 0; i < rows.size(); ++i) {
-      if (rows[i] < 0 || rows[i] >= var.dim_size(0)) {
-        return ctx.InvalidArgument("Index ", rows[i], " at offset ", i,
-                                   " in indices is out of range [0, ", var.dim_size(0), ")");
-      }
-    }
+    if constexpr (kSparse) return CheckSparseApplyRows(ctx, layout_, vars[0]->shape(), rows);
     return absl::OkStatus();
   }
 

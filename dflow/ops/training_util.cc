@@ -1,5 +1,7 @@
 #include "dflow/ops/training_util.h"
 
+#include "dflow/ops/array_util.h"
+
 namespace dflow {
 
 ApplyInputLayout ApplyLayoutOf(const OpDef& op, int num_vars) {
@@ -36,6 +38,42 @@ absl::Status CheckApplyShapes(const OpKernelContext& ctx, const ApplyInputLayout
     const Tensor& t = ctx.input(index);
     if (t.dims() != 0) {
       return ctx.InvalidArgument(layout.names[index], " is not a scalar: ", t.shape().DebugString());
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<int64_t>> SparseApplyRows(const OpKernelContext& ctx,
+                                                     const ApplyInputLayout& layout) {
+  const Tensor& indices = ctx.input(layout.indices);
+  if (indices.dims() != 1) return ctx.InvalidArgument("indices must be one-dimensional");
+  absl::StatusOr<std::vector<int64_t>> rows = IndexValues(indices, "indices");
+  if (!rows.ok()) return ctx.InvalidArgument(rows.status().message());
+  return rows;
+}
+
+absl::Status CheckSparseApplyRows(const OpKernelContext& ctx, const ApplyInputLayout& layout,
+                                  const TensorShape& var, absl::Span<const int64_t> rows) {
+  const TensorShape& grad = ctx.input(layout.grad).shape();
+  if (var.dims() < 1) return ctx.InvalidArgument("var must be at least 1 dimensional");
+  if (grad.dims() != var.dims()) {
+    return ctx.InvalidArgument("var and grad do not have the same rank: var=", var.DebugString(),
+                               " grad=", grad.DebugString());
+  }
+  for (int d = 1; d < var.dims(); ++d) {
+    if (grad.dim_size(d) != var.dim_size(d)) {
+      return ctx.InvalidArgument("var and grad must match in dimension ", d, ": var=",
+                                 var.DebugString(), " grad=", grad.DebugString());
+    }
+  }
+  if (grad.dim_size(0) != static_cast<int64_t>(rows.size())) {
+    return ctx.InvalidArgument("grad must be the same size as indices in the first dimension: grad=",
+                               grad.DebugString(), ", ", rows.size(), " indices");
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i] < 0 || rows[i] >= var.dim_size(0)) {
+      return ctx.InvalidArgument("Index ", rows[i], " at offset ", i,
+                                 " in indices is out of range [0, ", var.dim_size(0), ")");
     }
   }
   return absl::OkStatus();

@@ -34,6 +34,16 @@ ApplyInputLayout ApplyLayoutOf(const OpDef& op, int num_vars);
 absl::Status CheckApplyShapes(const OpKernelContext& ctx, const ApplyInputLayout& layout,
                               absl::Span<const Tensor* const> vars, bool check_grad);
 
+// A sparse Apply op's rows: its indices input, one-dimensional int32 or
+// int64 (read on the host). InvalidArgument in TensorFlow's words.
+absl::StatusOr<std::vector<int64_t>> SparseApplyRows(const OpKernelContext& ctx,
+                                                     const ApplyInputLayout& layout);
+
+// A sparse Apply op's gradient is [rows.size()] + var.shape[1:] and every
+// row is one of `var`'s. InvalidArgument in TensorFlow's words.
+absl::Status CheckSparseApplyRows(const OpKernelContext& ctx, const ApplyInputLayout& layout,
+                                  const TensorShape& var, absl::Span<const int64_t> rows);
+
 // The op's first `num_vars` inputs as initialized resource variables of
 // dtype `dtype` (held in `owned`; `raw` their pointers, for VarsLock).
 absl::Status LookupApplyVars(const OpKernelContext& ctx, const ApplyInputLayout& layout,
