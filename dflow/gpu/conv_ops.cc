@@ -288,6 +288,9 @@ class CudnnConvOp : public OpKernel {
 
   // Queues this kernel's cuDNN call for plan `p` on the device's stream.
   absl::Status Run(OpKernelContext* ctx, const ConvPlan& p, const ConvBuffers& b) {
+    // The launches queued for this call so far (a filter transposed, an
+    // input padded) report their errors here: tuning clears the ones it meets.
+    RETURN_IF_ERROR(LaunchStatus(ctx));
     GpuDevice* gpu = GpuOf(ctx);
     absl::StatusOr<cudnnHandle_t> handle = gpu->cudnn();
     if (!handle.ok()) return WithPrefix(handle.status(), ctx->Prefix());

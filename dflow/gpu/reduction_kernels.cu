@@ -89,10 +89,14 @@ __global__ void PartialReduceKernel(const float* in, float* partial, int64_t n) 
 }
 
 // One thread per output; the reduced coordinates are walked as an odometer.
+// Sums and means accumulate in double: one thread adds all `count` values in
+// turn, and a float running sum stops growing once it is 2^24 times its
+// terms (a Sum over N, H and W of an NCHW activation).
 template <Reduce kOp>
 __global__ void GeneralReduceKernel(const float* in, float* out, int64_t num_out, int64_t count,
                                     ReduceIndex x) {
   using R = Reducer<kOp>;
+  constexpr bool kSums = kOp == Reduce::kSum || kOp == Reduce::kMean;
   for (int64_t o = GridStart(); o < num_out; o += GridStride()) {
     int64_t rest = o, offset = 0;
     for (int d = x.kept_rank - 1; d >= 0; --d) {
@@ -101,8 +105,13 @@ __global__ void GeneralReduceKernel(const float* in, float* out, int64_t num_out
     }
     int64_t idx[kMaxReduceDims] = {};
     float acc = R::Identity();
+    double sum = 0.0;
     for (int64_t j = 0; j < count; ++j) {
-      acc = R::Combine(acc, in[offset]);
+      if constexpr (kSums) {
+        sum += in[offset];
+      } else {
+        acc = R::Combine(acc, in[offset]);
+      }
       for (int d = x.reduced_rank - 1; d >= 0; --d) {
         offset += x.reduced_strides[d];
         if (++idx[d] < x.reduced_dims[d]) break;
@@ -110,7 +119,13 @@ __global__ void GeneralReduceKernel(const float* in, float* out, int64_t num_out
         idx[d] = 0;
       }
     }
-    out[o] = R::Finalize(acc, count);
+    if constexpr (kOp == Reduce::kMean) {
+      out[o] = static_cast<float>(sum / static_cast<double>(count));
+    } else if constexpr (kSums) {
+      out[o] = static_cast<float>(sum);
+    } else {
+      out[o] = R::Finalize(acc, count);
+    }
   }
 }
 
