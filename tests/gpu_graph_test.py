@@ -3,8 +3,8 @@
 TensorFlow: tests/data/gen_gpu_graph_reference.py: an MLP, a CNN with max and average
 pooling, an RNN in a TensorFlow 1.x while loop, the same RNN on TensorArrays as
 dynamic_rnn runs it (in TensorFlow 1.x loops, and in control flow v2's While ops on
-TensorLists), and a CNN with fused batch norm and tf.compat.v1.losses, forward and
-backward) on a `dflow server`, driven by
+TensorLists), a CNN with fused batch norm and tf.compat.v1.losses, and the first CNN
+with data_format NCHW, forward and backward) on a `dflow server`, driven by
 `dflow run-graph --target grpc://...`, against TensorFlow's values.
 
 With a GPU (scripts/gpu_check.sh) the server places the pinned nodes that have a GPU
@@ -38,7 +38,7 @@ def flat(v):
 
 
 GRAPHS = ["tf_mlp_gpu", "tf_cnn_gpu", "tf_rnn_gpu", "tf_ta_rnn_gpu", "tf_ta_rnn_v2_gpu",
-          "tf_bn_cnn_gpu"]
+          "tf_bn_cnn_gpu", "tf_cnn_nchw_gpu"]
 
 
 def run_graph(dflow, port, config, name, require_gpu, server):

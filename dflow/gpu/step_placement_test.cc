@@ -285,5 +285,23 @@ TEST(GpuStepPlacementTest, Word2vecEmbeddingsUpdateOnTheGpu) {
   EXPECT_EQ(s.cpu_nodes.size(), 22u) << absl::StrJoin(s.cpu_nodes, ", ");
 }
 
+// A channels_first CNN (tests/data/gpu/tf_cnn_nchw_gpu.pbtxt, made by
+// TensorFlow with data_format="NCHW", pinned to the GPU): the layout rewrite
+// (runtime/layout_rewrite.h) gives each convolution and pool an NHWC form
+// between transposes, and every node of the step, helpers included, has a GPU
+// kernel: only the feeds are on the CPU and nothing returns to the host.
+TEST(GpuStepPlacementTest, AChannelsFirstCnnRunsOnTheGpu) {
+  tensorflow::GraphDef def;
+  const std::string path = TestDataDir() + "/gpu/tf_cnn_nchw_gpu.pbtxt";
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(text.str(), &def)) << path;
+  const StepCrossings s =
+      PlaceStep(def, {"loss", "grads/filter", "grads/bias", "grads/dense"});
+  EXPECT_EQ(s.cpu_nodes, (std::set<std::string>{"x", "labels"}));
+  EXPECT_TRUE(s.device_to_host.empty()) << absl::StrJoin(s.device_to_host, "; ");
+}
+
 }  // namespace
 }  // namespace dflow

@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "dflow/framework/attr_util.h"
 #include "dflow/framework/status.h"
+#include "dflow/runtime/layout_rewrite.h"
 
 namespace dflow {
 namespace {
@@ -672,7 +673,14 @@ absl::Status LowerFunctionalOps(const tensorflow::FunctionDefLibrary& library, G
 }
 
 absl::StatusOr<std::unique_ptr<Graph>> GraphFromGraphDef(const tensorflow::GraphDef& def) {
-  ASSIGN_OR_RETURN(std::unique_ptr<Graph> g, Graph::FromGraphDef(def));
+  std::unique_ptr<Graph> g;
+  if (HasNchwConvolutions(def)) {  // Channels-first convolutions on NHWC kernels.
+    tensorflow::GraphDef nhwc = def;
+    RewriteNchwToNhwc(&nhwc);
+    ASSIGN_OR_RETURN(g, Graph::FromGraphDef(nhwc));
+  } else {
+    ASSIGN_OR_RETURN(g, Graph::FromGraphDef(def));
+  }
   RETURN_IF_ERROR(LowerFunctionalOps(def.library(), g.get()));
   return g;
 }

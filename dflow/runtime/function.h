@@ -42,7 +42,9 @@ inline constexpr char kFunctionLibraryAttr[] = "_dflow_function_library";
 // While condition, recursion deeper than 32 calls.
 absl::Status LowerFunctionalOps(const tensorflow::FunctionDefLibrary& library, Graph* graph);
 
-// Graph::FromGraphDef followed by LowerFunctionalOps with def.library().
+// Graph::FromGraphDef (of def with its NCHW convolutions and pools rewritten
+// to NHWC: runtime/layout_rewrite.h) followed by LowerFunctionalOps with
+// def.library().
 absl::StatusOr<std::unique_ptr<Graph>> GraphFromGraphDef(const tensorflow::GraphDef& def);
 
 }  // namespace dflow

@@ -25,6 +25,8 @@ The graphs:
   tf_ta_rnn_v2_gpu  the same, built with control flow v2 (TensorFlow 2's default for
               tf.compat.v1 graphs): While ops with function bodies, the TensorArrays
               TensorLists, the gradient's accumulators TensorLists too;
+  tf_cnn_nchw_gpu  tf_cnn_gpu with data_format="NCHW" (channels_first); its values are
+              the NHWC graph's (TensorFlow's CPU runs no NCHW convolution);
   tf_bn_cnn_gpu  a CNN with fused batch norm as tf.compat.v1.layers emits it: conv2d 3x3
               SAME, batch norm in training (FusedBatchNormV3, running averages with
               exponential_avg_factor 0.1), ReLU, batch norm in inference (the given mean
@@ -48,10 +50,13 @@ HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu")
 GPU = "/job:worker/task:0/device:GPU:0"
 
 
-def write(name, graph, feeds, fetches):
+def write(name, graph, feeds, fetches, twin=None):
     """Writes `graph` and TensorFlow's values of `fetches` (a local session, devices
-    cleared) for `feeds` ({placeholder name: array})."""
-    local_def = graph.as_graph_def()
+    cleared) for `feeds` ({placeholder name: array}). With `twin` (graph, feeds),
+    the values are the twin's: a graph TensorFlow's CPU can run that computes the
+    same fetches (NHWC for an NCHW graph)."""
+    golden_graph, golden_feeds = twin if twin else (graph, feeds)
+    local_def = golden_graph.as_graph_def()
     for node in list(local_def.node) + [n for f in local_def.library.function
                                         for n in f.node_def]:
         node.device = ""
@@ -59,7 +64,7 @@ def write(name, graph, feeds, fetches):
     with local.as_default():
         tf1.import_graph_def(local_def, name="")
     with tf1.Session(graph=local) as sess:
-        values = sess.run(fetches, {k + ":0": v for k, v in feeds.items()})
+        values = sess.run(fetches, {k + ":0": v for k, v in golden_feeds.items()})
     os.makedirs(HERE, exist_ok=True)
     with open(os.path.join(HERE, name + ".pbtxt"), "w") as f:
         f.write(text_format.MessageToString(graph.as_graph_def()))
@@ -111,27 +116,50 @@ def image_placeholders():
             tf1.placeholder(tf.int32, [4], name="labels"))
 
 
-def cnn():
+def cnn_graph(data_format="NHWC"):
+    """tf_cnn_gpu's graph in `data_format`, its feeds and fetches."""
     rng = np.random.RandomState(11)
     w = rng.uniform(-0.5, 0.5, (3, 3, 2, 4)).astype(np.float32)
     b = rng.uniform(-0.1, 0.1, (4,)).astype(np.float32)
     dense = rng.uniform(-0.5, 0.5, (4, 10)).astype(np.float32)
     x, labels = images(rng)
+    nchw = data_format == "NCHW"
+    # Window and stride lists in the graph's order: depth second in NCHW.
+    dims = (lambda h, w: [1, 1, h, w]) if nchw else (lambda h, w: [1, h, w, 1])  # noqa: E731
     g = tf.Graph()
     with g.as_default():
-        xp, yp = image_placeholders()
+        xp = tf1.placeholder(tf.float32, [4, 2, 8, 8] if nchw else [4, 8, 8, 2], name="x")
+        yp = tf1.placeholder(tf.int32, [4], name="labels")
         with tf.device(GPU):
             cw = tf.constant(w, name="filter")
             cb = tf.constant(b, name="bias")
             cd = tf.constant(dense, name="dense")
-            conv = tf.nn.relu(tf.nn.bias_add(tf1.nn.conv2d(xp, cw, [1, 1, 1, 1], "SAME"), cb))
-            pooled = tf1.nn.max_pool(conv, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
-            smooth = tf1.nn.avg_pool(pooled, [1, 3, 3, 1], [1, 1, 1, 1], "SAME")
-            flat = tf.reshape(tf1.nn.avg_pool(smooth, [1, 4, 4, 1], [1, 1, 1, 1], "VALID"),
-                              [4, 4])
+            conv = tf.nn.relu(tf.nn.bias_add(
+                tf1.nn.conv2d(xp, cw, dims(1, 1), "SAME", data_format=data_format), cb,
+                data_format=data_format))
+            pooled = tf1.nn.max_pool(conv, dims(2, 2), dims(2, 2), "VALID",
+                                     data_format=data_format)
+            smooth = tf1.nn.avg_pool(pooled, dims(3, 3), dims(1, 1), "SAME",
+                                     data_format=data_format)
+            flat = tf.reshape(tf1.nn.avg_pool(smooth, dims(4, 4), dims(1, 1), "VALID",
+                                              data_format=data_format), [4, 4])
             logits = tf.matmul(flat, cd, name="logits")
             fetches = loss_and_grads(logits, yp, {"filter": cw, "bias": cb, "dense": cd})
-    write("tf_cnn_gpu", g, {"x": x, "labels": labels}, fetches)
+    feeds = {"x": x.transpose(0, 3, 1, 2).copy() if nchw else x, "labels": labels}
+    return g, feeds, fetches
+
+
+def cnn():
+    write("tf_cnn_gpu", *cnn_graph())
+
+
+def nchw_cnn():
+    """tf_cnn_gpu with data_format="NCHW" (channels_first, as TensorFlow 1.x models
+    build for GPUs). TensorFlow's CPU kernels refuse NCHW, so the values are the NHWC
+    graph's, which computes the same loss and gradients from the same weights."""
+    graph, feeds, fetches = cnn_graph("NCHW")
+    twin, twin_feeds, _ = cnn_graph("NHWC")
+    write("tf_cnn_nchw_gpu", graph, feeds, fetches, twin=(twin, twin_feeds))
 
 
 def rnn_graph(name, seed, features, control_flow_v2=False):
@@ -236,3 +264,4 @@ if __name__ == "__main__":
     ta_rnn()
     ta_rnn("tf_ta_rnn_v2_gpu", control_flow_v2=True)
     bn_cnn()
+    nchw_cnn()
