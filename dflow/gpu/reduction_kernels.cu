@@ -165,6 +165,14 @@ bool IsColumns(const ReduceIndex& x, int64_t num_out, int64_t count) {
   return big == 1;
 }
 
+// True when the input is [outer, num_out, inner] reduced over outer and
+// inner (BiasAddGrad of NCHW, a Sum over N, H and W): inner contiguous.
+bool IsMiddle(const ReduceIndex& x, int64_t num_out) {
+  return x.kept_rank == 1 && x.reduced_rank == 2 && x.reduced_strides[1] == 1 &&
+         x.kept_dims[0] == num_out && x.kept_strides[0] == x.reduced_dims[1] &&
+         x.reduced_strides[0] == num_out * x.reduced_dims[1];
+}
+
 // True when output o reduces the contiguous row in[o * count, (o + 1) * count).
 bool IsRows(const ReduceIndex& x, int64_t count) {
   return x.reduced_rank == 1 && x.reduced_strides[0] == 1 &&
@@ -182,6 +190,14 @@ void RunReduce(cudaStream_t s, const float* in, float* out, int64_t num_out, int
     ColumnReduceKernel<kOp><<<chunks, kThreadsPerBlock, 0, s>>>(in, scratch, count, num_out,
                                                                 per_chunk, 0);
     ColumnReduceKernel<kOp><<<1, kThreadsPerBlock, 0, s>>>(scratch, out, chunks, num_out, chunks,
+                                                           count);
+  } else if (IsMiddle(x, num_out)) {
+    // Rows of `inner` (one block each) into scratch [outer, num_out], then its
+    // columns; only the second pass finalizes (a Mean divides once, by count).
+    const int64_t outer = x.reduced_dims[0], inner = x.reduced_dims[1];
+    RowReduceKernel<kOp><<<RowBlocks(outer * num_out), kThreadsPerBlock, 0, s>>>(
+        in, scratch, outer * num_out, inner, /*count=*/1);
+    ColumnReduceKernel<kOp><<<1, kThreadsPerBlock, 0, s>>>(scratch, out, outer, num_out, outer,
                                                            count);
   } else if (!IsRows(x, count)) {
     GeneralReduceKernel<kOp><<<BlocksFor(num_out), kThreadsPerBlock, 0, s>>>(in, out, num_out,
@@ -288,6 +304,7 @@ int64_t ReduceScratchElements(int64_t num_out, int64_t count, const ReduceIndex&
   if (IsColumns(index, num_out, count) && count >= kColumnTwoPassMinRows) {
     return kColumnChunks * num_out;
   }
+  if (IsMiddle(index, num_out)) return index.reduced_dims[0] * num_out;
   return num_out == 1 && count >= kTwoPassMinCount ? kPartials : 0;
 }
 

@@ -50,6 +50,8 @@ TEST(GpuReductionTest, ReductionsMatchTheCpu) {
       {TensorShape({1001, 3}), {0}},       {TensorShape({5, 9, 11}), {0, 2}},
       // Long columns: two passes over chunks of rows.
       {TensorShape({5000, 16}), {0}},      {TensorShape({3001, 300}), {0}},
+      // A middle axis kept (NCHW's channels): rows, then columns of the rows' results.
+      {TensorShape({4, 8, 6, 5}), {0, 2, 3}}, {TensorShape({3, 4, 5, 6}), {-1, 0, 2}},
   };
   int seed = 1;
   for (const Case& c : cases) {
@@ -148,7 +150,8 @@ TEST(GpuReductionTest, BiasAddGradMatchesTheCpu) {
       {"NHWC", TensorShape({4, 5, 6, 7})}, {"NCHW", TensorShape({4, 7, 5, 6})},
       {"NHWC", TensorShape({128, 256})},   {"NCHW", TensorShape({1, 300})},
       {"NCHW", TensorShape({1, 7, 1, 1})}, {"NHWC", TensorShape({0, 5})},
-      {"NHWC", TensorShape({8, 50, 50, 16})}};  // 20000 rows: the two-pass column path.
+      {"NHWC", TensorShape({8, 50, 50, 16})},  // 20000 rows: the two-pass column path.
+      {"NCHW", TensorShape({32, 16, 28, 28})}};  // Rows of H*W, then the batch's columns.
   int seed = 1;
   for (const auto& [format, shape] : cases) {
     tensorflow::GraphDef g;
