@@ -34,12 +34,6 @@ namespace dflow {
 namespace gpu {
 namespace {
 
-// One cuDNN handle per device, not for concurrent use.
-absl::Mutex* CudnnMutex() {
-  static absl::Mutex* mu = new absl::Mutex;
-  return mu;
-}
-
 // --- geometry ------------------------------------------------------------------------
 
 // A convolution as cuDNN runs it: symmetric padding, over the input padded
@@ -294,7 +288,7 @@ class CudnnConvOp : public OpKernel {
     GpuDevice* gpu = GpuOf(ctx);
     absl::StatusOr<cudnnHandle_t> handle = gpu->cudnn();
     if (!handle.ok()) return WithPrefix(handle.status(), ctx->Prefix());
-    absl::MutexLock l(CudnnMutex());
+    absl::MutexLock l(gpu->cudnn_mutex());
     ASSIGN_OR_RETURN(CachedPlan* plan, PlanFor(ctx, *handle, p, b));
     std::vector<Algo>& algos = plan->algos;
     // The fastest candidate normally runs; one that turns out not to
@@ -387,14 +381,15 @@ class CudnnConvOp : public OpKernel {
 
  private:
   // A plan's descriptors and its candidates, fastest first; made and tuned
-  // on the plan's first call, then read and trimmed under CudnnMutex().
+  // on the plan's first call, then read and trimmed under the device's
+  // cudnn_mutex().
   struct CachedPlan {
     ConvDescriptors d;
     std::vector<Algo> algos;
   };
 
   // The cached plan of `p`, made on its first call (tuned with `b`'s buffers).
-  // REQUIRES: CudnnMutex() held.
+  // REQUIRES: the device's cudnn_mutex() held.
   absl::StatusOr<CachedPlan*> PlanFor(OpKernelContext* ctx, cudnnHandle_t h, const ConvPlan& p,
                                       const ConvBuffers& b) {
     const PlanKey key = KeyOf(p);

@@ -109,11 +109,16 @@ class GpuDevice : public Device {
   int cuda_ordinal() const { return ordinal_; }
   // Where every kernel of this device queues its work.
   cudaStream_t stream() const { return compute_; }
-  // cuBLAS, bound to stream(). Kernels of one device run one at a time
-  // on the executor's thread or the pool; the handle is guarded internally.
+  // cuBLAS, bound to stream().
   cublasHandle_t cublas() const { return cublas_; }
   // cuDNN, bound to stream(), made on first use.
   absl::StatusOr<cudnnHandle_t> cudnn();
+  // A handle is not for concurrent use, and a device's kernels may run on
+  // several threads: hold the device's mutex around each call with its
+  // handle (and a convolution's autotuning). Per device, so towers on
+  // different GPUs do not wait for each other.
+  absl::Mutex* cublas_mutex() { return &cublas_call_mu_; }
+  absl::Mutex* cudnn_mutex() { return &cudnn_call_mu_; }
   // Device scratch for one kernel (cuDNN workspaces, partial sums); freed
   // with the tensor, which is safe once the kernel's work is queued.
   absl::StatusOr<Tensor> AllocateTemp(DataType dtype, const TensorShape& shape);
@@ -157,6 +162,7 @@ class GpuDevice : public Device {
   cublasHandle_t cublas_ = nullptr;
   absl::Mutex cudnn_mu_;
   cudnnHandle_t cudnn_ ABSL_GUARDED_BY(cudnn_mu_) = nullptr;
+  absl::Mutex cublas_call_mu_, cudnn_call_mu_;
   // The pinned sources of host -> device copies queued on the compute
   // stream, kept until a Sync() after them; bounded by kMaxStagedBytes.
   absl::Mutex staged_mu_;

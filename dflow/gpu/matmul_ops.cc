@@ -15,23 +15,12 @@
 namespace dflow {
 namespace gpu {
 
-namespace {
-
-// A device's cuBLAS handle is not for concurrent use; kernels of one device
-// may run on several threads.
-absl::Mutex* CublasMutex() {
-  static absl::Mutex* mu = new absl::Mutex;
-  return mu;
-}
-
-}  // namespace
-
 absl::Status RowMajorGemmBatched(GpuDevice* gpu, bool transpose_a, bool transpose_b, int64_t m,
                                  int64_t n, int64_t k, const float* a, int64_t lda,
                                  int64_t stride_a, const float* b, int64_t ldb, int64_t stride_b,
                                  float* c, int64_t ldc, int64_t stride_c, int64_t batches) {
   const float one = 1.0f, zero = 0.0f;
-  absl::MutexLock l(CublasMutex());
+  absl::MutexLock l(gpu->cublas_mutex());
   return CublasCheck(
       cublasSgemmStridedBatched(gpu->cublas(), transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
                                 transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n),
@@ -46,7 +35,7 @@ absl::Status RowMajorGemm(GpuDevice* gpu, bool transpose_a, bool transpose_b, in
                           int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
                           float* c, int64_t ldc) {
   const float one = 1.0f, zero = 0.0f;
-  absl::MutexLock l(CublasMutex());
+  absl::MutexLock l(gpu->cublas_mutex());
   return CublasCheck(cublasSgemm(gpu->cublas(), transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
                                  transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n),
                                  static_cast<int>(m), static_cast<int>(k), &one, b,
