@@ -101,25 +101,63 @@ __global__ void MaxPoolKernel(PoolWindow p, const float* in, float* out) {
   }
 }
 
+// The output windows [*lo, *hi) along one dimension that contain input
+// position `pos` (`padded`: pos + the padding before).
+__device__ void WindowsOver(int64_t padded, int64_t window, int64_t stride, int64_t out,
+                            int64_t* lo, int64_t* hi) {
+  *lo = padded < window ? 0 : (padded - window) / stride + 1;
+  *hi = padded / stride + 1 < out ? padded / stride + 1 : out;
+}
+
+// The position (h * in_cols + w) of the first maximum of a window of
+// image `x` (channel stride p.depth): ties to the first in row-major order,
+// a NaN only when first, as the CPU kernel. REQUIRES: a non-empty window.
+__device__ int64_t WindowArgMax(const PoolWindow& p, const float* x, int64_t h_lo, int64_t h_hi,
+                                int64_t w_lo, int64_t w_hi) {
+  int64_t arg = h_lo * p.in_cols + w_lo;
+  float best = x[arg * p.depth];
+  for (int64_t h = h_lo; h < h_hi; ++h) {
+    for (int64_t w = w_lo; w < w_hi; ++w) {
+      const int64_t pos = h * p.in_cols + w;
+      const float v = x[pos * p.depth];
+      if (best < v) {
+        best = v;
+        arg = pos;
+      }
+    }
+  }
+  return arg;
+}
+
+// One thread per input element: the gradients of the windows whose maximum
+// it is, added in the CPU's order (windows row by row, from 0), so dx equals
+// the CPU's bit for bit, with no atomics and no zero-fill.
 __global__ void MaxPoolGradKernel(PoolWindow p, const float* x, const float* dy, float* dx) {
-  const int64_t n = p.batch * p.out_rows * p.out_cols * p.depth;
+  const int64_t n = p.batch * p.in_rows * p.in_cols * p.depth;
   DFLOW_GRID_STRIDE_LOOP(i, n) {
-    const auto [b, c, h_lo, h_hi, w_lo, w_hi] = WindowOfOutput(p, i);
-    if (h_lo >= h_hi || w_lo >= w_hi) continue;  // A window of padding only.
-    const int64_t image = b * p.in_rows * p.in_cols;
-    int64_t arg = h_lo * p.in_cols + w_lo;
-    float best = x[(image + arg) * p.depth + c];
-    for (int64_t h = h_lo; h < h_hi; ++h) {
-      for (int64_t w = w_lo; w < w_hi; ++w) {
-        const int64_t pos = h * p.in_cols + w;
-        const float v = x[(image + pos) * p.depth + c];
-        if (best < v) {
-          best = v;
-          arg = pos;
+    const int64_t c = i % p.depth;
+    const int64_t w = (i / p.depth) % p.in_cols;
+    const int64_t h = (i / (p.depth * p.in_cols)) % p.in_rows;
+    const int64_t b = i / (p.depth * p.in_cols * p.in_rows);
+    int64_t oh_lo, oh_hi, ow_lo, ow_hi;
+    WindowsOver(h + p.pad_top, p.window_rows, p.stride_h, p.out_rows, &oh_lo, &oh_hi);
+    WindowsOver(w + p.pad_left, p.window_cols, p.stride_w, p.out_cols, &ow_lo, &ow_hi);
+    const float* image = x + b * p.in_rows * p.in_cols * p.depth + c;
+    const float* g = dy + b * p.out_rows * p.out_cols * p.depth + c;
+    const int64_t self = h * p.in_cols + w;
+    float sum = 0;
+    for (int64_t oh = oh_lo; oh < oh_hi; ++oh) {
+      int64_t h_lo, h_hi;
+      WindowRange(oh * p.stride_h - p.pad_top, p.window_rows, p.in_rows, &h_lo, &h_hi);
+      for (int64_t ow = ow_lo; ow < ow_hi; ++ow) {
+        int64_t w_lo, w_hi;
+        WindowRange(ow * p.stride_w - p.pad_left, p.window_cols, p.in_cols, &w_lo, &w_hi);
+        if (WindowArgMax(p, image, h_lo, h_hi, w_lo, w_hi) == self) {
+          sum += g[(oh * p.out_cols + ow) * p.depth];
         }
       }
     }
-    atomicAdd(dx + (image + arg) * p.depth + c, dy[i]);
+    dx[i] = sum;
   }
 }
 
@@ -135,14 +173,6 @@ __global__ void AvgPoolKernel(PoolWindow p, const float* in, float* out) {
     const int64_t count = (h_hi > h_lo ? h_hi - h_lo : 0) * (w_hi > w_lo ? w_hi - w_lo : 0);
     out[i] = count > 0 ? sum / static_cast<float>(count) : 0.0f;
   }
-}
-
-// The output windows [*lo, *hi) along one dimension that contain input
-// position `pos` (`padded`: pos + the padding before).
-__device__ void WindowsOver(int64_t padded, int64_t window, int64_t stride, int64_t out,
-                            int64_t* lo, int64_t* hi) {
-  *lo = padded < window ? 0 : (padded - window) / stride + 1;
-  *hi = padded / stride + 1 < out ? padded / stride + 1 : out;
 }
 
 // One thread per input element gathers the shares of the windows over it,
@@ -220,7 +250,7 @@ void LaunchMaxPool(cudaStream_t s, const PoolWindow& p, const float* in, float* 
 
 void LaunchMaxPoolGrad(cudaStream_t s, const PoolWindow& p, const float* x, const float* dy,
                        float* dx) {
-  const int64_t n = p.batch * p.out_rows * p.out_cols * p.depth;
+  const int64_t n = p.batch * p.in_rows * p.in_cols * p.depth;
   if (n <= 0) return;
   MaxPoolGradKernel<<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(p, x, dy, dx);
 }

@@ -38,8 +38,9 @@ struct PoolWindow {
 // out = the maximum of each window (padding ignored, NaNs skipped, the
 // lowest float for a window of padding only), as the CPU kernel.
 void LaunchMaxPool(cudaStream_t s, const PoolWindow& p, const float* in, float* out);
-// dx += dy routed to each window's first maximum (ties to the first in
-// row-major order; a NaN wins only when first). REQUIRES: dx zero-filled.
+// dx = the sum of dy over the windows whose first maximum each input
+// element is (ties to the first in row-major order; a NaN wins only when
+// first), added in the CPU kernel's order: equal to it bit for bit.
 void LaunchMaxPoolGrad(cudaStream_t s, const PoolWindow& p, const float* x, const float* dy,
                        float* dx);
 // out = the mean of each window's elements inside the image (0 for a

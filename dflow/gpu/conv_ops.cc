@@ -65,12 +65,16 @@ absl::StatusOr<ConvPlan> MakePlan(const OpKernelContext& ctx, const ConvGeometry
                       g.in_rows + (g.pad_top - p.pad_h) + (bottom - p.pad_h),
                       g.in_cols + (g.pad_left - p.pad_w) + (right - p.pad_w),
                       g.pad_top - p.pad_h, g.pad_left - p.pad_w};
+  // cuDNN's legacy API takes int dimensions and at most 2^31 - 1 elements a
+  // tensor (TensorFlow splits such a batch; dflow refuses it, naming it).
+  const int64_t in_image = p.pad.padded_rows * p.pad.padded_cols * g.in_depth;
+  const int64_t out_image = g.out_rows * g.out_cols * g.out_depth;
   for (int64_t d : {g.batch, p.pad.padded_rows, p.pad.padded_cols, g.in_depth, g.out_depth,
-                    g.out_rows * g.out_cols * g.out_depth, p.pad.padded_rows * p.pad.padded_cols *
-                    g.in_depth}) {
+                    out_image, in_image, g.batch * in_image, g.batch * out_image}) {
     if (d > INT_MAX) {
-      return ctx.InvalidArgument("convolution too large for cuDNN: input [", g.batch, ",",
-                                 g.in_rows, ",", g.in_cols, ",", g.in_depth, "]");
+      return ctx.InvalidArgument("convolution too large for cuDNN (a tensor of 2^31 elements "
+                                 "or more; split the batch): input [",
+                                 g.batch, ",", g.in_rows, ",", g.in_cols, ",", g.in_depth, "]");
     }
   }
   return p;
@@ -563,7 +567,7 @@ class MaxPoolGradGpuOp : public OpKernel {
     const Tensor& x = ctx->input(0);
     const Tensor& dy = ctx->input(2);
     ASSIGN_OR_RETURN(const PoolGeometry g, MaxPoolGradGeometry(*ctx, attrs_, x, ctx->input(1), dy));
-    Tensor* dx = ctx->allocate_output(0, x.shape());  // Zero-filled: gradients add in.
+    Tensor* dx = ctx->allocate_output(0, x.shape());  // Zeros when dy is empty.
     if (!dx->IsInitialized() || dx->NumElements() == 0 || dy.NumElements() == 0) {
       return absl::OkStatus();
     }
