@@ -129,6 +129,31 @@ __device__ int64_t WindowArgMax(const PoolWindow& p, const float* x, int64_t h_l
   return arg;
 }
 
+// For input element i (NHWC) of `p`: fn(dy_w, h_lo, h_hi, w_lo, w_hi) for
+// each output window w over it, row by row (the CPU kernels' order), with
+// dy_w the window's gradient in the element's channel and [h_lo, h_hi) x
+// [w_lo, w_hi) the window's part inside the image.
+template <typename Fn>
+__device__ void ForEachWindowOver(const PoolWindow& p, int64_t i, const float* dy, Fn fn) {
+  const int64_t c = i % p.depth;
+  const int64_t w = (i / p.depth) % p.in_cols;
+  const int64_t h = (i / (p.depth * p.in_cols)) % p.in_rows;
+  const int64_t b = i / (p.depth * p.in_cols * p.in_rows);
+  int64_t oh_lo, oh_hi, ow_lo, ow_hi;
+  WindowsOver(h + p.pad_top, p.window_rows, p.stride_h, p.out_rows, &oh_lo, &oh_hi);
+  WindowsOver(w + p.pad_left, p.window_cols, p.stride_w, p.out_cols, &ow_lo, &ow_hi);
+  const float* g = dy + b * p.out_rows * p.out_cols * p.depth + c;
+  for (int64_t oh = oh_lo; oh < oh_hi; ++oh) {
+    int64_t h_lo, h_hi;
+    WindowRange(oh * p.stride_h - p.pad_top, p.window_rows, p.in_rows, &h_lo, &h_hi);
+    for (int64_t ow = ow_lo; ow < ow_hi; ++ow) {
+      int64_t w_lo, w_hi;
+      WindowRange(ow * p.stride_w - p.pad_left, p.window_cols, p.in_cols, &w_lo, &w_hi);
+      fn(g[(oh * p.out_cols + ow) * p.depth], h_lo, h_hi, w_lo, w_hi);
+    }
+  }
+}
+
 // One thread per input element: the gradients of the windows whose maximum
 // it is, added in the CPU's order (windows row by row, from 0), so dx equals
 // the CPU's bit for bit, with no atomics and no zero-fill.
@@ -136,27 +161,14 @@ __global__ void MaxPoolGradKernel(PoolWindow p, const float* x, const float* dy,
   const int64_t n = p.batch * p.in_rows * p.in_cols * p.depth;
   DFLOW_GRID_STRIDE_LOOP(i, n) {
     const int64_t c = i % p.depth;
-    const int64_t w = (i / p.depth) % p.in_cols;
-    const int64_t h = (i / (p.depth * p.in_cols)) % p.in_rows;
     const int64_t b = i / (p.depth * p.in_cols * p.in_rows);
-    int64_t oh_lo, oh_hi, ow_lo, ow_hi;
-    WindowsOver(h + p.pad_top, p.window_rows, p.stride_h, p.out_rows, &oh_lo, &oh_hi);
-    WindowsOver(w + p.pad_left, p.window_cols, p.stride_w, p.out_cols, &ow_lo, &ow_hi);
     const float* image = x + b * p.in_rows * p.in_cols * p.depth + c;
-    const float* g = dy + b * p.out_rows * p.out_cols * p.depth + c;
-    const int64_t self = h * p.in_cols + w;
+    const int64_t self = (i / p.depth) % (p.in_rows * p.in_cols);  // h * in_cols + w
     float sum = 0;
-    for (int64_t oh = oh_lo; oh < oh_hi; ++oh) {
-      int64_t h_lo, h_hi;
-      WindowRange(oh * p.stride_h - p.pad_top, p.window_rows, p.in_rows, &h_lo, &h_hi);
-      for (int64_t ow = ow_lo; ow < ow_hi; ++ow) {
-        int64_t w_lo, w_hi;
-        WindowRange(ow * p.stride_w - p.pad_left, p.window_cols, p.in_cols, &w_lo, &w_hi);
-        if (WindowArgMax(p, image, h_lo, h_hi, w_lo, w_hi) == self) {
-          sum += g[(oh * p.out_cols + ow) * p.depth];
-        }
-      }
-    }
+    ForEachWindowOver(p, i, dy,
+                      [&](float g, int64_t h_lo, int64_t h_hi, int64_t w_lo, int64_t w_hi) {
+                        if (WindowArgMax(p, image, h_lo, h_hi, w_lo, w_hi) == self) sum += g;
+                      });
     dx[i] = sum;
   }
 }
@@ -180,25 +192,11 @@ __global__ void AvgPoolKernel(PoolWindow p, const float* in, float* out) {
 __global__ void AvgPoolGradKernel(PoolWindow p, const float* dy, float* dx) {
   const int64_t n = p.batch * p.in_rows * p.in_cols * p.depth;
   DFLOW_GRID_STRIDE_LOOP(i, n) {
-    const int64_t c = i % p.depth;
-    const int64_t w = (i / p.depth) % p.in_cols;
-    const int64_t h = (i / (p.depth * p.in_cols)) % p.in_rows;
-    const int64_t b = i / (p.depth * p.in_cols * p.in_rows);
-    int64_t oh_lo, oh_hi, ow_lo, ow_hi;
-    WindowsOver(h + p.pad_top, p.window_rows, p.stride_h, p.out_rows, &oh_lo, &oh_hi);
-    WindowsOver(w + p.pad_left, p.window_cols, p.stride_w, p.out_cols, &ow_lo, &ow_hi);
-    const float* g = dy + b * p.out_rows * p.out_cols * p.depth + c;
     float sum = 0;
-    for (int64_t oh = oh_lo; oh < oh_hi; ++oh) {
-      int64_t h_lo, h_hi;
-      WindowRange(oh * p.stride_h - p.pad_top, p.window_rows, p.in_rows, &h_lo, &h_hi);
-      for (int64_t ow = ow_lo; ow < ow_hi; ++ow) {
-        int64_t w_lo, w_hi;
-        WindowRange(ow * p.stride_w - p.pad_left, p.window_cols, p.in_cols, &w_lo, &w_hi);
-        const float scale = 1.0f / static_cast<float>((h_hi - h_lo) * (w_hi - w_lo));
-        sum += g[(oh * p.out_cols + ow) * p.depth] * scale;
-      }
-    }
+    ForEachWindowOver(p, i, dy,
+                      [&](float g, int64_t h_lo, int64_t h_hi, int64_t w_lo, int64_t w_hi) {
+                        sum += g * (1.0f / static_cast<float>((h_hi - h_lo) * (w_hi - w_lo)));
+                      });
     dx[i] = sum;
   }
 }

@@ -145,7 +145,7 @@ class ApplyGpuOp : public OpKernel {
         RETURN_IF_ERROR(CheckRefInitialized(*ctx, i));
         vars[i] = MutableRefInput(ctx, i);  // In place, as on the CPU.
       }
-      RETURN_IF_ERROR(Validate(*ctx, vars, rows));
+      RETURN_IF_ERROR(CheckApplyInputs(*ctx, layout_, vars, kSparse, rows));
       RETURN_IF_ERROR(Update(ctx, vars, rows));
     }
     ForwardRefInput(ctx, 0, 0);
@@ -159,7 +159,7 @@ class ApplyGpuOp : public OpKernel {
     VarsLock lock(raw);
     std::array<Tensor*, kNumVars> current;
     for (int i = 0; i < kNumVars; ++i) current[i] = ReadLocked(raw[i]);
-    RETURN_IF_ERROR(Validate(*ctx, current, rows));
+    RETURN_IF_ERROR(CheckApplyInputs(*ctx, layout_, current, kSparse, rows));
     std::array<Tensor*, kNumVars> vars;
     GpuDevice* gpu = GpuOf(ctx);
     for (int i = 0; i < kNumVars; ++i) {
@@ -174,13 +174,6 @@ class ApplyGpuOp : public OpKernel {
   // VarsLock holds every variable's lock; the analysis cannot see it.
   static Tensor* ReadLocked(Var* v) ABSL_NO_THREAD_SAFETY_ANALYSIS {
     return const_cast<Tensor*>(&v->tensor());
-  }
-
-  absl::Status Validate(const OpKernelContext& ctx, const std::array<Tensor*, kNumVars>& vars,
-                        const std::vector<int64_t>& rows) const {
-    RETURN_IF_ERROR(CheckApplyShapes(ctx, layout_, vars, /*check_grad=*/!kSparse));
-    if constexpr (kSparse) return CheckSparseApplyRows(ctx, layout_, vars[0]->shape(), rows);
-    return absl::OkStatus();
   }
 
   absl::Status Update(OpKernelContext* ctx, const std::array<Tensor*, kNumVars>& vars,

@@ -210,42 +210,37 @@ TEST(GpuTrainingRegistryTest, KernelsAreRegisteredForTheirTypes) {
   EXPECT_FALSE(r->HasKernel(kDeviceGPU, node("Conv2D", "T", DT_DOUBLE)));
 }
 
-TEST(GpuTrainingTest, ThreeStepsOfEveryOptimizerMatchTheCpu) {
-  DFLOW_SKIP_WITHOUT_GPU();
-  for (const Optimizer& o : Optimizers()) {
-    for (bool resource : {false, true}) {
-      for (const TensorShape& shape : {TensorShape({37, 29}), TensorShape({1}), TensorShape({0})}) {
-        const std::string what = absl::StrCat(Describe(o, resource), " ", shape.DebugString());
-        std::vector<Tensor> gpu = RunSteps(kGpu, o, resource, shape);
-        std::vector<Tensor> cpu = RunSteps(kCpu, o, resource, shape);
-        ASSERT_EQ(gpu.size(), static_cast<size_t>(o.num_vars)) << what;
-        ASSERT_EQ(cpu.size(), static_cast<size_t>(o.num_vars)) << what;
-        for (int k = 0; k < o.num_vars; ++k) {
-          ExpectSame(gpu[k], cpu[k], 1e-5f, 1e-6f, absl::StrCat(what, " ", o.inputs[k]));
-        }
+// Three steps of `o` (ref and resource forms) on the GPU and the CPU from
+// the same values: the variable and every slot agree within float rounding
+// of the fused arithmetic.
+void ExpectThreeStepsMatchTheCpu(const Optimizer& o, const std::vector<TensorShape>& shapes) {
+  for (bool resource : {false, true}) {
+    for (const TensorShape& shape : shapes) {
+      const std::string what = absl::StrCat(Describe(o, resource), " ", shape.DebugString());
+      std::vector<Tensor> gpu = RunSteps(kGpu, o, resource, shape);
+      std::vector<Tensor> cpu = RunSteps(kCpu, o, resource, shape);
+      ASSERT_EQ(gpu.size(), static_cast<size_t>(o.num_vars)) << what;
+      ASSERT_EQ(cpu.size(), static_cast<size_t>(o.num_vars)) << what;
+      for (int k = 0; k < o.num_vars; ++k) {
+        ExpectSame(gpu[k], cpu[k], 1e-5f, 1e-6f, absl::StrCat(what, " ", o.inputs[k]));
       }
     }
   }
 }
 
+TEST(GpuTrainingTest, ThreeStepsOfEveryOptimizerMatchTheCpu) {
+  DFLOW_SKIP_WITHOUT_GPU();
+  for (const Optimizer& o : Optimizers()) {
+    ExpectThreeStepsMatchTheCpu(o, {TensorShape({37, 29}), TensorShape({1}), TensorShape({0})});
+  }
+}
+
 // Embedding rows updated by SparseApply* (each row 1.5 times a step on
-// average, some repeated in a step): three steps give the CPU's variable and
-// slots, within float rounding of the fused arithmetic.
+// average, some repeated in a step).
 TEST(GpuTrainingTest, ThreeSparseStepsOfEveryOptimizerMatchTheCpu) {
   DFLOW_SKIP_WITHOUT_GPU();
   for (const Optimizer& o : SparseOptimizers()) {
-    for (bool resource : {false, true}) {
-      for (const TensorShape& shape : {TensorShape({40, 29}), TensorShape({2}), TensorShape({0, 3})}) {
-        const std::string what = absl::StrCat(Describe(o, resource), " ", shape.DebugString());
-        std::vector<Tensor> gpu = RunSteps(kGpu, o, resource, shape);
-        std::vector<Tensor> cpu = RunSteps(kCpu, o, resource, shape);
-        ASSERT_EQ(gpu.size(), static_cast<size_t>(o.num_vars)) << what;
-        ASSERT_EQ(cpu.size(), static_cast<size_t>(o.num_vars)) << what;
-        for (int k = 0; k < o.num_vars; ++k) {
-          ExpectSame(gpu[k], cpu[k], 1e-5f, 1e-6f, absl::StrCat(what, " ", o.inputs[k]));
-        }
-      }
-    }
+    ExpectThreeStepsMatchTheCpu(o, {TensorShape({40, 29}), TensorShape({2}), TensorShape({0, 3})});
   }
 }
 

@@ -351,7 +351,7 @@ class ApplyOp : public OpKernel {
         RETURN_IF_ERROR(CheckRefInitialized(*ctx, i));
         current[i] = ctx->mutable_input(i);
       }
-      RETURN_IF_ERROR(Validate(*ctx, current, rows));
+      RETURN_IF_ERROR(CheckApplyInputs(*ctx, layout_, current, kSparse, rows));
       std::array<Tensor*, kNumVars> vars;
       for (int i = 0; i < kNumVars; ++i) vars[i] = MutableRefInput(ctx, i);
       RETURN_IF_ERROR(Update(ctx, vars, rows));
@@ -367,7 +367,7 @@ class ApplyOp : public OpKernel {
     VarsLock lock(raw);
     std::array<const Tensor*, kNumVars> current;
     for (int i = 0; i < kNumVars; ++i) current[i] = &ReadLocked(raw[i]);
-    RETURN_IF_ERROR(Validate(*ctx, current, rows));
+    RETURN_IF_ERROR(CheckApplyInputs(*ctx, layout_, current, kSparse, rows));
     std::array<Tensor*, kNumVars> vars;
     for (int i = 0; i < kNumVars; ++i) vars[i] = MutableLocked(raw[i]);
     return Update(ctx, vars, rows);
@@ -376,16 +376,6 @@ class ApplyOp : public OpKernel {
   // VarsLock holds every variable's lock; the analysis cannot see it.
   static const Tensor& ReadLocked(Var* v) ABSL_NO_THREAD_SAFETY_ANALYSIS { return v->tensor(); }
   static Tensor* MutableLocked(Var* v) ABSL_NO_THREAD_SAFETY_ANALYSIS { return v->MutableTensor(); }
-
-  // Slots must have the variable's shape, and the gradient too (sparse: the
-  // shape of the rows it updates); the rest are scalars. Sparse rows must be
-  // rows of the variable.
-  absl::Status Validate(const OpKernelContext& ctx, const std::array<const Tensor*, kNumVars>& vars,
-                        const std::vector<int64_t>& rows) const {
-    RETURN_IF_ERROR(CheckApplyShapes(ctx, layout_, vars, /*check_grad=*/!kSparse));
-    if constexpr (kSparse) return CheckSparseApplyRows(ctx, layout_, vars[0]->shape(), rows);
-    return absl::OkStatus();
-  }
 
   absl::Status Update(OpKernelContext* ctx, const std::array<Tensor*, kNumVars>& vars,
                       const std::vector<int64_t>& rows) const {

@@ -79,6 +79,14 @@ absl::Status CheckSparseApplyRows(const OpKernelContext& ctx, const ApplyInputLa
   return absl::OkStatus();
 }
 
+absl::Status CheckApplyInputs(const OpKernelContext& ctx, const ApplyInputLayout& layout,
+                              absl::Span<const Tensor* const> vars, bool sparse,
+                              absl::Span<const int64_t> rows) {
+  RETURN_IF_ERROR(CheckApplyShapes(ctx, layout, vars, /*check_grad=*/!sparse));
+  if (sparse) return CheckSparseApplyRows(ctx, layout, vars[0]->shape(), rows);
+  return absl::OkStatus();
+}
+
 absl::Status LookupApplyVars(const OpKernelContext& ctx, const ApplyInputLayout& layout,
                              int num_vars, DataType dtype, std::vector<std::shared_ptr<Var>>* owned,
                              std::vector<Var*>* raw) {

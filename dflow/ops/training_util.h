@@ -44,6 +44,12 @@ absl::StatusOr<std::vector<int64_t>> SparseApplyRows(const OpKernelContext& ctx,
 absl::Status CheckSparseApplyRows(const OpKernelContext& ctx, const ApplyInputLayout& layout,
                                   const TensorShape& var, absl::Span<const int64_t> rows);
 
+// CheckApplyShapes (the gradient too unless `sparse`), and for a sparse op
+// CheckSparseApplyRows of the variable's (vars[0]) shape.
+absl::Status CheckApplyInputs(const OpKernelContext& ctx, const ApplyInputLayout& layout,
+                              absl::Span<const Tensor* const> vars, bool sparse,
+                              absl::Span<const int64_t> rows);
+
 // The op's first `num_vars` inputs as initialized resource variables of
 // dtype `dtype` (held in `owned`; `raw` their pointers, for VarsLock).
 absl::Status LookupApplyVars(const OpKernelContext& ctx, const ApplyInputLayout& layout,
