@@ -30,9 +30,9 @@
 #include "dflow/framework/gradient.h"
 #include "dflow/framework/shape_inference.h"
 #include "dflow/ops/array_util.h"
-#include "dflow/ops/scatter_ops.h"
 #include "dflow/ops/cwise_ops.h"
 #include "dflow/ops/grad_util.h"
+#include "dflow/ops/scatter_ops.h"
 #include "dflow/ops/state_ops.h"
 #include "dflow/ops/variable_ops.h"
 
