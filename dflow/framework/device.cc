@@ -1,8 +1,6 @@
 #include "dflow/framework/device.h"
 
-#include <algorithm>
 #include <cstring>
-#include <type_traits>
 
 #include "absl/strings/str_cat.h"
 #include "dflow/framework/tensor.h"
@@ -65,16 +63,6 @@ void AddAs(const Tensor& a, const Tensor& b, Tensor* out) {
   for (int64_t i = 0; i < out->NumElements(); ++i) z[i] = x[i] + y[i];
 }
 
-// x / y; for integers (y != 0) the lowest value divided by -1 wraps to
-// itself instead of trapping.
-template <typename T>
-T Divide(T x, T y) {
-  if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
-    if (y == T(-1)) return static_cast<T>(std::make_unsigned_t<T>(0) - std::make_unsigned_t<T>(x));
-  }
-  return x / y;
-}
-
 template <ScatterOp kOp, typename T>
 void ScatterAs(const Tensor& updates, absl::Span<const int64_t> indices, Tensor* ref) {
   const int64_t rows = ref->dim_size(0);
@@ -86,14 +74,7 @@ void ScatterAs(const Tensor& updates, absl::Span<const int64_t> indices, Tensor*
     if (indices[i] < 0) continue;
     T* dst = out + indices[i] * row;
     for (int64_t k = 0; k < row; ++k) {
-      const T& v = scalar ? in[0] : in[i * row + k];
-      if constexpr (kOp == ScatterOp::kAdd) dst[k] += v;
-      if constexpr (kOp == ScatterOp::kSub) dst[k] -= v;
-      if constexpr (kOp == ScatterOp::kMul) dst[k] *= v;
-      if constexpr (kOp == ScatterOp::kDiv) dst[k] = Divide(dst[k], v);
-      if constexpr (kOp == ScatterOp::kMin) dst[k] = std::min(dst[k], v);
-      if constexpr (kOp == ScatterOp::kMax) dst[k] = std::max(dst[k], v);
-      if constexpr (kOp == ScatterOp::kUpdate) dst[k] = v;
+      dst[k] = CombineScattered<kOp>(dst[k], scalar ? in[0] : in[i * row + k]);
     }
   }
 }

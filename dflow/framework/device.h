@@ -19,6 +19,7 @@
 #include "dflow/framework/device_name.h"
 #include "dflow/framework/tensor.h"
 #include "dflow/framework/resource_mgr.h"
+#include "dflow/framework/scatter_op.h"
 #include "dflow/framework/strided_copy.h"
 #include "dflow/framework/thread_pool.h"
 #include "dflow/proto/device_attributes.pb.h"
@@ -34,11 +35,6 @@ struct CopyPiece {
   void* to;
   int64_t bytes;
 };
-
-// How Device::ScatterRows combines an update with a row's element: +=, -=,
-// *=, /=, min=, max=, = (the Scatter* ops; min and max as std::min/std::max,
-// integer division of the lowest value by -1 wrapping).
-enum class ScatterOp { kAdd, kSub, kMul, kDiv, kMin, kMax, kUpdate };
 
 class Device {
  public:

@@ -252,28 +252,8 @@ __global__ void CopyPiecesKernel(const int64_t* table, int64_t n) {
   }
 }
 
-// x / y; an integer's lowest value divided by -1 wraps to itself (the host's
-// Divide in framework/device.cc).
-template <typename T>
-__device__ inline T Divide(T x, T y) {
-  if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
-    if (y == T(-1)) return static_cast<T>(std::make_unsigned_t<T>(0) - std::make_unsigned_t<T>(x));
-  }
-  return x / y;
-}
-
-template <ScatterCombine kOp, typename T>
-__device__ inline T Combine(T a, T v) {
-  if constexpr (kOp == ScatterCombine::kAdd) return a + v;
-  if constexpr (kOp == ScatterCombine::kSub) return a - v;
-  if constexpr (kOp == ScatterCombine::kMul) return a * v;
-  if constexpr (kOp == ScatterCombine::kDiv) return Divide(a, v);
-  if constexpr (kOp == ScatterCombine::kMin) return v < a ? v : a;  // std::min(a, v)
-  if constexpr (kOp == ScatterCombine::kMax) return a < v ? v : a;  // std::max(a, v)
-  if constexpr (kOp == ScatterCombine::kUpdate) return v;
-}
-
-template <ScatterCombine kOp, typename T>
+// Device::ScatterRows: see LaunchScatterRows.
+template <ScatterOp kOp, typename T>
 __global__ void ScatterRowsKernel(const T* updates, bool scalar, T* ref, const int64_t* table,
                                   int64_t num_dest, int64_t row) {
   const int64_t* dest = table;
@@ -284,7 +264,7 @@ __global__ void ScatterRowsKernel(const T* updates, bool scalar, T* ref, const i
     T* element = ref + dest[u] * row + j;
     T acc = *element;
     for (int64_t k = starts[u]; k < starts[u + 1]; ++k) {
-      acc = Combine<kOp>(acc, scalar ? updates[0] : updates[sources[k] * row + j]);
+      acc = CombineScattered<kOp>(acc, scalar ? updates[0] : updates[sources[k] * row + j]);
     }
     *element = acc;
   }
@@ -455,13 +435,12 @@ void LaunchGatherRows(cudaStream_t s, const void* in, void* out, const int64_t* 
   });
 }
 
-void LaunchScatterRows(cudaStream_t s, ScatterCombine op, Elem type, const void* updates,
-                       bool scalar, void* ref, const int64_t* table, int64_t num_dest,
-                       int64_t row_elems) {
+void LaunchScatterRows(cudaStream_t s, ScatterOp op, Elem type, const void* updates, bool scalar,
+                       void* ref, const int64_t* table, int64_t num_dest, int64_t row_elems) {
   const int64_t n = num_dest * row_elems;
   if (n == 0) return;
   auto launch = [&](auto op_tag, auto type_tag) {
-    constexpr ScatterCombine kOp = decltype(op_tag)::value;
+    constexpr ScatterOp kOp = decltype(op_tag)::value;
     using T = decltype(type_tag);
     ScatterRowsKernel<kOp, T><<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(
         static_cast<const T*>(updates), scalar, static_cast<T*>(ref), table, num_dest, row_elems);
@@ -471,15 +450,15 @@ void LaunchScatterRows(cudaStream_t s, ScatterCombine op, Elem type, const void*
     if (type == Elem::kDouble) launch(op_tag, double{});
     if (type == Elem::kInt64) launch(op_tag, int64_t{});
   };
-  using C = ScatterCombine;
+  using O = ScatterOp;
   switch (op) {
-    case C::kAdd: return with_type(std::integral_constant<C, C::kAdd>());
-    case C::kSub: return with_type(std::integral_constant<C, C::kSub>());
-    case C::kMul: return with_type(std::integral_constant<C, C::kMul>());
-    case C::kDiv: return with_type(std::integral_constant<C, C::kDiv>());
-    case C::kMin: return with_type(std::integral_constant<C, C::kMin>());
-    case C::kMax: return with_type(std::integral_constant<C, C::kMax>());
-    case C::kUpdate: return with_type(std::integral_constant<C, C::kUpdate>());
+    case O::kAdd: return with_type(std::integral_constant<O, O::kAdd>());
+    case O::kSub: return with_type(std::integral_constant<O, O::kSub>());
+    case O::kMul: return with_type(std::integral_constant<O, O::kMul>());
+    case O::kDiv: return with_type(std::integral_constant<O, O::kDiv>());
+    case O::kMin: return with_type(std::integral_constant<O, O::kMin>());
+    case O::kMax: return with_type(std::integral_constant<O, O::kMax>());
+    case O::kUpdate: return with_type(std::integral_constant<O, O::kUpdate>());
   }
 }
 

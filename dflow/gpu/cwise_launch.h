@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "dflow/framework/scatter_op.h"
 #include "dflow/framework/strided_copy.h"
 
 namespace dflow {
@@ -110,11 +111,10 @@ void LaunchCopyPieces(cudaStream_t s, const int64_t* table, int64_t n);
 // follow, grouped by destination, each group in the updates' order. Output
 // element (u, j) for j < row_elems: ref[dest[u], j] combined with each of
 // its group's updates[k, j] in turn (updates[0] for every one when
-// `scalar`), as the host does it, so repeated rows give the host's values.
-enum class ScatterCombine { kAdd, kSub, kMul, kDiv, kMin, kMax, kUpdate };
-void LaunchScatterRows(cudaStream_t s, ScatterCombine op, Elem type, const void* updates,
-                       bool scalar, void* ref, const int64_t* table, int64_t num_dest,
-                       int64_t row_elems);
+// `scalar`) by CombineScattered, the host's own function, so repeated rows
+// give the host's values. `type`: float, double or int64.
+void LaunchScatterRows(cudaStream_t s, ScatterOp op, Elem type, const void* updates, bool scalar,
+                       void* ref, const int64_t* table, int64_t num_dest, int64_t row_elems);
 
 // The n elements of `spec` (Device::CopyStrided), one thread each.
 void LaunchStridedCopy(cudaStream_t s, const void* in, void* out, int64_t n,

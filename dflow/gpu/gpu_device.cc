@@ -448,14 +448,7 @@ absl::Status GpuDevice::ScatterRows(ScatterOp op, const Tensor& updates,
   if (plan.num_dest == 0) return absl::OkStatus();
   ASSIGN_OR_RETURN(Tensor table, CopyInt64sToDevice(plan.table));
   RETURN_IF_ERROR(UseDevice(ordinal_));
-  // In ScatterOp's order.
-  static_assert(static_cast<int>(ScatterOp::kUpdate) == 6);
-  const ScatterCombine combine[] = {ScatterCombine::kAdd, ScatterCombine::kSub,
-                                    ScatterCombine::kMul, ScatterCombine::kDiv,
-                                    ScatterCombine::kMin, ScatterCombine::kMax,
-                                    ScatterCombine::kUpdate};
-  LaunchScatterRows(compute_, combine[static_cast<int>(op)], type, updates.raw_data(),
-                    updates.dims() == 0, ref->raw_data(),
+  LaunchScatterRows(compute_, op, type, updates.raw_data(), updates.dims() == 0, ref->raw_data(),
                     static_cast<const int64_t*>(table.raw_data()), plan.num_dest, row_elems);
   return CudaCheck(cudaGetLastError(), absl::StrCat("scattering rows on ", name()));
 }
