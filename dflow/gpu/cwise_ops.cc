@@ -110,7 +110,8 @@ struct GpuBinaryKernels {
         });
   }
 };
-#define DFLOW_GPU_BINARY(NAME, OP) const GpuBinaryKernels<Binary::OP> DFLOW_CONCAT(gpu_binary_, __COUNTER__)(NAME)
+#define DFLOW_GPU_BINARY(NAME, OP) \
+  const GpuBinaryKernels<Binary::OP> DFLOW_CONCAT(gpu_binary_, __COUNTER__)(NAME)
 DFLOW_GPU_BINARY("Add", kAdd);
 DFLOW_GPU_BINARY("AddV2", kAdd);
 DFLOW_GPU_BINARY("Sub", kSub);

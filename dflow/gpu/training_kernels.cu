@@ -1,6 +1,7 @@
 // GPU kernels that update variables in place: AssignAdd/AssignSub, the
-// dense optimizer steps and the sparse Momentum, Adagrad and RMSProp steps, with the CPU kernels' formulas (ops/training_ops.cc)
-// in the same order of operations. Hyperparameters are read from device
+// dense optimizer steps and the sparse Momentum, Adagrad and RMSProp steps,
+// with the CPU kernels' formulas (ops/training_ops.cc) in the same order of
+// operations. Hyperparameters are read from device
 // memory by every thread (one cached load each).
 #include <algorithm>
 #include <cstdint>
@@ -64,13 +65,6 @@ struct RMSPropStep {
 };
 
 template <typename T>
-__global__ void MomentumKernel(T* var, T* accum, const T* lr_p, const T* grad,
-                               const T* momentum_p, bool use_nesterov, int64_t n) {
-  const MomentumStep<T> step{*lr_p, *momentum_p, use_nesterov};
-  DFLOW_GRID_STRIDE_LOOP(i, n) { step(var[i], accum[i], grad[i]); }
-}
-
-template <typename T>
 __global__ void AdamKernel(T* var, T* m, T* v, AdamScalars<T> s, const T* grad,
                            bool use_nesterov, int64_t n) {
   const T one(1);
@@ -90,24 +84,30 @@ __global__ void AdamKernel(T* var, T* m, T* v, AdamScalars<T> s, const T* grad,
   }
 }
 
-template <typename T>
-__global__ void AdagradKernel(T* var, T* accum, const T* lr_p, const T* grad, bool update_slots,
-                              int64_t n) {
-  const AdagradStep<T> step{*lr_p, update_slots};
-  DFLOW_GRID_STRIDE_LOOP(i, n) { step(var[i], accum[i], grad[i]); }
+// One element's step with its one slot (kSlots 1) or two.
+template <int kSlots, typename Step, typename T>
+__device__ inline void Apply(const Step& step, T& var, T& slot0, T& slot1, T g) {
+  if constexpr (kSlots == 2) {
+    step(var, slot0, slot1, g);
+  } else {
+    step(var, slot0, g);
+  }
 }
 
-template <typename T>
-__global__ void RMSPropKernel(T* var, T* ms, T* mom, const T* lr_p, const T* rho_p,
-                              const T* momentum_p, const T* epsilon_p, const T* grad, int64_t n) {
-  const RMSPropStep<T> step{*lr_p, *rho_p, *momentum_p, *epsilon_p};
-  DFLOW_GRID_STRIDE_LOOP(i, n) { step(var[i], ms[i], mom[i], grad[i]); }
+// A dense step over n elements; `load` makes the step from its
+// hyperparameters in device memory. kSlots: 1 (slot1 unused) or 2.
+template <typename T, int kSlots, typename Load>
+__global__ void DenseApplyKernel(Load load, T* var, T* slot0, T* slot1, const T* grad, int64_t n) {
+  const auto step = load();
+  T unused = T(0);
+  DFLOW_GRID_STRIDE_LOOP(i, n) {
+    Apply<kSlots>(step, var[i], slot0[i], kSlots == 2 ? slot1[i] : unused, grad[i]);
+  }
 }
 
-// The sparse form of a step: element j of each destination row, updated in
-// registers with each of its gradient rows in turn (a repeated index once
-// per occurrence, in order, as on the CPU). kSlots: 1 (slot1 unused) or 2.
-// `load` makes the step from its hyperparameters in device memory.
+// The sparse form: element j of each destination row, updated in registers
+// with each of its gradient rows in turn (a repeated index once per
+// occurrence, in order, as on the CPU).
 template <typename T, int kSlots, typename Load>
 __global__ void SparseApplyKernel(Load load, T* var, T* slot0, T* slot1, const T* grad,
                                   SparseRows rows) {
@@ -117,15 +117,10 @@ __global__ void SparseApplyKernel(Load load, T* var, T* slot0, T* slot1, const T
   const int64_t* sources = starts + rows.num_dest + 1;
   const int64_t row = rows.row_elems;
   DFLOW_GRID_STRIDE_LOOP(i, rows.num_dest * row) {
-    const int64_t j = i % row, e = dest[i / row] * row + j;
+    const int64_t u = i / row, j = i % row, e = dest[u] * row + j;
     T v = var[e], s0 = slot0[e], s1 = kSlots == 2 ? slot1[e] : T(0);
-    for (int64_t k = starts[i / row]; k < starts[i / row + 1]; ++k) {
-      const T g = grad[sources[k] * row + j];
-      if constexpr (kSlots == 2) {
-        step(v, s0, s1, g);
-      } else {
-        step(v, s0, g);
-      }
+    for (int64_t k = starts[u]; k < starts[u + 1]; ++k) {
+      Apply<kSlots>(step, v, s0, s1, grad[sources[k] * row + j]);
     }
     var[e] = v;
     slot0[e] = s0;
@@ -158,6 +153,14 @@ struct LoadRMSProp {
 };
 
 template <typename T, int kSlots, typename Load>
+void LaunchDense(cudaStream_t s, Load load, T* var, T* slot0, T* slot1, const T* grad,
+                 int64_t n) {
+  if (n <= 0) return;
+  DenseApplyKernel<T, kSlots, Load><<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(
+      load, var, slot0, slot1, grad, n);
+}
+
+template <typename T, int kSlots, typename Load>
 void LaunchSparse(cudaStream_t s, Load load, T* var, T* slot0, T* slot1, const T* grad,
                   const SparseRows& rows) {
   const int64_t n = rows.num_dest * rows.row_elems;
@@ -184,9 +187,7 @@ void LaunchApplyGradientDescent(cudaStream_t s, T* var, const T* alpha, const T*
 template <typename T>
 void LaunchApplyMomentum(cudaStream_t s, T* var, T* accum, const T* lr, const T* grad,
                          const T* momentum, bool use_nesterov, int64_t n) {
-  if (n <= 0) return;
-  MomentumKernel<T><<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(var, accum, lr, grad, momentum, use_nesterov,
-                                                   n);
+  LaunchDense<T, 1>(s, LoadMomentum<T>{lr, momentum, use_nesterov}, var, accum, nullptr, grad, n);
 }
 
 template <typename T>
@@ -199,16 +200,13 @@ void LaunchApplyAdam(cudaStream_t s, T* var, T* m, T* v, const AdamScalars<T>& s
 template <typename T>
 void LaunchApplyAdagrad(cudaStream_t s, T* var, T* accum, const T* lr, const T* grad,
                         bool update_slots, int64_t n) {
-  if (n <= 0) return;
-  AdagradKernel<T><<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(var, accum, lr, grad, update_slots, n);
+  LaunchDense<T, 1>(s, LoadAdagrad<T>{lr, update_slots}, var, accum, nullptr, grad, n);
 }
 
 template <typename T>
 void LaunchApplyRMSProp(cudaStream_t s, T* var, T* ms, T* mom, const T* lr, const T* rho,
                         const T* momentum, const T* epsilon, const T* grad, int64_t n) {
-  if (n <= 0) return;
-  RMSPropKernel<T><<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(var, ms, mom, lr, rho, momentum, epsilon, grad,
-                                                  n);
+  LaunchDense<T, 2>(s, LoadRMSProp<T>{lr, rho, momentum, epsilon}, var, ms, mom, grad, n);
 }
 
 template <typename T>
