@@ -276,7 +276,8 @@ template <typename F, typename T>
 void RunBinary(cudaStream_t s, const T* x, const T* y, void* z, int64_t n,
                const BroadcastIndex& b) {
   using Out = decltype(F()(T(), T()));
-  BinaryKernel<F, T, Out><<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(x, y, static_cast<Out*>(z), n, b);
+  BinaryKernel<F, T, Out>
+      <<<BlocksFor(n), kThreadsPerBlock, 0, s>>>(x, y, static_cast<Out*>(z), n, b);
 }
 
 // LaunchBinary of double or int64 (`kDiv`: RealDiv, double only).
@@ -292,7 +293,9 @@ void LaunchTypedBinary(cudaStream_t s, Binary op, const T* x, const T* y, void* 
     DFLOW_CASE(kGreaterEqual) DFLOW_CASE(kLessEqual)
 #undef DFLOW_CASE
     case Binary::kDiv:
-      if constexpr (std::is_floating_point_v<T>) RunBinary<TypedBinaryFn<Binary::kDiv>>(s, x, y, z, n, b);
+      if constexpr (std::is_floating_point_v<T>) {
+        RunBinary<TypedBinaryFn<Binary::kDiv>>(s, x, y, z, n, b);
+      }
       return;
     default: return;  // Not RunsOnDouble / RunsOnInt64.
   }

@@ -40,7 +40,9 @@ enum class Binary {
   kEqual, kNotEqual, kGreater, kLess, kGreaterEqual, kLessEqual,
   kReluGrad, kSoftplusGrad, kSqrtGrad, kRsqrtGrad, kTanhGrad, kSigmoidGrad, kReciprocalGrad,
 };
-inline constexpr bool WritesBool(Binary op) { return op >= Binary::kEqual && op <= Binary::kLessEqual; }
+inline constexpr bool WritesBool(Binary op) {
+  return op >= Binary::kEqual && op <= Binary::kLessEqual;
+}
 void LaunchBinary(cudaStream_t s, Binary op, const float* x, const float* y, void* z, int64_t n,
                   const BroadcastIndex& index);
 

@@ -32,7 +32,9 @@ __global__ void UniformDoubleKernel(PhiloxState gen, double* out, int64_t n) {
   for (int64_t g = GridStart(); g < groups; g += GridStride()) {
     uint32_t bits[4];
     PhiloxBlock(gen, static_cast<uint64_t>(g), bits);
-    for (int j = 0; j < 2 && g * 2 + j < n; ++j) out[g * 2 + j] = Uint64ToDouble(bits[2 * j], bits[2 * j + 1]);
+    for (int j = 0; j < 2 && g * 2 + j < n; ++j) {
+      out[g * 2 + j] = Uint64ToDouble(bits[2 * j], bits[2 * j + 1]);
+    }
   }
 }
 

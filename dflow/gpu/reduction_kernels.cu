@@ -333,10 +333,14 @@ void LaunchArgExtreme(cudaStream_t s, bool min, const T* in, int64_t outer, int6
         in, n, inner, num_out, std::numeric_limits<T>::lowest(), out);
   }
 }
-template void LaunchArgExtreme(cudaStream_t, bool, const float*, int64_t, int64_t, int64_t, int32_t*);
-template void LaunchArgExtreme(cudaStream_t, bool, const float*, int64_t, int64_t, int64_t, int64_t*);
-template void LaunchArgExtreme(cudaStream_t, bool, const double*, int64_t, int64_t, int64_t, int32_t*);
-template void LaunchArgExtreme(cudaStream_t, bool, const double*, int64_t, int64_t, int64_t, int64_t*);
+#define DFLOW_INSTANTIATE_ARG_EXTREME(T, Index)                                           \
+  template void LaunchArgExtreme(cudaStream_t, bool, const T*, int64_t, int64_t, int64_t, \
+                                 Index*);
+DFLOW_INSTANTIATE_ARG_EXTREME(float, int32_t)
+DFLOW_INSTANTIATE_ARG_EXTREME(float, int64_t)
+DFLOW_INSTANTIATE_ARG_EXTREME(double, int32_t)
+DFLOW_INSTANTIATE_ARG_EXTREME(double, int64_t)
+#undef DFLOW_INSTANTIATE_ARG_EXTREME
 
 void LaunchSoftmax(cudaStream_t s, const float* x, float* y, int64_t rows, int64_t cols,
                    bool log) {

@@ -1,6 +1,7 @@
 // Optimizer updates on a GPU, ref (Apply*) and resource (ResourceApply*)
 // forms: GradientDescent, Momentum, Adam, Adagrad, RMSProp, and the sparse
-// (SparseApply*) Momentum, Adagrad and RMSProp, for float and double. Semantics and error messages are the CPU kernels'
+// (SparseApply*) Momentum, Adagrad and RMSProp, for float and double.
+// Semantics and error messages are the CPU kernels'
 // (ops/training_ops.cc): every variable's lock is held whatever use_locking
 // says, shapes are checked before anything is written, ref variables are
 // updated in place and resource variables copy on write. The hyperparameters

@@ -204,7 +204,11 @@ struct GpuScatterKernels {
   template <typename T>
   static void Register(const std::string& op) {
     KernelRegistry::Global()->Register(
-        KernelDefBuilder(op).Device(kDeviceGPU).TypeConstraint<T>("T").HostMemory("indices").Build(),
+        KernelDefBuilder(op)
+            .Device(kDeviceGPU)
+            .TypeConstraint<T>("T")
+            .HostMemory("indices")
+            .Build(),
         [](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> {
           return std::make_unique<typename ScatterRef<kOp>::template Op<T>>(c);
         });

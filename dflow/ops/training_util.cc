@@ -67,8 +67,9 @@ absl::Status CheckSparseApplyRows(const OpKernelContext& ctx, const ApplyInputLa
     }
   }
   if (grad.dim_size(0) != static_cast<int64_t>(rows.size())) {
-    return ctx.InvalidArgument("grad must be the same size as indices in the first dimension: grad=",
-                               grad.DebugString(), ", ", rows.size(), " indices");
+    return ctx.InvalidArgument(
+        "grad must be the same size as indices in the first dimension: grad=", grad.DebugString(),
+        ", ", rows.size(), " indices");
   }
   for (size_t i = 0; i < rows.size(); ++i) {
     if (rows[i] < 0 || rows[i] >= var.dim_size(0)) {

@@ -93,7 +93,8 @@ tensorflow::GraphDef AllOps(const std::string& format) {
   return g;
 }
 
-std::vector<Tensor> RunGraph(const tensorflow::GraphDef& g, const std::vector<std::string>& fetches) {
+std::vector<Tensor> RunGraph(const tensorflow::GraphDef& g,
+                             const std::vector<std::string>& fetches) {
   absl::StatusOr<std::unique_ptr<DirectSession>> s = DirectSession::New(SessionOptions());
   EXPECT_TRUE(s.ok()) << s.status();
   if (!s.ok()) return {};
