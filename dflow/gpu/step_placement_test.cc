@@ -5,17 +5,16 @@
 // between host and device memory only where the GPU must wait or the
 // executor must copy, so this bounds the host round trips of a GPU step.
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "dflow/client/graph_io.h"
 #include "dflow/client/scope.h"
 #include "dflow/framework/device.h"
 #include "dflow/framework/kernel.h"
@@ -26,7 +25,6 @@
 #include "dflow/runtime/placer.h"
 #include "dflow/train/models.h"
 #include "dflow/train/optimizer.h"
-#include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 
 namespace dflow {
@@ -140,18 +138,16 @@ TEST(GpuStepPlacementTest, ATrainingStepCrossesToTheHostOnlyForItsFeeds) {
 // Places every node of tests/data/tf1_corpus/NAME.pbtxt, devices cleared
 // (as on one worker).
 StepCrossings PlaceCorpusGraph(const std::string& name) {
-  tensorflow::GraphDef def;
-  const std::string path = TestDataDir() + "/tf1_corpus/" + name + ".pbtxt";
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text.str(), &def)) << path;
+  absl::StatusOr<tensorflow::GraphDef> def =
+      LoadGraphDef(TestDataDir() + "/tf1_corpus/" + name + ".pbtxt");
+  EXPECT_TRUE(def.ok()) << def.status();
+  if (!def.ok()) return {};
   std::vector<std::string> roots;
-  for (tensorflow::NodeDef& n : *def.mutable_node()) {
+  for (tensorflow::NodeDef& n : *def->mutable_node()) {
     n.clear_device();
     roots.push_back(n.name());
   }
-  return PlaceStep(def, roots);
+  return PlaceStep(*def, roots);
 }
 
 // TF1 training steps from tests/data/tf1_corpus (devices cleared, as on one
@@ -291,14 +287,11 @@ TEST(GpuStepPlacementTest, Word2vecEmbeddingsUpdateOnTheGpu) {
 // between transposes, and every node of the step, helpers included, has a GPU
 // kernel: only the feeds are on the CPU and nothing returns to the host.
 TEST(GpuStepPlacementTest, AChannelsFirstCnnRunsOnTheGpu) {
-  tensorflow::GraphDef def;
-  const std::string path = TestDataDir() + "/gpu/tf_cnn_nchw_gpu.pbtxt";
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(text.str(), &def)) << path;
+  absl::StatusOr<tensorflow::GraphDef> def =
+      LoadGraphDef(TestDataDir() + "/gpu/tf_cnn_nchw_gpu.pbtxt");
+  ASSERT_TRUE(def.ok()) << def.status();
   const StepCrossings s =
-      PlaceStep(def, {"loss", "grads/filter", "grads/bias", "grads/dense"});
+      PlaceStep(*def, {"loss", "grads/filter", "grads/bias", "grads/dense"});
   EXPECT_EQ(s.cpu_nodes, (std::set<std::string>{"x", "labels"}));
   EXPECT_TRUE(s.device_to_host.empty()) << absl::StrJoin(s.device_to_host, "; ");
 }
