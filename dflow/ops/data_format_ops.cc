@@ -4,6 +4,7 @@
 // A vector of 2 holds the spatial dimensions only, which keep their order.
 // The layout rewrite (runtime/layout_rewrite.h) permutes Conv2DBackpropInput's
 // input_sizes and AvgPoolGrad's orig_input_shape with it.
+#include <cstring>
 #include <string>
 #include <vector>
 

@@ -6,7 +6,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "dflow/framework/attr_util.h"
 #include "dflow/runtime/direct_session.h"
 #include "gtest/gtest.h"
