@@ -57,12 +57,13 @@ bool HasZero(const Tensor& t) {
   return std::find(v.begin(), v.end(), int64_t{0}) != v.end();
 }
 
-// ref[indices[i], ...] (op)= updates[i, ...] (inputs 1 and 2) in place, in
-// ref's memory (a device's: Device::ScatterRows), after checking updates'
-// shape and every index (and, for integer division, every divisor) so that
-// an error changes nothing. REQUIRES: the caller holds ref's lock.
-absl::Status ScatterIntoRows(OpKernelContext* ctx, ScatterOp op, Tensor* ref) {
-  ASSIGN_OR_RETURN(const std::vector<int64_t> indices, IndexInput(ctx, 1, "indices"));
+// ref[indices[i], ...] (op)= updates[i, ...] (`indices` read from input 1,
+// updates input 2) in place, in ref's memory (a device's:
+// Device::ScatterRows), after checking updates' shape and every index (and,
+// for integer division, every divisor) so that an error changes nothing.
+// REQUIRES: the caller holds ref's lock.
+absl::Status ScatterIntoRows(OpKernelContext* ctx, ScatterOp op,
+                             const std::vector<int64_t>& indices, Tensor* ref) {
   const Tensor& indices_t = ctx->input(1);
   const Tensor& updates = ctx->input(2);
   if (ref->dims() < 1) return ctx->InvalidArgument("Expected ref to be at least 1-D");
@@ -108,10 +109,11 @@ struct ScatterRef {
     using OpKernel::OpKernel;
 
     absl::Status Compute(OpKernelContext* ctx) override {
+      ASSIGN_OR_RETURN(const std::vector<int64_t> indices, IndexInput(ctx, 1, "indices"));
       {
         RefInputsLock lock(*ctx, {0});
         RETURN_IF_ERROR(CheckRefInitialized(*ctx, 0));
-        RETURN_IF_ERROR(ScatterIntoRows(ctx, kOp, MutableRefInput(ctx, 0)));
+        RETURN_IF_ERROR(ScatterIntoRows(ctx, kOp, indices, MutableRefInput(ctx, 0)));
       }
       ForwardRefInput(ctx, 0, 0);
       return absl::OkStatus();
@@ -459,6 +461,7 @@ REGISTER_NO_GRADIENT("ScatterUpdate");
 
 absl::Status ScatterIntoVariable(OpKernelContext* ctx, ScatterOp op,
                                  absl::FunctionRef<absl::StatusOr<Tensor*>(Var*)> mutable_value) {
+  ASSIGN_OR_RETURN(const std::vector<int64_t> indices, IndexInput(ctx, 1, "indices"));
   ASSIGN_OR_RETURN(std::shared_ptr<Var> var, LookupInitializedVar(*ctx, 0));
   const DataType dtype = ctx->input(2).dtype();
   if (var->dtype() != dtype) {
@@ -467,7 +470,7 @@ absl::Status ScatterIntoVariable(OpKernelContext* ctx, ScatterOp op,
   }
   absl::MutexLock l(var->mu());
   ASSIGN_OR_RETURN(Tensor* value, mutable_value(var.get()));
-  return ScatterIntoRows(ctx, op, value);
+  return ScatterIntoRows(ctx, op, indices, value);
 }
 
 }  // namespace dflow
